@@ -1,0 +1,139 @@
+# podres - one non-recursive Makefile. `make` builds bin/podresd and
+# bin/podres-syncer; `make test` installs what it needs and runs every test.
+# `make SANITIZE=address,undefined test` builds into build/san/ and runs the
+# same suite on the sanitized binaries.
+
+VERSION := 0.1.0
+CC ?= cc
+PKGS := libmicrohttpd sqlite3 jansson yaml-0.1 libcurl
+
+ifeq ($(SANITIZE),)
+  B := build/default
+  BIN := bin
+  OPT := -O2 -g
+else
+  B := build/san
+  BIN := build/san/bin
+  OPT := -O1 -g -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
+endif
+
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+        -Wold-style-definition -Wvla -Wwrite-strings -Wformat=2 -fno-common -Werror
+CFLAGS_ALL = -std=c11 $(OPT) $(WARN) -MMD -MP -DPODRES_VERSION='"$(VERSION)"' \
+             $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(CFLAGS)
+LDLIBS_ALL = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread $(LDLIBS)
+LDFLAGS_ALL = $(OPT) $(LDFLAGS)
+
+ifeq ($(V),1)
+  Q :=
+else
+  Q := @
+endif
+
+COMMON_SRCS := \
+	common/cfg.c \
+	common/err.c \
+	common/fault.c \
+	common/jsonx.c \
+	common/log.c \
+	common/names.c
+SERVER_SRCS := \
+	server/alloc.c \
+	server/api.c \
+	server/api_watch.c \
+	server/config.c \
+	server/feed.c \
+	server/http.c \
+	server/metrics.c \
+	server/store.c \
+	server/store_view.c \
+	server/store_write.c \
+	server/validate.c
+SCHEMA := $(sort $(wildcard schema/[0-9]*.sql))
+
+COMMON_OBJS := $(COMMON_SRCS:%.c=$(B)/%.o)
+SERVER_OBJS := $(SERVER_SRCS:%.c=$(B)/%.o) $(B)/server/migrations_gen.o
+UNIT_SRCS := $(sort $(wildcard tests/unit/*/*_test.c))
+UNIT_BINS := $(UNIT_SRCS:%.c=$(B)/%)
+
+DEBIAN_PKGS := gcc make pkg-config libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev \
+	libyaml-dev libsqlite3-dev sqlite3 curl jq python3 python3-kubernetes openssl \
+	protobuf-c-compiler libprotobuf-c-dev python3-grpcio python3-grpc-tools perl \
+	libclang-rt-14-dev
+
+.PHONY: all test check unit integration deps run clean format lint complexity
+all: $(BIN)/podresd
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@test "$(V)" = 1 || echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS_ALL) -c -o $@ $<
+
+$(B)/server/migrations_gen.c: $(SCHEMA) tools/embed-sql.sh
+	@mkdir -p $(dir $@)
+	$(Q)sh tools/embed-sql.sh $@ $(SCHEMA)
+
+$(B)/server/migrations_gen.o: $(B)/server/migrations_gen.c
+	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -c -o $@ $<
+
+$(B)/libcommon.a: $(COMMON_OBJS)
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(B)/libserver.a: $(SERVER_OBJS)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BIN)/podresd: $(B)/server/main.o $(B)/libserver.a $(B)/libcommon.a
+	@mkdir -p $(dir $@)
+	@test "$(V)" = 1 || echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
+
+$(B)/tests/unit/%_test: tests/unit/%_test.c tests/unit/test.h $(B)/libserver.a $(B)/libcommon.a
+	@mkdir -p $(dir $@)
+	@test "$(V)" = 1 || echo "  TEST-CC $<"
+	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -o $@ $< $(B)/libserver.a $(B)/libcommon.a \
+		$(LDLIBS_ALL)
+
+deps:
+	@missing=""; for p in $(DEBIAN_PKGS); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "deps: installing$$missing"; \
+		if [ "$$(id -u)" != 0 ]; then echo "deps: run as root to install:$$missing" >&2; exit 1; fi; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+check unit: deps all $(UNIT_BINS)
+	@prove --exec '' $(UNIT_BINS)
+
+integration: deps all
+	@PODRES_BIN=$(CURDIR)/$(BIN) tests/run-integration.sh
+
+test: deps all $(UNIT_BINS)
+	@PODRES_BIN=$(CURDIR)/$(BIN) UNIT_BINS="$(UNIT_BINS)" tests/run-all.sh
+
+run: deps all
+	@mkdir -p var
+	@echo "podresd on deploy/dev/podresd.yaml; try:"
+	@echo "  curl -s --unix-socket var/podresd.sock http://localhost/v1/devices | jq"
+	@echo "  curl -s http://127.0.0.1:9444/v1/devices | jq"
+	$(BIN)/podresd --config deploy/dev/podresd.yaml
+
+format:
+	clang-format -i common/*.[ch] server/*.[ch] $(wildcard syncer/*.[ch]) tests/unit/*/*.c
+
+lint: all
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance --std=c11 \
+		--suppress=missingIncludeSystem common server $(wildcard syncer)
+
+complexity:
+	@pmccabe common/*.c server/*.c $(wildcard syncer/*.c) | sort -nr | \
+		awk -v allow="$$(cat tests/complexity-allow.txt 2>/dev/null | cut -d' ' -f1)" \
+		'BEGIN { n = split(allow, a, "\n"); for (i = 1; i <= n; i++) ok[a[i]] = 1 } \
+		 $$1 > 15 { split($$NF, f, "("); if (!ok[$$NF]) { print "too complex: " $$0; bad = 1 } } \
+		 END { exit bad }'
+
+clean:
+	rm -rf build bin var
+
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* jsonx.c - jansson helpers: strict parsing and canonical dumping. */
+#include "common.h"
+#include "jsonx.h"
+
+err_t jsonx_parse(const char *buf, size_t len, json_t **out, char *msg, size_t cap)
+{
+    json_error_t jerr;
+    json_t *v;
+
+    if (fault_alloc_fails())
+        return ERR_NOMEM;
+    v = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!v) {
+        if (jerr.position == 0 && len == 0)
+            snprintf(msg, cap, "request body is empty; expected a JSON object");
+        else
+            snprintf(msg, cap, "malformed JSON at line %d, column %d: %s", jerr.line, jerr.column,
+                     jerr.text);
+        return ERR_INVAL;
+    }
+    *out = v;
+    return ERR_OK;
+}
+
+err_t jsonx_check_keys(const json_t *obj, const char *const *allowed, const char *where, char *msg,
+                       size_t cap)
+{
+    const char *key;
+    json_t *val;
+    size_t i;
+
+    json_object_foreach((json_t *)obj, key, val) {
+        bool ok = false;
+
+        (void)val;
+        for (i = 0; allowed[i]; i++) {
+            if (strcmp(key, allowed[i]) == 0) {
+                ok = true;
+                break;
+            }
+        }
+        if (!ok) {
+            snprintf(msg, cap, "unknown field \"%s%s%s\"", where ? where : "", where ? "." : "",
+                     key);
+            return ERR_INVAL;
+        }
+    }
+    return ERR_OK;
+}
+
+char *jsonx_dumps(const json_t *v)
+{
+    if (fault_alloc_fails())
+        return NULL;
+    return json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+}
+
+char *jsonx_dumps_line(const json_t *v, size_t *len)
+{
+    char *s = jsonx_dumps(v);
+    char *line;
+    size_t n;
+
+    if (!s)
+        return NULL;
+    n = strlen(s);
+    line = realloc(s, n + 2);
+    if (!line) {
+        free(s);
+        return NULL;
+    }
+    line[n] = '\n';
+    line[n + 1] = '\0';
+    *len = n + 1;
+    return line;
+}

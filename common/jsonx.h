@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* jsonx.h - small jansson helpers shared by both daemons. */
+#ifndef PODRES_JSONX_H
+#define PODRES_JSONX_H
+#include <jansson.h>
+#include <stddef.h>
+
+#include "err.h"
+
+/* Parse 'len' bytes of JSON (one value, objects or arrays at top level
+ * allowed). On ERR_OK *out is new. On ERR_INVAL 'msg' (of 'cap' bytes) says
+ * what is wrong and where. */
+err_t jsonx_parse(const char *buf, size_t len, json_t **out, char *msg, size_t cap) WARN_UNUSED;
+
+/* ERR_INVAL and the name in 'msg' when 'obj' has a key not in the
+ * NULL-terminated 'allowed' list. */
+err_t jsonx_check_keys(const json_t *obj, const char *const *allowed, const char *where, char *msg,
+                       size_t cap) WARN_UNUSED;
+
+/* Compact serialisation with sorted keys; new, free() it; NULL if out of memory. */
+char *jsonx_dumps(const json_t *v);
+
+/* Compact serialisation followed by "\n"; new, free() it. *len is set. */
+char *jsonx_dumps_line(const json_t *v, size_t *len);
+
+#endif

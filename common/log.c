@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* log.c - formatting and writing of log lines. A whole line is written with
+ * one write(2) so lines from threads never interleave. */
+#include "common.h"
+
+#include <stdarg.h>
+#include <unistd.h>
+
+static enum log_level cur_level = LOG_INFO; /* lines above this are dropped */
+static bool json_format;                   /* false: logfmt text */
+
+static const char *level_names[] = {"err", "warn", "info", "debug"};
+
+int log_setup(const char *format, const char *level)
+{
+    size_t i;
+
+    if (format && strcmp(format, "json") == 0)
+        json_format = true;
+    else if (format && strcmp(format, "text") != 0)
+        return -1;
+    if (!level)
+        return 0;
+    for (i = 0; i < ARRAY_SIZE(level_names); i++) {
+        if (strcmp(level, level_names[i]) == 0) {
+            cur_level = (enum log_level)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+bool log_enabled(enum log_level lvl)
+{
+    return lvl <= cur_level;
+}
+
+/* Append 's' to 'out' escaped for a double-quoted string. */
+static size_t escape(char *out, size_t cap, size_t n, const char *s)
+{
+    for (; *s && n + 7 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+
+        if (c == '"' || c == '\\') {
+            out[n++] = '\\';
+            out[n++] = (char)c;
+        } else if (c < 0x20) {
+            n += (size_t)snprintf(out + n, cap - n, "\\u%04x", c);
+        } else {
+            out[n++] = (char)c;
+        }
+    }
+    return n;
+}
+
+void log_write(enum log_level lvl, const char *mod, const char *fmt, ...)
+{
+    char msg[1024];
+    char line[2400];
+    size_t n;
+    va_list ap;
+
+    if (lvl > cur_level)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (json_format)
+        n = (size_t)snprintf(line, sizeof(line), "{\"level\":\"%s\",\"mod\":\"%s\",\"msg\":\"",
+                             level_names[lvl], mod);
+    else
+        n = (size_t)snprintf(line, sizeof(line), "level=%s mod=%s msg=\"", level_names[lvl], mod);
+    n = escape(line, sizeof(line), n, msg);
+    n += (size_t)snprintf(line + n, sizeof(line) - n, json_format ? "\"}\n" : "\"\n");
+    if (write(STDERR_FILENO, line, n) < 0)
+        return;
+}

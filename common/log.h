@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* log.h - one line per event on stderr, logfmt text or JSON. Each .c that
+ * logs defines LOG_MOD before including common.h. Thread-safe. Never pass a
+ * token or an Authorization header to these functions. */
+#ifndef PODRES_LOG_H
+#define PODRES_LOG_H
+#include <stdbool.h>
+
+enum log_level { LOG_ERR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
+
+#ifndef LOG_MOD
+#define LOG_MOD "main"
+#endif
+
+/* 'format' is "text" or "json"; 'level' is err|warn|info|debug. */
+int log_setup(const char *format, const char *level);
+bool log_enabled(enum log_level lvl);
+void log_write(enum log_level lvl, const char *mod, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#define log_err(...) log_write(LOG_ERR, LOG_MOD, __VA_ARGS__)
+#define log_warn(...) log_write(LOG_WARN, LOG_MOD, __VA_ARGS__)
+#define log_info(...) log_write(LOG_INFO, LOG_MOD, __VA_ARGS__)
+#define log_debug(...)                                                                             \
+    do {                                                                                           \
+        if (log_enabled(LOG_DEBUG))                                                                \
+            log_write(LOG_DEBUG, LOG_MOD, __VA_ARGS__);                                            \
+    } while (0)
+
+#endif

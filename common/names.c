@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* names.c - validation of names that come from clients. */
+#include "common.h"
+#include "names.h"
+
+static bool is_lower_alnum(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+static bool is_alnum(char c)
+{
+    return is_lower_alnum(c) || (c >= 'A' && c <= 'Z');
+}
+
+/* Label rules over s[0..n). */
+static bool label_ok(const char *s, size_t n)
+{
+    size_t i;
+
+    if (n == 0 || n > 63 || !is_lower_alnum(s[0]) || !is_lower_alnum(s[n - 1]))
+        return false;
+    for (i = 1; i + 1 < n; i++) {
+        if (!is_lower_alnum(s[i]) && s[i] != '-')
+            return false;
+    }
+    return true;
+}
+
+bool names_is_dns1123_label(const char *s)
+{
+    return s && label_ok(s, strlen(s));
+}
+
+bool names_is_dns1123_subdomain(const char *s)
+{
+    size_t n;
+    const char *dot;
+
+    if (!s)
+        return false;
+    n = strlen(s);
+    if (n == 0 || n > 253)
+        return false;
+    for (;;) {
+        dot = strchr(s, '.');
+        if (!dot)
+            return label_ok(s, strlen(s));
+        if (!label_ok(s, (size_t)(dot - s)))
+            return false;
+        s = dot + 1;
+    }
+}
+
+bool names_is_resource_name(const char *s)
+{
+    const char *slash;
+    char domain[254];
+    size_t dn, i, n;
+
+    if (!s)
+        return false;
+    slash = strchr(s, '/');
+    if (!slash || strchr(slash + 1, '/'))
+        return false;
+    dn = (size_t)(slash - s);
+    if (dn == 0 || dn >= sizeof(domain))
+        return false;
+    memcpy(domain, s, dn);
+    domain[dn] = '\0';
+    if (!names_is_dns1123_subdomain(domain))
+        return false;
+    s = slash + 1;
+    n = strlen(s);
+    if (n == 0 || n > 63 || !is_alnum(s[0]) || !is_alnum(s[n - 1]))
+        return false;
+    for (i = 1; i + 1 < n; i++) {
+        if (!is_alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
+            return false;
+    }
+    return true;
+}
+
+bool names_is_device_id(const char *s)
+{
+    size_t i, n;
+
+    if (!s)
+        return false;
+    n = strlen(s);
+    if (n == 0 || n > 253 || !is_alnum(s[0]))
+        return false;
+    for (i = 1; i < n; i++) {
+        if (!is_alnum(s[i]) && !strchr("._:-", s[i]))
+            return false;
+    }
+    return true;
+}

@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* api.c - the REST handlers of CONTRACT §3 (reads, writes, health and
+ * metrics) and the route table. The watch stream is in api_watch.c. */
+#define LOG_MOD "api"
+#include "../common/common.h"
+#include "../common/jsonx.h"
+#include "../common/names.h"
+#include "api.h"
+#include "validate.h"
+
+#include <stdarg.h>
+
+const char *api_arg(struct api_req *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+__attribute__((format(printf, 3, 4))) static err_t fail(struct api_req *r, err_t rc,
+                                                        const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* Copy a store error's message, or a default one. */
+static err_t store_fail(struct api_req *r, err_t rc, const char *msg)
+{
+    if (msg[0])
+        snprintf(r->msg, sizeof(r->msg), "%s", msg);
+    else if (rc == ERR_NOSPACE)
+        snprintf(r->msg, sizeof(r->msg), "the database disk is full; the write was not applied");
+    else if (rc == ERR_UNAVAIL)
+        snprintf(r->msg, sizeof(r->msg), "the database is busy; retry");
+    return rc;
+}
+
+static err_t ok_json(struct api_resp *out, int status, json_t *j)
+{
+    out->status = status;
+    out->json = j;
+    return ERR_OK;
+}
+
+static err_t parse_body(struct api_req *r, json_t **body)
+{
+    err_t rc = jsonx_parse(r->body, r->body_len, body, r->msg, sizeof(r->msg));
+
+    if (!rc && !json_is_object(*body)) {
+        json_decref(*body);
+        return fail(r, ERR_INVAL, "request body must be a JSON object");
+    }
+    return rc;
+}
+
+/* Namespace segment 'ns' and name segment 'name' by Kubernetes rules. */
+static err_t pod_names(struct api_req *r, const char *ns, const char *name)
+{
+    if (!names_is_dns1123_label(ns))
+        return fail(r, ERR_UNPROCESSABLE,
+                    "namespace \"%.300s\" is invalid: a lowercase RFC 1123 label is required", ns);
+    if (!names_is_dns1123_subdomain(name))
+        return fail(r, ERR_UNPROCESSABLE,
+                    "name \"%.300s\" is invalid: a lowercase RFC 1123 subdomain is required",
+                    name);
+    return ERR_OK;
+}
+
+/* "domain" and "name" segments joined into a resource name. */
+static err_t resource_of(struct api_req *r, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s/%s", r->seg[2], r->seg[3]);
+    if (!names_is_resource_name(buf))
+        return fail(r, ERR_UNPROCESSABLE,
+                    "resource name \"%.300s\" is invalid: use domain/name, e.g. vendor.com/gpu",
+                    buf);
+    return ERR_OK;
+}
+
+/* ---- reads ---- */
+
+static err_t get_pods(struct api_req *r, struct api_resp *out)
+{
+    const char *ns = api_arg(r, "namespace"), *res = api_arg(r, "resource");
+    json_t *j = NULL;
+    err_t rc;
+
+    if (ns && !names_is_dns1123_label(ns))
+        return fail(r, ERR_INVAL, "query namespace=\"%.300s\" is not a valid namespace", ns);
+    if (res && !names_is_resource_name(res))
+        return fail(r, ERR_INVAL, "query resource=\"%.300s\" is not a valid resource name", res);
+    rc = store_pods_list(r->api->store, ns, res, &j);
+    return rc ? rc : ok_json(out, 200, j);
+}
+
+static err_t get_pod(struct api_req *r, struct api_resp *out)
+{
+    json_t *j = NULL;
+    err_t rc = pod_names(r, r->seg[2], r->seg[4]);
+
+    if (!rc)
+        rc = store_pod_get(r->api->store, r->seg[2], r->seg[4], &j);
+    if (rc == ERR_NOTFOUND)
+        snprintf(r->msg, sizeof(r->msg), "pod %.200s/%.300s not found", r->seg[2], r->seg[4]);
+    return rc ? rc : ok_json(out, 200, j);
+}
+
+static err_t get_allocatable(struct api_req *r, struct api_resp *out)
+{
+    json_t *j = NULL;
+    err_t rc = store_allocatable(r->api->store, &j);
+
+    return rc ? rc : ok_json(out, 200, j);
+}
+
+static err_t get_devices(struct api_req *r, struct api_resp *out)
+{
+    const char *res = api_arg(r, "resource"), *health = api_arg(r, "health");
+    const char *fr = api_arg(r, "free");
+    json_t *j = NULL;
+    err_t rc;
+
+    if (res && !names_is_resource_name(res))
+        return fail(r, ERR_INVAL, "query resource=\"%.300s\" is not a valid resource name", res);
+    if (health && strcmp(health, "Healthy") != 0 && strcmp(health, "Unhealthy") != 0)
+        return fail(r, ERR_INVAL, "query health=\"%.100s\" must be Healthy or Unhealthy", health);
+    if (fr && strcmp(fr, "true") != 0 && strcmp(fr, "false") != 0)
+        return fail(r, ERR_INVAL, "query free=\"%.100s\" must be true or false", fr);
+    rc = store_devices_list(r->api->store, res, health, fr && strcmp(fr, "true") == 0, &j);
+    return rc ? rc : ok_json(out, 200, j);
+}
+
+static err_t get_reservations(struct api_req *r, struct api_resp *out)
+{
+    json_t *j = NULL;
+    err_t rc = store_reservations_list(r->api->store, &j);
+
+    return rc ? rc : ok_json(out, 200, j);
+}
+
+static err_t get_reservation(struct api_req *r, struct api_resp *out)
+{
+    json_t *j = NULL;
+    err_t rc = pod_names(r, r->seg[2], r->seg[3]);
+
+    if (!rc)
+        rc = store_reservation_get(r->api->store, r->seg[2], r->seg[3], &j);
+    if (rc == ERR_NOTFOUND)
+        snprintf(r->msg, sizeof(r->msg), "reservation %.200s/%.300s not found", r->seg[2],
+                 r->seg[3]);
+    return rc ? rc : ok_json(out, 200, j);
+}
+
+/* ---- writes ---- */
+
+static err_t put_devices(struct api_req *r, struct api_resp *out)
+{
+    char res[600], msg[API_MSG_MAX] = "";
+    json_t *body = NULL, *devs = NULL, *j = NULL;
+    uint64_t ttl = 0;
+    bool changed;
+    err_t rc = resource_of(r, res, sizeof(res));
+
+    if (!rc)
+        rc = parse_body(r, &body);
+    if (!rc)
+        rc = validate_devices_put(body, &devs, &ttl, r->msg, sizeof(r->msg));
+    if (!rc) {
+        rc = store_resource_put(r->api->store, res, devs, ttl, msg, sizeof(msg), &j, &changed);
+        if (rc)
+            store_fail(r, rc, msg);
+    }
+    json_decref(body);
+    json_decref(devs);
+    return rc ? rc : ok_json(out, 200, j);
+}
+
+static err_t patch_device(struct api_req *r, struct api_resp *out)
+{
+    char res[600], msg[API_MSG_MAX] = "";
+    json_t *body = NULL, *j = NULL;
+    const char *health = NULL;
+    err_t rc = resource_of(r, res, sizeof(res));
+
+    if (!rc && !names_is_device_id(r->seg[5]))
+        rc = fail(r, ERR_UNPROCESSABLE, "device id \"%.300s\" is invalid", r->seg[5]);
+    if (!rc)
+        rc = parse_body(r, &body);
+    if (!rc)
+        rc = validate_health_patch(body, &health, r->msg, sizeof(r->msg));
+    if (!rc) {
+        rc = store_device_set_health(r->api->store, res, r->seg[5], health, msg, sizeof(msg), &j);
+        if (rc)
+            store_fail(r, rc, msg);
+    }
+    json_decref(body);
+    return rc ? rc : ok_json(out, 200, j);
+}
+
+static err_t put_pod(struct api_req *r, struct api_resp *out)
+{
+    char msg[API_MSG_MAX] = "";
+    json_t *body = NULL, *containers = NULL, *j = NULL;
+    const char *uid = "";
+    bool created = false, changed;
+    err_t rc = pod_names(r, r->seg[2], r->seg[4]);
+
+    if (!rc)
+        rc = parse_body(r, &body);
+    if (!rc)
+        rc = validate_pod_put(body, &uid, &containers, r->msg, sizeof(r->msg));
+    if (!rc) {
+        rc = store_pod_bind(r->api->store, r->seg[2], r->seg[4], uid, containers, msg,
+                            sizeof(msg), &j, &created, &changed);
+        if (rc)
+            store_fail(r, rc, msg);
+    }
+    json_decref(body);
+    json_decref(containers);
+    return rc ? rc : ok_json(out, created ? 201 : 200, j);
+}
+
+static err_t post_allocate(struct api_req *r, struct api_resp *out)
+{
+    char msg[API_MSG_MAX] = "";
+    json_t *body = NULL, *req = NULL, *j = NULL;
+    const char *uid = "";
+    bool created = false, changed;
+    err_t rc = pod_names(r, r->seg[2], r->seg[4]);
+
+    if (!rc)
+        rc = parse_body(r, &body);
+    if (!rc)
+        rc = validate_allocate(body, &uid, &req, r->msg, sizeof(r->msg));
+    if (!rc) {
+        rc = store_pod_allocate(r->api->store, r->seg[2], r->seg[4], uid, req, msg, sizeof(msg),
+                                &j, &created, &changed);
+        if (rc)
+            store_fail(r, rc, msg);
+    }
+    json_decref(body);
+    json_decref(req);
+    return rc ? rc : ok_json(out, created ? 201 : 200, j);
+}
+
+static err_t delete_pod(struct api_req *r, struct api_resp *out)
+{
+    char msg[API_MSG_MAX] = "";
+    const char *uid = api_arg(r, "uid");
+    json_t *j = NULL;
+    err_t rc = pod_names(r, r->seg[2], r->seg[4]);
+
+    if (!rc && uid && !validate_uid(uid))
+        rc = fail(r, ERR_INVAL, "query uid=\"%.200s\" is not a valid uid", uid);
+    if (!rc) {
+        rc = store_pod_release(r->api->store, r->seg[2], r->seg[4], uid, msg, sizeof(msg), &j);
+        if (rc)
+            store_fail(r, rc, msg);
+    }
+    return rc ? rc : ok_json(out, 200, j);
+}
+
+static err_t put_reservation(struct api_req *r, struct api_resp *out)
+{
+    char msg[API_MSG_MAX] = "";
+    json_t *body = NULL, *containers = NULL, *j = NULL;
+    bool created = false, changed;
+    err_t rc = pod_names(r, r->seg[2], r->seg[3]);
+
+    if (!rc)
+        rc = parse_body(r, &body);
+    if (!rc)
+        rc = validate_reservation(body, &containers, r->msg, sizeof(r->msg));
+    if (!rc) {
+        rc = store_reservation_put(r->api->store, r->seg[2], r->seg[3], containers, msg,
+                                   sizeof(msg), &j, &created, &changed);
+        if (rc)
+            store_fail(r, rc, msg);
+    }
+    json_decref(body);
+    json_decref(containers);
+    return rc ? rc : ok_json(out, created ? 201 : 200, j);
+}
+
+static err_t delete_reservation(struct api_req *r, struct api_resp *out)
+{
+    char msg[API_MSG_MAX] = "";
+    json_t *j = NULL;
+    err_t rc = pod_names(r, r->seg[2], r->seg[3]);
+
+    if (!rc) {
+        rc = store_reservation_delete(r->api->store, r->seg[2], r->seg[3], msg, sizeof(msg), &j);
+        if (rc)
+            store_fail(r, rc, msg);
+    }
+    return rc ? rc : ok_json(out, 200, j);
+}
+
+/* ---- health, metrics, version ---- */
+
+static err_t text(struct api_resp *out, int status, const char *body)
+{
+    size_t n = strlen(body);
+    char *copy = malloc(n + 1);
+
+    if (!copy)
+        return ERR_NOMEM;
+    memcpy(copy, body, n + 1);
+    out->raw = MHD_create_response_from_buffer(n, copy, MHD_RESPMEM_MUST_FREE);
+    if (!out->raw) {
+        free(copy);
+        return ERR_NOMEM;
+    }
+    MHD_add_response_header(out->raw, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+    out->status = status;
+    return ERR_OK;
+}
+
+static err_t get_healthz(struct api_req *r, struct api_resp *out)
+{
+    (void)r;
+    return text(out, 200, "ok\n");
+}
+
+static err_t get_readyz(struct api_req *r, struct api_resp *out)
+{
+    char why[256] = "", line[300];
+
+    if (r->api->stopping)
+        snprintf(why, sizeof(why), "shutting down");
+    else if (r->api->source_ready && !r->api->source_ready(r->api->source_ctx, why, sizeof(why)))
+        ;
+    else
+        return text(out, 200, "ok\n");
+    snprintf(line, sizeof(line), "not ready: %s\n", why);
+    return text(out, 503, line);
+}
+
+static int render_gauges(struct api *api, char **buf, size_t *len, size_t *cap)
+{
+    json_t *stats = NULL, *d;
+    size_t i;
+    int rc = 0;
+
+    if (store_stats(api->store, &stats))
+        return -1;
+    rc |= metrics_printf(buf, len, cap,
+                         "# HELP podresd_pods Pods with a recorded binding.\n"
+                         "# TYPE podresd_pods gauge\npodresd_pods %lld\n"
+                         "# HELP podresd_bound_devices Devices bound to a container.\n"
+                         "# TYPE podresd_bound_devices gauge\npodresd_bound_devices %lld\n"
+                         "# HELP podresd_revision The node-wide revision.\n"
+                         "# TYPE podresd_revision gauge\npodresd_revision %llu\n"
+                         "# HELP podresd_watchers Open change-feed streams.\n"
+                         "# TYPE podresd_watchers gauge\npodresd_watchers %ld\n"
+                         "# HELP podresd_devices Devices by resource and health.\n"
+                         "# TYPE podresd_devices gauge\n",
+                         (long long)json_integer_value(json_object_get(stats, "pods")),
+                         (long long)json_integer_value(json_object_get(stats, "boundDevices")),
+                         (unsigned long long)store_revision(api->store), feed_watchers(api->feed));
+    json_array_foreach(json_object_get(stats, "devices"), i, d) {
+        rc |= metrics_printf(buf, len, cap, "podresd_devices{resource=\"%s\",health=\"%s\"} %lld\n",
+                             json_string_value(json_object_get(d, "resource")),
+                             json_string_value(json_object_get(d, "health")),
+                             (long long)json_integer_value(json_object_get(d, "count")));
+    }
+    json_decref(stats);
+    return rc;
+}
+
+static err_t get_metrics(struct api_req *r, struct api_resp *out)
+{
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+
+    if (metrics_render(r->api->metrics, &buf, &len, &cap) ||
+        render_gauges(r->api, &buf, &len, &cap)) {
+        free(buf);
+        return ERR_NOMEM;
+    }
+    out->raw = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
+    if (!out->raw) {
+        free(buf);
+        return ERR_NOMEM;
+    }
+    MHD_add_response_header(out->raw, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            "text/plain; version=0.0.4; charset=utf-8");
+    out->status = 200;
+    return ERR_OK;
+}
+
+static err_t get_version(struct api_req *r, struct api_resp *out)
+{
+    return ok_json(out, 200,
+                   json_pack("{s:s,s:s,s:i,s:I}", "version", PODRES_VERSION, "nodeName",
+                             r->api->node_name ? r->api->node_name : "", "schemaVersion",
+                             store_schema_version(), "revision",
+                             (json_int_t)store_revision(r->api->store)));
+}
+
+/* ---- the table ---- */
+
+#define R(m, p, l, f, w, b, body) {m, p, l, f, w, b, body}
+const struct api_route api_routes[] = {
+    R("GET", "v1/pods", "/v1/pods", get_pods, false, false, false),
+    R("GET", "v1/namespaces/*/pods/*", "/v1/namespaces/{ns}/pods/{name}", get_pod, false, false,
+      false),
+    R("PUT", "v1/namespaces/*/pods/*", "/v1/namespaces/{ns}/pods/{name}", put_pod, true, true,
+      true),
+    R("DELETE", "v1/namespaces/*/pods/*", "/v1/namespaces/{ns}/pods/{name}", delete_pod, true,
+      true, false),
+    R("POST", "v1/namespaces/*/pods/*/allocate", "/v1/namespaces/{ns}/pods/{name}/allocate",
+      post_allocate, true, true, true),
+    R("GET", "v1/allocatable", "/v1/allocatable", get_allocatable, false, false, false),
+    R("GET", "v1/devices", "/v1/devices", get_devices, false, false, false),
+    R("PUT", "v1/resources/*/*/devices", "/v1/resources/{domain}/{name}/devices", put_devices,
+      true, true, true),
+    R("PATCH", "v1/resources/*/*/devices/*", "/v1/resources/{domain}/{name}/devices/{id}",
+      patch_device, true, true, true),
+    R("GET", "v1/reservations", "/v1/reservations", get_reservations, false, false, false),
+    R("GET", "v1/reservations/*/*", "/v1/reservations/{ns}/{name}", get_reservation, false,
+      false, false),
+    R("PUT", "v1/reservations/*/*", "/v1/reservations/{ns}/{name}", put_reservation, true, false,
+      true),
+    R("DELETE", "v1/reservations/*/*", "/v1/reservations/{ns}/{name}", delete_reservation, true,
+      false, false),
+    R("GET", "v1/watch", "/v1/watch", api_watch, false, false, false),
+    R("GET", "healthz", "/healthz", get_healthz, false, false, false),
+    R("GET", "readyz", "/readyz", get_readyz, false, false, false),
+    R("GET", "metrics", "/metrics", get_metrics, false, false, false),
+    R("GET", "version", "/version", get_version, false, false, false),
+};
+const size_t api_nroutes = ARRAY_SIZE(api_routes);
+

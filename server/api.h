@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* api.h - podresd's REST handlers and the route table http.c dispatches
+ * with. Handlers never build SQL and never touch libmicrohttpd except to
+ * create a streaming or text response. */
+#ifndef PODRES_API_H
+#define PODRES_API_H
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/err.h"
+#include "feed.h"
+#include "metrics.h"
+#include "store.h"
+
+#define API_MAX_SEGS 8
+#define API_MSG_MAX 1024
+
+/* Shared by every request; read-only after start except where noted. */
+struct api {
+    struct store *store;       /* borrowed */
+    struct feed *feed;         /* borrowed */
+    struct metrics *metrics;   /* borrowed */
+    const char *token;         /* write token for TCP, or NULL; borrowed */
+    bool kubelet_mode;         /* devices and bindings are read-only */
+    const char *node_name;     /* for /version; borrowed */
+    /* Readiness hook of the binding source; NULL = always ready. Writes the
+     * reason into 'why' when not ready. Thread-safe. */
+    bool (*source_ready)(void *ctx, char *why, size_t cap);
+    void *source_ctx;          /* argument of source_ready */
+    volatile int stopping;     /* set once at shutdown */
+};
+
+/* One request, as http.c hands it to a handler. */
+struct api_req {
+    struct api *api;                 /* borrowed */
+    struct MHD_Connection *conn;     /* for query arguments */
+    const char *seg[API_MAX_SEGS];   /* path segments; borrowed */
+    size_t nseg;                     /* how many */
+    const char *body;                /* request body (NUL-terminated) or NULL */
+    size_t body_len;                 /* its length */
+    char msg[API_MSG_MAX];           /* the Status message on failure */
+};
+
+/* What a handler answers on ERR_OK: a JSON body, or a ready response. */
+struct api_resp {
+    int status;                      /* HTTP status */
+    json_t *json;                    /* new, or NULL */
+    struct MHD_Response *raw;        /* new, or NULL (takes precedence) */
+    bool stream;                     /* a long-lived stream (left out of latency) */
+};
+
+typedef err_t (*api_handler)(struct api_req *r, struct api_resp *out);
+
+struct api_route {
+    const char *method;  /* GET, PUT, ... */
+    const char *pattern; /* "v1/namespaces/{*}/pods": a star segment matches any one */
+    const char *label;   /* metrics label */
+    api_handler fn;      /* the handler */
+    bool write;          /* needs write access */
+    bool binding_write;  /* refused in kubelet mode */
+    bool has_body;       /* takes a JSON body */
+};
+
+extern const struct api_route api_routes[];
+extern const size_t api_nroutes;
+
+/* GET /v1/watch (api_watch.c). */
+err_t api_watch(struct api_req *r, struct api_resp *out);
+
+/* Query argument 'name' or NULL. */
+const char *api_arg(struct api_req *r, const char *name);
+
+#endif

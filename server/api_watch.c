@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* api_watch.c - GET /v1/watch: the NDJSON change feed. A watcher owns only
+ * a cursor and a buffer of lines not yet sent. It reads the in-memory ring
+ * while it keeps up, and the change log in short read transactions when it
+ * is behind the ring (after a restart, or when slow); never does it hold a
+ * read transaction while waiting. Runs on the connection's own thread: the
+ * content reader blocks on the feed, which wakes it on every commit. */
+#define LOG_MOD "watch"
+#include "../common/common.h"
+#include "../common/jsonx.h"
+#include "../common/names.h"
+#include "api.h"
+
+#define BOOKMARK_MS 10000      /* a bookmark at least this often */
+#define CATCHUP_ROWS 512       /* change-log rows per read transaction */
+#define NO_DEADLINE UINT64_MAX
+
+struct watcher {
+    struct api *api;           /* borrowed */
+    char kind[16];             /* filter, or "" */
+    char ns[64];               /* filter, or "" */
+    struct feed_filter flt;    /* points into kind/ns */
+    uint64_t cursor;           /* last revision looked at */
+    char *buf;                 /* lines not yet sent */
+    size_t len, off, cap;      /* used, sent, allocated */
+    uint64_t next_bookmark;    /* monotonic ms */
+    uint64_t end_at;           /* monotonic ms, or NO_DEADLINE */
+    bool from_log;             /* reading the change log, not the ring */
+    bool ended;                /* send what is buffered, then end */
+};
+
+static void watcher_free(void *cls)
+{
+    struct watcher *w = cls;
+
+    feed_watcher_add(w->api->feed, -1);
+    free(w->buf);
+    free(w);
+}
+
+static int add_line(struct watcher *w, json_t *obj)
+{
+    size_t n = 0;
+    char *line = jsonx_dumps_line(obj, &n);
+
+    json_decref(obj);
+    if (!line)
+        return -1;
+    if (w->len + n > w->cap) {
+        size_t ncap = w->cap ? w->cap * 2 : 4096;
+        char *nb;
+
+        while (ncap < w->len + n)
+            ncap *= 2;
+        nb = realloc(w->buf, ncap);
+        if (!nb) {
+            free(line);
+            return -1;
+        }
+        w->buf = nb;
+        w->cap = ncap;
+    }
+    memcpy(w->buf + w->len, line, n);
+    w->len += n;
+    free(line);
+    return 0;
+}
+
+static void add_expired(struct watcher *w)
+{
+    json_t *st = json_pack("{s:s,s:s,s:s,s:s,s:i}", "kind", "Status", "status", "Failure",
+                           "reason", "Expired", "message",
+                           "the requested revision is no longer kept; list again", "code", 410);
+
+    add_line(w, json_pack("{s:s,s:o}", "type", "ERROR", "object", st));
+    w->ended = true;
+}
+
+/* Fill the buffer with at least one line, or set 'ended'. */
+static void refill(struct watcher *w)
+{
+    enum feed_wait_result r;
+    uint64_t now, deadline;
+    err_t rc;
+
+    while (w->len == 0 && !w->ended) {
+        now = feed_now_ms();
+        if (now >= w->end_at || w->api->stopping) {
+            w->ended = true;
+            break;
+        }
+        if (now >= w->next_bookmark) {
+            w->next_bookmark = now + BOOKMARK_MS;
+            if (add_line(w, json_pack("{s:s,s:I}", "type", "BOOKMARK", "revision",
+                                      (json_int_t)w->cursor)))
+                w->ended = true;
+            continue;
+        }
+        if (w->from_log) {
+            rc = store_changes_after(w->api->store, &w->cursor, &w->flt, CATCHUP_ROWS, &w->buf,
+                                     &w->len, &w->cap);
+            if (rc == ERR_GONE)
+                add_expired(w);
+            else if (rc)
+                w->ended = true;
+            else if (w->cursor >= feed_head(w->api->feed) || w->len == 0)
+                w->from_log = false;
+            continue;
+        }
+        deadline = w->next_bookmark < w->end_at ? w->next_bookmark : w->end_at;
+        r = feed_wait(w->api->feed, &w->cursor, &w->flt, deadline, &w->buf, &w->len, &w->cap);
+        if (r == FEED_BEHIND)
+            w->from_log = true;
+        else if (r == FEED_CLOSED)
+            w->ended = true;
+    }
+}
+
+static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
+{
+    struct watcher *w = cls;
+    size_t n;
+
+    (void)pos;
+    if (w->off == w->len) {
+        w->off = 0;
+        w->len = 0;
+        refill(w);
+    }
+    if (w->off == w->len)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    n = w->len - w->off;
+    if (n > max)
+        n = max;
+    memcpy(out, w->buf + w->off, n);
+    w->off += n;
+    return (ssize_t)n;
+}
+
+/* Parse and check the query; fills the filter fields. */
+static err_t parse_query(struct api_req *r, struct watcher *w, bool *has_since)
+{
+    const char *since = api_arg(r, "since"), *kind = api_arg(r, "kind");
+    const char *ns = api_arg(r, "namespace"), *ts = api_arg(r, "timeoutSeconds");
+    char *end;
+    unsigned long long v;
+
+    *has_since = since && *since;
+    if (*has_since) {
+        errno = 0;
+        v = strtoull(since, &end, 10);
+        if (errno || *end || since[0] == '-') {
+            snprintf(r->msg, sizeof(r->msg), "query since=\"%.100s\" must be a revision", since);
+            return ERR_INVAL;
+        }
+        w->cursor = v;
+    }
+    if (kind && strcmp(kind, "PodResources") != 0 && strcmp(kind, "Device") != 0 &&
+        strcmp(kind, "Reservation") != 0) {
+        snprintf(r->msg, sizeof(r->msg),
+                 "query kind=\"%.100s\" must be PodResources, Device or Reservation", kind);
+        return ERR_INVAL;
+    }
+    if (ns && !names_is_dns1123_label(ns)) {
+        snprintf(r->msg, sizeof(r->msg), "query namespace=\"%.100s\" is not a namespace", ns);
+        return ERR_INVAL;
+    }
+    if (ts) {
+        errno = 0;
+        v = strtoull(ts, &end, 10);
+        if (errno || *end || ts[0] == '-' || v > 86400 * 7) {
+            snprintf(r->msg, sizeof(r->msg), "query timeoutSeconds=\"%.100s\" is invalid", ts);
+            return ERR_INVAL;
+        }
+        w->end_at = v ? feed_now_ms() + v * 1000 : NO_DEADLINE;
+    }
+    snprintf(w->kind, sizeof(w->kind), "%s", kind ? kind : "");
+    snprintf(w->ns, sizeof(w->ns), "%s", ns ? ns : "");
+    w->flt.kind = kind ? w->kind : NULL;
+    w->flt.ns = ns ? w->ns : NULL;
+    return ERR_OK;
+}
+
+/* The first lines: a snapshot and the initial-events bookmark, or the first
+ * page of the change log after 'since' (410 now rather than in the stream). */
+static err_t first_lines(struct api_req *r, struct watcher *w, bool has_since)
+{
+    uint64_t rev = 0;
+    err_t rc;
+
+    if (has_since) {
+        rc = store_changes_after(w->api->store, &w->cursor, &w->flt, CATCHUP_ROWS, &w->buf,
+                                 &w->len, &w->cap);
+        if (rc == ERR_GONE)
+            snprintf(r->msg, sizeof(r->msg),
+                     "too old resource version: %llu is no longer kept (the change log keeps "
+                     "the last changes only); list again",
+                     (unsigned long long)w->cursor);
+        w->from_log = true;
+        return rc;
+    }
+    rc = store_snapshot(w->api->store, &w->flt, &w->buf, &w->len, &w->cap, &rev);
+    if (rc)
+        return rc;
+    w->cursor = rev;
+    w->from_log = true;
+    if (add_line(w, json_pack("{s:s,s:I,s:b}", "type", "BOOKMARK", "revision", (json_int_t)rev,
+                              "initialEventsEnd", 1)))
+        return ERR_NOMEM;
+    return ERR_OK;
+}
+
+err_t api_watch(struct api_req *r, struct api_resp *out)
+{
+    struct watcher *w = calloc(1, sizeof(*w));
+    bool has_since = false;
+    err_t rc = w ? ERR_OK : ERR_NOMEM;
+
+    if (rc)
+        return rc;
+    w->api = r->api;
+    w->end_at = NO_DEADLINE;
+    w->next_bookmark = feed_now_ms() + BOOKMARK_MS;
+    rc = parse_query(r, w, &has_since);
+    if (!rc)
+        rc = first_lines(r, w, has_since);
+    if (rc) {
+        free(w->buf);
+        free(w);
+        return rc;
+    }
+    feed_watcher_add(w->api->feed, 1);
+    out->raw = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, reader, w,
+                                                 watcher_free);
+    if (!out->raw) {
+        watcher_free(w);
+        return ERR_NOMEM;
+    }
+    MHD_add_response_header(out->raw, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-ndjson");
+    MHD_add_response_header(out->raw, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    out->status = 200;
+    out->stream = true;
+    return ERR_OK;
+}

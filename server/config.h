@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* config.h - podresd's settings: defaults, the YAML file and the flags
+ * (flags win). Every key of the file is a flag name with '-' spelled '_'.
+ * Not thread-safe; used at start-up only. */
+#ifndef PODRES_CONFIG_H
+#define PODRES_CONFIG_H
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/err.h"
+
+struct config {
+    char *db;                 /* database path */
+    char *socket;             /* unix socket path */
+    char *listen;             /* loopback HOST:PORT or NULL */
+    char *node_name;          /* this node */
+    char *source;             /* "api" or "kubelet" */
+    char *kubelet_socket;     /* kubelet pod-resources socket */
+    uint64_t kubelet_interval_ms; /* poll interval, milliseconds */
+    char *write_token_file;   /* bearer token for TCP writes, or NULL */
+    uint64_t history;         /* change events kept */
+    char *log_format;         /* text or json */
+    char *log_level;          /* err, warn, info, debug */
+    json_t *devices;          /* static [{"resourceName","devices":[validated]}]; new */
+};
+
+/* Fill defaults ($NODE_NAME, else the host name). */
+err_t config_init(struct config *c) WARN_UNUSED;
+void config_release(struct config *c);
+/* Set 'key' (flag spelling with '-' or '_') from a string value. ERR_INVAL
+ * with 'msg' naming the key when unknown or bad. */
+err_t config_set(struct config *c, const char *key, const char *value, char *msg,
+                 size_t cap) WARN_UNUSED;
+/* Apply a parsed YAML document (an object). 'msg' names the key. */
+err_t config_apply(struct config *c, const json_t *doc, char *msg, size_t cap) WARN_UNUSED;
+/* Load and apply a YAML file; 'msg' names the key and the file. */
+err_t config_load(struct config *c, const char *path, char *msg, size_t cap) WARN_UNUSED;
+
+#endif

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* feed.c - the ring of recent events and the watchers' wait. It holds no
+ * SQLite handle: a watcher behind the ring reads the change log itself. */
+#define LOG_MOD "feed"
+#include "../common/common.h"
+#include "feed.h"
+
+#include <pthread.h>
+#include <time.h>
+
+/* Lock: 'mu' guards every field below it. */
+struct feed {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;     /* broadcast on publish and close */
+    struct feed_event *ring; /* 'cap' slots; slot = rev % cap */
+    size_t cap;              /* ring size in events */
+    uint64_t first;          /* oldest revision in the ring; head+1 when empty */
+    uint64_t head;           /* last published revision */
+    bool closed;             /* shutting down */
+    long watchers;           /* open watch streams */
+};
+
+uint64_t feed_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+struct feed *feed_new(size_t capacity, uint64_t head)
+{
+    struct feed *f = calloc(1, sizeof(*f));
+    pthread_condattr_t ca;
+
+    if (!f)
+        return NULL;
+    f->ring = calloc(capacity, sizeof(*f->ring));
+    if (!f->ring) {
+        free(f);
+        return NULL;
+    }
+    f->cap = capacity;
+    f->head = head;
+    f->first = head + 1;
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&f->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    return f;
+}
+
+void feed_free(struct feed *f)
+{
+    size_t i;
+
+    if (!f)
+        return;
+    for (i = 0; i < f->cap; i++) {
+        free(f->ring[i].ns);
+        free(f->ring[i].line);
+    }
+    free(f->ring);
+    pthread_cond_destroy(&f->cond);
+    pthread_mutex_destroy(&f->mu);
+    free(f);
+}
+
+void feed_publish(struct feed *f, struct feed_event *ev, size_t n)
+{
+    size_t i;
+
+    pthread_mutex_lock(&f->mu);
+    for (i = 0; i < n; i++) {
+        struct feed_event *slot = &f->ring[ev[i].rev % f->cap];
+
+        /* The store publishes under its write lock, so revisions arrive in order. */
+        if (ev[i].rev != f->head + 1) {
+            /* A gap (should not happen): restart the ring so nothing is served wrongly. */
+            f->first = ev[i].rev;
+        }
+        if (ev[i].rev - f->first >= f->cap)
+            f->first = ev[i].rev - f->cap + 1;
+        free(slot->ns);
+        free(slot->line);
+        *slot = ev[i];
+        ev[i].ns = NULL;
+        ev[i].line = NULL;
+        f->head = ev[i].rev;
+    }
+    pthread_cond_broadcast(&f->cond);
+    pthread_mutex_unlock(&f->mu);
+}
+
+void feed_close(struct feed *f)
+{
+    pthread_mutex_lock(&f->mu);
+    f->closed = true;
+    pthread_cond_broadcast(&f->cond);
+    pthread_mutex_unlock(&f->mu);
+}
+
+int feed_match(const struct feed_filter *flt, const char *kind, const char *ns)
+{
+    if (!flt)
+        return 1;
+    if (flt->kind && strcmp(flt->kind, kind) != 0)
+        return 0;
+    if (flt->ns && strcmp(flt->ns, ns ? ns : "") != 0)
+        return 0;
+    return 1;
+}
+
+/* Append 'line' to the growable buffer. */
+static int append(char **buf, size_t *len, size_t *cap, const char *line, size_t n)
+{
+    if (*len + n > *cap) {
+        size_t ncap = *cap ? *cap : 4096;
+        char *nb;
+
+        while (ncap < *len + n)
+            ncap *= 2;
+        nb = realloc(*buf, ncap);
+        if (!nb)
+            return -1;
+        *buf = nb;
+        *cap = ncap;
+    }
+    memcpy(*buf + *len, line, n);
+    *len += n;
+    return 0;
+}
+
+/* Copy what is available; called with the lock held. */
+static enum feed_wait_result take(struct feed *f, uint64_t *cursor, const struct feed_filter *flt,
+                                  char **buf, size_t *len, size_t *cap)
+{
+    size_t start = *len;
+    size_t limit = *cap > *len ? *cap : *len + 65536;
+
+    if (*cursor + 1 < f->first)
+        return FEED_BEHIND;
+    while (*cursor < f->head) {
+        struct feed_event *e = &f->ring[(*cursor + 1) % f->cap];
+
+        if (feed_match(flt, e->kind, e->ns)) {
+            if (*len > start && *len + e->len > limit)
+                break;
+            if (append(buf, len, cap, e->line, e->len))
+                break;
+        }
+        (*cursor)++;
+    }
+    return *len > start ? FEED_GOT : FEED_TIMEOUT;
+}
+
+enum feed_wait_result feed_wait(struct feed *f, uint64_t *cursor, const struct feed_filter *flt,
+                                uint64_t deadline_ms, char **buf, size_t *len, size_t *cap)
+{
+    enum feed_wait_result r;
+    struct timespec ts;
+
+    pthread_mutex_lock(&f->mu);
+    for (;;) {
+        if (f->closed) {
+            r = FEED_CLOSED;
+            break;
+        }
+        r = take(f, cursor, flt, buf, len, cap);
+        if (r != FEED_TIMEOUT || feed_now_ms() >= deadline_ms)
+            break;
+        ts.tv_sec = (time_t)(deadline_ms / 1000);
+        ts.tv_nsec = (long)(deadline_ms % 1000) * 1000000;
+        pthread_cond_timedwait(&f->cond, &f->mu, &ts);
+    }
+    pthread_mutex_unlock(&f->mu);
+    return r;
+}
+
+uint64_t feed_head(struct feed *f)
+{
+    uint64_t h;
+
+    pthread_mutex_lock(&f->mu);
+    h = f->head;
+    pthread_mutex_unlock(&f->mu);
+    return h;
+}
+
+void feed_watcher_add(struct feed *f, int delta)
+{
+    pthread_mutex_lock(&f->mu);
+    f->watchers += delta;
+    pthread_mutex_unlock(&f->mu);
+}
+
+long feed_watchers(struct feed *f)
+{
+    long n;
+
+    pthread_mutex_lock(&f->mu);
+    n = f->watchers;
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}

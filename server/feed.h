@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* feed.h - the change-feed hub: an in-memory ring of the most recent change
+ * events (already serialised as NDJSON lines) and a condition variable that
+ * wakes watchers. The store publishes after COMMIT; watchers keep only a
+ * cursor (a revision) and copy lines out. Publishing never waits for a
+ * watcher. Revisions in the ring are contiguous. Thread-safe: one mutex. */
+#ifndef PODRES_FEED_H
+#define PODRES_FEED_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/err.h"
+
+/* One change event; 'line' ends with "\n". */
+struct feed_event {
+    uint64_t rev;     /* its revision */
+    char kind[16];    /* PodResources, Device or Reservation */
+    char *ns;         /* namespace ("" for devices); owned */
+    char *line;       /* the NDJSON line; owned */
+    size_t len;       /* strlen(line) */
+};
+
+/* What a watcher wants: NULL fields match everything. Borrowed. */
+struct feed_filter {
+    const char *kind; /* exact kind or NULL */
+    const char *ns;   /* exact namespace or NULL */
+};
+
+enum feed_wait_result {
+    FEED_GOT,     /* lines were copied; *cursor advanced */
+    FEED_TIMEOUT, /* deadline passed with nothing new (cursor may have advanced over filtered events) */
+    FEED_BEHIND,  /* cursor is older than the ring: read the change log instead */
+    FEED_CLOSED,  /* the hub is shutting down */
+};
+
+struct feed;
+
+/* 'capacity' events are kept. 'head' is the store's revision at start. New, or NULL. */
+struct feed *feed_new(size_t capacity, uint64_t head);
+void feed_free(struct feed *f); /* NULL is a no-op */
+
+/* Append 'n' events with contiguous revisions head+1..; steals their ns and
+ * line (the array itself stays the caller's). Wakes every watcher. */
+void feed_publish(struct feed *f, struct feed_event *ev, size_t n);
+
+/* Wake every watcher and make all waits return FEED_CLOSED from now on. */
+void feed_close(struct feed *f);
+
+/* Copy the lines of events after *cursor that match 'flt' into 'buf' (at most
+ * 'cap' bytes; at least one whole line is always taken even if longer, then
+ * *buf is grown with realloc) and advance *cursor over every event looked at.
+ * Waits until 'deadline_ms' (CLOCK_MONOTONIC milliseconds) when there is none.
+ * *len is the number of bytes appended to *buf at offset *len. */
+enum feed_wait_result feed_wait(struct feed *f, uint64_t *cursor, const struct feed_filter *flt,
+                                uint64_t deadline_ms, char **buf, size_t *len, size_t *cap);
+
+/* The last published revision. */
+uint64_t feed_head(struct feed *f);
+/* Watchers currently registered (for metrics). */
+void feed_watcher_add(struct feed *f, int delta);
+long feed_watchers(struct feed *f);
+
+/* CLOCK_MONOTONIC now, in milliseconds. */
+uint64_t feed_now_ms(void);
+
+/* True when 'ev' passes 'flt'. */
+int feed_match(const struct feed_filter *flt, const char *kind, const char *ns);
+
+#endif

@@ -1,0 +1,684 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* http.c - routing and the request life cycle on libmicrohttpd 0.9.75.
+ * Responses are queued on the second call of the access handler, never the
+ * first: 0.9.75 closes a keep-alive connection when a response is queued
+ * before the request body phase. Only an oversize body is answered at once
+ * (and the connection then closed) so it is never read. */
+#define LOG_MOD "http"
+#include "../common/common.h"
+#include "../common/jsonx.h"
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+struct listener {
+    struct http *h;          /* back pointer */
+    struct MHD_Daemon *d;    /* the daemon */
+    bool tcp;                /* loopback TCP (token rules apply) */
+};
+
+struct http {
+    struct api *api;         /* borrowed */
+    struct listener unix_l;  /* the unix socket */
+    struct listener tcp_l;   /* loopback TCP, if configured */
+    char *socket_path;       /* to remove at stop */
+};
+
+/* Per request state, freed in the completion callback. */
+struct ctx {
+    char *body;              /* accumulated body */
+    size_t len, cap;         /* used and allocated */
+    bool too_large;          /* over HTTP_BODY_MAX */
+    bool answered;           /* a response was queued */
+    size_t route;            /* metrics label index */
+    int status;              /* answered status */
+    bool stream;             /* a watch stream */
+    uint64_t t0_us;          /* start time */
+};
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+int http_status_of(err_t rc, const char **reason)
+{
+    static const struct {
+        err_t rc;
+        int code;
+        const char *reason;
+    } map[] = {
+        {ERR_INVAL, 400, "BadRequest"},
+        {ERR_UNPROCESSABLE, 422, "Invalid"},
+        {ERR_NOTFOUND, 404, "NotFound"},
+        {ERR_CONFLICT, 409, "Conflict"},
+        {ERR_FORBIDDEN, 403, "Forbidden"},
+        {ERR_GONE, 410, "Expired"},
+        {ERR_TOOLARGE, 413, "RequestEntityTooLarge"},
+        {ERR_MEDIATYPE, 415, "UnsupportedMediaType"},
+        {ERR_METHOD, 405, "MethodNotAllowed"},
+        {ERR_NOSPACE, 507, "InsufficientStorage"},
+        {ERR_UNAVAIL, 503, "ServiceUnavailable"},
+    };
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(map); i++) {
+        if (map[i].rc == rc) {
+            *reason = map[i].reason;
+            return map[i].code;
+        }
+    }
+    *reason = "InternalError";
+    return 500;
+}
+
+json_t *http_status_json(int code, const char *reason, const char *message)
+{
+    return json_pack("{s:s,s:s,s:{},s:s,s:s,s:s,s:{},s:i}", "kind", "Status", "apiVersion", "v1",
+                     "metadata", "status", "Failure", "message", message, "reason", reason,
+                     "details", "code", code);
+}
+
+static enum MHD_Result queue_json(struct MHD_Connection *conn, struct ctx *c, int status,
+                                  json_t *body, const char *allow)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    struct MHD_Response *resp;
+    enum MHD_Result ret;
+    size_t n;
+
+    json_decref(body);
+    if (!text) {
+        static char oom[] = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+                            "\"message\":\"out of memory\",\"reason\":\"InternalError\","
+                            "\"code\":500}\n";
+
+        status = 500;
+        resp = MHD_create_response_from_buffer(strlen(oom), oom, MHD_RESPMEM_PERSISTENT);
+    } else {
+        n = strlen(text);
+        text[n] = '\n'; /* json_dumps leaves room: replace NUL with a newline */
+        resp = MHD_create_response_from_buffer(n + 1, text, MHD_RESPMEM_MUST_FREE);
+    }
+    if (!resp) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    if (allow)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+    ret = MHD_queue_response(conn, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    c->answered = true;
+    c->status = status;
+    return ret;
+}
+
+static enum MHD_Result queue_error_allow(struct MHD_Connection *conn, struct ctx *c, err_t rc,
+                                         const char *msg, const char *allow)
+{
+    const char *reason;
+    int code = http_status_of(rc, &reason);
+
+    if (code >= 500 && rc != ERR_NOSPACE && rc != ERR_UNAVAIL)
+        log_warn("request failed: %s%s%s", err_str(rc), msg && *msg ? ": " : "", msg ? msg : "");
+    return queue_json(conn, c, code,
+                      http_status_json(code, reason, msg && *msg ? msg : err_str(rc)), allow);
+}
+
+static enum MHD_Result queue_error(struct MHD_Connection *conn, struct ctx *c, err_t rc,
+                                   const char *msg)
+{
+    return queue_error_allow(conn, c, rc, msg, NULL);
+}
+
+/* ---- routing ---- */
+
+/* Split 'path' (modified in place) into segments. False on an empty segment. */
+static bool split_path(char *p, const char **seg, size_t *n)
+{
+    *n = 0;
+    if (*p != '/')
+        return false;
+    p++;
+    if (*p == '\0')
+        return true;
+    for (;;) {
+        if (*n == API_MAX_SEGS || *p == '/' || *p == '\0')
+            return false;
+        seg[(*n)++] = p;
+        p = strchr(p, '/');
+        if (!p)
+            return true;
+        *p++ = '\0';
+    }
+}
+
+static bool pattern_matches(const char *pattern, const char *const *seg, size_t n)
+{
+    char buf[128];
+    char *save = NULL, *tok;
+    size_t i = 0;
+
+    snprintf(buf, sizeof(buf), "%s", pattern);
+    for (tok = strtok_r(buf, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
+        if (i >= n)
+            return false;
+        if (strcmp(tok, "*") != 0 && strcmp(tok, seg[i]) != 0)
+            return false;
+        i++;
+    }
+    return i == n;
+}
+
+/* The route for method and segments; *path_known tells 405 from 404. */
+static const struct api_route *find_route(const char *method, const char *const *seg, size_t n,
+                                          bool *path_known, size_t *label)
+{
+    size_t i;
+
+    *path_known = false;
+    *label = api_nroutes;
+    for (i = 0; i < api_nroutes; i++) {
+        if (!pattern_matches(api_routes[i].pattern, seg, n))
+            continue;
+        *path_known = true;
+        *label = i;
+        if (strcmp(api_routes[i].method, method) == 0 ||
+            (strcmp(method, "HEAD") == 0 && strcmp(api_routes[i].method, "GET") == 0))
+            return &api_routes[i];
+    }
+    return NULL;
+}
+
+static void allow_header(char *buf, size_t cap, const char *const *seg, size_t n)
+{
+    size_t i, len = 0;
+
+    buf[0] = '\0';
+    for (i = 0; i < api_nroutes; i++) {
+        if (pattern_matches(api_routes[i].pattern, seg, n))
+            len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "%s%s",
+                                    len ? ", " : "", api_routes[i].method);
+        if (len >= cap)
+            break;
+    }
+}
+
+/* ---- access rules ---- */
+
+static bool token_ok(const char *want, const char *auth)
+{
+    size_t i, n, m;
+    unsigned char diff = 0;
+
+    if (!want || !auth || strncmp(auth, "Bearer ", 7) != 0)
+        return false;
+    auth += 7;
+    n = strlen(want);
+    m = strlen(auth);
+    diff = (unsigned char)(n != m);
+    for (i = 0; i < n; i++)
+        diff |= (unsigned char)(want[i] ^ (i < m ? auth[i] : 0));
+    return diff == 0;
+}
+
+/* Host must name the loopback (DNS-rebinding defence on TCP). */
+static bool host_ok(const char *host)
+{
+    char name[256];
+    const char *end;
+    size_t n;
+
+    if (!host)
+        return true; /* HTTP/1.0 without Host */
+    if (host[0] == '[') {
+        end = strchr(host, ']');
+        if (!end)
+            return false;
+        n = (size_t)(end - host - 1);
+        return n == 3 && strncmp(host + 1, "::1", 3) == 0 && (end[1] == '\0' || end[1] == ':');
+    }
+    end = strchr(host, ':');
+    n = end ? (size_t)(end - host) : strlen(host);
+    if (n == 0 || n >= sizeof(name))
+        return false;
+    memcpy(name, host, n);
+    name[n] = '\0';
+    if (strcasecmp(name, "localhost") == 0)
+        return true;
+    struct in_addr a;
+    return inet_pton(AF_INET, name, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
+static err_t check_access(struct listener *l, struct MHD_Connection *conn,
+                          const struct api_route *rt, char *msg, size_t cap)
+{
+    struct api *api = l->h->api;
+
+    if (l->tcp && !host_ok(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host"))) {
+        snprintf(msg, cap, "the Host header must name the loopback interface");
+        return ERR_FORBIDDEN;
+    }
+    if (!rt->write)
+        return ERR_OK;
+    if (l->tcp && !api->token) {
+        snprintf(msg, cap, "writes over TCP are disabled: configure --write-token-file, or use "
+                           "the unix socket");
+        return ERR_FORBIDDEN;
+    }
+    if (l->tcp &&
+        !token_ok(api->token, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"))) {
+        snprintf(msg, cap, "writes over TCP need a valid bearer token");
+        return ERR_FORBIDDEN;
+    }
+    if (rt->binding_write && api->kubelet_mode) {
+        snprintf(msg, cap, "devices and bindings are read-only with source kubelet");
+        return ERR_FORBIDDEN;
+    }
+    if (api->stopping) {
+        snprintf(msg, cap, "podresd is shutting down");
+        return ERR_UNAVAIL;
+    }
+    return ERR_OK;
+}
+
+static err_t check_body(struct MHD_Connection *conn, struct ctx *c, const struct api_route *rt,
+                        char *msg, size_t cap)
+{
+    const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
+
+    if (!rt->has_body)
+        return ERR_OK;
+    if (ct && strncasecmp(ct, "application/json", 16) != 0 &&
+        strncasecmp(ct, "application/merge-patch+json", 28) != 0) {
+        snprintf(msg, cap, "Content-Type \"%.100s\" is not supported: send application/json", ct);
+        return ERR_MEDIATYPE;
+    }
+    if (!c->body || c->len == 0) {
+        snprintf(msg, cap, "request body is empty; expected a JSON object");
+        return ERR_INVAL;
+    }
+    if (memchr(c->body, '\0', c->len)) {
+        snprintf(msg, cap, "request body contains a NUL byte");
+        return ERR_INVAL;
+    }
+    return ERR_OK;
+}
+
+static enum MHD_Result dispatch(struct listener *l, struct MHD_Connection *conn, struct ctx *c,
+                                const char *url, const char *method)
+{
+    struct api_req r;
+    struct api_resp out = {0};
+    const struct api_route *rt;
+    char path[1024], allow[64];
+    bool known;
+    err_t rc;
+
+    memset(&r, 0, sizeof(r));
+    r.api = l->h->api;
+    r.conn = conn;
+    c->route = api_nroutes;
+    if (strlen(url) >= sizeof(path) || !split_path(memcpy(path, url, strlen(url) + 1), r.seg,
+                                                   &r.nseg))
+        return queue_error(conn, c, ERR_NOTFOUND, "the path is not served by podresd");
+    rt = find_route(method, r.seg, r.nseg, &known, &c->route);
+    if (!rt && !known)
+        return queue_error(conn, c, ERR_NOTFOUND, "the path is not served by podresd");
+    if (!rt) {
+        snprintf(r.msg, sizeof(r.msg), "method %.16s is not allowed on %.200s", method, url);
+        allow_header(allow, sizeof(allow), r.seg, r.nseg);
+        return queue_error_allow(conn, c, ERR_METHOD, r.msg, allow);
+    }
+    c->route = (size_t)(rt - api_routes);
+    rc = check_access(l, conn, rt, r.msg, sizeof(r.msg));
+    if (!rc)
+        rc = check_body(conn, c, rt, r.msg, sizeof(r.msg));
+    if (rc)
+        return queue_error(conn, c, rc, r.msg);
+    r.body = c->body;
+    r.body_len = c->len;
+    rc = rt->fn(&r, &out);
+    if (rc)
+        return queue_error(conn, c, rc, r.msg);
+    c->stream = out.stream;
+    if (out.raw) {
+        enum MHD_Result ret = MHD_queue_response(conn, (unsigned)out.status, out.raw);
+
+        MHD_destroy_response(out.raw);
+        json_decref(out.json);
+        c->answered = true;
+        c->status = out.status;
+        return ret;
+    }
+    return queue_json(conn, c, out.status, out.json, NULL);
+}
+
+/* ---- the MHD callbacks ---- */
+
+static bool body_append(struct ctx *c, const char *data, size_t n)
+{
+    if (c->len + n > HTTP_BODY_MAX) {
+        c->too_large = true;
+        return false;
+    }
+    if (c->len + n + 1 > c->cap) {
+        size_t ncap = c->cap ? c->cap : 4096;
+        char *nb;
+
+        while (ncap < c->len + n + 1)
+            ncap *= 2;
+        nb = fault_alloc_fails() ? NULL : realloc(c->body, ncap);
+        if (!nb)
+            return false;
+        c->body = nb;
+        c->cap = ncap;
+    }
+    memcpy(c->body + c->len, data, n);
+    c->len += n;
+    c->body[c->len] = '\0';
+    return true;
+}
+
+static enum MHD_Result too_large(struct MHD_Connection *conn, struct ctx *c)
+{
+    char msg[96];
+
+    snprintf(msg, sizeof(msg), "request body is larger than the limit of %d bytes", HTTP_BODY_MAX);
+    return queue_error(conn, c, ERR_TOOLARGE, msg);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    struct listener *l = cls;
+    struct ctx *c = *con_cls;
+    const char *cl;
+
+    (void)version;
+    if (!c) {
+        c = calloc(1, sizeof(*c));
+        if (!c)
+            return MHD_NO;
+        c->t0_us = now_us();
+        c->route = api_nroutes;
+        *con_cls = c;
+        cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+        if (cl && strtoull(cl, NULL, 10) > HTTP_BODY_MAX)
+            return too_large(conn, c);
+        return MHD_YES;
+    }
+    if (c->answered) {
+        *upload_data_size = 0; /* discard */
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        bool ok = body_append(c, upload_data, *upload_data_size);
+
+        *upload_data_size = 0;
+        if (!ok && c->too_large)
+            return too_large(conn, c);
+        if (!ok)
+            return queue_error(conn, c, ERR_NOMEM, "out of memory reading the body");
+        return MHD_YES;
+    }
+    return dispatch(l, conn, c, url, method);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct listener *l = cls;
+    struct ctx *c = *con_cls;
+
+    (void)conn;
+    (void)toe;
+    if (!c)
+        return;
+    if (c->answered)
+        metrics_observe(l->h->api->metrics, c->route, c->status, now_us() - c->t0_us,
+                        !c->stream);
+    free(c->body);
+    free(c);
+    *con_cls = NULL;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char msg[512];
+    size_t n;
+
+    (void)cls;
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    n = strlen(msg);
+    while (n && msg[n - 1] == '\n')
+        msg[--n] = '\0';
+    log_debug("libmicrohttpd: %s", msg);
+}
+
+/* ---- listeners ---- */
+
+/* Refuse anything at 'path' that is not a stale socket. */
+static err_t clear_socket_path(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    struct stat sb;
+    int fd, r;
+
+    if (lstat(path, &sb) != 0)
+        return errno == ENOENT ? ERR_OK : ERR_IO;
+    if (!S_ISSOCK(sb.st_mode)) {
+        log_err("cannot listen on '%s': the path exists and is not a socket%s", path,
+                S_ISLNK(sb.st_mode) ? " (a symlink)" : "");
+        return ERR_IO;
+    }
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return ERR_IO;
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+    close(fd);
+    if (r == 0) {
+        log_err("cannot listen on '%s': another process is serving it", path);
+        return ERR_IO;
+    }
+    if (unlink(path) != 0) {
+        log_err("cannot remove stale socket '%s': %s", path, strerror(errno));
+        return ERR_IO;
+    }
+    return ERR_OK;
+}
+
+static err_t make_socket_dir(const char *path)
+{
+    char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    char *slash;
+    struct stat sb;
+
+    snprintf(dir, sizeof(dir), "%s", path);
+    slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+        return ERR_OK;
+    *slash = '\0';
+    if (mkdir(dir, 0750) == 0 || errno == EEXIST) {
+        if (lstat(dir, &sb) == 0 && S_ISDIR(sb.st_mode))
+            return ERR_OK;
+        log_err("cannot use socket directory '%s': not a directory", dir);
+        return ERR_IO;
+    }
+    log_err("cannot create socket directory '%s': %s", dir, strerror(errno));
+    return ERR_IO;
+}
+
+static err_t unix_listen(const char *path, int *out)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    mode_t old;
+    int fd;
+    err_t rc;
+
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        log_err("cannot listen on '%s': the path is too long for a unix socket", path);
+        return ERR_INVAL;
+    }
+    rc = make_socket_dir(path);
+    if (!rc)
+        rc = clear_socket_path(path);
+    if (rc)
+        return rc;
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return ERR_IO;
+    old = umask(0117);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || chmod(path, 0660) != 0 ||
+        listen(fd, 128) != 0) {
+        umask(old);
+        log_err("cannot listen on '%s': %s", path, strerror(errno));
+        close(fd);
+        return ERR_IO;
+    }
+    umask(old);
+    *out = fd;
+    return ERR_OK;
+}
+
+/* Parse "host:port" / "[v6]:port"; only loopback addresses are accepted. */
+static err_t parse_listen(const char *spec, struct sockaddr_storage *ss, socklen_t *len)
+{
+    char host[64];
+    const char *colon = strrchr(spec, ':');
+    struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
+    long port;
+    size_t n;
+
+    if (!colon)
+        return ERR_INVAL;
+    port = strtol(colon + 1, NULL, 10);
+    n = (size_t)(colon - spec);
+    if (port < 0 || port > 65535 || n == 0 || n >= sizeof(host))
+        return ERR_INVAL;
+    memcpy(host, spec, n);
+    host[n] = '\0';
+    memset(ss, 0, sizeof(*ss));
+    if (host[0] == '[' && host[n - 1] == ']') {
+        host[n - 1] = '\0';
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)port);
+        *len = sizeof(*v6);
+        if (inet_pton(AF_INET6, host + 1, &v6->sin6_addr) != 1 ||
+            !IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr))
+            return ERR_INVAL;
+        return ERR_OK;
+    }
+    if (strcmp(host, "localhost") == 0)
+        snprintf(host, sizeof(host), "127.0.0.1");
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons((uint16_t)port);
+    *len = sizeof(*v4);
+    if (inet_pton(AF_INET, host, &v4->sin_addr) != 1 || (ntohl(v4->sin_addr.s_addr) >> 24) != 127)
+        return ERR_INVAL;
+    return ERR_OK;
+}
+
+static err_t tcp_listen(const char *spec, int *out)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = 0;
+    int fd, one = 1;
+
+    if (parse_listen(spec, &ss, &len)) {
+        log_err("cannot listen on '%s': give a loopback HOST:PORT (127.0.0.1:9444 or [::1]:9444)",
+                spec);
+        return ERR_INVAL;
+    }
+    fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return ERR_IO;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&ss, len) != 0 || listen(fd, 128) != 0) {
+        log_err("cannot listen on '%s': %s", spec, strerror(errno));
+        close(fd);
+        return ERR_IO;
+    }
+    *out = fd;
+    return ERR_OK;
+}
+
+static err_t start_daemon(struct listener *l, int fd, const struct http_opts *o)
+{
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_POLL | MHD_USE_ERROR_LOG;
+
+    l->d = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, l, MHD_OPTION_LISTEN_SOCKET, fd,
+        MHD_OPTION_CONNECTION_LIMIT, o->conn_limit, MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->tcp ? o->conn_limit : 0,
+        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1024 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, l, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+    if (!l->d) {
+        log_err("cannot start the HTTP server");
+        close(fd);
+        return ERR_IO;
+    }
+    return ERR_OK;
+}
+
+err_t http_start(struct api *api, const struct http_opts *opts, struct http **out)
+{
+    struct http *h = calloc(1, sizeof(*h));
+    int fd = -1;
+    err_t rc = h ? ERR_OK : ERR_NOMEM;
+
+    if (rc)
+        return rc;
+    h->api = api;
+    h->unix_l.h = h;
+    h->tcp_l.h = h;
+    h->tcp_l.tcp = true;
+    if (opts->socket_path) {
+        rc = unix_listen(opts->socket_path, &fd);
+        if (!rc) {
+            h->socket_path = strdup(opts->socket_path);
+            rc = start_daemon(&h->unix_l, fd, opts);
+        }
+    }
+    if (!rc && opts->listen) {
+        rc = tcp_listen(opts->listen, &fd);
+        if (!rc)
+            rc = start_daemon(&h->tcp_l, fd, opts);
+    }
+    if (rc) {
+        http_stop(h);
+        return rc;
+    }
+    *out = h;
+    return ERR_OK;
+}
+
+void http_stop(struct http *h)
+{
+    if (!h)
+        return;
+    if (h->unix_l.d)
+        MHD_stop_daemon(h->unix_l.d);
+    if (h->tcp_l.d)
+        MHD_stop_daemon(h->tcp_l.d);
+    if (h->socket_path)
+        unlink(h->socket_path);
+    free(h->socket_path);
+    free(h);
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* http.h - podresd's libmicrohttpd glue: the unix socket and optional
+ * loopback TCP listeners, routing, body limits, access rules and the
+ * Kubernetes Status answer of every failure. Thread per connection: a
+ * handler may block (watch streams wait on the feed). */
+#ifndef PODRES_HTTP_H
+#define PODRES_HTTP_H
+#include <stddef.h>
+
+#include "../common/err.h"
+#include "api.h"
+
+#define HTTP_BODY_MAX (1024 * 1024) /* bytes; larger bodies get 413 */
+
+struct http_opts {
+    const char *socket_path; /* unix socket, or NULL */
+    const char *listen;      /* "127.0.0.1:9444", "[::1]:9444", or NULL */
+    unsigned conn_limit;     /* connections per listener */
+    unsigned timeout_s;      /* idle connection timeout, seconds */
+};
+
+struct http;
+
+/* Create the listeners and start serving 'api' (borrowed; must outlive the
+ * server). The socket's directory is created 0750 if missing; an existing
+ * path that is not a socket, or a symlink, is refused; a stale socket is
+ * replaced unless something still answers on it. On ERR_OK *out is new. */
+err_t http_start(struct api *api, const struct http_opts *opts, struct http **out) WARN_UNUSED;
+/* Stop accepting, close every connection (streams end first: close the feed
+ * before), remove the socket file, free. NULL is a no-op. */
+void http_stop(struct http *h);
+
+/* Map an error to its HTTP status and Status reason. */
+int http_status_of(err_t rc, const char **reason);
+/* A Status object; new. */
+json_t *http_status_json(int code, const char *reason, const char *message);
+
+#endif

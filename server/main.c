@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* main.c - podresd: flags and config, start-up, the heartbeat timer and a
+ * clean shutdown on SIGTERM/SIGINT. exit(1) only for start-up errors. */
+#define LOG_MOD "main"
+#include "../common/common.h"
+#include "../common/cfg.h"
+#include "api.h"
+#include "config.h"
+#include "feed.h"
+#include "http.h"
+#include "metrics.h"
+#include "store.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define FEED_RING_MAX 4096
+
+static const char usage[] =
+    "usage: podresd [--config FILE] [--db PATH] [--socket PATH] [--listen HOST:PORT]\n"
+    "               [--node-name NAME] [--source api|kubelet] [--kubelet-socket PATH]\n"
+    "               [--kubelet-interval DURATION] [--write-token-file PATH] [--history N]\n"
+    "               [--log-format text|json] [--log-level err|warn|info|debug]\n"
+    "               [--version] [--help]\n"
+    "Serves device bindings as REST/JSON on a unix socket (and loopback TCP).\n"
+    "Flags win over the YAML config file, whose keys are the flag names with '_'.\n";
+
+static const struct option long_opts[] = {
+    {"config", required_argument, NULL, 'c'},
+    {"db", required_argument, NULL, 0},
+    {"socket", required_argument, NULL, 0},
+    {"listen", required_argument, NULL, 0},
+    {"node-name", required_argument, NULL, 0},
+    {"source", required_argument, NULL, 0},
+    {"kubelet-socket", required_argument, NULL, 0},
+    {"kubelet-interval", required_argument, NULL, 0},
+    {"write-token-file", required_argument, NULL, 0},
+    {"history", required_argument, NULL, 0},
+    {"log-format", required_argument, NULL, 0},
+    {"log-level", required_argument, NULL, 0},
+    {"version", no_argument, NULL, 'V'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* Pass 1 finds --config, --help and --version; pass 2 applies the flags. */
+static int parse_flags(int argc, char **argv, struct config *c, int pass, const char **cfgfile)
+{
+    char msg[512];
+    int ch, idx;
+
+    optind = 1;
+    opterr = pass == 1;
+    for (;;) {
+        ch = getopt_long(argc, argv, "c:hV", long_opts, &idx);
+        if (ch == -1)
+            break;
+        if (ch == '?')
+            return 2;
+        if (ch == 'h' && pass == 1) {
+            fputs(usage, stdout);
+            return 1;
+        }
+        if (ch == 'V' && pass == 1) {
+            printf("podresd %s\n", PODRES_VERSION);
+            return 1;
+        }
+        if (ch == 'c')
+            *cfgfile = optarg;
+        if (ch == 0 && pass == 2 && config_set(c, long_opts[idx].name, optarg, msg, sizeof(msg))) {
+            fprintf(stderr, "podresd: flag --%s: %s\n", long_opts[idx].name, msg);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "podresd: unexpected argument '%s'\n%s", argv[optind], usage);
+        return 2;
+    }
+    return 0;
+}
+
+/* Read the write token; trailing white space is dropped. Never logged. */
+static err_t read_token(const char *path, char **out)
+{
+    char buf[4096];
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    if (!f) {
+        log_err("cannot read write token file '%s': %s", path, strerror(errno));
+        return ERR_IO;
+    }
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+        buf[--n] = '\0';
+    if (n == 0 || strchr(buf, '\n')) {
+        log_err("write token file '%s' must hold one non-empty line", path);
+        return ERR_INVAL;
+    }
+    *out = strdup(buf);
+    return *out ? ERR_OK : ERR_NOMEM;
+}
+
+static err_t make_parent_dir(const char *path)
+{
+    char dir[4096];
+    char *slash;
+
+    snprintf(dir, sizeof(dir), "%s", path);
+    slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+        return ERR_OK;
+    *slash = '\0';
+    if (mkdir(dir, 0750) == 0 || errno == EEXIST)
+        return ERR_OK;
+    log_err("cannot create directory '%s': %s", dir, strerror(errno));
+    return ERR_IO;
+}
+
+static err_t load_static_devices(struct store *st, const json_t *devices)
+{
+    json_t *e, *out = NULL;
+    char msg[512] = "";
+    bool changed;
+    size_t i;
+    err_t rc = ERR_OK;
+
+    json_array_foreach(devices, i, e) {
+        const char *res = json_string_value(json_object_get(e, "resourceName"));
+
+        rc = store_resource_put(st, res, json_object_get(e, "devices"), 0, msg, sizeof(msg), &out,
+                                &changed);
+        json_decref(out);
+        out = NULL;
+        if (rc) {
+            log_err("cannot load static devices of '%s': %s", res, msg[0] ? msg : err_str(rc));
+            return rc;
+        }
+    }
+    return ERR_OK;
+}
+
+struct daemon {
+    struct config cfg;        /* settings */
+    char *token;              /* write token or NULL */
+    struct store *store;      /* the database */
+    struct feed *feed;        /* the change-feed hub */
+    struct metrics *metrics;  /* request metrics */
+    struct api api;           /* handler context */
+    struct http *http;        /* listeners */
+};
+
+static err_t start(struct daemon *d)
+{
+    struct store_opts so = {.path = d->cfg.db, .history = d->cfg.history};
+    struct http_opts ho = {.socket_path = d->cfg.socket, .listen = d->cfg.listen,
+                           .conn_limit = 1024, .timeout_s = 30};
+    size_t i;
+    err_t rc = ERR_OK;
+
+    if (strcmp(d->cfg.source, "kubelet") == 0) {
+        log_err("source 'kubelet' is not available in this build yet; use source 'api'");
+        return ERR_INVAL;
+    }
+    if (d->cfg.write_token_file)
+        rc = read_token(d->cfg.write_token_file, &d->token);
+    if (!rc)
+        rc = make_parent_dir(d->cfg.db);
+    if (!rc)
+        rc = store_open(&so, &d->store);
+    if (rc)
+        return rc;
+    d->feed = feed_new(d->cfg.history < FEED_RING_MAX ? d->cfg.history : FEED_RING_MAX,
+                       store_revision(d->store));
+    d->metrics = metrics_new(api_nroutes);
+    if (!d->feed || !d->metrics)
+        return ERR_NOMEM;
+    for (i = 0; i < api_nroutes; i++)
+        metrics_set_label(d->metrics, i, api_routes[i].method, api_routes[i].pattern);
+    store_set_feed(d->store, d->feed);
+    rc = load_static_devices(d->store, d->cfg.devices);
+    if (rc)
+        return rc;
+    d->api = (struct api){.store = d->store, .feed = d->feed, .metrics = d->metrics,
+                          .token = d->token, .node_name = d->cfg.node_name};
+    rc = http_start(&d->api, &ho, &d->http);
+    if (!rc)
+        log_info("serving node '%s' on '%s'%s%s (revision %llu)", d->cfg.node_name, d->cfg.socket,
+                 d->cfg.listen ? " and " : "", d->cfg.listen ? d->cfg.listen : "",
+                 (unsigned long long)store_revision(d->store));
+    return rc;
+}
+
+static void stop(struct daemon *d)
+{
+    d->api.stopping = 1;
+    if (d->feed)
+        feed_close(d->feed);
+    http_stop(d->http);
+    store_free(d->store);
+    feed_free(d->feed);
+    metrics_free(d->metrics);
+    free(d->token);
+    config_release(&d->cfg);
+}
+
+/* Wait for SIGTERM/SIGINT, running the heartbeat check every second. */
+static void run(struct daemon *d, const sigset_t *sigs)
+{
+    struct timespec tick = {.tv_sec = 1};
+    int sig, lapsed;
+
+    for (;;) {
+        sig = sigtimedwait(sigs, NULL, &tick);
+        if (sig == SIGTERM || sig == SIGINT) {
+            log_info("received %s; shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+            return;
+        }
+        if (store_expire_ttls(d->store, store_wall_ms(), &lapsed))
+            log_debug("heartbeat check failed; retrying in a second");
+    }
+}
+
+int main(int argc, char **argv)
+{
+    struct daemon d;
+    const char *cfgfile = NULL;
+    char msg[1024];
+    sigset_t sigs;
+    int r;
+
+    memset(&d, 0, sizeof(d));
+    fault_init();
+    umask(027);
+    if (config_init(&d.cfg))
+        return 1;
+    r = parse_flags(argc, argv, &d.cfg, 1, &cfgfile);
+    if (r == 0 && cfgfile && config_load(&d.cfg, cfgfile, msg, sizeof(msg))) {
+        fprintf(stderr, "podresd: %s\n", msg);
+        r = 2;
+    }
+    if (r == 0)
+        r = parse_flags(argc, argv, &d.cfg, 2, &cfgfile);
+    if (r == 0 && log_setup(d.cfg.log_format, d.cfg.log_level))
+        r = 2;
+    if (r) {
+        config_release(&d.cfg);
+        return r == 1 ? 0 : 1;
+    }
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (start(&d)) {
+        log_err("start-up failed; exiting");
+        stop(&d);
+        return 1;
+    }
+    run(&d, &sigs);
+    stop(&d);
+    log_info("stopped");
+    return 0;
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* metrics.h - request counters and latency histograms by route, rendered in
+ * the Prometheus text format together with gauges the caller supplies.
+ * Thread-safe: one mutex. */
+#ifndef PODRES_METRICS_H
+#define PODRES_METRICS_H
+#include <stddef.h>
+#include <stdint.h>
+
+struct metrics;
+
+/* Room for 'n' routes (indices 0..n-1) plus index n for requests no route
+ * matched. New, or NULL. */
+struct metrics *metrics_new(size_t n);
+/* Label route 'i' with 'method' and 'path' (borrowed, static strings). */
+void metrics_set_label(struct metrics *m, size_t i, const char *method, const char *path);
+void metrics_free(struct metrics *m); /* NULL is a no-op */
+/* Count one request of route 'route' (index) answered 'code' after 'us' microseconds;
+ * 'timed' false leaves it out of the latency histogram (streams). */
+void metrics_observe(struct metrics *m, size_t route, int code, uint64_t us, int timed);
+/* Append the request metrics to 'buf' (growable with realloc, *len used, *cap allocated).
+ * Returns 0, or -1 when out of memory. */
+int metrics_render(struct metrics *m, char **buf, size_t *len, size_t *cap);
+/* printf into the growable buffer; -1 when out of memory. */
+int metrics_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+#endif

@@ -1,0 +1,598 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* store.c - connections, migrations, transactions, the change log and the
+ * feed reads. The views are in store_view.c, the writes in store_write.c. */
+#define LOG_MOD "store"
+#include "../common/common.h"
+#include "../common/jsonx.h"
+#include "store_int.h"
+
+#include <stdarg.h>
+#include <time.h>
+
+/* Generated from schema/NNNN_*.sql by the Makefile; NULL-terminated. */
+extern const char *const store_migrations[];
+
+uint64_t store_wall_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int store_schema_version(void)
+{
+    int n = 0;
+
+    while (store_migrations[n])
+        n++;
+    return n;
+}
+
+err_t st_dberr(sqlite3 *db, int rc, const char *what)
+{
+    int prim = rc & 0xff;
+
+    if (prim == SQLITE_FULL) {
+        log_warn("cannot %s: database or disk is full", what);
+        return ERR_NOSPACE;
+    }
+    if (prim == SQLITE_BUSY || prim == SQLITE_LOCKED) {
+        log_warn("cannot %s: database is busy", what);
+        return ERR_UNAVAIL;
+    }
+    if (prim == SQLITE_NOMEM)
+        return ERR_NOMEM;
+    log_err("cannot %s: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    if (prim == SQLITE_IOERR && (rc == SQLITE_IOERR_WRITE || rc == SQLITE_IOERR_FSYNC))
+        return ERR_NOSPACE;
+    return ERR_DB;
+}
+
+static err_t bind_args(sqlite3 *db, sqlite3_stmt *stmt, const char *fmt, va_list ap)
+{
+    int i, rc = SQLITE_OK;
+
+    for (i = 0; fmt && fmt[i] && rc == SQLITE_OK; i++) {
+        if (fmt[i] == 't') {
+            const char *s = va_arg(ap, const char *);
+
+            rc = s ? sqlite3_bind_text(stmt, i + 1, s, -1, SQLITE_TRANSIENT)
+                   : sqlite3_bind_null(stmt, i + 1);
+        } else if (fmt[i] == 'i') {
+            rc = sqlite3_bind_int64(stmt, i + 1, va_arg(ap, int64_t));
+        } else {
+            rc = sqlite3_bind_int64(stmt, i + 1, (int64_t)va_arg(ap, uint64_t));
+        }
+    }
+    return rc == SQLITE_OK ? ERR_OK : st_dberr(db, rc, "bind a parameter");
+}
+
+static err_t prep_va(sqlite3 *db, sqlite3_stmt **stmt, const char *sql, const char *fmt,
+                     va_list ap)
+{
+    sqlite3_stmt *s = NULL;
+    int rc;
+    err_t e;
+
+    if (fault_alloc_fails())
+        return ERR_NOMEM;
+    rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
+    if (rc != SQLITE_OK)
+        return st_dberr(db, rc, "prepare a statement");
+    e = bind_args(db, s, fmt, ap);
+    if (e) {
+        sqlite3_finalize(s);
+        return e;
+    }
+    *stmt = s;
+    return ERR_OK;
+}
+
+err_t st_prep(sqlite3 *db, sqlite3_stmt **stmt, const char *sql, const char *fmt, ...)
+{
+    va_list ap;
+    err_t rc;
+
+    va_start(ap, fmt);
+    rc = prep_va(db, stmt, sql, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+err_t st_exec(sqlite3 *db, const char *sql, const char *fmt, ...)
+{
+    sqlite3_stmt *stmt = NULL;
+    va_list ap;
+    bool row;
+    err_t rc;
+
+    va_start(ap, fmt);
+    rc = prep_va(db, &stmt, sql, fmt, ap);
+    va_end(ap);
+    if (!rc)
+        rc = st_step(db, stmt, &row);
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
+err_t st_step(sqlite3 *db, sqlite3_stmt *stmt, bool *row)
+{
+    int rc = sqlite3_step(stmt);
+
+    if (rc == SQLITE_ROW) {
+        *row = true;
+        return ERR_OK;
+    }
+    if (rc == SQLITE_DONE) {
+        *row = false;
+        return ERR_OK;
+    }
+    return st_dberr(db, rc, "run a statement");
+}
+
+const char *st_text(sqlite3_stmt *stmt, int col)
+{
+    const unsigned char *s = sqlite3_column_text(stmt, col);
+
+    return s ? (const char *)s : "";
+}
+
+json_t *st_json(sqlite3_stmt *stmt, int col)
+{
+    const char *s = st_text(stmt, col);
+    json_t *v = json_loads(s, JSON_DECODE_ANY, NULL);
+
+    return v ? v : json_object();
+}
+
+/* Connection settings shared by the writer and readers. */
+static err_t configure(sqlite3 *db)
+{
+    static const char *const pragmas =
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;";
+    int rc;
+
+    sqlite3_busy_timeout(db, 5000);
+    rc = sqlite3_exec(db, pragmas, NULL, NULL, NULL);
+    return rc == SQLITE_OK ? ERR_OK : st_dberr(db, rc, "configure the database");
+}
+
+static err_t open_db(const char *path, sqlite3 **out)
+{
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open_v2(path, &db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
+                                 SQLITE_OPEN_NOFOLLOW,
+                             NULL);
+    err_t e;
+
+    if (rc != SQLITE_OK) {
+        log_err("cannot open database '%s': %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+        sqlite3_close(db);
+        return rc == SQLITE_NOMEM ? ERR_NOMEM : ERR_DB;
+    }
+    e = configure(db);
+    if (e) {
+        sqlite3_close(db);
+        return e;
+    }
+    *out = db;
+    return ERR_OK;
+}
+
+/* Apply every migration newer than PRAGMA user_version, each in its own
+ * transaction together with the new user_version. */
+static err_t migrate(sqlite3 *db)
+{
+    sqlite3_stmt *stmt = NULL;
+    char sql[64];
+    int ver = 0, i, rc;
+    bool row;
+    err_t e = st_prep(db, &stmt, "PRAGMA user_version", NULL);
+
+    if (!e)
+        e = st_step(db, stmt, &row);
+    if (!e && row)
+        ver = sqlite3_column_int(stmt, 0);
+    sqlite3_finalize(stmt);
+    if (e)
+        return e;
+    if (ver > store_schema_version()) {
+        log_err("database schema version %d is newer than this podresd (%d)", ver,
+                store_schema_version());
+        return ERR_DB;
+    }
+    for (i = ver; store_migrations[i]; i++) {
+        snprintf(sql, sizeof(sql), "PRAGMA user_version=%d; COMMIT;", i + 1);
+        rc = sqlite3_exec(db, "BEGIN IMMEDIATE;", NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_exec(db, store_migrations[i], NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+        if (rc != SQLITE_OK) {
+            e = st_dberr(db, rc, "apply a schema migration");
+            sqlite3_exec(db, "ROLLBACK;", NULL, NULL, NULL);
+            return e;
+        }
+        log_info("applied schema migration %d", i + 1);
+    }
+    return ERR_OK;
+}
+
+err_t st_db_revision(sqlite3 *db, uint64_t *rev)
+{
+    sqlite3_stmt *stmt = NULL;
+    bool row = false;
+    err_t rc = st_prep(db, &stmt, "SELECT value FROM meta WHERE key='revision'", NULL);
+
+    if (!rc)
+        rc = st_step(db, stmt, &row);
+    if (!rc && row)
+        *rev = (uint64_t)sqlite3_column_int64(stmt, 0);
+    if (!rc && !row)
+        rc = ERR_DB;
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
+err_t store_open(const struct store_opts *opts, struct store **out)
+{
+    struct store *st = calloc(1, sizeof(*st));
+    err_t rc;
+
+    if (!st)
+        return ERR_NOMEM;
+    pthread_mutex_init(&st->wmu, NULL);
+    pthread_mutex_init(&st->pmu, NULL);
+    st->history = opts->history ? opts->history : 1;
+    st->feed = opts->feed;
+    st->path = strdup(opts->path);
+    if (!st->path) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    rc = open_db(st->path, &st->wdb);
+    if (!rc)
+        rc = migrate(st->wdb);
+    if (!rc)
+        rc = st_db_revision(st->wdb, &st->rev);
+out:
+    if (rc) {
+        store_free(st);
+        return rc;
+    }
+    *out = st;
+    return ERR_OK;
+}
+
+void store_free(struct store *st)
+{
+    size_t i;
+
+    if (!st)
+        return;
+    for (i = 0; i < st->npool; i++)
+        sqlite3_close(st->pool[i]);
+    sqlite3_close(st->wdb);
+    free(st->tx_ev);
+    free(st->path);
+    pthread_mutex_destroy(&st->wmu);
+    pthread_mutex_destroy(&st->pmu);
+    free(st);
+}
+
+void store_set_feed(struct store *st, struct feed *feed)
+{
+    pthread_mutex_lock(&st->wmu);
+    st->feed = feed;
+    pthread_mutex_unlock(&st->wmu);
+}
+
+uint64_t store_revision(struct store *st)
+{
+    return __atomic_load_n(&st->rev, __ATOMIC_ACQUIRE);
+}
+
+/* ---- read connections ---- */
+
+err_t st_read_begin(struct store *st, sqlite3 **db)
+{
+    sqlite3 *c = NULL;
+    int rc;
+    err_t e;
+
+    pthread_mutex_lock(&st->pmu);
+    if (st->npool > 0)
+        c = st->pool[--st->npool];
+    pthread_mutex_unlock(&st->pmu);
+    if (!c) {
+        e = open_db(st->path, &c);
+        if (e)
+            return e;
+    }
+    rc = sqlite3_exec(c, "BEGIN;", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        e = st_dberr(c, rc, "begin a read transaction");
+        sqlite3_close(c);
+        return e;
+    }
+    *db = c;
+    return ERR_OK;
+}
+
+void st_read_end(struct store *st, sqlite3 *db)
+{
+    if (!db)
+        return;
+    sqlite3_exec(db, "COMMIT;", NULL, NULL, NULL);
+    pthread_mutex_lock(&st->pmu);
+    if (st->npool < READ_POOL_MAX) {
+        st->pool[st->npool++] = db;
+        db = NULL;
+    }
+    pthread_mutex_unlock(&st->pmu);
+    sqlite3_close(db);
+}
+
+/* ---- write transactions ---- */
+
+static void free_pending(struct store *st)
+{
+    size_t i;
+
+    for (i = 0; i < st->tx_nev; i++) {
+        free(st->tx_ev[i].ns);
+        free(st->tx_ev[i].line);
+    }
+    st->tx_nev = 0;
+}
+
+err_t st_tx_begin(struct store *st)
+{
+    int rc;
+
+    pthread_mutex_lock(&st->wmu);
+    rc = sqlite3_exec(st->wdb, "BEGIN IMMEDIATE;", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        err_t e = st_dberr(st->wdb, rc, "begin a write transaction");
+
+        pthread_mutex_unlock(&st->wmu);
+        return e;
+    }
+    st->tx_rev = st->rev;
+    st->tx_nev = 0;
+    return ERR_OK;
+}
+
+void st_tx_rollback(struct store *st)
+{
+    if (!sqlite3_get_autocommit(st->wdb))
+        sqlite3_exec(st->wdb, "ROLLBACK;", NULL, NULL, NULL);
+    free_pending(st);
+    pthread_mutex_unlock(&st->wmu);
+}
+
+err_t st_tx_commit(struct store *st)
+{
+    err_t e = ERR_OK;
+    int rc;
+
+    if (st->tx_rev != st->rev) {
+        e = st_exec(st->wdb, "UPDATE meta SET value=? WHERE key='revision'", "u", st->tx_rev);
+        if (!e && st->tx_rev > st->history)
+            e = st_exec(st->wdb, "DELETE FROM changes WHERE revision<=?", "u",
+                        st->tx_rev - st->history);
+    }
+    if (!e) {
+        rc = sqlite3_exec(st->wdb, "COMMIT;", NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+            e = st_dberr(st->wdb, rc, "commit");
+    }
+    if (e) {
+        st_tx_rollback(st);
+        return e;
+    }
+    __atomic_store_n(&st->rev, st->tx_rev, __ATOMIC_RELEASE);
+    if (st->feed && st->tx_nev)
+        feed_publish(st->feed, st->tx_ev, st->tx_nev);
+    free_pending(st);
+    pthread_mutex_unlock(&st->wmu);
+    return ERR_OK;
+}
+
+uint64_t st_tx_next(struct store *st)
+{
+    return st->tx_rev + 1;
+}
+
+static err_t push_event(struct store *st, const char *kind, const char *ns, char *line, size_t len)
+{
+    struct feed_event *ev;
+
+    if (st->tx_nev == st->tx_cap) {
+        size_t ncap = st->tx_cap ? st->tx_cap * 2 : 16;
+        struct feed_event *n = realloc(st->tx_ev, ncap * sizeof(*n));
+
+        if (!n)
+            return ERR_NOMEM;
+        st->tx_ev = n;
+        st->tx_cap = ncap;
+    }
+    ev = &st->tx_ev[st->tx_nev];
+    memset(ev, 0, sizeof(*ev));
+    ev->ns = strdup(ns ? ns : "");
+    if (!ev->ns)
+        return ERR_NOMEM;
+    ev->rev = st->tx_rev + 1;
+    snprintf(ev->kind, sizeof(ev->kind), "%s", kind);
+    ev->line = line;
+    ev->len = len;
+    st->tx_nev++;
+    return ERR_OK;
+}
+
+err_t st_emit(struct store *st, const char *type, const char *kind, const char *ns, json_t *obj)
+{
+    uint64_t rev = st->tx_rev + 1;
+    json_t *ev = json_pack("{s:s,s:s,s:I,s:O}", "type", type, "kind", kind, "revision",
+                           (json_int_t)rev, "object", obj);
+    char *line = NULL;
+    size_t len = 0;
+    err_t rc = ERR_NOMEM;
+
+    if (ev)
+        line = jsonx_dumps_line(ev, &len);
+    json_decref(ev);
+    if (!line)
+        return ERR_NOMEM;
+    line[len - 1] = '\0';
+    rc = st_exec(st->wdb, "INSERT INTO changes(revision,kind,namespace,event) VALUES(?,?,?,?)",
+                 "uttt", rev, kind, ns ? ns : "", line);
+    line[len - 1] = '\n';
+    if (!rc)
+        rc = push_event(st, kind, ns, line, len);
+    if (rc) {
+        free(line);
+        return rc;
+    }
+    st->tx_rev = rev;
+    return ERR_OK;
+}
+
+/* ---- feed reads ---- */
+
+static err_t buf_add(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
+{
+    if (*len + n + 1 > *cap) {
+        size_t ncap = *cap ? *cap : 4096;
+        char *nb;
+
+        while (ncap < *len + n + 1)
+            ncap *= 2;
+        nb = realloc(*buf, ncap);
+        if (!nb)
+            return ERR_NOMEM;
+        *buf = nb;
+        *cap = ncap;
+    }
+    memcpy(*buf + *len, s, n);
+    *len += n;
+    return ERR_OK;
+}
+
+err_t store_changes_after(struct store *st, uint64_t *cursor, const struct feed_filter *flt,
+                          size_t limit, char **buf, size_t *len, size_t *cap)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *stmt = NULL;
+    uint64_t cur = *cursor, head = 0, rev;
+    bool row;
+    err_t rc = st_read_begin(st, &db);
+
+    if (!rc)
+        rc = st_db_revision(db, &head);
+    if (!rc)
+        rc = st_prep(db, &stmt,
+                     "SELECT revision,kind,namespace,event FROM changes WHERE revision>? "
+                     "ORDER BY revision LIMIT ?",
+                     "ui", cur, (int64_t)limit);
+    while (!rc) {
+        rc = st_step(db, stmt, &row);
+        if (rc || !row)
+            break;
+        rev = (uint64_t)sqlite3_column_int64(stmt, 0);
+        if (rev != cur + 1) {
+            rc = ERR_GONE;
+            break;
+        }
+        if (feed_match(flt, st_text(stmt, 1), st_text(stmt, 2))) {
+            rc = buf_add(buf, len, cap, st_text(stmt, 3), (size_t)sqlite3_column_bytes(stmt, 3));
+            if (!rc)
+                rc = buf_add(buf, len, cap, "\n", 1);
+        }
+        if (!rc)
+            cur = rev;
+    }
+    if (!rc && cur < head && cur == *cursor)
+        rc = ERR_GONE;
+    if (!rc && *cursor > head)
+        rc = ERR_GONE;
+    sqlite3_finalize(stmt);
+    st_read_end(st, db);
+    if (!rc)
+        *cursor = cur;
+    return rc;
+}
+
+/* Append one ADDED line for 'obj' (steals it). */
+static err_t snapshot_line(json_t *obj, const char *kind, char **buf, size_t *len, size_t *cap)
+{
+    json_t *rev = json_object_get(obj, "revision");
+    json_t *ev = json_pack("{s:s,s:s,s:O,s:o}", "type", "ADDED", "kind", kind, "revision",
+                           rev ? rev : json_integer(0), "object", obj);
+    char *line;
+    size_t n = 0;
+    err_t rc;
+
+    if (!ev)
+        return ERR_NOMEM;
+    line = jsonx_dumps_line(ev, &n);
+    json_decref(ev);
+    if (!line)
+        return ERR_NOMEM;
+    rc = buf_add(buf, len, cap, line, n);
+    free(line);
+    return rc;
+}
+
+struct snap_kind {
+    const char *kind; /* the event kind */
+    const char *sql;  /* selects the keys (namespace, name) or (resource, id) */
+    err_t (*view)(sqlite3 *db, const char *a, const char *b, json_t **out);
+    bool namespaced;  /* a namespace filter applies */
+};
+
+static const struct snap_kind snap_kinds[] = {
+    {"PodResources", "SELECT namespace,name FROM pods ORDER BY namespace,name", st_pod_json, true},
+    {"Device", "SELECT resource,id FROM devices ORDER BY resource,id", st_device_json, false},
+    {"Reservation", "SELECT namespace,name FROM reservations ORDER BY namespace,name",
+     st_reservation_json, true},
+};
+
+static err_t snapshot_kind(sqlite3 *db, const struct snap_kind *k, const struct feed_filter *flt,
+                           char **buf, size_t *len, size_t *cap)
+{
+    sqlite3_stmt *stmt = NULL;
+    json_t *obj;
+    bool row;
+    err_t rc = st_prep(db, &stmt, k->sql, NULL);
+
+    while (!rc) {
+        rc = st_step(db, stmt, &row);
+        if (rc || !row)
+            break;
+        if (!feed_match(flt, k->kind, k->namespaced ? st_text(stmt, 0) : ""))
+            continue;
+        rc = k->view(db, st_text(stmt, 0), st_text(stmt, 1), &obj);
+        if (!rc)
+            rc = snapshot_line(obj, k->kind, buf, len, cap);
+    }
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
+err_t store_snapshot(struct store *st, const struct feed_filter *flt, char **buf, size_t *len,
+                     size_t *cap, uint64_t *rev)
+{
+    sqlite3 *db = NULL;
+    size_t i;
+    err_t rc = st_read_begin(st, &db);
+
+    if (!rc)
+        rc = st_db_revision(db, rev);
+    for (i = 0; !rc && i < ARRAY_SIZE(snap_kinds); i++)
+        rc = snapshot_kind(db, &snap_kinds[i], flt, buf, len, cap);
+    st_read_end(st, db);
+    return rc;
+}

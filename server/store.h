@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* store.h - podresd's state in SQLite: devices, pod bindings, reservations,
+ * the node-wide revision and the change log. The only module that speaks
+ * SQL. One write connection behind a mutex (each write is one BEGIN IMMEDIATE
+ * transaction holding the state change, its change-log rows and the new
+ * revision; a write returns only after COMMIT, then hands its events to the
+ * feed hub); reads use pooled connections and short read transactions.
+ * Thread-safe.
+ *
+ * Writes take already-validated input (see validate.h). On failure they
+ * change nothing and write a one-line reason into 'msg' (for the Status
+ * body): ERR_NOTFOUND, ERR_CONFLICT (held, reserved, not enough devices),
+ * ERR_UNPROCESSABLE (unknown device), ERR_NOSPACE (disk full), ERR_UNAVAIL
+ * (database busy), ERR_DB. Results are new JSON objects: json_decref() them. */
+#ifndef PODRES_STORE_H
+#define PODRES_STORE_H
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/err.h"
+#include "feed.h"
+
+struct store;
+
+struct store_opts {
+    const char *path;   /* database file; its directory must exist */
+    uint64_t history;   /* change-log rows kept (>= 1) */
+    struct feed *feed;  /* borrowed; receives events after COMMIT; may be NULL */
+};
+
+/* Open (creating if needed) and migrate. On ERR_OK *out is new: store_free() it. */
+err_t store_open(const struct store_opts *opts, struct store **out) WARN_UNUSED;
+void store_free(struct store *st); /* NULL is a no-op */
+/* Attach the feed after opening (the feed needs the revision to start). */
+void store_set_feed(struct store *st, struct feed *feed);
+/* The last committed revision. */
+uint64_t store_revision(struct store *st);
+/* Schema version the binary knows (the number of migrations). */
+int store_schema_version(void);
+
+/* ---- reads: *out = {"<list>":[...],"revision":N} ---- */
+err_t store_pods_list(struct store *st, const char *ns, const char *resource,
+                      json_t **out) WARN_UNUSED;
+/* {"podResources":{...},"revision":N}; ERR_NOTFOUND. */
+err_t store_pod_get(struct store *st, const char *ns, const char *name, json_t **out) WARN_UNUSED;
+/* health: NULL, "Healthy" or "Unhealthy"; free_only: neither held nor reserved. */
+err_t store_devices_list(struct store *st, const char *resource, const char *health,
+                         bool free_only, json_t **out) WARN_UNUSED;
+err_t store_allocatable(struct store *st, json_t **out) WARN_UNUSED;
+err_t store_reservations_list(struct store *st, json_t **out) WARN_UNUSED;
+/* {"reservation":{...},"revision":N}; ERR_NOTFOUND. */
+err_t store_reservation_get(struct store *st, const char *ns, const char *name,
+                            json_t **out) WARN_UNUSED;
+/* For /metrics: {"pods":N,"boundDevices":N,"devices":[{"resource","health","count"}]}. */
+err_t store_stats(struct store *st, json_t **out) WARN_UNUSED;
+
+/* ---- the change feed ---- */
+/* ADDED lines for every current object matching 'flt' appended to *buf
+ * (growable, *len bytes used, *cap allocated), in one read transaction;
+ * *rev is the revision of that snapshot. */
+err_t store_snapshot(struct store *st, const struct feed_filter *flt, char **buf, size_t *len,
+                     size_t *cap, uint64_t *rev) WARN_UNUSED;
+/* Change-log lines after *cursor matching 'flt', at most 'limit' rows looked
+ * at, appended as above; *cursor advances over every row looked at.
+ * ERR_GONE when the change after *cursor is no longer kept (or *cursor is
+ * ahead of the store). */
+err_t store_changes_after(struct store *st, uint64_t *cursor, const struct feed_filter *flt,
+                          size_t limit, char **buf, size_t *len, size_t *cap) WARN_UNUSED;
+
+/* ---- writes ---- */
+/* Replace the device set of 'resource'. 'devices' is a validated array of
+ * {"id","health","topology","properties"}; ttl_ms 0 = no heartbeat.
+ * *out = {"devices":[...],"revision":N}; *changed false when nothing did. */
+err_t store_resource_put(struct store *st, const char *resource, const json_t *devices,
+                         uint64_t ttl_ms, char *msg, size_t cap, json_t **out,
+                         bool *changed) WARN_UNUSED;
+/* Set one device's health. *out = {"device":{...},"revision":N}. */
+err_t store_device_set_health(struct store *st, const char *resource, const char *id,
+                              const char *health, char *msg, size_t cap,
+                              json_t **out) WARN_UNUSED;
+/* Record a pod binding; 'containers' is the validated array of
+ * {"name","devices":[{"resourceName","deviceIds"}],"cpuIds","memory"}.
+ * *out = {"podResources":{...},"revision":N}; *created true for a new pod
+ * (or a new uid), *changed false when the same binding was already there. */
+err_t store_pod_bind(struct store *st, const char *ns, const char *name, const char *uid,
+                     const json_t *containers, char *msg, size_t cap, json_t **out,
+                     bool *created, bool *changed) WARN_UNUSED;
+/* Choose devices and bind; 'request' is the validated array of
+ * {"name","requests":{resource:count}}. Same uid and request again: the
+ * same answer, *changed false. */
+err_t store_pod_allocate(struct store *st, const char *ns, const char *name, const char *uid,
+                         const json_t *request, char *msg, size_t cap, json_t **out,
+                         bool *created, bool *changed) WARN_UNUSED;
+/* Release a pod's devices. uid NULL = any. ERR_NOTFOUND; ERR_CONFLICT when
+ * the uid differs. *out = {"podResources":{last state},"revision":N}. */
+err_t store_pod_release(struct store *st, const char *ns, const char *name, const char *uid,
+                        char *msg, size_t cap, json_t **out) WARN_UNUSED;
+/* Pre-assign devices; 'containers' as for bind (devices only).
+ * *out = {"reservation":{...},"revision":N}. */
+err_t store_reservation_put(struct store *st, const char *ns, const char *name,
+                            const json_t *containers, char *msg, size_t cap, json_t **out,
+                            bool *created, bool *changed) WARN_UNUSED;
+err_t store_reservation_delete(struct store *st, const char *ns, const char *name, char *msg,
+                               size_t cap, json_t **out) WARN_UNUSED;
+/* Mark devices of resources whose heartbeat lapsed before 'now_ms' (wall
+ * clock) Unhealthy. *expired counts the resources that lapsed. */
+err_t store_expire_ttls(struct store *st, uint64_t now_ms, int *expired) WARN_UNUSED;
+
+/* Wall clock now in milliseconds (heartbeats survive restarts). */
+uint64_t store_wall_ms(void);
+
+#endif

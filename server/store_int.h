@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* store_int.h - what store.c shares with store_write.c and store_view.c;
+ * nothing outside the store includes it. */
+#ifndef PODRES_STORE_INT_H
+#define PODRES_STORE_INT_H
+#include <pthread.h>
+#include <sqlite3.h>
+
+#include "store.h"
+
+#define READ_POOL_MAX 16
+
+/* Lock: 'wmu' guards the write connection and every tx_* field; 'pmu' the
+ * read pool. 'rev' is written under wmu and read atomically. */
+struct store {
+    char *path;                   /* database file */
+    uint64_t history;             /* change-log rows kept */
+    struct feed *feed;            /* borrowed; may be NULL */
+    pthread_mutex_t wmu;          /* the writer's lock */
+    sqlite3 *wdb;                 /* the write connection */
+    uint64_t rev;                 /* last committed revision */
+    uint64_t tx_rev;              /* revision inside the open write transaction */
+    struct feed_event *tx_ev;     /* events of the open transaction */
+    size_t tx_nev, tx_cap;        /* used and allocated slots of tx_ev */
+    pthread_mutex_t pmu;          /* the read pool's lock */
+    sqlite3 *pool[READ_POOL_MAX]; /* idle read connections */
+    size_t npool;                 /* how many are idle */
+};
+
+/* Map an SQLite result code, logging sqlite3_errmsg once. */
+err_t st_dberr(sqlite3 *db, int rc, const char *what);
+/* Prepare 'sql' and bind args by 'fmt': 't' const char * (NULL binds NULL),
+ * 'i' int64_t, 'u' uint64_t. On ERR_OK *stmt is new: sqlite3_finalize() it. */
+err_t st_prep(sqlite3 *db, sqlite3_stmt **stmt, const char *sql, const char *fmt, ...) WARN_UNUSED;
+/* Run a statement with no result rows. */
+err_t st_exec(sqlite3 *db, const char *sql, const char *fmt, ...) WARN_UNUSED;
+/* Step: ERR_OK with *row true/false, or the mapped error. */
+err_t st_step(sqlite3 *db, sqlite3_stmt *stmt, bool *row) WARN_UNUSED;
+/* Column as a C string ("" for NULL). */
+const char *st_text(sqlite3_stmt *stmt, int col);
+/* Column holding JSON text as a new value (an empty object/array on bad JSON). */
+json_t *st_json(sqlite3_stmt *stmt, int col);
+
+/* Read connections: borrow and give back. */
+err_t st_read_begin(struct store *st, sqlite3 **db) WARN_UNUSED;
+void st_read_end(struct store *st, sqlite3 *db);
+/* The revision as stored in the database (inside a read transaction). */
+err_t st_db_revision(sqlite3 *db, uint64_t *rev) WARN_UNUSED;
+
+/* Write transactions: begin locks wmu; commit/rollback unlock it. */
+err_t st_tx_begin(struct store *st) WARN_UNUSED;
+err_t st_tx_commit(struct store *st) WARN_UNUSED;
+void st_tx_rollback(struct store *st);
+/* The revision the next event of this transaction will take. */
+uint64_t st_tx_next(struct store *st);
+/* Record event 'type' of 'obj' (borrowed; its "revision" must already be
+ * st_tx_next()) in the change log and the pending list; takes the revision. */
+err_t st_emit(struct store *st, const char *type, const char *kind, const char *ns,
+              json_t *obj) WARN_UNUSED;
+
+/* Views (store_view.c), usable on any connection. */
+json_t *st_topology(const json_t *numa_ids);
+err_t st_device_json(sqlite3 *db, const char *resource, const char *id, json_t **out) WARN_UNUSED;
+err_t st_pod_json(sqlite3 *db, const char *ns, const char *name, json_t **out) WARN_UNUSED;
+err_t st_reservation_json(sqlite3 *db, const char *ns, const char *name,
+                          json_t **out) WARN_UNUSED;
+/* {key: list, "revision": rev} wrapper; steals 'list'. NULL if out of memory. */
+json_t *st_wrap(const char *key, json_t *list, uint64_t rev);
+
+#endif

@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* store_view.c - rows to the JSON shapes of CONTRACT §3, and the reads. */
+#define LOG_MOD "store"
+#include "../common/common.h"
+#include "store_int.h"
+
+#define DEVICE_VIEW_SQL                                                                            \
+    "SELECT d.resource,d.id,d.health,d.numa,d.properties,d.revision,"                              \
+    "b.namespace,b.pod,b.container,p.uid,r.namespace,r.pod FROM devices d "                        \
+    "LEFT JOIN bindings b ON b.resource=d.resource AND b.device_id=d.id "                          \
+    "LEFT JOIN pods p ON p.namespace=b.namespace AND p.name=b.pod "                                \
+    "LEFT JOIN reserved r ON r.resource=d.resource AND r.device_id=d.id "
+
+json_t *st_wrap(const char *key, json_t *list, uint64_t rev)
+{
+    json_t *o;
+
+    if (!list)
+        return NULL;
+    o = json_object();
+    if (!o || json_object_set_new(o, key, list) ||
+        json_object_set_new(o, "revision", json_integer((json_int_t)rev))) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+json_t *st_topology(const json_t *numa_ids)
+{
+    json_t *nodes = json_array();
+    json_t *v;
+    size_t i;
+
+    json_array_foreach(numa_ids, i, v) {
+        json_array_append_new(nodes, json_pack("{s:O}", "ID", v));
+    }
+    return json_pack("{s:o}", "nodes", nodes);
+}
+
+static json_t *device_row(sqlite3_stmt *s)
+{
+    json_t *numa = st_json(s, 3);
+    json_t *holder = json_null(), *resv = json_null();
+    json_t *d;
+
+    if (sqlite3_column_type(s, 6) != SQLITE_NULL)
+        holder = json_pack("{s:s,s:s,s:s,s:s}", "namespace", st_text(s, 6), "name", st_text(s, 7),
+                           "uid", st_text(s, 9), "container", st_text(s, 8));
+    if (sqlite3_column_type(s, 10) != SQLITE_NULL)
+        resv = json_pack("{s:s,s:s}", "namespace", st_text(s, 10), "name", st_text(s, 11));
+    d = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:I}", "resourceName", st_text(s, 0), "id",
+                  st_text(s, 1), "health", st_text(s, 2), "topology", st_topology(numa),
+                  "properties", st_json(s, 4), "holder", holder, "reservedFor", resv, "revision",
+                  (json_int_t)sqlite3_column_int64(s, 5));
+    json_decref(numa);
+    return d;
+}
+
+err_t st_device_json(sqlite3 *db, const char *resource, const char *id, json_t **out)
+{
+    sqlite3_stmt *s = NULL;
+    bool row = false;
+    err_t rc = st_prep(db, &s, DEVICE_VIEW_SQL "WHERE d.resource=? AND d.id=?", "tt", resource, id);
+
+    if (!rc)
+        rc = st_step(db, s, &row);
+    if (!rc && !row)
+        rc = ERR_NOTFOUND;
+    if (!rc) {
+        *out = device_row(s);
+        if (!*out)
+            rc = ERR_NOMEM;
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+static json_t *pod_row(sqlite3_stmt *s)
+{
+    return json_pack("{s:s,s:s,s:s,s:o,s:I}", "name", st_text(s, 1), "namespace", st_text(s, 0),
+                     "uid", st_text(s, 2), "containers", st_json(s, 3), "revision",
+                     (json_int_t)sqlite3_column_int64(s, 4));
+}
+
+#define POD_SQL "SELECT namespace,name,uid,containers,revision FROM pods "
+
+err_t st_pod_json(sqlite3 *db, const char *ns, const char *name, json_t **out)
+{
+    sqlite3_stmt *s = NULL;
+    bool row = false;
+    err_t rc = st_prep(db, &s, POD_SQL "WHERE namespace=? AND name=?", "tt", ns, name);
+
+    if (!rc)
+        rc = st_step(db, s, &row);
+    if (!rc && !row)
+        rc = ERR_NOTFOUND;
+    if (!rc) {
+        *out = pod_row(s);
+        if (!*out)
+            rc = ERR_NOMEM;
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+static json_t *reservation_row(sqlite3_stmt *s)
+{
+    return json_pack("{s:s,s:s,s:o,s:s,s:s,s:I}", "namespace", st_text(s, 0), "name",
+                     st_text(s, 1), "containers", st_json(s, 2), "state", st_text(s, 3),
+                     "message", st_text(s, 4), "revision", (json_int_t)sqlite3_column_int64(s, 5));
+}
+
+#define RESV_SQL "SELECT namespace,name,containers,state,message,revision FROM reservations "
+
+err_t st_reservation_json(sqlite3 *db, const char *ns, const char *name, json_t **out)
+{
+    sqlite3_stmt *s = NULL;
+    bool row = false;
+    err_t rc = st_prep(db, &s, RESV_SQL "WHERE namespace=? AND name=?", "tt", ns, name);
+
+    if (!rc)
+        rc = st_step(db, s, &row);
+    if (!rc && !row)
+        rc = ERR_NOTFOUND;
+    if (!rc) {
+        *out = reservation_row(s);
+        if (!*out)
+            rc = ERR_NOMEM;
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* Run 'stmt' and collect 'conv' of every row into a new array. */
+static err_t collect(sqlite3 *db, sqlite3_stmt *stmt, json_t *(*conv)(sqlite3_stmt *),
+                     json_t **out)
+{
+    json_t *arr = json_array();
+    bool row;
+    err_t rc = arr ? ERR_OK : ERR_NOMEM;
+
+    while (!rc) {
+        rc = st_step(db, stmt, &row);
+        if (rc || !row)
+            break;
+        if (json_array_append_new(arr, conv(stmt)))
+            rc = ERR_NOMEM;
+    }
+    if (rc) {
+        json_decref(arr);
+        return rc;
+    }
+    *out = arr;
+    return ERR_OK;
+}
+
+/* One read transaction: revision, then the list from 'sql' bound by 'fmt'. */
+static err_t read_list(struct store *st, const char *key, json_t *(*conv)(sqlite3_stmt *),
+                       const char *sql, const char *fmt, const char *a, const char *b,
+                       const char *c, json_t **out)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *s = NULL;
+    json_t *list = NULL;
+    uint64_t rev = 0;
+    err_t rc = st_read_begin(st, &db);
+
+    if (!rc)
+        rc = st_db_revision(db, &rev);
+    if (!rc)
+        rc = st_prep(db, &s, sql, fmt, a, b, c);
+    if (!rc)
+        rc = collect(db, s, conv, &list);
+    sqlite3_finalize(s);
+    st_read_end(st, db);
+    if (rc)
+        return rc;
+    *out = st_wrap(key, list, rev);
+    return *out ? ERR_OK : ERR_NOMEM;
+}
+
+err_t store_pods_list(struct store *st, const char *ns, const char *resource, json_t **out)
+{
+    return read_list(st, "podResources", pod_row,
+                     POD_SQL "WHERE (?1 IS NULL OR namespace=?1) AND (?2 IS NULL OR EXISTS "
+                             "(SELECT 1 FROM bindings b WHERE b.namespace=pods.namespace AND "
+                             "b.pod=pods.name AND b.resource=?2)) ORDER BY namespace,name",
+                     "tt", ns, resource, NULL, out);
+}
+
+err_t store_devices_list(struct store *st, const char *resource, const char *health,
+                         bool free_only, json_t **out)
+{
+    return read_list(st, "devices", device_row,
+                     DEVICE_VIEW_SQL "WHERE (?1 IS NULL OR d.resource=?1) AND "
+                                     "(?2 IS NULL OR d.health=?2) AND (?3 IS NULL OR "
+                                     "(b.pod IS NULL AND r.pod IS NULL)) ORDER BY d.resource,d.id",
+                     "ttt", resource, health, free_only ? "1" : NULL, out);
+}
+
+err_t store_reservations_list(struct store *st, json_t **out)
+{
+    return read_list(st, "reservations", reservation_row, RESV_SQL "ORDER BY namespace,name", NULL,
+                     NULL, NULL, NULL, out);
+}
+
+/* The read of one object wrapped as {key: obj, "revision": N}. */
+static err_t read_one(struct store *st, const char *key,
+                      err_t (*view)(sqlite3 *, const char *, const char *, json_t **),
+                      const char *a, const char *b, json_t **out)
+{
+    sqlite3 *db = NULL;
+    json_t *obj = NULL;
+    uint64_t rev = 0;
+    err_t rc = st_read_begin(st, &db);
+
+    if (!rc)
+        rc = st_db_revision(db, &rev);
+    if (!rc)
+        rc = view(db, a, b, &obj);
+    st_read_end(st, db);
+    if (rc)
+        return rc;
+    *out = st_wrap(key, obj, rev);
+    return *out ? ERR_OK : ERR_NOMEM;
+}
+
+err_t store_pod_get(struct store *st, const char *ns, const char *name, json_t **out)
+{
+    return read_one(st, "podResources", st_pod_json, ns, name, out);
+}
+
+err_t store_reservation_get(struct store *st, const char *ns, const char *name, json_t **out)
+{
+    return read_one(st, "reservation", st_reservation_json, ns, name, out);
+}
+
+static json_t *allocatable_row(sqlite3_stmt *s)
+{
+    json_t *numa = st_json(s, 2);
+    json_t *d = json_pack("{s:s,s:[s],s:o}", "resourceName", st_text(s, 0), "deviceIds",
+                          st_text(s, 1), "topology", st_topology(numa));
+
+    json_decref(numa);
+    return d;
+}
+
+err_t store_allocatable(struct store *st, json_t **out)
+{
+    err_t rc = read_list(st, "devices", allocatable_row,
+                         "SELECT resource,id,numa FROM devices WHERE health='Healthy' AND "
+                         "removed=0 ORDER BY resource,id",
+                         NULL, NULL, NULL, NULL, out);
+
+    if (!rc && (json_object_set_new(*out, "cpuIds", json_array()) ||
+                json_object_set_new(*out, "memory", json_array())))
+        rc = ERR_NOMEM;
+    return rc;
+}
+
+static json_t *stats_row(sqlite3_stmt *s)
+{
+    return json_pack("{s:s,s:s,s:I}", "resource", st_text(s, 0), "health", st_text(s, 1), "count",
+                     (json_int_t)sqlite3_column_int64(s, 2));
+}
+
+err_t store_stats(struct store *st, json_t **out)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *s = NULL;
+    json_t *devs = NULL, *o;
+    int64_t pods = 0, bound = 0;
+    bool row;
+    err_t rc = st_read_begin(st, &db);
+
+    if (!rc)
+        rc = st_prep(db, &s,
+                     "SELECT (SELECT count(*) FROM pods),(SELECT count(*) FROM bindings)", NULL);
+    if (!rc)
+        rc = st_step(db, s, &row);
+    if (!rc && row) {
+        pods = sqlite3_column_int64(s, 0);
+        bound = sqlite3_column_int64(s, 1);
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    if (!rc)
+        rc = st_prep(db, &s,
+                     "SELECT resource,health,count(*) FROM devices GROUP BY resource,health "
+                     "ORDER BY resource,health",
+                     NULL);
+    if (!rc)
+        rc = collect(db, s, stats_row, &devs);
+    sqlite3_finalize(s);
+    st_read_end(st, db);
+    if (rc)
+        return rc;
+    o = json_pack("{s:I,s:I,s:o}", "pods", (json_int_t)pods, "boundDevices", (json_int_t)bound,
+                  "devices", devs);
+    if (!o)
+        return ERR_NOMEM;
+    *out = o;
+    return ERR_OK;
+}

@@ -1,0 +1,1229 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* store_write.c - every state change: devices, bindings, allocation,
+ * reservations, heartbeats. Each public function is one write transaction;
+ * events are emitted in the order the objects change. Device keys in the
+ * in-memory sets are "resource|id". */
+#define LOG_MOD "store"
+#include "../common/common.h"
+#include "../common/jsonx.h"
+#include "alloc.h"
+#include "store_int.h"
+
+#define KEY_MAX 600
+
+static void dev_key(char *key, const char *resource, const char *id)
+{
+    snprintf(key, KEY_MAX, "%s|%s", resource, id);
+}
+
+/* Split "resource|id" in place. */
+static const char *key_split(char *key)
+{
+    char *bar = strchr(key, '|');
+
+    *bar = '\0';
+    return bar + 1;
+}
+
+/* ---- events ---- */
+
+static err_t emit_device(struct store *st, const char *type, const char *resource, const char *id)
+{
+    json_t *obj = NULL;
+    err_t rc = st_exec(st->wdb, "UPDATE devices SET revision=? WHERE resource=? AND id=?", "utt",
+                       st_tx_next(st), resource, id);
+
+    if (!rc)
+        rc = st_device_json(st->wdb, resource, id, &obj);
+    if (!rc)
+        rc = st_emit(st, type, "Device", "", obj);
+    json_decref(obj);
+    return rc;
+}
+
+/* Emit DELETED with the last state, then remove the row. */
+static err_t emit_device_deleted(struct store *st, const char *resource, const char *id)
+{
+    json_t *obj = NULL;
+    err_t rc = st_device_json(st->wdb, resource, id, &obj);
+
+    if (!rc)
+        rc = json_object_set_new(obj, "revision", json_integer((json_int_t)st_tx_next(st)))
+                 ? ERR_NOMEM
+                 : ERR_OK;
+    if (!rc)
+        rc = st_emit(st, "DELETED", "Device", "", obj);
+    if (!rc)
+        rc = st_exec(st->wdb, "DELETE FROM devices WHERE resource=? AND id=?", "tt", resource, id);
+    json_decref(obj);
+    return rc;
+}
+
+static err_t emit_pod(struct store *st, const char *type, const char *ns, const char *name)
+{
+    json_t *obj = NULL;
+    err_t rc = st_pod_json(st->wdb, ns, name, &obj);
+
+    if (!rc)
+        rc = st_emit(st, type, "PodResources", ns, obj);
+    json_decref(obj);
+    return rc;
+}
+
+static err_t emit_reservation(struct store *st, const char *type, const char *ns,
+                              const char *name)
+{
+    json_t *obj = NULL;
+    err_t rc = st_reservation_json(st->wdb, ns, name, &obj);
+
+    if (!rc)
+        rc = st_emit(st, type, "Reservation", ns, obj);
+    json_decref(obj);
+    return rc;
+}
+
+/* ---- small queries ---- */
+
+struct devrow {
+    bool found;         /* the row exists */
+    char health[16];    /* Healthy or Unhealthy */
+    bool removed;       /* no longer registered */
+    char holder[512];   /* "ns/pod" or "" */
+    char container[64]; /* holder's container */
+    char reserved[512]; /* "ns/pod" reserved for, or "" */
+    json_t *numa;       /* array of NUMA ids; new */
+};
+
+static err_t devrow_get(struct store *st, const char *resource, const char *id, struct devrow *d)
+{
+    sqlite3_stmt *s = NULL;
+    bool row = false;
+    err_t rc = st_prep(st->wdb, &s,
+                       "SELECT d.health,d.removed,d.numa,b.namespace||'/'||b.pod,b.container,"
+                       "r.namespace||'/'||r.pod FROM devices d LEFT JOIN bindings b ON "
+                       "b.resource=d.resource AND b.device_id=d.id LEFT JOIN reserved r ON "
+                       "r.resource=d.resource AND r.device_id=d.id WHERE d.resource=? AND d.id=?",
+                       "tt", resource, id);
+
+    memset(d, 0, sizeof(*d));
+    if (!rc)
+        rc = st_step(st->wdb, s, &row);
+    if (!rc && row) {
+        d->found = true;
+        snprintf(d->health, sizeof(d->health), "%s", st_text(s, 0));
+        d->removed = sqlite3_column_int(s, 1) != 0;
+        d->numa = st_json(s, 2);
+        snprintf(d->holder, sizeof(d->holder), "%s", st_text(s, 3));
+        snprintf(d->container, sizeof(d->container), "%s", st_text(s, 4));
+        snprintf(d->reserved, sizeof(d->reserved), "%s", st_text(s, 5));
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* Holder / reservation of a device when not in the devices table. */
+static err_t holder_get(struct store *st, const char *table, const char *resource, const char *id,
+                        char *who, size_t cap)
+{
+    char sql[160];
+    sqlite3_stmt *s = NULL;
+    bool row = false;
+    err_t rc;
+
+    snprintf(sql, sizeof(sql),
+             "SELECT namespace||'/'||pod FROM %s WHERE resource=? AND device_id=?", table);
+    rc = st_prep(st->wdb, &s, sql, "tt", resource, id);
+    who[0] = '\0';
+    if (!rc)
+        rc = st_step(st->wdb, s, &row);
+    if (!rc && row)
+        snprintf(who, cap, "%s", st_text(s, 0));
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* Map key -> container of the devices bound to a pod (or reserved: table). */
+static err_t pod_devices(struct store *st, const char *table, const char *ns, const char *name,
+                         json_t **out)
+{
+    char sql[200], key[KEY_MAX];
+    sqlite3_stmt *s = NULL;
+    json_t *map = json_object();
+    bool row;
+    err_t rc = map ? ERR_OK : ERR_NOMEM;
+
+    snprintf(sql, sizeof(sql), "SELECT resource,device_id,%s FROM %s WHERE namespace=? AND pod=?",
+             strcmp(table, "bindings") == 0 ? "container" : "''", table);
+    if (!rc)
+        rc = st_prep(st->wdb, &s, sql, "tt", ns, name);
+    while (!rc) {
+        rc = st_step(st->wdb, s, &row);
+        if (rc || !row)
+            break;
+        dev_key(key, st_text(s, 0), st_text(s, 1));
+        if (json_object_set_new(map, key, json_string(st_text(s, 2))))
+            rc = ERR_NOMEM;
+    }
+    sqlite3_finalize(s);
+    if (rc) {
+        json_decref(map);
+        return rc;
+    }
+    *out = map;
+    return ERR_OK;
+}
+
+/* Sum of NUMA ids of 'ids' into sorted unique 'numa'. */
+static void numa_union(json_t *numa, const json_t *ids)
+{
+    json_t *v, *w;
+    size_t i, j;
+
+    json_array_foreach(ids, i, v) {
+        bool have = false;
+
+        json_array_foreach(numa, j, w) {
+            if (json_integer_value(w) == json_integer_value(v))
+                have = true;
+        }
+        if (!have) {
+            for (j = 0; j < json_array_size(numa); j++) {
+                if (json_integer_value(json_array_get(numa, j)) > json_integer_value(v))
+                    break;
+            }
+            json_array_insert(numa, j, v);
+        }
+    }
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
+}
+
+/* A new array of the strings of 'arr', sorted. */
+static json_t *sorted_strings(const json_t *arr)
+{
+    size_t n = json_array_size(arr), i;
+    json_t **v = calloc(n ? n : 1, sizeof(*v));
+    json_t *out = json_array();
+
+    if (!v || !out) {
+        free(v);
+        json_decref(out);
+        return NULL;
+    }
+    for (i = 0; i < n; i++)
+        v[i] = json_array_get(arr, i);
+    qsort(v, n, sizeof(*v), cmp_str);
+    for (i = 0; i < n; i++)
+        json_array_append(out, v[i]);
+    free(v);
+    return out;
+}
+
+/* ---- reservations' state ---- */
+
+/* "container:resource/id" for each device of a containers array, sorted. */
+static json_t *container_keys(const json_t *containers)
+{
+    json_t *keys = json_array(), *c, *g, *id, *out;
+    size_t i, j, k;
+    char buf[KEY_MAX + 80];
+
+    json_array_foreach(containers, i, c) {
+        json_array_foreach(json_object_get(c, "devices"), j, g) {
+            json_array_foreach(json_object_get(g, "deviceIds"), k, id) {
+                snprintf(buf, sizeof(buf), "%s:%s/%s",
+                         json_string_value(json_object_get(c, "name")),
+                         json_string_value(json_object_get(g, "resourceName")),
+                         json_string_value(id));
+                json_array_append_new(keys, json_string(buf));
+            }
+        }
+    }
+    out = sorted_strings(keys);
+    json_decref(keys);
+    return out;
+}
+
+static void keys_text(const json_t *keys, char *out, size_t cap)
+{
+    size_t i, n = 0;
+    json_t *v;
+
+    out[0] = '\0';
+    json_array_foreach(keys, i, v) {
+        n += (size_t)snprintf(out + n, n < cap ? cap - n : 0, "%s%s", i ? ", " : "",
+                              json_string_value(v));
+        if (n >= cap)
+            break;
+    }
+}
+
+/* Why the reserved devices cannot be honoured now, or "" when they can. */
+static err_t resv_blocker(struct store *st, const char *ns, const char *name,
+                          const json_t *containers, char *msg, size_t cap)
+{
+    json_t *c, *g, *id;
+    size_t i, j, k;
+    struct devrow d;
+    char self[512];
+    const char *res;
+    err_t rc = ERR_OK;
+
+    snprintf(self, sizeof(self), "%s/%s", ns, name);
+    msg[0] = '\0';
+    json_array_foreach(containers, i, c) {
+        json_array_foreach(json_object_get(c, "devices"), j, g) {
+            res = json_string_value(json_object_get(g, "resourceName"));
+            json_array_foreach(json_object_get(g, "deviceIds"), k, id) {
+                rc = devrow_get(st, res, json_string_value(id), &d);
+                json_decref(d.numa);
+                if (rc)
+                    return rc;
+                if (!d.found || d.removed)
+                    snprintf(msg, cap, "device %s %s is not registered", res,
+                             json_string_value(id));
+                else if (strcmp(d.health, "Healthy") != 0)
+                    snprintf(msg, cap, "device %s %s is Unhealthy", res, json_string_value(id));
+                else if (d.holder[0] && strcmp(d.holder, self) != 0)
+                    snprintf(msg, cap, "device %s %s is bound to %s", res, json_string_value(id),
+                             d.holder);
+                if (msg[0])
+                    return ERR_OK;
+            }
+        }
+    }
+    return ERR_OK;
+}
+
+/* Compute the state a reservation should have now. */
+static err_t resv_compute(struct store *st, const char *ns, const char *name,
+                          const json_t *containers, const char **state, char *msg, size_t cap)
+{
+    json_t *pod = NULL, *want = NULL, *have = NULL;
+    char a[300], b[300];
+    err_t rc = st_pod_json(st->wdb, ns, name, &pod);
+
+    msg[0] = '\0';
+    if (rc == ERR_NOTFOUND) {
+        rc = resv_blocker(st, ns, name, containers, msg, cap);
+        *state = msg[0] ? "Conflict" : "Pending";
+        return rc;
+    }
+    if (rc)
+        return rc;
+    want = container_keys(containers);
+    have = container_keys(json_object_get(pod, "containers"));
+    if (!want || !have) {
+        rc = ERR_NOMEM;
+    } else if (json_equal(want, have)) {
+        *state = "Bound";
+    } else {
+        keys_text(have, a, sizeof(a));
+        keys_text(want, b, sizeof(b));
+        snprintf(msg, cap, "pod is bound to [%s], pre-assigned [%s]", a, b);
+        *state = "Conflict";
+    }
+    json_decref(pod);
+    json_decref(want);
+    json_decref(have);
+    return rc;
+}
+
+/* Re-evaluate one reservation; emit MODIFIED when its state changed. */
+static err_t resv_refresh(struct store *st, const char *ns, const char *name)
+{
+    json_t *r = NULL;
+    const char *state = "Pending";
+    char msg[700];
+    err_t rc = st_reservation_json(st->wdb, ns, name, &r);
+
+    if (rc == ERR_NOTFOUND)
+        return ERR_OK;
+    if (!rc)
+        rc = resv_compute(st, ns, name, json_object_get(r, "containers"), &state, msg,
+                          sizeof(msg));
+    if (!rc && (strcmp(state, json_string_value(json_object_get(r, "state"))) != 0 ||
+                strcmp(msg, json_string_value(json_object_get(r, "message"))) != 0)) {
+        rc = st_exec(st->wdb,
+                     "UPDATE reservations SET state=?,message=?,revision=? WHERE namespace=? AND "
+                     "name=?",
+                     "ttutt", state, msg, st_tx_next(st), ns, name);
+        if (!rc)
+            rc = emit_reservation(st, "MODIFIED", ns, name);
+    }
+    json_decref(r);
+    return rc;
+}
+
+static err_t resv_refresh_all(struct store *st)
+{
+    sqlite3_stmt *s = NULL;
+    json_t *keys = json_array(), *k;
+    size_t i;
+    bool row;
+    err_t rc = st_prep(st->wdb, &s, "SELECT namespace,name FROM reservations", NULL);
+
+    while (!rc) {
+        rc = st_step(st->wdb, s, &row);
+        if (rc || !row)
+            break;
+        json_array_append_new(keys, json_pack("[s,s]", st_text(s, 0), st_text(s, 1)));
+    }
+    sqlite3_finalize(s);
+    json_array_foreach(keys, i, k) {
+        if (!rc)
+            rc = resv_refresh(st, json_string_value(json_array_get(k, 0)),
+                              json_string_value(json_array_get(k, 1)));
+    }
+    json_decref(keys);
+    return rc;
+}
+
+/* ---- the end of a write ---- */
+
+/* Commit, then wrap 'obj' (stolen) as {key: obj, "revision": N}. */
+static err_t finish(struct store *st, err_t rc, const char *key, json_t *obj, json_t **out)
+{
+    if (!rc)
+        rc = st_tx_commit(st);
+    else
+        st_tx_rollback(st);
+    if (rc) {
+        json_decref(obj);
+        return rc;
+    }
+    *out = st_wrap(key, obj, store_revision(st));
+    return *out ? ERR_OK : ERR_NOMEM;
+}
+
+/* ---- devices ---- */
+
+static err_t put_one_device(struct store *st, const char *resource, const json_t *dev,
+                            bool *changed)
+{
+    const char *id = json_string_value(json_object_get(dev, "id"));
+    const char *health = json_string_value(json_object_get(dev, "health"));
+    char *numa = jsonx_dumps(json_object_get(dev, "numa"));
+    char *props = jsonx_dumps(json_object_get(dev, "properties"));
+    sqlite3_stmt *s = NULL;
+    bool row = false, same = false;
+    err_t rc = numa && props ? ERR_OK : ERR_NOMEM;
+
+    if (!rc)
+        rc = st_prep(st->wdb, &s,
+                     "SELECT health=? AND numa=? AND properties=? AND removed=0 FROM devices "
+                     "WHERE resource=? AND id=?",
+                     "ttttt", health, numa, props, resource, id);
+    if (!rc)
+        rc = st_step(st->wdb, s, &row);
+    if (!rc && row)
+        same = sqlite3_column_int(s, 0) != 0;
+    sqlite3_finalize(s);
+    if (!rc && !same) {
+        rc = st_exec(st->wdb,
+                     "INSERT INTO devices(resource,id,health,numa,properties,removed,revision) "
+                     "VALUES(?,?,?,?,?,0,?) ON CONFLICT(resource,id) DO UPDATE SET "
+                     "health=excluded.health,numa=excluded.numa,properties=excluded.properties,"
+                     "removed=0",
+                     "tttttu", resource, id, health, numa, props, st_tx_next(st));
+        if (!rc)
+            rc = emit_device(st, row ? "MODIFIED" : "ADDED", resource, id);
+        *changed = true;
+    }
+    free(numa);
+    free(props);
+    return rc;
+}
+
+/* Devices of 'resource' absent from 'keep': delete, or mark removed when bound. */
+static err_t drop_missing(struct store *st, const char *resource, const json_t *keep,
+                          bool *changed)
+{
+    sqlite3_stmt *s = NULL;
+    json_t *gone = json_array(), *v;
+    struct devrow d;
+    size_t i;
+    bool row;
+    err_t rc = st_prep(st->wdb, &s, "SELECT id FROM devices WHERE resource=?", "t", resource);
+
+    while (!rc) {
+        rc = st_step(st->wdb, s, &row);
+        if (rc || !row)
+            break;
+        if (!json_object_get(keep, st_text(s, 0)))
+            json_array_append_new(gone, json_string(st_text(s, 0)));
+    }
+    sqlite3_finalize(s);
+    json_array_foreach(gone, i, v) {
+        const char *id = json_string_value(v);
+
+        if (rc)
+            break;
+        rc = devrow_get(st, resource, id, &d);
+        json_decref(d.numa);
+        if (rc)
+            break;
+        if (!d.holder[0]) {
+            rc = emit_device_deleted(st, resource, id);
+            *changed = true;
+        } else if (!d.removed || strcmp(d.health, "Unhealthy") != 0) {
+            rc = st_exec(st->wdb,
+                         "UPDATE devices SET removed=1,health='Unhealthy' WHERE resource=? AND "
+                         "id=?",
+                         "tt", resource, id);
+            if (!rc)
+                rc = emit_device(st, "MODIFIED", resource, id);
+            *changed = true;
+        }
+    }
+    json_decref(gone);
+    return rc;
+}
+
+static err_t devices_of(struct store *st, const char *resource, json_t **out)
+{
+    sqlite3_stmt *s = NULL;
+    json_t *arr = json_array(), *d;
+    bool row;
+    err_t rc = st_prep(st->wdb, &s, "SELECT id FROM devices WHERE resource=? ORDER BY id", "t",
+                       resource);
+
+    while (!rc) {
+        rc = st_step(st->wdb, s, &row);
+        if (rc || !row)
+            break;
+        rc = st_device_json(st->wdb, resource, st_text(s, 0), &d);
+        if (!rc)
+            json_array_append_new(arr, d);
+    }
+    sqlite3_finalize(s);
+    if (rc) {
+        json_decref(arr);
+        return rc;
+    }
+    *out = arr;
+    return ERR_OK;
+}
+
+err_t store_resource_put(struct store *st, const char *resource, const json_t *devices,
+                         uint64_t ttl_ms, char *msg, size_t cap, json_t **out, bool *changed)
+{
+    json_t *keep = json_object(), *dev, *list = NULL;
+    size_t i;
+    err_t rc;
+
+    (void)msg;
+    (void)cap;
+    *changed = false;
+    rc = st_tx_begin(st);
+    if (rc) {
+        json_decref(keep);
+        return rc;
+    }
+    json_array_foreach(devices, i, dev) {
+        if (!rc)
+            rc = put_one_device(st, resource, dev, changed);
+        json_object_set(keep, json_string_value(json_object_get(dev, "id")), json_true());
+    }
+    if (!rc)
+        rc = drop_missing(st, resource, keep, changed);
+    if (!rc)
+        rc = st_exec(st->wdb,
+                     "INSERT OR REPLACE INTO resources(name,ttl_ms,refreshed_ms,expired) "
+                     "VALUES(?,?,?,0)",
+                     "tuu", resource, ttl_ms, store_wall_ms());
+    if (!rc && *changed)
+        rc = resv_refresh_all(st);
+    if (!rc)
+        rc = devices_of(st, resource, &list);
+    json_decref(keep);
+    return finish(st, rc, "devices", list, out);
+}
+
+err_t store_device_set_health(struct store *st, const char *resource, const char *id,
+                              const char *health, char *msg, size_t cap, json_t **out)
+{
+    struct devrow d;
+    json_t *obj = NULL;
+    err_t rc = st_tx_begin(st);
+
+    if (rc)
+        return rc;
+    rc = devrow_get(st, resource, id, &d);
+    json_decref(d.numa);
+    if (!rc && (!d.found || d.removed)) {
+        snprintf(msg, cap, "device %s %s not found", resource, id);
+        rc = ERR_NOTFOUND;
+    }
+    if (!rc && strcmp(d.health, health) != 0) {
+        rc = st_exec(st->wdb, "UPDATE devices SET health=? WHERE resource=? AND id=?", "ttt",
+                     health, resource, id);
+        if (!rc)
+            rc = emit_device(st, "MODIFIED", resource, id);
+        if (!rc)
+            rc = resv_refresh_all(st);
+    }
+    if (!rc)
+        rc = st_device_json(st->wdb, resource, id, &obj);
+    return finish(st, rc, "device", obj, out);
+}
+
+err_t store_expire_ttls(struct store *st, uint64_t now_ms, int *expired)
+{
+    sqlite3_stmt *s = NULL;
+    json_t *lapsed = json_array(), *v, *ids = NULL;
+    size_t i, j;
+    bool row;
+    err_t rc = st_tx_begin(st);
+
+    *expired = 0;
+    if (!rc)
+        rc = st_prep(st->wdb, &s,
+                     "SELECT name FROM resources WHERE ttl_ms>0 AND expired=0 AND "
+                     "refreshed_ms+ttl_ms<?",
+                     "u", now_ms);
+    while (!rc) {
+        rc = st_step(st->wdb, s, &row);
+        if (rc || !row)
+            break;
+        json_array_append_new(lapsed, json_string(st_text(s, 0)));
+    }
+    sqlite3_finalize(s);
+    json_array_foreach(lapsed, i, v) {
+        const char *res = json_string_value(v);
+
+        if (rc)
+            break;
+        log_warn("heartbeat of resource '%s' lapsed; its devices are now Unhealthy", res);
+        (*expired)++;
+        rc = st_exec(st->wdb, "UPDATE resources SET expired=1 WHERE name=?", "t", res);
+        if (!rc)
+            rc = devices_of(st, res, &ids);
+        json_array_foreach(ids, j, v) {
+            const char *id = json_string_value(json_object_get(v, "id"));
+
+            if (rc || strcmp(json_string_value(json_object_get(v, "health")), "Healthy") != 0)
+                continue;
+            rc = st_exec(st->wdb, "UPDATE devices SET health='Unhealthy' WHERE resource=? AND id=?",
+                         "tt", res, id);
+            if (!rc)
+                rc = emit_device(st, "MODIFIED", res, id);
+        }
+        json_decref(ids);
+        ids = NULL;
+    }
+    if (!rc && *expired)
+        rc = resv_refresh_all(st);
+    json_decref(lapsed);
+    if (rc) {
+        st_tx_rollback(st);
+        return rc;
+    }
+    return st_tx_commit(st);
+}
+
+/* ---- pods ---- */
+
+/* Check every device of 'containers' for this pod and build the stored form
+ * (sorted ids, topology added). */
+static err_t resolve_containers(struct store *st, const char *ns, const char *name,
+                                const json_t *containers, char *msg, size_t cap, json_t **out)
+{
+    json_t *res = json_deep_copy(containers), *c, *g, *id, *numa;
+    char self[512];
+    struct devrow d;
+    size_t i, j, k;
+    err_t rc = res ? ERR_OK : ERR_NOMEM;
+
+    snprintf(self, sizeof(self), "%s/%s", ns, name);
+    json_array_foreach(res, i, c) {
+        json_array_foreach(json_object_get(c, "devices"), j, g) {
+            const char *r = json_string_value(json_object_get(g, "resourceName"));
+
+            numa = json_array();
+            json_array_foreach(json_object_get(g, "deviceIds"), k, id) {
+                if (rc)
+                    break;
+                rc = devrow_get(st, r, json_string_value(id), &d);
+                if (!rc && (!d.found || (d.removed && strcmp(d.holder, self) != 0))) {
+                    snprintf(msg, cap, "unknown device %s %s", r, json_string_value(id));
+                    rc = ERR_UNPROCESSABLE;
+                } else if (!rc && d.holder[0] && strcmp(d.holder, self) != 0) {
+                    snprintf(msg, cap, "device %s %s is held by pod %s (container %s)", r,
+                             json_string_value(id), d.holder, d.container);
+                    rc = ERR_CONFLICT;
+                } else if (!rc && d.reserved[0] && strcmp(d.reserved, self) != 0) {
+                    snprintf(msg, cap, "device %s %s is reserved for pod %s", r,
+                             json_string_value(id), d.reserved);
+                    rc = ERR_CONFLICT;
+                }
+                if (!rc)
+                    numa_union(numa, d.numa);
+                json_decref(d.numa);
+            }
+            json_object_set_new(g, "deviceIds", sorted_strings(json_object_get(g, "deviceIds")));
+            json_object_set_new(g, "topology", st_topology(numa));
+            json_decref(numa);
+        }
+    }
+    if (rc) {
+        json_decref(res);
+        return rc;
+    }
+    *out = res;
+    return ERR_OK;
+}
+
+/* Emit MODIFIED (or DELETED for removed ones) for devices whose holder changed. */
+static err_t emit_holder_changes(struct store *st, json_t *before, json_t *after, bool uid_changed)
+{
+    const char *key;
+    json_t *v, *w;
+    char k[KEY_MAX];
+    struct devrow d;
+    err_t rc = ERR_OK;
+
+    json_object_foreach(after, key, v) {
+        w = json_object_get(before, key);
+        if (!rc && (!w || uid_changed || !json_equal(v, w))) {
+            snprintf(k, sizeof(k), "%s", key);
+            rc = emit_device(st, "MODIFIED", k, key_split(k));
+        }
+    }
+    json_object_foreach(before, key, v) {
+        if (rc || json_object_get(after, key))
+            continue;
+        snprintf(k, sizeof(k), "%s", key);
+        rc = devrow_get(st, k, key_split(k), &d);
+        json_decref(d.numa);
+        if (!rc && d.found && d.removed)
+            rc = emit_device_deleted(st, k, k + strlen(k) + 1);
+        else if (!rc && d.found)
+            rc = emit_device(st, "MODIFIED", k, k + strlen(k) + 1);
+    }
+    return rc;
+}
+
+static err_t insert_bindings(struct store *st, const char *ns, const char *name,
+                             const json_t *containers)
+{
+    json_t *c, *g, *id;
+    size_t i, j, k;
+    err_t rc = ERR_OK;
+
+    json_array_foreach(containers, i, c) {
+        json_array_foreach(json_object_get(c, "devices"), j, g) {
+            json_array_foreach(json_object_get(g, "deviceIds"), k, id) {
+                if (!rc)
+                    rc = st_exec(st->wdb,
+                                 "INSERT INTO bindings(resource,device_id,namespace,pod,container)"
+                                 " VALUES(?,?,?,?,?)",
+                                 "ttttt", json_string_value(json_object_get(g, "resourceName")),
+                                 json_string_value(id), ns, name,
+                                 json_string_value(json_object_get(c, "name")));
+            }
+        }
+    }
+    return rc;
+}
+
+struct podrow {
+    bool found;      /* the pod exists */
+    char uid[256];   /* its uid */
+    char *containers; /* stored JSON; new */
+    char *request;    /* stored allocate request or NULL; new */
+};
+
+static err_t podrow_get(struct store *st, const char *ns, const char *name, struct podrow *p)
+{
+    sqlite3_stmt *s = NULL;
+    bool row = false;
+    err_t rc = st_prep(st->wdb, &s,
+                       "SELECT uid,containers,request FROM pods WHERE namespace=? AND name=?",
+                       "tt", ns, name);
+
+    memset(p, 0, sizeof(*p));
+    if (!rc)
+        rc = st_step(st->wdb, s, &row);
+    if (!rc && row) {
+        p->found = true;
+        snprintf(p->uid, sizeof(p->uid), "%s", st_text(s, 0));
+        p->containers = strdup(st_text(s, 1));
+        if (sqlite3_column_type(s, 2) != SQLITE_NULL)
+            p->request = strdup(st_text(s, 2));
+        if (!p->containers)
+            rc = ERR_NOMEM;
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+static void podrow_release(struct podrow *p)
+{
+    free(p->containers);
+    free(p->request);
+    memset(p, 0, sizeof(*p));
+}
+
+/* The shared body of bind and allocate, inside the caller's transaction. */
+static err_t bind_pod(struct store *st, const char *ns, const char *name, const char *uid,
+                      const json_t *containers, const char *request, char *msg, size_t cap,
+                      bool *created, bool *changed)
+{
+    struct podrow p;
+    json_t *stored = NULL, *before = NULL, *after = NULL;
+    char *text = NULL;
+    err_t rc = podrow_get(st, ns, name, &p);
+
+    if (!rc)
+        rc = resolve_containers(st, ns, name, containers, msg, cap, &stored);
+    if (!rc)
+        text = jsonx_dumps(stored);
+    if (!rc && !text)
+        rc = ERR_NOMEM;
+    *created = !p.found || strcmp(p.uid, uid) != 0;
+    *changed = *created || strcmp(p.containers, text) != 0;
+    if (rc || !*changed)
+        goto out;
+    rc = pod_devices(st, "bindings", ns, name, &before);
+    if (!rc)
+        rc = st_exec(st->wdb, "DELETE FROM bindings WHERE namespace=? AND pod=?", "tt", ns, name);
+    if (!rc)
+        rc = insert_bindings(st, ns, name, stored);
+    if (!rc)
+        rc = st_exec(st->wdb,
+                     "INSERT OR REPLACE INTO pods(namespace,name,uid,containers,request,revision) "
+                     "VALUES(?,?,?,?,?,?)",
+                     "tttttu", ns, name, uid, text, request, st_tx_next(st));
+    if (!rc)
+        rc = emit_pod(st, p.found ? "MODIFIED" : "ADDED", ns, name);
+    if (!rc)
+        rc = pod_devices(st, "bindings", ns, name, &after);
+    if (!rc)
+        rc = emit_holder_changes(st, before, after, p.found && strcmp(p.uid, uid) != 0);
+    if (!rc)
+        rc = resv_refresh(st, ns, name);
+out:
+    podrow_release(&p);
+    json_decref(stored);
+    json_decref(before);
+    json_decref(after);
+    free(text);
+    return rc;
+}
+
+static err_t pod_result(struct store *st, const char *ns, const char *name, json_t **obj)
+{
+    return st_pod_json(st->wdb, ns, name, obj);
+}
+
+err_t store_pod_bind(struct store *st, const char *ns, const char *name, const char *uid,
+                     const json_t *containers, char *msg, size_t cap, json_t **out,
+                     bool *created, bool *changed)
+{
+    json_t *obj = NULL;
+    err_t rc = st_tx_begin(st);
+
+    if (rc)
+        return rc;
+    rc = bind_pod(st, ns, name, uid, containers, NULL, msg, cap, created, changed);
+    if (!rc)
+        rc = pod_result(st, ns, name, &obj);
+    return finish(st, rc, "podResources", obj, out);
+}
+
+/* Candidates of 'resource' for pod ns/name, minus 'taken' (keys). */
+static err_t candidates(struct store *st, const char *ns, const char *name, const char *resource,
+                        const json_t *taken, struct alloc_dev **devs, size_t *n, json_t **keep)
+{
+    sqlite3_stmt *s = NULL;
+    json_t *ids = json_array(), *numa;
+    char key[KEY_MAX];
+    bool row;
+    err_t rc = st_prep(
+        st->wdb, &s,
+        "SELECT d.id,d.numa FROM devices d WHERE d.resource=?1 AND d.health='Healthy' AND "
+        "d.removed=0 AND NOT EXISTS (SELECT 1 FROM bindings b WHERE b.resource=d.resource AND "
+        "b.device_id=d.id AND NOT (b.namespace=?2 AND b.pod=?3)) AND NOT EXISTS (SELECT 1 FROM "
+        "reserved r WHERE r.resource=d.resource AND r.device_id=d.id AND NOT (r.namespace=?2 AND "
+        "r.pod=?3)) ORDER BY d.id",
+        "ttt", resource, ns, name);
+
+    while (!rc) {
+        rc = st_step(st->wdb, s, &row);
+        if (rc || !row)
+            break;
+        dev_key(key, resource, st_text(s, 0));
+        if (json_object_get(taken, key))
+            continue;
+        numa = st_json(s, 1);
+        json_array_append_new(ids, json_pack("[s,I]", st_text(s, 0),
+                                             json_array_size(numa)
+                                                 ? json_integer_value(json_array_get(numa, 0))
+                                                 : (json_int_t)ALLOC_NO_NUMA));
+        json_decref(numa);
+    }
+    sqlite3_finalize(s);
+    *n = json_array_size(ids);
+    *devs = calloc(*n ? *n : 1, sizeof(**devs));
+    if (!rc && !*devs)
+        rc = ERR_NOMEM;
+    for (size_t i = 0; !rc && i < *n; i++) {
+        json_t *e = json_array_get(ids, i);
+
+        (*devs)[i].id = json_string_value(json_array_get(e, 0));
+        (*devs)[i].numa = (int)json_integer_value(json_array_get(e, 1));
+    }
+    *keep = ids; /* owns the id strings */
+    return rc;
+}
+
+/* Choose 'want' devices of 'resource' into a new ContainerDevices. */
+static err_t choose(struct store *st, const char *ns, const char *name, const char *container,
+                    const char *resource, size_t want, json_t *taken, char *msg, size_t cap,
+                    json_t **group)
+{
+    struct alloc_dev *devs = NULL;
+    size_t n = 0, i, *picked = calloc(want ? want : 1, sizeof(size_t));
+    json_t *keep = NULL, *ids = json_array();
+    char key[KEY_MAX];
+    err_t rc = picked && ids ? ERR_OK : ERR_NOMEM;
+
+    if (!rc)
+        rc = candidates(st, ns, name, resource, taken, &devs, &n, &keep);
+    if (!rc)
+        rc = alloc_choose(devs, n, want, picked);
+    if (rc == ERR_CONFLICT)
+        snprintf(msg, cap, "insufficient %s for container %s: requested %zu, available %zu",
+                 resource, container, want, n);
+    for (i = 0; !rc && i < want; i++) {
+        json_array_append_new(ids, json_string(devs[picked[i]].id));
+        dev_key(key, resource, devs[picked[i]].id);
+        json_object_set_new(taken, key, json_true());
+    }
+    if (!rc) {
+        *group = json_pack("{s:s,s:O}", "resourceName", resource, "deviceIds", ids);
+        if (!*group)
+            rc = ERR_NOMEM;
+    }
+    free(devs);
+    free(picked);
+    json_decref(keep);
+    json_decref(ids);
+    return rc;
+}
+
+/* Containers for an allocate request, from the reservation or by choice. */
+static err_t plan(struct store *st, const char *ns, const char *name, const json_t *request,
+                  char *msg, size_t cap, json_t **out)
+{
+    json_t *resv = NULL, *res = json_array(), *taken = json_object(), *c, *g, *devs, *v;
+    const char *rname;
+    size_t i;
+    err_t rc = st_reservation_json(st->wdb, ns, name, &resv);
+
+    if (rc == ERR_OK) {
+        json_array_foreach(json_object_get(resv, "containers"), i, c) {
+            json_array_append_new(res, json_pack("{s:O,s:O,s:[],s:[]}", "name",
+                                                 json_object_get(c, "name"), "devices",
+                                                 json_object_get(c, "devices"), "cpuIds",
+                                                 "memory"));
+        }
+        goto out;
+    }
+    if (rc != ERR_NOTFOUND)
+        goto out;
+    rc = ERR_OK;
+    json_array_foreach(request, i, c) {
+        devs = json_array();
+        json_object_foreach(json_object_get(c, "requests"), rname, v) {
+            if (rc || json_integer_value(v) == 0)
+                continue;
+            rc = choose(st, ns, name, json_string_value(json_object_get(c, "name")), rname,
+                        (size_t)json_integer_value(v), taken, msg, cap, &g);
+            if (!rc)
+                json_array_append_new(devs, g);
+        }
+        json_array_append_new(res, json_pack("{s:O,s:o,s:[],s:[]}", "name",
+                                             json_object_get(c, "name"), "devices", devs,
+                                             "cpuIds", "memory"));
+    }
+out:
+    json_decref(resv);
+    json_decref(taken);
+    if (rc) {
+        json_decref(res);
+        return rc;
+    }
+    *out = res;
+    return ERR_OK;
+}
+
+err_t store_pod_allocate(struct store *st, const char *ns, const char *name, const char *uid,
+                         const json_t *request, char *msg, size_t cap, json_t **out,
+                         bool *created, bool *changed)
+{
+    struct podrow p = {0};
+    json_t *containers = NULL, *obj = NULL;
+    char *req = jsonx_dumps(request);
+    err_t rc = req ? st_tx_begin(st) : ERR_NOMEM;
+
+    if (rc) {
+        free(req);
+        return rc;
+    }
+    rc = podrow_get(st, ns, name, &p);
+    if (!rc && p.found && strcmp(p.uid, uid) == 0) {
+        *created = false;
+        *changed = false;
+        if (!p.request || strcmp(p.request, req) != 0) {
+            snprintf(msg, cap,
+                     "pod %s/%s (uid %s) is already bound %s; release it first", ns, name, uid,
+                     p.request ? "with a different request" : "by a bind");
+            rc = ERR_CONFLICT;
+        }
+        goto out;
+    }
+    if (!rc)
+        rc = plan(st, ns, name, request, msg, cap, &containers);
+    if (!rc)
+        rc = bind_pod(st, ns, name, uid, containers, req, msg, cap, created, changed);
+out:
+    if (!rc)
+        rc = pod_result(st, ns, name, &obj);
+    podrow_release(&p);
+    json_decref(containers);
+    free(req);
+    return finish(st, rc, "podResources", obj, out);
+}
+
+err_t store_pod_release(struct store *st, const char *ns, const char *name, const char *uid,
+                        char *msg, size_t cap, json_t **out)
+{
+    struct podrow p;
+    json_t *obj = NULL, *before = NULL, *none = json_object();
+    err_t rc = st_tx_begin(st);
+
+    if (rc) {
+        json_decref(none);
+        return rc;
+    }
+    rc = podrow_get(st, ns, name, &p);
+    if (!rc && !p.found) {
+        snprintf(msg, cap, "pod %s/%s not found", ns, name);
+        rc = ERR_NOTFOUND;
+    } else if (!rc && uid && strcmp(uid, p.uid) != 0) {
+        snprintf(msg, cap, "pod %s/%s has uid \"%s\", not \"%s\"", ns, name, p.uid, uid);
+        rc = ERR_CONFLICT;
+    }
+    if (!rc)
+        rc = pod_devices(st, "bindings", ns, name, &before);
+    if (!rc)
+        rc = st_pod_json(st->wdb, ns, name, &obj);
+    if (!rc && json_object_set_new(obj, "revision", json_integer((json_int_t)st_tx_next(st))))
+        rc = ERR_NOMEM;
+    if (!rc)
+        rc = st_emit(st, "DELETED", "PodResources", ns, obj);
+    if (!rc)
+        rc = st_exec(st->wdb, "DELETE FROM bindings WHERE namespace=? AND pod=?", "tt", ns, name);
+    if (!rc)
+        rc = st_exec(st->wdb, "DELETE FROM pods WHERE namespace=? AND name=?", "tt", ns, name);
+    if (!rc)
+        rc = emit_holder_changes(st, before, none, false);
+    if (!rc)
+        rc = resv_refresh(st, ns, name);
+    podrow_release(&p);
+    json_decref(before);
+    json_decref(none);
+    return finish(st, rc, "podResources", obj, out);
+}
+
+/* ---- reservations ---- */
+
+/* Check each reserved device is not bound or reserved elsewhere; sort ids. */
+static err_t resv_check(struct store *st, const char *ns, const char *name, const json_t *in,
+                        char *msg, size_t cap, json_t **out)
+{
+    json_t *res = json_deep_copy(in), *c, *g, *id;
+    char self[512], who[512];
+    size_t i, j, k;
+    err_t rc = res ? ERR_OK : ERR_NOMEM;
+
+    snprintf(self, sizeof(self), "%s/%s", ns, name);
+    json_array_foreach(res, i, c) {
+        json_array_foreach(json_object_get(c, "devices"), j, g) {
+            const char *r = json_string_value(json_object_get(g, "resourceName"));
+
+            json_array_foreach(json_object_get(g, "deviceIds"), k, id) {
+                if (!rc)
+                    rc = holder_get(st, "bindings", r, json_string_value(id), who, sizeof(who));
+                if (!rc && who[0] && strcmp(who, self) != 0) {
+                    snprintf(msg, cap, "device %s %s is bound to pod %s", r, json_string_value(id),
+                             who);
+                    rc = ERR_CONFLICT;
+                }
+                if (!rc)
+                    rc = holder_get(st, "reserved", r, json_string_value(id), who, sizeof(who));
+                if (!rc && who[0] && strcmp(who, self) != 0) {
+                    snprintf(msg, cap, "device %s %s is reserved for pod %s", r,
+                             json_string_value(id), who);
+                    rc = ERR_CONFLICT;
+                }
+            }
+            json_object_set_new(g, "deviceIds", sorted_strings(json_object_get(g, "deviceIds")));
+        }
+    }
+    if (rc) {
+        json_decref(res);
+        return rc;
+    }
+    *out = res;
+    return ERR_OK;
+}
+
+/* Device MODIFIED for keys in exactly one of 'a' and 'b' that exist. */
+static err_t emit_reserved_changes(struct store *st, json_t *a, json_t *b)
+{
+    const char *key;
+    json_t *v;
+    char k[KEY_MAX];
+    struct devrow d;
+    err_t rc = ERR_OK;
+    json_t *sides[2] = {a, b}, *others[2] = {b, a};
+
+    for (int s = 0; s < 2; s++) {
+        json_object_foreach(sides[s], key, v) {
+            if (rc || json_object_get(others[s], key))
+                continue;
+            snprintf(k, sizeof(k), "%s", key);
+            rc = devrow_get(st, k, key_split(k), &d);
+            json_decref(d.numa);
+            if (!rc && d.found)
+                rc = emit_device(st, "MODIFIED", k, k + strlen(k) + 1);
+        }
+    }
+    return rc;
+}
+
+static err_t insert_reserved(struct store *st, const char *ns, const char *name,
+                             const json_t *containers)
+{
+    json_t *c, *g, *id;
+    size_t i, j, k;
+    err_t rc = ERR_OK;
+
+    json_array_foreach(containers, i, c) {
+        json_array_foreach(json_object_get(c, "devices"), j, g) {
+            json_array_foreach(json_object_get(g, "deviceIds"), k, id) {
+                if (!rc)
+                    rc = st_exec(st->wdb,
+                                 "INSERT OR IGNORE INTO reserved(resource,device_id,namespace,pod)"
+                                 " VALUES(?,?,?,?)",
+                                 "tttt", json_string_value(json_object_get(g, "resourceName")),
+                                 json_string_value(id), ns, name);
+            }
+        }
+    }
+    return rc;
+}
+
+static err_t resv_write(struct store *st, const char *ns, const char *name, const json_t *stored,
+                        const char *text, bool exists)
+{
+    json_t *before = NULL, *after = NULL;
+    const char *state = "Pending";
+    char msg[700];
+    err_t rc = pod_devices(st, "reserved", ns, name, &before);
+
+    if (!rc)
+        rc = st_exec(st->wdb, "DELETE FROM reserved WHERE namespace=? AND pod=?", "tt", ns, name);
+    if (!rc)
+        rc = insert_reserved(st, ns, name, stored);
+    if (!rc)
+        rc = resv_compute(st, ns, name, stored, &state, msg, sizeof(msg));
+    if (!rc)
+        rc = st_exec(st->wdb,
+                     "INSERT OR REPLACE INTO reservations(namespace,name,containers,state,message,"
+                     "revision) VALUES(?,?,?,?,?,?)",
+                     "tttttu", ns, name, text, state, msg, st_tx_next(st));
+    if (!rc)
+        rc = emit_reservation(st, exists ? "MODIFIED" : "ADDED", ns, name);
+    if (!rc)
+        rc = pod_devices(st, "reserved", ns, name, &after);
+    if (!rc)
+        rc = emit_reserved_changes(st, before, after);
+    json_decref(before);
+    json_decref(after);
+    return rc;
+}
+
+err_t store_reservation_put(struct store *st, const char *ns, const char *name,
+                            const json_t *containers, char *msg, size_t cap, json_t **out,
+                            bool *created, bool *changed)
+{
+    json_t *stored = NULL, *old = NULL, *obj = NULL;
+    char *text = NULL, *oldtext = NULL;
+    err_t rc = st_tx_begin(st);
+
+    if (rc)
+        return rc;
+    rc = resv_check(st, ns, name, containers, msg, cap, &stored);
+    if (!rc)
+        text = jsonx_dumps(stored);
+    if (!rc && !text)
+        rc = ERR_NOMEM;
+    if (!rc) {
+        rc = st_reservation_json(st->wdb, ns, name, &old);
+        if (rc == ERR_NOTFOUND)
+            rc = ERR_OK;
+    }
+    if (!rc && old)
+        oldtext = jsonx_dumps(json_object_get(old, "containers"));
+    *created = !old;
+    *changed = !old || !oldtext || strcmp(oldtext, text) != 0;
+    if (!rc && *changed)
+        rc = resv_write(st, ns, name, stored, text, old != NULL);
+    else if (!rc)
+        rc = resv_refresh(st, ns, name);
+    if (!rc)
+        rc = st_reservation_json(st->wdb, ns, name, &obj);
+    json_decref(stored);
+    json_decref(old);
+    free(text);
+    free(oldtext);
+    return finish(st, rc, "reservation", obj, out);
+}
+
+err_t store_reservation_delete(struct store *st, const char *ns, const char *name, char *msg,
+                               size_t cap, json_t **out)
+{
+    json_t *obj = NULL, *before = NULL, *none = json_object();
+    err_t rc = st_tx_begin(st);
+
+    if (rc) {
+        json_decref(none);
+        return rc;
+    }
+    rc = st_reservation_json(st->wdb, ns, name, &obj);
+    if (rc == ERR_NOTFOUND)
+        snprintf(msg, cap, "reservation %s/%s not found", ns, name);
+    if (!rc && json_object_set_new(obj, "revision", json_integer((json_int_t)st_tx_next(st))))
+        rc = ERR_NOMEM;
+    if (!rc)
+        rc = st_emit(st, "DELETED", "Reservation", ns, obj);
+    if (!rc)
+        rc = pod_devices(st, "reserved", ns, name, &before);
+    if (!rc)
+        rc = st_exec(st->wdb, "DELETE FROM reserved WHERE namespace=? AND pod=?", "tt", ns, name);
+    if (!rc)
+        rc = st_exec(st->wdb, "DELETE FROM reservations WHERE namespace=? AND name=?", "tt", ns,
+                     name);
+    if (!rc)
+        rc = emit_reserved_changes(st, before, none);
+    json_decref(before);
+    json_decref(none);
+    return finish(st, rc, "reservation", obj, out);
+}

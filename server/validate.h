@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* validate.h - checks of request bodies and their canonical forms for the
+ * store. Pure: no I/O, thread-safe. Structural problems (wrong JSON types,
+ * unknown fields, missing fields) are ERR_INVAL (400 BadRequest); invalid
+ * values (names, ranges, duplicates) are ERR_UNPROCESSABLE (422 Invalid).
+ * On failure 'msg' names the field. Outputs are new; untouched on failure. */
+#ifndef PODRES_VALIDATE_H
+#define PODRES_VALIDATE_H
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/err.h"
+
+/* PUT devices: *devices = [{"id","health","numa":[int...],"properties":{}}]. */
+err_t validate_devices_put(const json_t *body, json_t **devices, uint64_t *ttl_ms, char *msg,
+                           size_t cap) WARN_UNUSED;
+/* PATCH device: *health points into 'body' (borrowed). */
+err_t validate_health_patch(const json_t *body, const char **health, char *msg,
+                            size_t cap) WARN_UNUSED;
+/* PUT pod: *uid borrowed from 'body' ("" when absent); *containers =
+ * [{"name","devices":[{"resourceName","deviceIds"}],"cpuIds","memory"}]. */
+err_t validate_pod_put(const json_t *body, const char **uid, json_t **containers, char *msg,
+                       size_t cap) WARN_UNUSED;
+/* POST allocate: *request = [{"name","requests":{resource:count}}]. */
+err_t validate_allocate(const json_t *body, const char **uid, json_t **request, char *msg,
+                        size_t cap) WARN_UNUSED;
+/* PUT reservation: *containers = [{"name","devices":[...]}]. */
+err_t validate_reservation(const json_t *body, json_t **containers, char *msg,
+                           size_t cap) WARN_UNUSED;
+/* A pod uid: [A-Za-z0-9._-]{0,128}. */
+int validate_uid(const char *uid);
+
+#endif
