@@ -621,7 +621,7 @@ static err_t tcp_listen(const char *spec, int *out)
 static err_t start_daemon(struct listener *l, int fd, const struct http_opts *o)
 {
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                     MHD_USE_POLL | MHD_USE_ERROR_LOG;
+                     MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_ITC;
 
     l->d = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, l, MHD_OPTION_LISTEN_SOCKET, fd,
@@ -667,6 +667,24 @@ err_t http_start(struct api *api, const struct http_opts *opts, struct http **ou
     }
     *out = h;
     return ERR_OK;
+}
+
+void http_quiesce(struct http *h)
+{
+    MHD_socket fd;
+
+    if (!h)
+        return;
+    if (h->unix_l.d) {
+        fd = MHD_quiesce_daemon(h->unix_l.d);
+        if (fd != MHD_INVALID_SOCKET)
+            close(fd);
+    }
+    if (h->tcp_l.d) {
+        fd = MHD_quiesce_daemon(h->tcp_l.d);
+        if (fd != MHD_INVALID_SOCKET)
+            close(fd);
+    }
 }
 
 void http_stop(struct http *h)

@@ -26,6 +26,8 @@ struct http;
  * path that is not a socket, or a symlink, is refused; a stale socket is
  * replaced unless something still answers on it. On ERR_OK *out is new. */
 err_t http_start(struct api *api, const struct http_opts *opts, struct http **out) WARN_UNUSED;
+/* Stop accepting new connections; open ones go on. NULL is a no-op. */
+void http_quiesce(struct http *h);
 /* Stop accepting, close every connection (streams end first: close the feed
  * before), remove the socket file, free. NULL is a no-op. */
 void http_stop(struct http *h);

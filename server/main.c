@@ -14,6 +14,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define FEED_RING_MAX 4096
@@ -180,7 +181,7 @@ static err_t start(struct daemon *d)
     if (!d->feed || !d->metrics)
         return ERR_NOMEM;
     for (i = 0; i < api_nroutes; i++)
-        metrics_set_label(d->metrics, i, api_routes[i].method, api_routes[i].pattern);
+        metrics_set_label(d->metrics, i, api_routes[i].method, api_routes[i].label);
     store_set_feed(d->store, d->feed);
     rc = load_static_devices(d->store, d->cfg.devices);
     if (rc)
@@ -197,9 +198,17 @@ static err_t start(struct daemon *d)
 
 static void stop(struct daemon *d)
 {
+    struct timespec pause = {.tv_nsec = 10 * 1000 * 1000};
+    int i;
+
     d->api.stopping = 1;
-    if (d->feed)
+    http_quiesce(d->http);
+    if (d->feed) {
+        /* Streams end with their final chunk before the connections close. */
         feed_close(d->feed);
+        for (i = 0; i < 300 && feed_watchers(d->feed) > 0; i++)
+            nanosleep(&pause, NULL);
+    }
     http_stop(d->http);
     store_free(d->store);
     feed_free(d->feed);

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# podresd REST API in source api mode: devices, bind, allocate, reservations,
+# release, filters, access rules and metrics.
+. "$(dirname "$0")/lib.sh"
+
+echo "s3cret-token" > "$T/token"
+pd_config "write_token_file: $T/token"
+pd_start
+
+# Socket and directory modes.
+[ "$(stat -c %a "$PD_SOCK")" = 660 ] || fail "socket mode $(stat -c %a "$PD_SOCK"), want 660"
+[ "$(stat -c %a "$T/run")" = 750 ] || fail "socket dir mode $(stat -c %a "$T/run"), want 750"
+[ "$(stat -c %a "$PD_DB")" = 640 ] || fail "db mode $(stat -c %a "$PD_DB"), want 640"
+ok "socket 0660 in a 0750 directory, database 0640"
+
+register example.com/gpu '[{"id":"gpu-0","topology":{"nodes":[{"ID":0}]}},
+  {"id":"gpu-1","topology":{"nodes":[{"ID":0}]}},{"id":"gpu-2","topology":{"nodes":[{"ID":1}]}},
+  {"id":"gpu-3","topology":{"nodes":[{"ID":1}]}},{"id":"gpu-4","topology":{"nodes":[{"ID":1}]}}]'
+[ "$(jqo '.devices | length')" = 5 ] || fail "5 devices expected"
+rev=$(revision)
+register example.com/gpu '[{"id":"gpu-0","topology":{"nodes":[{"ID":0}]}},
+  {"id":"gpu-1","topology":{"nodes":[{"ID":0}]}},{"id":"gpu-2","topology":{"nodes":[{"ID":1}]}},
+  {"id":"gpu-3","topology":{"nodes":[{"ID":1}]}},{"id":"gpu-4","topology":{"nodes":[{"ID":1}]}}]'
+[ "$(revision)" = "$rev" ] || fail "re-registering the same devices changed the revision"
+ok "register devices; the same set again is no change"
+
+# Bind.
+req PUT /v1/namespaces/ml/pods/train-0 \
+  '{"uid":"uid-a","containers":[{"name":"main","devices":[{"resourceName":"example.com/gpu","deviceIds":["gpu-1","gpu-0"]}],"cpuIds":[2,3],"memory":[{"memoryType":"memory","size":1024}]}]}'
+expect_code 201 "bind train-0"
+[ "$(jqo '.podResources.containers[0].devices[0].deviceIds | join(",")')" = "gpu-0,gpu-1" ] ||
+    fail "bound ids: $(out)"
+[ "$(jqo '.podResources.containers[0].devices[0].topology.nodes[0].ID')" = 0 ] || fail "topology"
+[ "$(jqo '.podResources.containers[0].cpuIds | join(",")')" = "2,3" ] || fail "cpuIds"
+rev=$(revision)
+req PUT /v1/namespaces/ml/pods/train-0 \
+  '{"uid":"uid-a","containers":[{"name":"main","devices":[{"resourceName":"example.com/gpu","deviceIds":["gpu-0","gpu-1"]}],"cpuIds":[2,3],"memory":[{"memoryType":"memory","size":1024}]}]}'
+expect_code 200 "same bind again"
+[ "$(revision)" = "$rev" ] || fail "the same bind again made a new revision"
+ok "bind; the same body again is 200 with no new revision"
+
+req GET '/v1/devices?resource=example.com/gpu'
+[ "$(jqo '.devices[] | select(.id=="gpu-0") | .holder.name')" = train-0 ] || fail "holder: $(out)"
+[ "$(jqo '.devices[] | select(.id=="gpu-0") | .holder.uid')" = uid-a ] || fail "holder uid"
+[ "$(jqo '.devices[] | select(.id=="gpu-2") | .holder')" = null ] || fail "free device holder"
+req GET '/v1/devices?free=true'
+[ "$(jqo '[.devices[].id] | join(",")')" = "gpu-2,gpu-3,gpu-4" ] || fail "free=true: $(out)"
+ok "device view shows the holder; free=true filters"
+
+req PUT /v1/namespaces/ml/pods/other \
+  '{"uid":"uid-b","containers":[{"name":"c","devices":[{"resourceName":"example.com/gpu","deviceIds":["gpu-1"]}]}]}'
+expect_status 409 Conflict "bind a held device"
+jqo .message | grep -q "ml/train-0" || fail "409 does not name the holder: $(out)"
+req PUT /v1/namespaces/ml/pods/other \
+  '{"uid":"uid-b","containers":[{"name":"c","devices":[{"resourceName":"example.com/gpu","deviceIds":["gpu-9"]}]}]}'
+expect_status 422 Invalid "unknown device"
+req GET /v1/namespaces/ml/pods/other
+expect_status 404 NotFound "failed binds leave nothing"
+ok "held device 409 naming the holder; unknown device 422"
+
+# Allocate: NUMA preference (NUMA 1 has 3 free devices, NUMA 0 none).
+req POST /v1/namespaces/ml/pods/infer-0/allocate \
+  '{"uid":"uid-c","containers":[{"name":"main","requests":{"example.com/gpu":2}}]}'
+expect_code 201 "allocate"
+first=$(jq -c .podResources.containers "$T/out")
+[ "$(jqo '.podResources.containers[0].devices[0].deviceIds | join(",")')" = "gpu-2,gpu-3" ] ||
+    fail "allocate chose $(out)"
+rev=$(revision)
+req POST /v1/namespaces/ml/pods/infer-0/allocate \
+  '{"uid":"uid-c","containers":[{"name":"main","requests":{"example.com/gpu":2}}]}'
+expect_code 200 "allocate again"
+[ "$(jq -c .podResources.containers "$T/out")" = "$first" ] || fail "second allocate differs"
+[ "$(revision)" = "$rev" ] || fail "repeated allocate made a new revision"
+req POST /v1/namespaces/ml/pods/big/allocate \
+  '{"uid":"uid-d","containers":[{"name":"main","requests":{"example.com/gpu":5}}]}'
+expect_status 409 Conflict "allocate too many"
+jqo .message | grep -q "requested 5, available 1" || fail "409 counts: $(out)"
+ok "allocate: deterministic, NUMA-local, idempotent, 409 with counts"
+
+# NUMA: with one free device on each of two nodes, a request of 2 spans both;
+# a request of 1 takes the lowest NUMA id.
+register example.com/nic '[{"id":"nic-b","topology":{"nodes":[{"ID":1}]}},{"id":"nic-a","topology":{"nodes":[{"ID":1}]}},{"id":"nic-z","topology":{"nodes":[{"ID":0}]}}]'
+req POST /v1/namespaces/net/pods/p1/allocate '{"uid":"n1","containers":[{"name":"c","requests":{"example.com/nic":2}}]}'
+expect_code 201
+[ "$(jqo '.podResources.containers[0].devices[0].deviceIds | join(",")')" = "nic-a,nic-b" ] ||
+    fail "2 NICs should come from NUMA 1: $(out)"
+ok "allocate prefers one NUMA node over the lowest ids"
+
+# Reservations: used by their pod, avoided by others.
+req PUT /v1/reservations/ml/sched-0 \
+  '{"containers":[{"name":"main","devices":[{"resourceName":"example.com/gpu","deviceIds":["gpu-4"]}]}]}'
+expect_code 201 "reserve"
+[ "$(jqo .reservation.state)" = Pending ] || fail "reservation state $(out)"
+req GET /v1/devices
+[ "$(jqo '.devices[] | select(.id=="gpu-4") | .reservedFor.name')" = sched-0 ] || fail "reservedFor"
+req POST /v1/namespaces/ml/pods/someone/allocate '{"uid":"x","containers":[{"name":"main","requests":{"example.com/gpu":1}}]}'
+expect_status 409 Conflict "others never get a reserved device"
+req PUT /v1/namespaces/ml/pods/someone '{"uid":"x","containers":[{"name":"main","devices":[{"resourceName":"example.com/gpu","deviceIds":["gpu-4"]}]}]}'
+expect_status 409 Conflict "bind a device reserved for another pod"
+jqo .message | grep -q "reserved for pod ml/sched-0" || fail "message: $(out)"
+req PUT /v1/reservations/ml/thief '{"containers":[{"name":"main","devices":[{"resourceName":"example.com/gpu","deviceIds":["gpu-0"]}]}]}'
+expect_status 409 Conflict "reserve a bound device"
+req POST /v1/namespaces/ml/pods/sched-0/allocate '{"uid":"s0","containers":[{"name":"main","requests":{"example.com/gpu":1}}]}'
+expect_code 201 "allocate with reservation"
+[ "$(jqo '.podResources.containers[0].devices[0].deviceIds[0]')" = gpu-4 ] || fail "reservation not used: $(out)"
+req GET /v1/reservations
+[ "$(jqo '.reservations[0].state')" = Bound ] || fail "reservation should be Bound: $(out)"
+req DELETE /v1/reservations/ml/sched-0
+expect_code 200 "delete reservation"
+req GET /v1/reservations
+[ "$(jqo '.reservations | length')" = 0 ] || fail "reservation left"
+ok "a reservation is used by its pod's allocate and avoided by others"
+
+# Release.
+req DELETE '/v1/namespaces/ml/pods/train-0?uid=wrong'
+expect_status 409 Conflict "release with another uid"
+req DELETE /v1/namespaces/ml/pods/train-0?uid=uid-a
+expect_code 200 "release"
+req DELETE /v1/namespaces/ml/pods/train-0
+expect_status 404 NotFound "release twice"
+req GET /v1/devices
+[ "$(jqo '.devices[] | select(.id=="gpu-0") | .holder')" = null ] || fail "released device still held"
+ok "release frees the devices; 404 and uid 409"
+
+# Removing a bound device keeps it Unhealthy until release.
+register example.com/gpu '[{"id":"gpu-0"},{"id":"gpu-1"}]'
+req GET '/v1/devices?resource=example.com/gpu'
+[ "$(jqo '.devices[] | select(.id=="gpu-2") | .health')" = Unhealthy ] || fail "removed bound device: $(out)"
+[ "$(jqo '[.devices[] | select(.id=="gpu-3")] | length')" = 1 ] || fail "removed bound gpu-3 vanished"
+req DELETE /v1/namespaces/ml/pods/infer-0
+req GET '/v1/devices?resource=example.com/gpu'
+[ "$(jqo '[.devices[].id] | join(",")')" = "gpu-0,gpu-1,gpu-4" ] || fail "after release: $(out)"
+ok "a removed device stays listed Unhealthy until released"
+
+# Health PATCH and filters; allocatable lists healthy devices only.
+req PATCH /v1/resources/example.com/gpu/devices/gpu-1 '{"health":"Unhealthy"}'
+expect_code 200 "patch health"
+req GET '/v1/devices?health=Unhealthy'
+[ "$(jqo '[.devices[].id] | join(",")')" = "gpu-1,gpu-4" ] || fail "health filter: $(out)"
+req GET /v1/allocatable
+jqo '[.devices[].deviceIds[]] | join(",")' | grep -q gpu-1 && fail "allocatable lists an unhealthy device"
+req PATCH /v1/resources/example.com/gpu/devices/nope '{"health":"Healthy"}'
+expect_status 404 NotFound "patch unknown device"
+ok "health PATCH, health filter, allocatable"
+
+req GET '/v1/pods?namespace=net'
+[ "$(jqo '.podResources | length')" = 1 ] || fail "namespace filter"
+req GET '/v1/pods?resource=example.com/gpu'
+[ "$(jqo '[.podResources[].name] | join(",")')" = sched-0 ] || fail "resource filter: $(out)"
+ok "pod filters"
+
+# TCP: reads open, writes need the token.
+tcp GET /v1/pods
+expect_code 200 "TCP read"
+tcp PUT /v1/namespaces/tcp/pods/p '{"uid":"t","containers":[]}'
+expect_status 403 Forbidden "TCP write without token"
+tcp PUT /v1/namespaces/tcp/pods/p '{"uid":"t","containers":[]}' wrong
+expect_status 403 Forbidden "TCP write with a wrong token"
+tcp PUT /v1/namespaces/tcp/pods/p '{"uid":"t","containers":[]}' s3cret-token
+expect_code 201 "TCP write with the token"
+CODE=$(curl -s -o "$T/out" -w '%{http_code}' -H 'Host: evil.example.com' "http://127.0.0.1:$PD_PORT/v1/pods")
+expect_status 403 Forbidden "non-loopback Host"
+ok "TCP reads open; writes need the bearer token; Host checked"
+
+# Metrics and health.
+curl -sf --unix-socket "$PD_SOCK" http://localhost/readyz | grep -q ok || fail readyz
+curl -s --unix-socket "$PD_SOCK" http://localhost/metrics > "$T/metrics"
+for m in 'podresd_http_requests_total{method="PUT",route="/v1/namespaces/{ns}/pods/{name}",code="409"}' \
+         'podresd_http_request_duration_seconds_bucket' 'podresd_pods 3' \
+         'podresd_devices{resource="example.com/gpu",health="Unhealthy"} 2' \
+         'podresd_bound_devices' 'podresd_revision' 'podresd_watchers 0'; do
+    grep -qF "$m" "$T/metrics" || fail "metrics lack $m"
+done
+ok "/metrics exposes requests, latency, pods, devices, revision, watchers"
+grep -q "s3cret-token" "$T/podresd.log" && fail "the token appears in the log"
+pd_stop
+ok "clean shutdown"

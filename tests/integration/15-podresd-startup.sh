@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Start-up: config errors name the key and the file, flags win, the socket
+# path is never a symlink or a regular file, --help/--version.
+. "$(dirname "$0")/lib.sh"
+
+"$PODRES_BIN/podresd" --version | grep -q '^podresd ' || fail "--version"
+"$PODRES_BIN/podresd" --help | grep -q -- '--write-token-file' || fail "--help"
+
+expect_start_fail() { # LABEL PATTERN ARGS...
+    local label=$1 pat=$2 rc=0
+    shift 2
+    timeout 10 "$PODRES_BIN/podresd" "$@" > "$T/start.log" 2>&1 || rc=$?
+    [ "$rc" -ne 0 ] || fail "$label: podresd started"
+    [ "$rc" -ne 124 ] || fail "$label: podresd did not exit"
+    grep -q -- "$pat" "$T/start.log" || fail "$label: message lacks '$pat': $(cat "$T/start.log")"
+    ok "$label"
+}
+printf 'db: %s/x.db\nsoket: /tmp/x\n' "$T" > "$T/bad1.yaml"
+expect_start_fail "unknown key" "unknown key \"soket\"" --config "$T/bad1.yaml"
+grep -q "$T/bad1.yaml" "$T/start.log" || fail "the message does not name the file"
+printf 'history: lots\n' > "$T/bad2.yaml"
+expect_start_fail "bad value" 'key "history"' --config "$T/bad2.yaml"
+printf 'source: magic\n' > "$T/bad3.yaml"
+expect_start_fail "bad enum" 'key "source"' --config "$T/bad3.yaml"
+printf 'devices:\n  - resourceName: gpu\n    devices: [{id: a}]\n' > "$T/bad4.yaml"
+expect_start_fail "bad static device" 'devices\[0\]' --config "$T/bad4.yaml"
+printf 'db: [unclosed\n' > "$T/bad5.yaml"
+expect_start_fail "YAML syntax" "line" --config "$T/bad5.yaml"
+expect_start_fail "unknown flag" "unrecognized" --bogus
+expect_start_fail "non-loopback listen" "loopback" --db "$T/l.db" --socket "$T/l.sock" --listen 0.0.0.0:9444
+
+mkdir -p "$T/s"
+touch "$T/s/file.sock"
+expect_start_fail "regular file at the socket path" "not a socket" --db "$T/a.db" --socket "$T/s/file.sock"
+ln -s "$T/s/elsewhere" "$T/s/link.sock"
+expect_start_fail "symlink at the socket path" "symlink" --db "$T/b.db" --socket "$T/s/link.sock"
+[ ! -e "$T/s/elsewhere" ] || fail "podresd followed the symlink"
+
+# Flags win over the file; static devices load; a stale socket is replaced.
+pd_config 'devices:
+  - resourceName: example.com/gpu
+    devices: [{id: a, topology: {nodes: [{ID: 1}]}}, {id: b}]'
+python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])" "$PD_SOCK" 2>/dev/null ||
+    { mkdir -p "$(dirname "$PD_SOCK")"; python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])" "$PD_SOCK"; }
+pd_start --node-name from-flag
+curl -s --unix-socket "$PD_SOCK" http://localhost/version | jq -e '.nodeName == "from-flag"' >/dev/null ||
+    fail "the flag did not win over the file"
+req GET /v1/devices
+[ "$(jqo '[.devices[].id] | join(",")')" = a,b ] || fail "static devices: $(out)"
+ok "flags win; static devices; a stale socket is replaced"
+# A second podresd on the same socket refuses to start.
+expect_start_fail "socket in use" "another process" --config "$T/podresd.yaml" --db "$T/other.db"
+pd_stop

@@ -1,0 +1,127 @@
+# lib.sh - shared helpers for integration tests; source it first.
+# Starts the real podresd on a temp dir and drives it with curl and jq.
+# Every process a test starts is killed by the EXIT trap.
+set -euo pipefail
+
+PODRES_ROOT=${PODRES_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+PODRES_BIN=${PODRES_BIN:-$PODRES_ROOT/bin}
+MULT=${TEST_TIMEOUT_MULT:-1}
+T=$(mktemp -d "${TMPDIR:-/tmp}/podres-it.XXXXXX")
+PIDS=()
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+cleanup() {
+    local p
+    for p in "${PIDS[@]:-}"; do
+        [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true
+    done
+    rm -rf "$T"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; [ -f "$T/podresd.log" ] && tail -n 20 "$T/podresd.log" >&2; exit 1; }
+ok() { echo "ok - $*"; }
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# wait_until SECONDS CMD... - poll CMD every 0.1 s until it succeeds.
+wait_until() {
+    local limit=$(( $1 * MULT * 10 )) i=0
+    shift
+    until "$@" >/dev/null 2>&1; do
+        i=$((i + 1))
+        [ "$i" -ge "$limit" ] && return 1
+        sleep 0.1
+    done
+}
+
+# pd_config [EXTRA_YAML] - write $T/podresd.yaml (a fresh TCP port in PD_PORT).
+pd_config() {
+    PD_PORT=${PD_PORT:-$(free_port)}
+    PD_SOCK=$T/run/podresd.sock
+    PD_DB=${PD_DB:-$T/db/podresd.db}
+    cat > "$T/podresd.yaml" <<YAML
+db: $PD_DB
+socket: $PD_SOCK
+listen: 127.0.0.1:$PD_PORT
+node_name: test-node
+log_level: ${PD_LOG_LEVEL:-info}
+${1:-}
+YAML
+}
+
+# pd_start [FLAGS...] - start podresd on $T/podresd.yaml (written if missing).
+pd_start() {
+    [ -f "$T/podresd.yaml" ] || pd_config
+    "$PODRES_BIN/podresd" --config "$T/podresd.yaml" "$@" >> "$T/podresd.log" 2>&1 &
+    PD_PID=$!
+    PIDS+=("$PD_PID")
+    wait_until 10 curl -sf --unix-socket "$PD_SOCK" http://localhost/healthz ||
+        fail "podresd did not become healthy"
+}
+
+# pd_stop - SIGTERM; expect exit 0 and a clean sanitizer log.
+pd_stop() {
+    local rc=0
+    kill -TERM "$PD_PID"
+    wait "$PD_PID" || rc=$?
+    [ "$rc" -eq 0 ] || fail "podresd exited $rc after SIGTERM"
+    pd_check_log
+    [ ! -e "$PD_SOCK" ] || fail "socket $PD_SOCK left behind"
+}
+
+pd_kill9() {
+    kill -9 "$PD_PID"
+    wait "$PD_PID" 2>/dev/null || true
+}
+
+pd_check_log() {
+    if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:|UndefinedBehaviorSanitizer' \
+        "$T/podresd.log"; then
+        cat "$T/podresd.log" >&2
+        fail "sanitizer report in the podresd log"
+    fi
+}
+
+# req METHOD PATH [BODY] - over the unix socket; body in $T/out, status in CODE.
+req() {
+    local args=(-s -o "$T/out" -w '%{http_code}' -X "$1" --unix-socket "$PD_SOCK")
+    [ $# -ge 3 ] && args+=(-H 'Content-Type: application/json' --data-binary "$3")
+    CODE=$(curl "${args[@]}" "http://localhost$2")
+}
+
+# tcp METHOD PATH [BODY [TOKEN]] - the same over loopback TCP.
+tcp() {
+    local args=(-s -o "$T/out" -w '%{http_code}' -X "$1")
+    [ $# -ge 3 ] && [ -n "$3" ] && args+=(-H 'Content-Type: application/json' --data-binary "$3")
+    [ $# -ge 4 ] && args+=(-H "Authorization: Bearer $4")
+    CODE=$(curl "${args[@]}" "http://127.0.0.1:$PD_PORT$2")
+}
+
+out() { cat "$T/out"; }
+# jqo FILTER - jq over the last answer.
+jqo() { jq -r "$1" "$T/out"; }
+
+expect_code() {
+    [ "$CODE" = "$1" ] || fail "${2:-request}: HTTP $CODE, want $1: $(head -c 400 "$T/out")"
+}
+
+# expect_status CODE REASON - a Kubernetes Status body with that code and reason.
+expect_status() {
+    expect_code "$1" "${3:-request}"
+    [ "$(jqo .kind)" = Status ] || fail "${3:-request}: not a Status body: $(out)"
+    [ "$(jqo .code)" = "$1" ] || fail "${3:-request}: Status code $(jqo .code), want $1"
+    [ "$(jqo .reason)" = "$2" ] || fail "${3:-request}: reason $(jqo .reason), want $2"
+}
+
+revision() { curl -s --unix-socket "$PD_SOCK" http://localhost/version | jq -r .revision; }
+
+# register RESOURCE JSON_DEVICES [TTL] - PUT a device set.
+register() {
+    local body="{\"devices\":$2${3:+,\"ttlSeconds\":$3}}"
+    req PUT "/v1/resources/$1/devices" "$body"
+    expect_code 200 "register $1"
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# run-all.sh - the whole suite: unit test binaries ($UNIT_BINS, TAP) and every
+# tests/integration/NN-*.sh. Prints one line per test and the summary
+# "N passed, N failed"; exits non-zero when anything failed.
+set -u
+cd "$(dirname "$0")/.."
+pass=0 fail=0 failed=()
+logdir=$(mktemp -d "${TMPDIR:-/tmp}/podres-tests.XXXXXX")
+
+for t in ${UNIT_BINS:-}; do
+    name=unit/$(basename "$t")
+    if "$t" > "$logdir/$(basename "$t").log" 2>&1; then
+        pass=$((pass + 1)); echo "PASS $name"
+    else
+        fail=$((fail + 1)); failed+=("$name"); echo "FAIL $name"
+        grep -v '^ok ' "$logdir/$(basename "$t").log" | tail -n 30 | sed 's/^/    /'
+    fi
+done
+
+PODRES_BIN=${PODRES_BIN:-$PWD/bin} ONLY=${ONLY:-} tests/run-integration.sh --summary-file "$logdir/int" || true
+read -r ip if_ < "$logdir/int" || { ip=0; if_=1; }
+pass=$((pass + ip)); fail=$((fail + if_))
+rm -rf "$logdir"
+echo "${pass} passed, ${fail} failed"
+[ "$fail" -eq 0 ]
