@@ -58,8 +58,7 @@ UNIT_BINS := $(UNIT_SRCS:%.c=$(B)/%)
 
 DEBIAN_PKGS := gcc make pkg-config libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev \
 	libyaml-dev libsqlite3-dev sqlite3 curl jq python3 python3-kubernetes openssl \
-	protobuf-c-compiler libprotobuf-c-dev python3-grpcio python3-grpc-tools perl \
-	libclang-rt-14-dev
+	protobuf-c-compiler libprotobuf-c-dev python3-grpcio python3-grpc-tools perl
 
 .PHONY: all test check unit integration deps run clean format lint complexity
 all: $(BIN)/podresd
