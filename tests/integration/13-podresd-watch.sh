@@ -50,6 +50,30 @@ req GET "/v1/watch?since=999999"
 expect_status 410 Expired "since in the future"
 ok "410 Expired beyond the kept history"
 
+# A watcher that never reads does not stall writers or other watchers.
+python3 - "$PD_SOCK" <<'PY' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"GET /v1/watch HTTP/1.1\r\nHost: localhost\r\n\r\n")
+time.sleep(20)
+PY
+PIDS+=($!)
+r=$(revision)
+curl -sN --unix-socket "$PD_SOCK" "http://localhost/v1/watch?since=$r" > "$T/live" &
+PIDS+=($!)
+sleep 0.3
+big=$(python3 -c 'print(",".join("\"p%d\":\"%s\"" % (i, "x" * 1000) for i in range(60)))')
+start=$(date +%s)
+for i in $(seq 1 60); do
+    req PUT /v1/resources/example.com/gpu/devices "{\"devices\":[{\"id\":\"g0\",\"properties\":{$big,\"n\":\"$i\"}},{\"id\":\"g1\"},{\"id\":\"g2\"}]}"
+    [ "$CODE" = 200 ] || fail "write $i during a stalled watcher: $CODE"
+done
+[ $(( $(date +%s) - start )) -lt $((10 * MULT)) ] || fail "writes slowed down by a stalled watcher"
+final=$(revision)
+wait_until 5 grep -q "\"revision\":$final,\"type\"" "$T/live" || fail "the live watcher fell behind"
+ok "a watcher that never reads stalls neither writers nor other watchers"
+
 # A bookmark at least every 10 s on a quiet stream; shutdown ends streams.
 r=$(revision)
 curl -sN --unix-socket "$PD_SOCK" "http://localhost/v1/watch?since=$r" > "$T/quiet" &
