@@ -101,6 +101,24 @@ def run():
     except ApiException as e:
         eq(e.status, 401, "wrong token -> ApiException 401")
     emu.stop()
+    in_cluster()
+
+
+def in_cluster():
+    """Checklist 48: the emulator stands in for the serviceaccount directory."""
+    from emutest import tmpdir
+    from kubernetes.config.incluster_config import InClusterConfigLoader
+    sa = os.path.join(tmpdir(), "serviceaccount")
+    emu = Emulator("--serviceaccount-dir", sa, tls=True, token="sa-token")
+    emu.install_crd()
+    cfg = client.Configuration()
+    InClusterConfigLoader(token_filename=os.path.join(sa, "token"), cert_filename=os.path.join(sa, "ca.crt"),
+                          environ={"KUBERNETES_SERVICE_HOST": "127.0.0.1",
+                                   "KUBERNETES_SERVICE_PORT": str(emu.port)}).load_and_set(cfg)
+    co = client.CustomObjectsApi(client.ApiClient(cfg))
+    lst = co.list_namespaced_custom_object(GROUP, VERSION, open(os.path.join(sa, "namespace")).read(), PLURAL)
+    eq(lst["kind"], "DeviceBindingList", "in-cluster config from --serviceaccount-dir (token, ca.crt, namespace)")
+    emu.stop()
 
 
 if __name__ == "__main__":
