@@ -347,7 +347,9 @@ class Watch(object):
         return out
 
     def quiet(self, timeout=0.5):
-        e = self.next(timeout)
+        """True if nothing arrives for `timeout` seconds (not scaled: absence checks
+        must not outlast the behaviour they look at)."""
+        e = self.next(timeout / MULT)
         return e is None
 
     def close(self):
