@@ -57,7 +57,7 @@ UNIT_SRCS := $(sort $(wildcard tests/unit/*/*_test.c))
 UNIT_BINS := $(UNIT_SRCS:%.c=$(B)/%)
 
 DEBIAN_PKGS := gcc make pkg-config libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev \
-	libyaml-dev libsqlite3-dev sqlite3 curl jq python3 python3-kubernetes openssl \
+	libyaml-dev libsqlite3-dev sqlite3 curl jq python3 python3-kubernetes python3-yaml openssl \
 	protobuf-c-compiler libprotobuf-c-dev python3-grpcio python3-grpc-tools perl
 
 .PHONY: all test check unit integration deps run clean format lint complexity
