@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* jsonx_test.c - strict parsing and canonical dumping through jsonx.h. */
+#include "../../../common/common.h"
+#include "../../../common/jsonx.h"
+#include "../test.h"
+
+static err_t parse(const char *s, json_t **out, char *msg, size_t cap)
+{
+    return jsonx_parse(s, strlen(s), out, msg, cap);
+}
+
+static void test_parse(void)
+{
+    char msg[256] = "";
+    json_t *v = NULL;
+
+    CHECK_OK(parse("{\"a\":1,\"b\":[true,null]}", &v, msg, sizeof(msg)));
+    CHECK_EQ_INT(json_integer_value(json_object_get(v, "a")), 1);
+    CHECK_EQ_INT(json_array_size(json_object_get(v, "b")), 2);
+    json_decref(v);
+    v = NULL;
+    CHECK_OK(parse("[1,2]", &v, msg, sizeof(msg)));
+    CHECK(json_is_array(v));
+    json_decref(v);
+    v = NULL;
+
+    msg[0] = '\0';
+    CHECK_EQ_INT(parse("{\"a\":1,\n  \"b\": }", &v, msg, sizeof(msg)), ERR_INVAL);
+    CHECK(v == NULL);
+    CHECK(strstr(msg, "line 2") != NULL);
+    CHECK(strstr(msg, "column") != NULL);
+
+    msg[0] = '\0';
+    CHECK_EQ_INT(parse("{\"a\":1,\"a\":2}", &v, msg, sizeof(msg)), ERR_INVAL);
+    CHECK(v == NULL);
+    CHECK(strstr(msg, "line 1") != NULL);
+    CHECK(strstr(msg, "duplicate") != NULL);
+
+    msg[0] = '\0';
+    CHECK_EQ_INT(jsonx_parse("", 0, &v, msg, sizeof(msg)), ERR_INVAL);
+    CHECK(v == NULL);
+    CHECK(strstr(msg, "empty") != NULL);
+
+    msg[0] = '\0';
+    CHECK_EQ_INT(parse("{} {}", &v, msg, sizeof(msg)), ERR_INVAL);
+    CHECK(v == NULL);
+    CHECK(msg[0] != '\0');
+
+    /* only the first 'len' bytes count */
+    CHECK_OK(jsonx_parse("{\"x\":1}garbage", 7, &v, msg, sizeof(msg)));
+    CHECK_EQ_INT(json_integer_value(json_object_get(v, "x")), 1);
+    json_decref(v);
+}
+
+static void test_check_keys(void)
+{
+    static const char *const allowed[] = {"id", "health", NULL};
+    char msg[256] = "";
+    json_t *o = json_pack("{s:s,s:s}", "id", "a", "health", "Healthy");
+
+    CHECK_OK(jsonx_check_keys(o, allowed, "devices[]", msg, sizeof(msg)));
+    json_object_set_new(o, "colour", json_string("red"));
+    CHECK_EQ_INT(jsonx_check_keys(o, allowed, "devices[]", msg, sizeof(msg)), ERR_INVAL);
+    CHECK(strstr(msg, "colour") != NULL);
+    CHECK(strstr(msg, "devices[].colour") != NULL);
+    msg[0] = '\0';
+    CHECK_EQ_INT(jsonx_check_keys(o, allowed, NULL, msg, sizeof(msg)), ERR_INVAL);
+    CHECK(strstr(msg, "\"colour\"") != NULL);
+    json_decref(o);
+    o = json_object();
+    CHECK_OK(jsonx_check_keys(o, allowed, NULL, msg, sizeof(msg)));
+    json_decref(o);
+}
+
+static void test_dumps(void)
+{
+    json_t *o = json_pack("{s:i,s:s,s:[i,i],s:{s:i,s:i}}", "zeta", 1, "alpha", "x", "mid", 2, 1,
+                          "obj", "b", 2, "a", 1);
+    char *s = jsonx_dumps(o), *line;
+    size_t len = 0;
+
+    CHECK_STREQ(s, "{\"alpha\":\"x\",\"mid\":[2,1],\"obj\":{\"a\":1,\"b\":2},\"zeta\":1}");
+    line = jsonx_dumps_line(o, &len);
+    CHECK(line != NULL);
+    CHECK_EQ_INT(len, strlen(s) + 1);
+    CHECK(line && strncmp(line, s, strlen(s)) == 0 && line[len - 1] == '\n' && line[len] == '\0');
+    free(s);
+    free(line);
+    json_decref(o);
+    o = json_string("x");
+    s = jsonx_dumps(o); /* any value, not only containers */
+    CHECK_STREQ(s, "\"x\"");
+    free(s);
+    json_decref(o);
+}
+
+TEST_MAIN(test_parse, test_check_keys, test_dumps)

@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* config_test.c - podresd settings through config.h. */
+#include "../../../common/common.h"
+#include "../../../common/jsonx.h"
+#include "../../../server/config.h"
+#include "../test.h"
+
+#include <unistd.h>
+
+static char tmpdir[] = "/tmp/config_test.XXXXXX";
+
+/* Write 'text' to tmpdir/name; the path goes to 'path'. */
+static void write_file(const char *name, const char *text, char *path, size_t cap)
+{
+    FILE *f;
+
+    snprintf(path, cap, "%s/%s", tmpdir, name);
+    f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+static void test_defaults(void)
+{
+    struct config c;
+
+    setenv("NODE_NAME", "node-7", 1);
+    CHECK_OK(config_init(&c));
+    CHECK_STREQ(c.db, "/var/lib/podresd/podresd.db");
+    CHECK_STREQ(c.socket, "/run/podresd/podresd.sock");
+    CHECK(c.listen == NULL);
+    CHECK_STREQ(c.node_name, "node-7");
+    CHECK_STREQ(c.source, "api");
+    CHECK_STREQ(c.kubelet_socket, "/var/lib/kubelet/pod-resources/kubelet.sock");
+    CHECK_EQ_INT(c.kubelet_interval_ms, 2000);
+    CHECK(c.write_token_file == NULL);
+    CHECK_EQ_INT(c.history, 10000);
+    CHECK_STREQ(c.log_format, "text");
+    CHECK_STREQ(c.log_level, "info");
+    CHECK(c.devices == NULL);
+    config_release(&c);
+
+    unsetenv("NODE_NAME");
+    CHECK_OK(config_init(&c));
+    CHECK(c.node_name != NULL && c.node_name[0] != '\0');
+    config_release(&c);
+}
+
+static void test_set(void)
+{
+    struct config c;
+    char msg[256] = "";
+
+    CHECK_OK(config_init(&c));
+    CHECK_OK(config_set(&c, "node-name", "n1", msg, sizeof(msg)));
+    CHECK_STREQ(c.node_name, "n1");
+    CHECK_OK(config_set(&c, "node_name", "n2", msg, sizeof(msg)));
+    CHECK_STREQ(c.node_name, "n2");
+    CHECK_OK(config_set(&c, "listen", "127.0.0.1:9444", msg, sizeof(msg)));
+    CHECK_STREQ(c.listen, "127.0.0.1:9444");
+    CHECK_OK(config_set(&c, "write-token-file", "/etc/token", msg, sizeof(msg)));
+    CHECK_STREQ(c.write_token_file, "/etc/token");
+    CHECK_OK(config_set(&c, "source", "kubelet", msg, sizeof(msg)));
+    CHECK_STREQ(c.source, "kubelet");
+    CHECK_OK(config_set(&c, "kubelet-interval", "1500ms", msg, sizeof(msg)));
+    CHECK_EQ_INT(c.kubelet_interval_ms, 1500);
+    CHECK_OK(config_set(&c, "kubelet_interval", "1m30s", msg, sizeof(msg)));
+    CHECK_EQ_INT(c.kubelet_interval_ms, 90000);
+    CHECK_OK(config_set(&c, "history", "5", msg, sizeof(msg)));
+    CHECK_EQ_INT(c.history, 5);
+    CHECK_OK(config_set(&c, "log-format", "json", msg, sizeof(msg)));
+    CHECK_STREQ(c.log_format, "json");
+    CHECK_OK(config_set(&c, "log_level", "debug", msg, sizeof(msg)));
+    CHECK_STREQ(c.log_level, "debug");
+    CHECK_OK(config_set(&c, "db", "/tmp/x.db", msg, sizeof(msg)));
+    CHECK_STREQ(c.db, "/tmp/x.db");
+
+    msg[0] = '\0';
+    CHECK_EQ_INT(config_set(&c, "colour", "red", msg, sizeof(msg)), ERR_INVAL);
+    CHECK(strstr(msg, "colour") != NULL);
+    msg[0] = '\0';
+    CHECK_EQ_INT(config_set(&c, "source", "docker", msg, sizeof(msg)), ERR_INVAL);
+    CHECK(strstr(msg, "source") != NULL && strstr(msg, "docker") != NULL);
+    CHECK_STREQ(c.source, "kubelet");
+    CHECK_EQ_INT(config_set(&c, "source", "api|kubelet", msg, sizeof(msg)), ERR_INVAL);
+    CHECK_EQ_INT(config_set(&c, "source", "", msg, sizeof(msg)), ERR_INVAL);
+    CHECK_EQ_INT(config_set(&c, "log-level", "trace", msg, sizeof(msg)), ERR_INVAL);
+    CHECK_EQ_INT(config_set(&c, "log-format", "xml", msg, sizeof(msg)), ERR_INVAL);
+    msg[0] = '\0';
+    CHECK_EQ_INT(config_set(&c, "kubelet-interval", "-3s", msg, sizeof(msg)), ERR_INVAL);
+    CHECK(strstr(msg, "kubelet_interval") != NULL);
+    CHECK_EQ_INT(config_set(&c, "kubelet-interval", "soon", msg, sizeof(msg)), ERR_INVAL);
+    CHECK_EQ_INT(config_set(&c, "kubelet-interval", "0s", msg, sizeof(msg)), ERR_INVAL);
+    msg[0] = '\0';
+    CHECK_EQ_INT(config_set(&c, "history", "0", msg, sizeof(msg)), ERR_INVAL);
+    CHECK(strstr(msg, "history") != NULL);
+    CHECK_EQ_INT(config_set(&c, "history", "-1", msg, sizeof(msg)), ERR_INVAL);
+    CHECK_EQ_INT(config_set(&c, "history", "ten", msg, sizeof(msg)), ERR_INVAL);
+    CHECK_EQ_INT(config_set(&c, "history", "1000000000", msg, sizeof(msg)), ERR_INVAL);
+    CHECK_EQ_INT(c.history, 5);
+    CHECK_EQ_INT(config_set(&c, "db", "", msg, sizeof(msg)), ERR_INVAL);
+    CHECK_STREQ(c.db, "/tmp/x.db");
+    config_release(&c);
+}
+
+static void test_load(void)
+{
+    struct config c;
+    char path[512], msg[512] = "", *s;
+
+    write_file("good.yaml",
+               "db: var/podresd.db\n"
+               "socket: var/podresd.sock\n"
+               "listen: 127.0.0.1:9444\n"
+               "node_name: dev-node\n"
+               "source: api\n"
+               "history: 500\n"
+               "kubelet_interval: 5s\n"
+               "log_format: json\n"
+               "log_level: warn\n"
+               "devices:\n"
+               "  - resourceName: example.com/gpu\n"
+               "    devices:\n"
+               "      - {id: gpu-1, topology: {nodes: [{ID: 1}]}, properties: {model: a100}}\n"
+               "      - {id: gpu-0, topology: {nodes: [{ID: 0}]}}\n"
+               "  - resourceName: example.com/nic\n"
+               "    devices:\n"
+               "      - {id: nic-0, health: Unhealthy}\n",
+               path, sizeof(path));
+    CHECK_OK(config_init(&c));
+    CHECK_OK(config_load(&c, path, msg, sizeof(msg)));
+    CHECK_STREQ(c.db, "var/podresd.db");
+    CHECK_STREQ(c.socket, "var/podresd.sock");
+    CHECK_STREQ(c.listen, "127.0.0.1:9444");
+    CHECK_STREQ(c.node_name, "dev-node");
+    CHECK_EQ_INT(c.history, 500);
+    CHECK_EQ_INT(c.kubelet_interval_ms, 5000);
+    CHECK_STREQ(c.log_format, "json");
+    CHECK_STREQ(c.log_level, "warn");
+    s = jsonx_dumps(c.devices);
+    CHECK_STREQ(s, "[{\"devices\":[{\"health\":\"Healthy\",\"id\":\"gpu-1\",\"numa\":[1],"
+                   "\"properties\":{\"model\":\"a100\"}},{\"health\":\"Healthy\",\"id\":\"gpu-0\","
+                   "\"numa\":[0],\"properties\":{}}],\"resourceName\":\"example.com/gpu\"},"
+                   "{\"devices\":[{\"health\":\"Unhealthy\",\"id\":\"nic-0\",\"numa\":[],"
+                   "\"properties\":{}}],\"resourceName\":\"example.com/nic\"}]");
+    free(s);
+    config_release(&c);
+    unlink(path);
+
+    /* an unknown key: the message names the key and the file */
+    write_file("bad-key.yaml", "history: 5\nlisten_port: 9\n", path, sizeof(path));
+    CHECK_OK(config_init(&c));
+    msg[0] = '\0';
+    CHECK_EQ_INT(config_load(&c, path, msg, sizeof(msg)), ERR_INVAL);
+    CHECK(strstr(msg, "listen_port") != NULL);
+    CHECK(strstr(msg, path) != NULL);
+    config_release(&c);
+    unlink(path);
+
+    /* a bad value */
+    write_file("bad-value.yaml", "history: 0\n", path, sizeof(path));
+    CHECK_OK(config_init(&c));
+    msg[0] = '\0';
+    CHECK_EQ_INT(config_load(&c, path, msg, sizeof(msg)), ERR_INVAL);
+    CHECK(strstr(msg, "history") != NULL);
+    CHECK(strstr(msg, path) != NULL);
+    config_release(&c);
+    unlink(path);
+
+    /* a value of the wrong type */
+    write_file("bad-type.yaml", "log_level: [info]\n", path, sizeof(path));
+    CHECK_OK(config_init(&c));
+    msg[0] = '\0';
+    CHECK_EQ_INT(config_load(&c, path, msg, sizeof(msg)), ERR_INVAL);
+    CHECK(strstr(msg, "log_level") != NULL);
+    CHECK(strstr(msg, path) != NULL);
+    config_release(&c);
+    unlink(path);
+
+    /* a bad device */
+    write_file("bad-device.yaml",
+               "devices:\n  - resourceName: example.com/gpu\n    devices:\n"
+               "      - {id: gpu-0}\n      - {id: gpu-0}\n",
+               path, sizeof(path));
+    CHECK_OK(config_init(&c));
+    msg[0] = '\0';
+    CHECK_EQ_INT(config_load(&c, path, msg, sizeof(msg)), ERR_INVAL);
+    CHECK(strstr(msg, "devices[0]") != NULL);
+    CHECK(strstr(msg, path) != NULL);
+    CHECK(c.devices == NULL);
+    config_release(&c);
+    unlink(path);
+
+    write_file("bad-entry.yaml",
+               "devices:\n  - resourceName: example.com/gpu\n    devices: []\n    extra: 1\n",
+               path, sizeof(path));
+    CHECK_OK(config_init(&c));
+    msg[0] = '\0';
+    CHECK_EQ_INT(config_load(&c, path, msg, sizeof(msg)), ERR_INVAL);
+    CHECK(strstr(msg, "devices[0]") != NULL);
+    config_release(&c);
+    unlink(path);
+
+    /* YAML syntax errors and missing files name the file */
+    write_file("bad-yaml.yaml", "a: [1\n", path, sizeof(path));
+    CHECK_OK(config_init(&c));
+    msg[0] = '\0';
+    CHECK_EQ_INT(config_load(&c, path, msg, sizeof(msg)), ERR_INVAL);
+    CHECK(strstr(msg, path) != NULL && strstr(msg, "line") != NULL);
+    unlink(path);
+    msg[0] = '\0';
+    CHECK_EQ_INT(config_load(&c, path, msg, sizeof(msg)), ERR_IO);
+    CHECK(strstr(msg, path) != NULL);
+    config_release(&c);
+}
+
+static void test_apply(void)
+{
+    struct config c;
+    char msg[256] = "";
+    json_t *doc = json_pack("{s:i,s:s}", "history", 42, "log-level", "err");
+
+    CHECK_OK(config_init(&c));
+    CHECK_OK(config_apply(&c, doc, msg, sizeof(msg)));
+    CHECK_EQ_INT(c.history, 42);
+    CHECK_STREQ(c.log_level, "err");
+    json_decref(doc);
+    doc = json_array();
+    CHECK_EQ_INT(config_apply(&c, doc, msg, sizeof(msg)), ERR_INVAL);
+    json_decref(doc);
+    doc = json_pack("{s:b}", "db", 1);
+    msg[0] = '\0';
+    CHECK_EQ_INT(config_apply(&c, doc, msg, sizeof(msg)), ERR_INVAL);
+    CHECK(strstr(msg, "db") != NULL);
+    json_decref(doc);
+    doc = json_pack("{s:s}", "devices", "none");
+    msg[0] = '\0';
+    CHECK_EQ_INT(config_apply(&c, doc, msg, sizeof(msg)), ERR_INVAL);
+    CHECK(strstr(msg, "devices") != NULL);
+    json_decref(doc);
+    config_release(&c);
+}
+
+/* BUG (not in TEST_MAIN): a static device list with an invalid resource name
+ * leaks the validated device array (server/config.c static_devices). */
+__attribute__((unused)) static void bug_static_devices_bad_resource_leaks(void)
+{
+    struct config c;
+    char msg[256] = "";
+    json_t *doc = json_loads("{\"devices\":[{\"resourceName\":\"gpu\",\"devices\":[{\"id\":\"a\"}]}]}",
+                             0, NULL);
+
+    CHECK_OK(config_init(&c));
+    CHECK_EQ_INT(config_apply(&c, doc, msg, sizeof(msg)), ERR_INVAL);
+    CHECK(strstr(msg, "gpu") != NULL);
+    json_decref(doc);
+    config_release(&c);
+}
+
+static void setup(void)
+{
+    CHECK(mkdtemp(tmpdir) != NULL);
+}
+
+static void teardown(void)
+{
+    CHECK_OK(rmdir(tmpdir));
+}
+
+TEST_MAIN(setup, test_defaults, test_set, test_load, test_apply, teardown)

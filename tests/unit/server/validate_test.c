@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* validate_test.c - request bodies and their canonical forms through validate.h. */
+#include "../../../common/common.h"
+#include "../../../common/jsonx.h"
+#include "../../../server/validate.h"
+#include "../test.h"
+
+static json_t *J(const char *s)
+{
+    json_t *v = json_loads(s, 0, NULL);
+
+    if (!v) {
+        fprintf(stderr, "bad test JSON: %s\n", s);
+        abort();
+    }
+    return v;
+}
+
+/* Canonical text of 'v' (sorted keys) into a static buffer. */
+static const char *T(const json_t *v)
+{
+    static char buf[4096];
+    char *s = v ? jsonx_dumps(v) : NULL;
+
+    snprintf(buf, sizeof(buf), "%s", s ? s : "(null)");
+    free(s);
+    return buf;
+}
+
+/* ---- PUT devices ---- */
+
+static json_t *sentinel(void)
+{
+    static json_t *s;
+
+    if (!s)
+        s = json_string("untouched");
+    return s;
+}
+
+/* Expect 'rc' and a message containing 'field'; outputs untouched. */
+static void devices_bad(const char *body, err_t want, const char *field)
+{
+    json_t *b = J(body), *out = sentinel();
+    uint64_t ttl = 77;
+    char msg[256] = "";
+
+    CHECK_EQ_INT(validate_devices_put(b, &out, &ttl, msg, sizeof(msg)), want);
+    CHECK(out == sentinel());
+    CHECK_EQ_INT(ttl, 77);
+    if (!strstr(msg, field))
+        CHECK_STREQ(msg, field);
+    json_decref(b);
+}
+
+static void test_devices_put(void)
+{
+    json_t *b = J("{\"devices\":[{\"id\":\"gpu-0\",\"topology\":{\"nodes\":[{\"ID\":1},{\"ID\":0},"
+                  "{\"ID\":1}]},\"properties\":{\"model\":\"a100\"}},"
+                  "{\"id\":\"gpu-1\",\"health\":\"Unhealthy\",\"topology\":null}],"
+                  "\"ttlSeconds\":30}");
+    json_t *out = NULL;
+    uint64_t ttl = 77;
+    char msg[256] = "";
+
+    CHECK_OK(validate_devices_put(b, &out, &ttl, msg, sizeof(msg)));
+    CHECK_STREQ(T(out), "[{\"health\":\"Healthy\",\"id\":\"gpu-0\",\"numa\":[0,1],"
+                        "\"properties\":{\"model\":\"a100\"}},"
+                        "{\"health\":\"Unhealthy\",\"id\":\"gpu-1\",\"numa\":[],\"properties\":{}}]");
+    CHECK_EQ_INT(ttl, 30000);
+    json_decref(out);
+    json_decref(b);
+
+    b = J("{\"devices\":[]}");
+    out = NULL;
+    CHECK_OK(validate_devices_put(b, &out, &ttl, msg, sizeof(msg)));
+    CHECK_STREQ(T(out), "[]");
+    CHECK_EQ_INT(ttl, 0);
+    json_decref(out);
+    json_decref(b);
+
+    /* structure: 400 */
+    devices_bad("[]", ERR_INVAL, "body");
+    devices_bad("{}", ERR_INVAL, "devices");
+    devices_bad("{\"devices\":{}}", ERR_INVAL, "devices");
+    devices_bad("{\"devices\":[],\"extra\":1}", ERR_INVAL, "extra");
+    devices_bad("{\"devices\":[5]}", ERR_INVAL, "devices[]");
+    devices_bad("{\"devices\":[{}]}", ERR_INVAL, "devices[].id");
+    devices_bad("{\"devices\":[{\"id\":3}]}", ERR_INVAL, "devices[].id");
+    devices_bad("{\"devices\":[{\"id\":\"a\",\"colour\":\"red\"}]}", ERR_INVAL, "colour");
+    devices_bad("{\"devices\":[{\"id\":\"a\",\"health\":true}]}", ERR_INVAL, "health");
+    devices_bad("{\"devices\":[{\"id\":\"a\",\"topology\":[]}]}", ERR_INVAL, "topology");
+    devices_bad("{\"devices\":[{\"id\":\"a\",\"topology\":{\"nodes\":[{\"ID\":\"0\"}]}}]}",
+                ERR_INVAL, "topology.nodes[].ID");
+    devices_bad("{\"devices\":[{\"id\":\"a\",\"topology\":{\"nodes\":[{\"id\":0}]}}]}",
+                ERR_INVAL, "topology.nodes[]");
+    devices_bad("{\"devices\":[{\"id\":\"a\",\"properties\":{\"k\":1}}]}", ERR_INVAL,
+                "properties.k");
+    devices_bad("{\"devices\":[],\"ttlSeconds\":\"30\"}", ERR_INVAL, "ttlSeconds");
+    /* values: 422 */
+    devices_bad("{\"devices\":[{\"id\":\"-bad\"}]}", ERR_UNPROCESSABLE, "devices[].id");
+    devices_bad("{\"devices\":[{\"id\":\"a\"},{\"id\":\"a\"}]}", ERR_UNPROCESSABLE, "twice");
+    devices_bad("{\"devices\":[{\"id\":\"a\",\"health\":\"Sick\"}]}", ERR_UNPROCESSABLE,
+                "health");
+    devices_bad("{\"devices\":[{\"id\":\"a\",\"topology\":{\"nodes\":[{\"ID\":-1}]}}]}",
+                ERR_UNPROCESSABLE, "topology.nodes[].ID");
+    devices_bad("{\"devices\":[],\"ttlSeconds\":0}", ERR_UNPROCESSABLE, "ttlSeconds");
+    devices_bad("{\"devices\":[],\"ttlSeconds\":86401}", ERR_UNPROCESSABLE, "ttlSeconds");
+}
+
+static void test_health_patch(void)
+{
+    json_t *b = J("{\"health\":\"Unhealthy\"}");
+    const char *h = "untouched";
+    char msg[256] = "";
+
+    CHECK_OK(validate_health_patch(b, &h, msg, sizeof(msg)));
+    CHECK_STREQ(h, "Unhealthy");
+    json_decref(b);
+    h = "untouched";
+    b = J("{\"health\":\"Broken\"}");
+    CHECK_EQ_INT(validate_health_patch(b, &h, msg, sizeof(msg)), ERR_UNPROCESSABLE);
+    CHECK(strstr(msg, "health") != NULL);
+    json_decref(b);
+    b = J("{\"health\":1}");
+    CHECK_EQ_INT(validate_health_patch(b, &h, msg, sizeof(msg)), ERR_INVAL);
+    json_decref(b);
+    b = J("{}");
+    msg[0] = '\0';
+    CHECK_EQ_INT(validate_health_patch(b, &h, msg, sizeof(msg)), ERR_INVAL);
+    CHECK(strstr(msg, "health") != NULL);
+    json_decref(b);
+    b = J("{\"health\":\"Healthy\",\"x\":1}");
+    CHECK_EQ_INT(validate_health_patch(b, &h, msg, sizeof(msg)), ERR_INVAL);
+    CHECK(strstr(msg, "\"x\"") != NULL);
+    json_decref(b);
+    CHECK_STREQ(h, "untouched");
+}
+
+/* ---- pods, allocate, reservations ---- */
+
+enum which { POD, ALLOC, RESV };
+
+static void pod_bad(enum which w, const char *body, err_t want, const char *field)
+{
+    json_t *b = J(body), *out = sentinel();
+    const char *uid = "untouched";
+    char msg[512] = "";
+    err_t rc = w == POD     ? validate_pod_put(b, &uid, &out, msg, sizeof(msg))
+               : w == ALLOC ? validate_allocate(b, &uid, &out, msg, sizeof(msg))
+                            : validate_reservation(b, &out, msg, sizeof(msg));
+
+    CHECK_EQ_INT(rc, want);
+    CHECK(out == sentinel());
+    CHECK_STREQ(uid, "untouched");
+    if (!strstr(msg, field))
+        CHECK_STREQ(msg, field);
+    json_decref(b);
+}
+
+static void test_pod_put(void)
+{
+    json_t *b = J("{\"uid\":\"u-1\",\"containers\":[{\"name\":\"main\",\"devices\":[{\"resourceName\":"
+                  "\"nvidia.com/gpu\",\"deviceIds\":[\"g1\",\"g0\"]}],\"cpuIds\":[3,1],"
+                  "\"memory\":[{\"memoryType\":\"memory\",\"size\":1024,\"topology\":{\"nodes\":"
+                  "[{\"ID\":1},{\"ID\":0}]}}]},{\"name\":\"side\"}]}");
+    json_t *out = NULL;
+    const char *uid = NULL;
+    char msg[256] = "";
+
+    CHECK_OK(validate_pod_put(b, &uid, &out, msg, sizeof(msg)));
+    CHECK_STREQ(uid, "u-1");
+    CHECK_STREQ(T(out),
+                "[{\"cpuIds\":[3,1],\"devices\":[{\"deviceIds\":[\"g1\",\"g0\"],\"resourceName\":"
+                "\"nvidia.com/gpu\"}],\"memory\":[{\"memoryType\":\"memory\",\"size\":1024,"
+                "\"topology\":{\"nodes\":[{\"ID\":0},{\"ID\":1}]}}],\"name\":\"main\"},"
+                "{\"cpuIds\":[],\"devices\":[],\"memory\":[],\"name\":\"side\"}]");
+    json_decref(out);
+    json_decref(b);
+
+    b = J("{\"containers\":[]}");
+    out = NULL;
+    uid = NULL;
+    CHECK_OK(validate_pod_put(b, &uid, &out, msg, sizeof(msg)));
+    CHECK_STREQ(uid, "");
+    CHECK_STREQ(T(out), "[]");
+    json_decref(out);
+    json_decref(b);
+
+    pod_bad(POD, "[]", ERR_INVAL, "body");
+    pod_bad(POD, "{}", ERR_INVAL, "containers");
+    pod_bad(POD, "{\"containers\":[],\"spec\":{}}", ERR_INVAL, "spec");
+    pod_bad(POD, "{\"uid\":5,\"containers\":[]}", ERR_INVAL, "uid");
+    pod_bad(POD, "{\"containers\":[{}]}", ERR_INVAL, "containers[].name");
+    pod_bad(POD, "{\"containers\":[{\"name\":\"a\",\"requests\":{}}]}", ERR_INVAL, "requests");
+    pod_bad(POD, "{\"containers\":[{\"name\":\"a\",\"devices\":{}}]}", ERR_INVAL,
+            "containers[].devices");
+    pod_bad(POD, "{\"containers\":[{\"name\":\"a\",\"devices\":[{\"deviceIds\":[\"x\"]}]}]}",
+            ERR_INVAL, "resourceName");
+    pod_bad(POD, "{\"containers\":[{\"name\":\"a\",\"devices\":[{\"resourceName\":\"a.b/c\"}]}]}",
+            ERR_INVAL, "deviceIds");
+    pod_bad(POD,
+            "{\"containers\":[{\"name\":\"a\",\"devices\":[{\"resourceName\":\"a.b/c\","
+            "\"deviceIds\":[1]}]}]}",
+            ERR_INVAL, "deviceIds[]");
+    pod_bad(POD, "{\"containers\":[{\"name\":\"a\",\"cpuIds\":[\"1\"]}]}", ERR_INVAL, "cpuIds");
+    pod_bad(POD, "{\"containers\":[{\"name\":\"a\",\"memory\":[{\"size\":1}]}]}", ERR_INVAL,
+            "memoryType");
+    pod_bad(POD, "{\"uid\":\"bad uid\",\"containers\":[]}", ERR_UNPROCESSABLE, "uid");
+    pod_bad(POD, "{\"containers\":[{\"name\":\"Main\"}]}", ERR_UNPROCESSABLE, "container name");
+    pod_bad(POD, "{\"containers\":[{\"name\":\"a\"},{\"name\":\"a\"}]}", ERR_UNPROCESSABLE,
+            "twice");
+    pod_bad(POD,
+            "{\"containers\":[{\"name\":\"a\",\"devices\":[{\"resourceName\":\"gpu\","
+            "\"deviceIds\":[\"x\"]}]}]}",
+            ERR_UNPROCESSABLE, "resourceName");
+    pod_bad(POD,
+            "{\"containers\":[{\"name\":\"a\",\"devices\":[{\"resourceName\":\"a.b/c\","
+            "\"deviceIds\":[]}]}]}",
+            ERR_UNPROCESSABLE, "deviceIds");
+    pod_bad(POD,
+            "{\"containers\":[{\"name\":\"a\",\"devices\":[{\"resourceName\":\"a.b/c\","
+            "\"deviceIds\":[\"-x\"]}]}]}",
+            ERR_UNPROCESSABLE, "device id");
+    /* the same device twice in one pod, across containers */
+    pod_bad(POD,
+            "{\"containers\":[{\"name\":\"a\",\"devices\":[{\"resourceName\":\"a.b/c\","
+            "\"deviceIds\":[\"x\"]}]},{\"name\":\"b\",\"devices\":[{\"resourceName\":\"a.b/c\","
+            "\"deviceIds\":[\"x\"]}]}]}",
+            ERR_UNPROCESSABLE, "twice");
+    pod_bad(POD, "{\"containers\":[{\"name\":\"a\",\"cpuIds\":[-1]}]}", ERR_UNPROCESSABLE,
+            "cpuIds");
+    pod_bad(POD,
+            "{\"containers\":[{\"name\":\"a\",\"memory\":[{\"memoryType\":\"m\",\"size\":-1}]}]}",
+            ERR_UNPROCESSABLE, "memory");
+}
+
+static void test_allocate(void)
+{
+    json_t *b = J("{\"uid\":\"abc\",\"containers\":[{\"name\":\"c\",\"requests\":"
+                  "{\"nvidia.com/gpu\":2,\"example.com/nic\":0}}]}");
+    json_t *out = NULL;
+    const char *uid = NULL;
+    char msg[256] = "";
+
+    CHECK_OK(validate_allocate(b, &uid, &out, msg, sizeof(msg)));
+    CHECK_STREQ(uid, "abc");
+    CHECK_STREQ(T(out), "[{\"name\":\"c\",\"requests\":{\"example.com/nic\":0,"
+                        "\"nvidia.com/gpu\":2}}]");
+    json_decref(out);
+    json_decref(b);
+
+    pod_bad(ALLOC, "{\"containers\":[{\"name\":\"c\"}]}", ERR_INVAL, "requests");
+    pod_bad(ALLOC, "{\"containers\":[{\"name\":\"c\",\"requests\":[]}]}", ERR_INVAL,
+            "requests");
+    pod_bad(ALLOC, "{\"containers\":[{\"name\":\"c\",\"requests\":{\"a.b/c\":\"2\"}}]}",
+            ERR_INVAL, "a.b/c");
+    pod_bad(ALLOC, "{\"containers\":[{\"name\":\"c\",\"requests\":{},\"devices\":[]}]}",
+            ERR_INVAL, "devices");
+    pod_bad(ALLOC, "{\"containers\":[{\"name\":\"c\",\"requests\":{\"gpu\":1}}]}",
+            ERR_UNPROCESSABLE, "gpu");
+    pod_bad(ALLOC, "{\"containers\":[{\"name\":\"c\",\"requests\":{\"a.b/c\":-1}}]}",
+            ERR_UNPROCESSABLE, "a.b/c");
+    pod_bad(ALLOC, "{\"containers\":[{\"name\":\"c\",\"requests\":{\"a.b/c\":1025}}]}",
+            ERR_UNPROCESSABLE, "a.b/c");
+    pod_bad(ALLOC, "{\"uid\":\"../x/\",\"containers\":[]}", ERR_UNPROCESSABLE, "uid");
+}
+
+static void test_reservation(void)
+{
+    json_t *b = J("{\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":\"a.b/gpu\","
+                  "\"deviceIds\":[\"g2\"]}]}]}");
+    json_t *out = NULL;
+    char msg[256] = "";
+
+    CHECK_OK(validate_reservation(b, &out, msg, sizeof(msg)));
+    CHECK_STREQ(T(out), "[{\"devices\":[{\"deviceIds\":[\"g2\"],\"resourceName\":\"a.b/gpu\"}],"
+                        "\"name\":\"c\"}]");
+    json_decref(out);
+    json_decref(b);
+
+    pod_bad(RESV, "{\"uid\":\"x\",\"containers\":[]}", ERR_INVAL, "uid");
+    pod_bad(RESV, "{\"containers\":[{\"name\":\"c\",\"cpuIds\":[]}]}", ERR_INVAL, "cpuIds");
+    pod_bad(RESV, "{\"containers\":[{\"name\":\"c_d\"}]}", ERR_UNPROCESSABLE, "container name");
+}
+
+static void test_uid(void)
+{
+    char b[200];
+
+    CHECK(validate_uid(""));
+    CHECK(validate_uid("0b7e2c1a-1111-4a4a-9d9d-abcdefabcdef"));
+    CHECK(validate_uid("A.b_c-9"));
+    memset(b, 'a', 128);
+    b[128] = '\0';
+    CHECK(validate_uid(b));
+    b[128] = 'a';
+    b[129] = '\0';
+    CHECK(!validate_uid(b));
+    CHECK(!validate_uid("a b"));
+    CHECK(!validate_uid("a/b"));
+    CHECK(!validate_uid("a\"b"));
+}
+
+static void test_free_sentinel(void)
+{
+    json_decref(sentinel());
+}
+
+TEST_MAIN(test_devices_put, test_health_patch, test_pod_put, test_allocate, test_reservation,
+          test_uid, test_free_sentinel)
