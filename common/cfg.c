@@ -185,10 +185,11 @@ static err_t document(struct yconv *y, json_t **out)
     yaml_event_delete(&ev);
     if (!rc) {
         rc = next_event(y, &ev);
-        if (!rc && ev.type != YAML_STREAM_END_EVENT)
-            rc = fail(y, &ev.start_mark, "only one YAML document is allowed");
-        if (!rc)
+        if (!rc) {
+            if (ev.type != YAML_STREAM_END_EVENT)
+                rc = fail(y, &ev.start_mark, "only one YAML document is allowed");
             yaml_event_delete(&ev);
+        }
     }
     if (rc) {
         json_decref(root);

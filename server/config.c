@@ -119,10 +119,15 @@ err_t config_set(struct config *c, const char *key, const char *value, char *msg
             return set_str(field, value);
         snprintf(msg, cap, "key \"%s\": \"%s\" is not one of %s", o->key, value, o->choices);
         return ERR_INVAL;
-    case T_DURATION:
-        if (!cfg_parse_duration(value, field) && *(uint64_t *)field > 0)
+    case T_DURATION: {
+        uint64_t ms = 0;
+
+        if (!cfg_parse_duration(value, &ms) && ms > 0) {
+            *(uint64_t *)field = ms;
             return ERR_OK;
+        }
         break;
+    }
     case T_COUNT:
         if (!cfg_parse_int(value, 1, 100000000, &n)) {
             *(uint64_t *)field = (uint64_t)n;
@@ -134,7 +139,7 @@ err_t config_set(struct config *c, const char *key, const char *value, char *msg
     return ERR_INVAL;
 }
 
-/* devices: [{resourceName, devices: [...], ttlSeconds?}] -> validated. */
+/* devices: [{resourceName, devices: [...]}] -> validated. */
 static err_t static_devices(struct config *c, const json_t *list, char *msg, size_t cap)
 {
     json_t *out = json_array(), *e, *devs, *body;
@@ -153,13 +158,15 @@ static err_t static_devices(struct config *c, const json_t *list, char *msg, siz
             rc = ERR_INVAL;
             break;
         }
+        if (!names_is_resource_name(res)) {
+            snprintf(msg, cap, "key \"devices[%zu]\" (%s): invalid resource name: use "
+                     "domain/name", i, res);
+            rc = ERR_INVAL;
+            break;
+        }
         body = json_pack("{s:O}", "devices", json_object_get(e, "devices"));
         rc = body ? validate_devices_put(body, &devs, &ttl, why, sizeof(why)) : ERR_NOMEM;
         json_decref(body);
-        if (!rc && !names_is_resource_name(res)) {
-            snprintf(why, sizeof(why), "invalid resource name: use domain/name");
-            rc = ERR_INVAL;
-        }
         if (rc) {
             snprintf(msg, cap, "key \"devices[%zu]\" (%s): %s", i, res, why);
             break;

@@ -70,8 +70,8 @@ err_t store_changes_after(struct store *st, uint64_t *cursor, const struct feed_
                           size_t limit, char **buf, size_t *len, size_t *cap) WARN_UNUSED;
 
 /* ---- writes ---- */
-/* Replace the device set of 'resource'. 'devices' is a validated array of
- * {"id","health","topology","properties"}; ttl_ms 0 = no heartbeat.
+/* Replace the device set of 'resource'. 'devices' is the array
+ * validate_devices_put() builds: {"id","health","numa":[ids],"properties"}; ttl_ms 0 = no heartbeat.
  * *out = {"devices":[...],"revision":N}; *changed false when nothing did. */
 err_t store_resource_put(struct store *st, const char *resource, const json_t *devices,
                          uint64_t ttl_ms, char *msg, size_t cap, json_t **out,

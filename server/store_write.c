@@ -580,8 +580,11 @@ err_t store_expire_ttls(struct store *st, uint64_t now_ms, int *expired)
     err_t rc = st_tx_begin(st);
 
     *expired = 0;
-    if (!rc)
-        rc = st_prep(st->wdb, &s,
+    if (rc) {
+        json_decref(lapsed);
+        return rc;
+    }
+    rc = st_prep(st->wdb, &s,
                      "SELECT name FROM resources WHERE ttl_ms>0 AND expired=0 AND "
                      "refreshed_ms+ttl_ms<?",
                      "u", now_ms);
@@ -784,6 +787,8 @@ static err_t bind_pod(struct store *st, const char *ns, const char *name, const 
         text = jsonx_dumps(stored);
     if (!rc && !text)
         rc = ERR_NOMEM;
+    if (rc)
+        goto out;
     *created = !p.found || strcmp(p.uid, uid) != 0;
     *changed = *created || strcmp(p.containers, text) != 0;
     if (rc || !*changed)

@@ -248,7 +248,8 @@ static err_t device_groups(const json_t *groups, json_t *seen, json_t **out, cha
             if (!rc && !names_is_device_id(json_string_value(id)))
                 rc = bad(msg, cap, ERR_UNPROCESSABLE, "device id \"%s\" is invalid%s",
                          json_string_value(id), "");
-            snprintf(key, sizeof(key), "%s|%s", json_string_value(r), json_string_value(id));
+            if (!rc)
+                snprintf(key, sizeof(key), "%s|%s", json_string_value(r), json_string_value(id));
             if (!rc && json_object_get(seen, key))
                 rc = bad(msg, cap, ERR_UNPROCESSABLE, "device %s %s is listed twice in the pod",
                          json_string_value(r), json_string_value(id));
@@ -308,8 +309,10 @@ static err_t memory_list(const json_t *v, json_t **out, char *msg, size_t cap)
             rc = need_type(t, JSON_STRING, "containers[].memory[].memoryType", msg, cap);
         if (!rc)
             rc = need_type(s, JSON_INTEGER, "containers[].memory[].size", msg, cap);
-        if (!rc && (json_integer_value(s) < 0 || strlen(json_string_value(t)) > 63))
+        if (!rc && json_integer_value(s) < 0)
             rc = bad(msg, cap, ERR_UNPROCESSABLE, "memory size must be >= 0");
+        if (!rc && strlen(json_string_value(t)) > 63)
+            rc = bad(msg, cap, ERR_UNPROCESSABLE, "memoryType must be at most 63 bytes");
         if (!rc)
             rc = topology(json_object_get(m, "topology"), &numa, msg, cap);
         if (rc)

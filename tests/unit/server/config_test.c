@@ -244,9 +244,9 @@ static void test_apply(void)
     config_release(&c);
 }
 
-/* BUG (not in TEST_MAIN): a static device list with an invalid resource name
+/* Regression (was a bug): a static device list with an invalid resource name
  * leaks the validated device array (server/config.c static_devices). */
-__attribute__((unused)) static void bug_static_devices_bad_resource_leaks(void)
+static void test_static_devices_bad_resource(void)
 {
     struct config c;
     char msg[256] = "";
@@ -270,4 +270,4 @@ static void teardown(void)
     CHECK_OK(rmdir(tmpdir));
 }
 
-TEST_MAIN(setup, test_defaults, test_set, test_load, test_apply, teardown)
+TEST_MAIN(setup, test_defaults, test_set, test_load, test_apply, test_static_devices_bad_resource, teardown)

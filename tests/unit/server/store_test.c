@@ -1200,11 +1200,11 @@ static void test_persistence(void)
     fx_close(&f);
 }
 
-/* BUG (not in TEST_MAIN): binding an existing pod again with the same uid but
+/* Regression (was a bug): binding an existing pod again with the same uid but
  * a device that is held elsewhere (or unknown) crashes: bind_pod() in
  * server/store_write.c:788 runs strcmp(p.containers, text) with text == NULL
  * because resolve_containers() failed. Expected: ERR_CONFLICT, nothing changed. */
-__attribute__((unused)) static void bug_rebind_same_uid_conflict(void)
+static void test_rebind_same_uid_conflict(void)
 {
     struct fx f;
     char b[128];
@@ -1238,6 +1238,6 @@ __attribute__((unused)) static void bug_rebind_same_uid_conflict(void)
     fx_close(&f);
 }
 
-TEST_MAIN(quiet, test_open_schema, test_register, test_bind, test_allocate, test_numa_preference,
+TEST_MAIN(quiet, test_open_schema, test_rebind_same_uid_conflict, test_register, test_bind, test_allocate, test_numa_preference,
           test_reservations, test_release, test_removed_bound_device, test_ttl,
           test_changes_after, test_snapshot, test_persistence)
