@@ -55,7 +55,43 @@ def static_checks():
        "status devices topology.nodes[].id")
     eq(sorted(st["conditions"]["items"]["properties"]),
        ["lastTransitionTime", "message", "reason", "status", "type"], "condition fields")
+    structural(s)
     return crd
+
+
+def structural(root):
+    """The rules of a structural schema (apiextensions validation): a type on every
+    node (unless x-kubernetes-int-or-string / preserve-unknown-fields), items on
+    arrays, properties only on objects, and only metadata, spec, status, kind,
+    apiVersion at the root."""
+    eq(root.get("type"), "object", "schema root is an object")
+    check(set(root["properties"]) <= {"metadata", "spec", "status", "kind", "apiVersion"},
+          "only metadata/spec/status/kind/apiVersion at the root", sorted(root["properties"]))
+    bad = []
+
+    def walk(node, path):
+        if not isinstance(node, dict):
+            bad.append("%s: not a mapping" % path)
+            return
+        t = node.get("type")
+        if not t and not (node.get("x-kubernetes-int-or-string") or
+                          node.get("x-kubernetes-preserve-unknown-fields")):
+            bad.append("%s.type: Required value" % path)
+        if t == "array" and "items" not in node:
+            bad.append("%s.items: Required value" % path)
+        if "properties" in node and t not in ("object", None):
+            bad.append("%s: properties on a %s" % (path, t))
+        for k in ("allOf", "anyOf", "oneOf", "not"):
+            if k in node and "type" in str(node[k]):
+                bad.append("%s.%s: must not specify type" % (path, k))
+        for k, v in (node.get("properties") or {}).items():
+            walk(v, "%s.properties[%s]" % (path, k))
+        if isinstance(node.get("items"), dict):
+            walk(node["items"], path + ".items")
+        if isinstance(node.get("additionalProperties"), dict):
+            walk(node["additionalProperties"], path + ".additionalProperties")
+    walk(root, "openAPIV3Schema")
+    eq(bad, [], "the project's CRD schema is structural")
 
 
 def registration(emu, crd):
@@ -71,22 +107,45 @@ def registration(emu, crd):
     conds = {c["type"]: (c["status"], c["reason"]) for c in o["status"]["conditions"]}
     eq(conds.get("NamesAccepted"), ("True", "NoConflicts"), "NamesAccepted=True NoConflicts")
     eq(conds.get("Established"), ("True", "InitialNamesAccepted"), "Established=True")
-    eq(o["status"]["acceptedNames"]["listKind"], "DeviceBindingList", "acceptedNames copied")
+    want_names = dict(crd["spec"]["names"], singular="devicebinding", listKind="DeviceBindingList")
+    eq(o["status"]["acceptedNames"], want_names, "acceptedNames = spec.names with singular/listKind defaulted")
     eq(o["status"]["storedVersions"], ["v1alpha1"], "storedVersions")
     eq(emu.post(CRDS, crd).code, 409, "duplicate CRD -> 409")
     r = emu.get(CRDS)
     eq([i["metadata"]["name"] for i in r.json["items"]], ["devicebindings.podres.dev"], "list CRDs")
+    r = emu.patch(CRDS + "/devicebindings.podres.dev?fieldManager=kubectl-client-side-apply",
+                  {"metadata": {"annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"}}})
+    eq((r.code, r.json["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"],
+        r.json["metadata"]["generation"]), (200, "{}", 1), "merge PATCH on the CRD (kubectl re-apply)")
+    check(int(r.json["metadata"]["resourceVersion"]) > int(m["resourceVersion"]), "CRD patch bumps resourceVersion")
 
     # names defaulted
     c2 = copy.deepcopy(crd)
     c2["metadata"]["name"] = "widgets.example.com"
     c2["spec"]["group"] = "example.com"
     c2["spec"]["names"] = {"plural": "widgets", "kind": "Widget"}
-    r = emu.post(CRDS, c2)
+    del c2["spec"]["versions"][0]["subresources"]
+    off = copy.deepcopy(c2["spec"]["versions"][0])
+    off.update(name="v1beta1", served=False, storage=False)
+    c2["spec"]["versions"].append(off)
+    r = rc = emu.post(CRDS, c2)
     eq(r.code, 201, "second CRD created")
-    eq((r.json["spec"]["names"]["singular"], r.json["spec"]["names"]["listKind"]),
+    wp = "/apis/example.com/v1alpha1/namespaces/default/widgets"
+    w = {"apiVersion": "example.com/v1alpha1", "kind": "Widget", "metadata": {"name": "w"},
+         "spec": {"nodeName": "n"}, "status": {"phase": "Bound"}}
+    r = emu.post(wp, w)
+    eq((r.code, r.json.get("status")), (201, {"phase": "Bound"}), "without the status subresource, status is "
+       "written through the main endpoint")
+    r = emu.get(wp + "/w/status")
+    eq((r.code, r.json["kind"]), (404, "Status"), "/status on a CRD without the status subresource -> 404")
+    eq(emu.put(wp + "/w/status", r.json).code, 404, "PUT /status without the subresource -> 404")
+    eq(emu.get("/apis/example.com/v1beta1/namespaces/default/widgets").code, 404, "unserved version -> 404")
+    eq(emu.get("/apis/example.com/v1beta1").code, 404, "unserved version not in discovery")
+    res = [x["name"] for x in emu.get("/apis/example.com/v1alpha1").json["resources"]]
+    eq(res, ["widgets"], "no widgets/status in discovery without the subresource")
+    eq((rc.json["spec"]["names"]["singular"], rc.json["spec"]["names"]["listKind"]),
        ("widget", "WidgetList"), "singular and listKind defaulted")
-    eq(r.json["spec"]["conversion"], {"strategy": "None"}, "conversion strategy defaulted")
+    eq(rc.json["spec"]["conversion"], {"strategy": "None"}, "conversion strategy defaulted")
     eq(emu.delete(CRDS + "/widgets.example.com").code, 200, "delete second CRD")
 
     # discovery
@@ -101,10 +160,25 @@ def registration(emu, crd):
        (True, "DeviceBinding", "devicebinding", ["dvb"]), "devicebindings discovery entry")
     eq(sorted(d["verbs"]), sorted(["delete", "deletecollection", "get", "list", "patch", "create",
                                    "update", "watch"]), "eight verbs")
+    eq(d.get("categories"), ["podres"], "categories in discovery")
     eq(sorted(res["devicebindings/status"]["verbs"]), ["get", "patch", "update"], "status subresource listed")
+    eq((res["devicebindings/status"]["namespaced"], res["devicebindings/status"]["kind"]),
+       (True, "DeviceBinding"), "status subresource entry")
     r = emu.get("/apis/apiextensions.k8s.io/v1")
     crdres = {x["name"]: x for x in r.json["resources"]}
-    eq(crdres["customresourcedefinitions"]["shortNames"], ["crd", "crds"], "CRD discovery")
+    c = crdres["customresourcedefinitions"]
+    eq((c["shortNames"], c["namespaced"], c["kind"], c["singularName"], sorted(c["verbs"]), c.get("categories")),
+       (["crd", "crds"], False, "CustomResourceDefinition", "customresourcedefinition",
+        sorted(["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]),
+        ["api-extensions"]), "CRD discovery entry")
+    eq(sorted(crdres["customresourcedefinitions/status"]["verbs"]), ["get", "patch", "update"],
+       "customresourcedefinitions/status listed")
+    agg = {"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+                     "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"}
+    for path, kind in (("/apis", "APIGroupList"), (CR_BASE, "APIResourceList")):
+        r = emu.get(path, headers=agg)
+        eq((r.code, r.header("Content-Type"), r.json["kind"]), (200, "application/json", kind),
+           "aggregated Accept on %s gets legacy JSON" % path)
     eq(emu.get("/apis/podres.dev").json["kind"], "APIGroup", "/apis/podres.dev APIGroup")
     r = emu.get("/api", headers={"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;"
                                  "as=APIGroupDiscoveryList,application/json"})
@@ -121,6 +195,10 @@ def registration(emu, crd):
     r = emu.get("/apis/nosuch.io/v1/things")
     eq((r.code, r.json["kind"], r.json["message"]), (404, "Status", "the server could not find the requested "
                                                      "resource"), "unknown path -> 404 Status")
+    for path in (CR_BASE + "/widgets", "/api/v1/secrets", "/apis/podres.dev/v9/devicebindings", "/nosuch"):
+        r = emu.get(path)
+        eq((r.code, r.json and r.json["message"]), (404, "the server could not find the requested resource"),
+           "unknown resource/version %s -> 404 Status" % path)
 
 
 def bad_crds(emu, crd):

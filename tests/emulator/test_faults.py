@@ -216,6 +216,26 @@ def tokens():
     emu.stop()
 
 
+def token_file_rotation():
+    """Checklist 47: forced token expiry -> 401 until the client re-reads a replaced token file."""
+    from emutest import tmpdir
+    sa = os.path.join(tmpdir(), "sa")
+    emu = Emulator("--serviceaccount-dir", sa, token="file-t1")
+
+    def file_token():
+        with open(os.path.join(sa, "token")) as f:
+            return f.read()
+    eq(file_token(), "file-t1", "--serviceaccount-dir token file holds the token")
+    eq(emu.get("/api/v1/namespaces", token=file_token()).code, 200, "token from the file -> 200")
+    emu.admin("POST", "/token/expire")
+    eq(emu.get("/api/v1/namespaces", token=file_token()).code, 401, "expired: the file's token -> 401")
+    emu.admin("POST", "/token", {"token": "file-t2"})
+    eq(emu.get("/api/v1/namespaces", token="file-t1").code, 401, "a client that kept the old token: 401")
+    eq(file_token(), "file-t2", "the replaced token is written to the token file")
+    eq(emu.get("/api/v1/namespaces", token=file_token()).code, 200, "re-reading the token file -> 200")
+    emu.stop()
+
+
 def tls():
     emu = Emulator(tls=True, token="tls-token")
     r = emu.get("/version")
@@ -237,6 +257,7 @@ def run():
     counters(emu)
     emu.stop()
     tokens()
+    token_file_rotation()
     tls()
 
 

@@ -42,8 +42,10 @@ def run():
     eq((p["spec"]["nodeName"], p["metadata"]["labels"]["x"], p["metadata"]["generation"]), ("node-q", "1", 2),
        "patch_namespaced_custom_object (merge patch)")
     log = emu.admin("GET", "/requests")["requests"]
-    check(any(r["verb"] == "patch" and r["code"] == 200 and "OpenAPI-Generator" in r["userAgent"] for r in log),
-          "the patch went out as PATCH and succeeded")
+    check(any(r["verb"] == "patch" and r["code"] == 200 and "OpenAPI-Generator" in r["userAgent"] and
+              r["contentType"].startswith("application/merge-patch+json") for r in log),
+          "the patch went out as PATCH with application/merge-patch+json and succeeded",
+          [(r["verb"], r["contentType"]) for r in log])
     s = co.patch_namespaced_custom_object_status(GROUP, VERSION, "default", PLURAL, "pod-b",
                                                  {"status": {"phase": "Bound", "observedRevision": 4}})
     eq((s["status"]["phase"], s["metadata"]["generation"]), ("Bound", 2), "patch status")

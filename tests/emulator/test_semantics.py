@@ -59,9 +59,26 @@ def create_reads(emu):
     r = emu.get(db_path("default", "nosuch"))
     eq((r.code, r.json["reason"], r.json["message"], r.json["details"]["kind"]),
        (404, "NotFound", 'devicebindings.podres.dev "nosuch" not found', "devicebindings"), "GET missing -> 404")
+    eq((r.json["details"]["name"], r.json["details"]["group"]), ("nosuch", "podres.dev"),
+       "NotFound details name and group")
     r = emu.get(db_path("empty-ns"))
     eq((r.code, r.json["kind"], r.json["items"]), (200, "DeviceBindingList", []),
        "list in an unknown namespace is empty")
+    eq(r.header("Content-Type"), "application/json", "JSON responses are application/json")
+    eq(int(r.json["metadata"]["resourceVersion"]), emu.admin("GET", "/state")["resourceVersion"],
+       "list resourceVersion is the current global resourceVersion")
+    r = emu.get(CR_BASE + "/devicebindings")
+    eq((r.json["kind"], int(r.json["metadata"]["resourceVersion"])),
+       ("DeviceBindingList", emu.admin("GET", "/state")["resourceVersion"]),
+       "all-namespaces list with the global resourceVersion")
+    r = emu.req("GET", db_path("default", "a"), b'{"ignored": true}', ctype="application/json")
+    eq((r.code, r.json["metadata"]["name"]), (200, "a"), "Content-Type and body on a GET are ignored")
+    r = emu.get(db_path("default", "a") + "?pretty=true&timeout=30s")
+    eq(r.code, 200, "unknown query parameters pretty/timeout accepted on GET")
+    r = emu.patch(db_path("default", "a") + "?fieldManager=kubectl-patch&fieldValidation=Strict&timeout=10s"
+                  "&pretty=1", {"metadata": {"labels": {"q": "1"}}})
+    eq(r.code, 200, "fieldManager/fieldValidation/timeout/pretty accepted on PATCH")
+    emu.patch(db_path("default", "a"), {"metadata": {"labels": {"q": None}}})
     r = emu.get(CR_BASE + "/devicebindings?limit=1")
     check(r.json["metadata"]["resourceVersion"] and len(r.json["items"]) >= 2 and
           "continue" not in r.json["metadata"], "limit accepted, all items returned, no continue")
@@ -116,6 +133,14 @@ def updates(emu):
     eq(r.json["metadata"]["generation"], 3, "generation 3")
     r = emu.patch(db_path("default", "a"), {"metadata": {"labels": {"extra": "1"}}})
     eq(r.json["metadata"]["generation"], 3, "label change does not bump generation")
+    r = emu.patch(db_path("default", "a"), {"metadata": {"annotations": {"g": "1"}}})
+    eq((r.code, r.json["metadata"]["generation"]), (200, 3), "annotation change does not bump generation")
+    r = emu.patch(db_path("default", "a"), {"metadata": {"finalizers": ["podres.dev/gen"]}})
+    eq((r.json["metadata"]["finalizers"], r.json["metadata"]["generation"]), (["podres.dev/gen"], 3),
+       "finalizer edit does not bump generation")
+    r = emu.patch(db_path("default", "a"), {"metadata": {"finalizers": None, "annotations": {"g": None}}})
+    eq((r.code, r.json["metadata"].get("finalizers"), r.json["metadata"]["generation"]), (200, None, 3),
+       "finalizer removed again, generation still 3")
     check(int(rv_of(r.json)) > int(rv_of(cur)), "label change bumps resourceVersion")
     r = emu.patch(db_path("default", "a", "status"), {"status": {"phase": "Pending"}})
     eq((r.json["status"], r.json["metadata"]["generation"]), ({"phase": "Pending", "summary": "gpu=1"}, 3),
@@ -260,8 +285,9 @@ def watches(emu):
            "watch from %r starts with synthetic ADDED" % rv)
         eq(w.next(3), "EOF", "timeoutSeconds closes the stream cleanly")
         w.close()
-    r = emu.get(base + "?watch=false")
-    eq((r.code, r.json["kind"]), (200, "DeviceBindingList"), "watch=false is a list")
+    for v in ("false", "0", "False"):
+        r = emu.get(base + "?watch=" + v)
+        eq((r.code, r.json["kind"]), (200, "DeviceBindingList"), "watch=%s is a list" % v)
 
     # bookmarks
     w = emu.watch(base + "?watch=1&allowWatchBookmarks=true&resourceVersion=" + start)
@@ -316,6 +342,15 @@ def watches(emu):
     eq(r.code, 422, "sendInitialEvents -> 422 (WatchList gate off)")
     check("sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"
           in r.json["message"], "sendInitialEvents message")
+    r = emu.get(base + "?watch=1&resourceVersion=0&resourceVersionMatch=NotOlderThan")
+    eq(r.code, 422, "resourceVersionMatch on a watch without sendInitialEvents -> 422")
+    check("resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided" in r.json["message"],
+          "resourceVersionMatch message", r.json["message"])
+    w = emu.watch(base + "?watch=1&resourceVersion=" + start, accept=TABLE_ACCEPT)
+    e = w.next()
+    eq((e["type"], e["object"]["kind"], e["object"]["code"]), ("ERROR", "Status", 410),
+       "Table watch: ERROR stays a Status")
+    w.close()
 
     # Table watch
     cur = emu.get(base).json["metadata"]["resourceVersion"]
@@ -375,6 +410,15 @@ def selectors(emu):
     check(wf.quiet(0.3), "field-selected watch skips the rest")
     w.close()
     wf.close()
+    cur = emu.get(db_path(ns)).json["metadata"]["resourceVersion"]
+    w = emu.watch(db_path(ns) + "?watch=1&labelSelector=" + quote("tier in (a,c),!gone") + "&resourceVersion=" + cur)
+    emu.patch(db_path(ns, "s3"), {"metadata": {"labels": {"gone": "1"}}})
+    emu.patch(db_path(ns, "s1"), {"metadata": {"labels": {"tier": "c"}}})
+    evs = w.events(2)
+    eq([(e["type"], e["object"]["metadata"]["name"]) for e in evs], [("DELETED", "s3"), ("ADDED", "s1")],
+       "set-based labelSelector on watch")
+    check(w.quiet(0.3), "set-based watch skips the rest")
+    w.close()
     w = emu.watch(CR_BASE + "/devicebindings?watch=1&fieldSelector=metadata.namespace%3Dsel&resourceVersion=0")
     eq(sorted(e["object"]["metadata"]["name"] for e in w.events(3)), ["s1", "s2", "s3"],
        "all-namespaces watch with metadata.namespace")
@@ -387,6 +431,15 @@ def pods_and_gc(emu):
     eq(r.code, 201, "namespace ml created")
     eq(r.json["status"]["phase"], "Active", "namespace Active")
     eq(emu.get(NS + "/ml").json["metadata"]["name"], "ml", "GET namespace")
+    r = emu.get(NS)
+    check(r.json["kind"] == "NamespaceList" and {"default", "ml"} <= {i["metadata"]["name"] for i in r.json["items"]},
+          "list namespaces")
+    wn = emu.watch(NS + "?watch=1&fieldSelector=metadata.name%3Dml&resourceVersion=0")
+    e = wn.next()
+    eq((e["type"], e["object"]["kind"], e["object"]["metadata"]["name"]), ("ADDED", "Namespace", "ml"),
+       "watch namespaces")
+    eq(emu.post(NS, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}}).code, 409,
+       "duplicate namespace -> 409")
 
     def pod(name, node):
         return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
@@ -407,8 +460,19 @@ def pods_and_gc(emu):
     eq(r.json["kind"], "PodList", "PodList")
     r = emu.get(NS + "/ml/pods?fieldSelector=spec.nodeName%3Dnode-b")
     eq([p["metadata"]["name"] for p in r.json["items"]], ["p2"], "namespaced pods by spec.nodeName")
+    r = emu.get(NS + "/ml/pods/p2")
+    eq((r.code, r.json["kind"], r.json["spec"]["nodeName"]), (200, "Pod", "node-b"), "GET pod")
+    eq(len(emu.get(NS + "/ml/pods").json["items"]), 3, "list pods in a namespace")
     w = emu.watch("/api/v1/pods?watch=1&fieldSelector=spec.nodeName%3Dnode-b&resourceVersion=0")
     eq(w.next()["object"]["metadata"]["name"], "p2", "pod watch with spec.nodeName")
+    check(w.quiet(0.2), "pod watch skips other nodes")
+    p4 = pod("p4", "node-b")
+    eq(emu.post(NS + "/ml/pods", p4).code, 201, "pod p4 created")
+    e = w.next()
+    eq((e["type"], e["object"]["metadata"]["name"]), ("ADDED", "p4"), "pod watch sees a new pod on the node")
+    eq(emu.delete(NS + "/ml/pods/p4").code, 200, "delete pod p4")
+    e = w.next()
+    eq((e["type"], e["object"]["metadata"]["name"]), ("DELETED", "p4"), "pod watch sees the deletion")
     w.close()
 
     def owned(name, owner_name, uid, owner_ns=ns):
@@ -455,10 +519,15 @@ def pods_and_gc(emu):
     # namespace deletion removes its content, asynchronously
     r = emu.delete(NS + "/ml")
     eq((r.code, r.json["status"]["phase"]), (200, "Terminating"), "namespace delete -> Terminating")
+    e = wn.next()
+    eq((e["type"], e["object"]["status"]["phase"]), ("MODIFIED", "Terminating"), "namespace watch: Terminating")
     r = emu.post(db_path(ns), db("late", ns=ns))
     eq(r.code, 403, "create in a terminating namespace -> 403")
     wait_for(lambda: emu.get(NS + "/ml").code == 404, "namespace to go away")
     eq(emu.get(db_path(ns)).json["items"], [], "its DeviceBindings went with it")
+    e = wn.next()
+    eq((e["type"], e["object"]["metadata"]["name"]), ("DELETED", "ml"), "namespace watch: DELETED")
+    wn.close()
 
 
 def run():

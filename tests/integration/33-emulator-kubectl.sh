@@ -57,8 +57,14 @@ sequence() {  # sequence LABEL: the full checklist-51 run with $KUBECTL
     expect_out '^devicebinding.podres.dev/train-0 unchanged$' "$label: apply again is unchanged" \
         k apply -f "$d/cr.yaml"
     write_cr "$d/cr.yaml" node-b
+    curl -sf ${CURL_CA:+--cacert "$CURL_CA"} -X DELETE "$EMU_ADMIN/requests" >/dev/null
     expect_out '^devicebinding.podres.dev/train-0 configured$' "$label: changed file is configured" \
         k apply -f "$d/cr.yaml"
+    curl -sf ${CURL_CA:+--cacert "$CURL_CA"} "$EMU_ADMIN/requests" | jq -e '[.requests[] | select(.verb == "patch"
+        and .resource == "devicebindings" and .code == 200
+        and (.contentType | startswith("application/merge-patch+json")))] | length == 1' >/dev/null \
+        || fail "$label: configured was not one merge-patch PATCH"
+    pass "$label: configured went out as a merge-patch PATCH"
     expect_out 'patched' "$label: status through the status subresource" \
         k patch dvb train-0 -n ml --subresource=status --type=merge \
         -p '{"status":{"phase":"Bound","summary":"nvidia.com/gpu=2","nodeName":"node-b"}}'
@@ -69,6 +75,7 @@ sequence() {  # sequence LABEL: the full checklist-51 run with $KUBECTL
     grep -Eq '^ml +train-0 +node-b +Bound +nvidia.com/gpu=2 +[0-9]+s$' <<<"$out" || fail "$label: get -A row: $out"
     pass "$label: get devicebindings -A shows NAMESPACE NAME NODE PHASE DEVICES AGE with values"
     expect_out '^train-0 +node-b +Bound' "$label: short name dvb" k get dvb -n ml --no-headers
+    expect_out '^ml +train-0 +node-b +Bound' "$label: category podres" k get podres -A --no-headers
     out=$(k get devicebindings -n ml -o yaml) || fail "$label: -o yaml"
     grep -q '^kind: List' <<<"$out" && grep -q 'name: train-0' <<<"$out" && grep -q 'phase: Bound' <<<"$out" \
         || fail "$label: -o yaml: $out"
@@ -126,6 +133,7 @@ stop_emulator
 
 # 2. kubectl 1.27 over TLS with a bearer token, then the machine's kubectl there too
 tests/fixtures/make-test-certs "$TMP/certs"
+CURL_CA=$TMP/certs/ca.crt
 start_emulator tls --tls-cert "$TMP/certs/server.crt" --tls-key "$TMP/certs/server.key" \
     --ca-cert "$TMP/certs/ca.crt" --token "tok-$$"
 grep -q "token: \"tok-$$\"" "$KCFG" || fail "kubeconfig has no token"
@@ -147,6 +155,7 @@ for KUBECTL in kubectl "$K127"; do
 done
 stop_emulator
 
+CURL_CA=
 # 3. every other kubectl.1.* installed: apply, get -A, delete
 start_emulator others
 KUBECTL=kubectl
