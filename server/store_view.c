@@ -38,6 +38,27 @@ json_t *st_topology(const json_t *numa_ids)
     return json_pack("{s:o}", "nodes", nodes);
 }
 
+/* Run 'sql' bound to (a, b) and convert its one row; ERR_NOTFOUND without one. */
+static err_t one_row(sqlite3 *db, const char *sql, json_t *(*conv)(sqlite3_stmt *),
+                     const char *a, const char *b, json_t **out)
+{
+    sqlite3_stmt *s = NULL;
+    bool row = false;
+    err_t rc = st_prep(db, &s, sql, "tt", a, b);
+
+    if (!rc)
+        rc = st_step(db, s, &row);
+    if (!rc && !row)
+        rc = ERR_NOTFOUND;
+    if (!rc) {
+        *out = conv(s);
+        if (!*out)
+            rc = ERR_NOMEM;
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
 static json_t *device_row(sqlite3_stmt *s)
 {
     json_t *numa = st_json(s, 3);
@@ -57,23 +78,9 @@ static json_t *device_row(sqlite3_stmt *s)
     return d;
 }
 
-err_t st_device_json(sqlite3 *db, const char *resource, const char *id, json_t **out)
+err_t st_device_json(sqlite3 *db, const char *a, const char *b, json_t **out)
 {
-    sqlite3_stmt *s = NULL;
-    bool row = false;
-    err_t rc = st_prep(db, &s, DEVICE_VIEW_SQL "WHERE d.resource=? AND d.id=?", "tt", resource, id);
-
-    if (!rc)
-        rc = st_step(db, s, &row);
-    if (!rc && !row)
-        rc = ERR_NOTFOUND;
-    if (!rc) {
-        *out = device_row(s);
-        if (!*out)
-            rc = ERR_NOMEM;
-    }
-    sqlite3_finalize(s);
-    return rc;
+    return one_row(db, DEVICE_VIEW_SQL "WHERE d.resource=? AND d.id=?", device_row, a, b, out);
 }
 
 static json_t *pod_row(sqlite3_stmt *s)
@@ -85,23 +92,9 @@ static json_t *pod_row(sqlite3_stmt *s)
 
 #define POD_SQL "SELECT namespace,name,uid,containers,revision FROM pods "
 
-err_t st_pod_json(sqlite3 *db, const char *ns, const char *name, json_t **out)
+err_t st_pod_json(sqlite3 *db, const char *a, const char *b, json_t **out)
 {
-    sqlite3_stmt *s = NULL;
-    bool row = false;
-    err_t rc = st_prep(db, &s, POD_SQL "WHERE namespace=? AND name=?", "tt", ns, name);
-
-    if (!rc)
-        rc = st_step(db, s, &row);
-    if (!rc && !row)
-        rc = ERR_NOTFOUND;
-    if (!rc) {
-        *out = pod_row(s);
-        if (!*out)
-            rc = ERR_NOMEM;
-    }
-    sqlite3_finalize(s);
-    return rc;
+    return one_row(db, POD_SQL "WHERE namespace=? AND name=?", pod_row, a, b, out);
 }
 
 static json_t *reservation_row(sqlite3_stmt *s)
@@ -113,23 +106,9 @@ static json_t *reservation_row(sqlite3_stmt *s)
 
 #define RESV_SQL "SELECT namespace,name,containers,state,message,revision FROM reservations "
 
-err_t st_reservation_json(sqlite3 *db, const char *ns, const char *name, json_t **out)
+err_t st_reservation_json(sqlite3 *db, const char *a, const char *b, json_t **out)
 {
-    sqlite3_stmt *s = NULL;
-    bool row = false;
-    err_t rc = st_prep(db, &s, RESV_SQL "WHERE namespace=? AND name=?", "tt", ns, name);
-
-    if (!rc)
-        rc = st_step(db, s, &row);
-    if (!rc && !row)
-        rc = ERR_NOTFOUND;
-    if (!rc) {
-        *out = reservation_row(s);
-        if (!*out)
-            rc = ERR_NOMEM;
-    }
-    sqlite3_finalize(s);
-    return rc;
+    return one_row(db, RESV_SQL "WHERE namespace=? AND name=?", reservation_row, a, b, out);
 }
 
 /* Run 'stmt' and collect 'conv' of every row into a new array. */
