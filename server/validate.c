@@ -31,7 +31,7 @@ static err_t need_type(const json_t *v, json_type t, const char *field, char *ms
     if (v && json_typeof(v) == t)
         return ERR_OK;
     if (!v)
-        return bad(msg, cap, ERR_INVAL, "missing required field \"%s\"", field);
+        return bad(msg, cap, ERR_UNPROCESSABLE, "%s: Required value", field);
     return bad(msg, cap, ERR_INVAL, "field \"%s\" must be a JSON %s", field, names[t]);
 }
 
@@ -363,8 +363,10 @@ static err_t requests(const json_t *r, json_t **out, char *msg, size_t cap)
     const char *k;
     json_t *v;
 
-    if (need_type(r, JSON_OBJECT, "containers[].requests", msg, cap))
-        return ERR_INVAL;
+    err_t rc = need_type(r, JSON_OBJECT, "containers[].requests", msg, cap);
+
+    if (rc)
+        return rc;
     json_object_foreach((json_t *)r, k, v) {
         if (!names_is_resource_name(k))
             return bad(msg, cap, ERR_UNPROCESSABLE, "requests: resource name \"%s\" is invalid",

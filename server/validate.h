@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* validate.h - checks of request bodies and their canonical forms for the
  * store. Pure: no I/O, thread-safe. Structural problems (wrong JSON types,
- * unknown fields, missing fields) are ERR_INVAL (400 BadRequest); invalid
- * values (names, ranges, duplicates) are ERR_UNPROCESSABLE (422 Invalid).
+ * unknown fields) are ERR_INVAL (400 BadRequest); missing required fields and
+ * invalid values (names, ranges, duplicates) are ERR_UNPROCESSABLE (422
+ * Invalid), as the Kubernetes API server answers.
  * On failure 'msg' names the field. Outputs are new; untouched on failure. */
 #ifndef PODRES_VALIDATE_H
 #define PODRES_VALIDATE_H

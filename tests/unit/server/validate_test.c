@@ -81,11 +81,11 @@ static void test_devices_put(void)
 
     /* structure: 400 */
     devices_bad("[]", ERR_INVAL, "body");
-    devices_bad("{}", ERR_INVAL, "devices");
+    devices_bad("{}", ERR_UNPROCESSABLE, "devices");
     devices_bad("{\"devices\":{}}", ERR_INVAL, "devices");
     devices_bad("{\"devices\":[],\"extra\":1}", ERR_INVAL, "extra");
     devices_bad("{\"devices\":[5]}", ERR_INVAL, "devices[]");
-    devices_bad("{\"devices\":[{}]}", ERR_INVAL, "devices[].id");
+    devices_bad("{\"devices\":[{}]}", ERR_UNPROCESSABLE, "devices[].id");
     devices_bad("{\"devices\":[{\"id\":3}]}", ERR_INVAL, "devices[].id");
     devices_bad("{\"devices\":[{\"id\":\"a\",\"colour\":\"red\"}]}", ERR_INVAL, "colour");
     devices_bad("{\"devices\":[{\"id\":\"a\",\"health\":true}]}", ERR_INVAL, "health");
@@ -127,7 +127,7 @@ static void test_health_patch(void)
     json_decref(b);
     b = J("{}");
     msg[0] = '\0';
-    CHECK_EQ_INT(validate_health_patch(b, &h, msg, sizeof(msg)), ERR_INVAL);
+    CHECK_EQ_INT(validate_health_patch(b, &h, msg, sizeof(msg)), ERR_UNPROCESSABLE);
     CHECK(strstr(msg, "health") != NULL);
     json_decref(b);
     b = J("{\"health\":\"Healthy\",\"x\":1}");
@@ -188,23 +188,23 @@ static void test_pod_put(void)
     json_decref(b);
 
     pod_bad(POD, "[]", ERR_INVAL, "body");
-    pod_bad(POD, "{}", ERR_INVAL, "containers");
+    pod_bad(POD, "{}", ERR_UNPROCESSABLE, "containers");
     pod_bad(POD, "{\"containers\":[],\"spec\":{}}", ERR_INVAL, "spec");
     pod_bad(POD, "{\"uid\":5,\"containers\":[]}", ERR_INVAL, "uid");
-    pod_bad(POD, "{\"containers\":[{}]}", ERR_INVAL, "containers[].name");
+    pod_bad(POD, "{\"containers\":[{}]}", ERR_UNPROCESSABLE, "containers[].name");
     pod_bad(POD, "{\"containers\":[{\"name\":\"a\",\"requests\":{}}]}", ERR_INVAL, "requests");
     pod_bad(POD, "{\"containers\":[{\"name\":\"a\",\"devices\":{}}]}", ERR_INVAL,
             "containers[].devices");
     pod_bad(POD, "{\"containers\":[{\"name\":\"a\",\"devices\":[{\"deviceIds\":[\"x\"]}]}]}",
-            ERR_INVAL, "resourceName");
+            ERR_UNPROCESSABLE, "resourceName");
     pod_bad(POD, "{\"containers\":[{\"name\":\"a\",\"devices\":[{\"resourceName\":\"a.b/c\"}]}]}",
-            ERR_INVAL, "deviceIds");
+            ERR_UNPROCESSABLE, "deviceIds");
     pod_bad(POD,
             "{\"containers\":[{\"name\":\"a\",\"devices\":[{\"resourceName\":\"a.b/c\","
             "\"deviceIds\":[1]}]}]}",
             ERR_INVAL, "deviceIds[]");
     pod_bad(POD, "{\"containers\":[{\"name\":\"a\",\"cpuIds\":[\"1\"]}]}", ERR_INVAL, "cpuIds");
-    pod_bad(POD, "{\"containers\":[{\"name\":\"a\",\"memory\":[{\"size\":1}]}]}", ERR_INVAL,
+    pod_bad(POD, "{\"containers\":[{\"name\":\"a\",\"memory\":[{\"size\":1}]}]}", ERR_UNPROCESSABLE,
             "memoryType");
     pod_bad(POD, "{\"uid\":\"bad uid\",\"containers\":[]}", ERR_UNPROCESSABLE, "uid");
     pod_bad(POD, "{\"containers\":[{\"name\":\"Main\"}]}", ERR_UNPROCESSABLE, "container name");
@@ -250,7 +250,7 @@ static void test_allocate(void)
     json_decref(out);
     json_decref(b);
 
-    pod_bad(ALLOC, "{\"containers\":[{\"name\":\"c\"}]}", ERR_INVAL, "requests");
+    pod_bad(ALLOC, "{\"containers\":[{\"name\":\"c\"}]}", ERR_UNPROCESSABLE, "requests");
     pod_bad(ALLOC, "{\"containers\":[{\"name\":\"c\",\"requests\":[]}]}", ERR_INVAL,
             "requests");
     pod_bad(ALLOC, "{\"containers\":[{\"name\":\"c\",\"requests\":{\"a.b/c\":\"2\"}}]}",
