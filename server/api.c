@@ -51,6 +51,7 @@ static err_t parse_body(struct api_req *r, json_t **body)
 
     if (!rc && !json_is_object(*body)) {
         json_decref(*body);
+        *body = NULL;
         return fail(r, ERR_INVAL, "request body must be a JSON object");
     }
     return rc;

@@ -221,7 +221,7 @@ static bool token_ok(const char *want, const char *auth)
     size_t i, n, m;
     unsigned char diff = 0;
 
-    if (!want || !auth || strncmp(auth, "Bearer ", 7) != 0)
+    if (!want || !auth || strncasecmp(auth, "Bearer ", 7) != 0)
         return false;
     auth += 7;
     n = strlen(want);
@@ -230,6 +230,17 @@ static bool token_ok(const char *want, const char *auth)
     for (i = 0; i < n; i++)
         diff |= (unsigned char)(want[i] ^ (i < m ? auth[i] : 0));
     return diff == 0;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
 }
 
 /* Host must name the loopback (DNS-rebinding defence on TCP). */
@@ -292,6 +303,41 @@ static err_t check_access(struct listener *l, struct MHD_Connection *conn,
     return ERR_OK;
 }
 
+/* True when the media type of 'ct' (before any ';' parameters) is 'want'. */
+static bool media_is(const char *ct, const char *want)
+{
+    size_t n = strlen(want);
+
+    if (strncasecmp(ct, want, n) != 0)
+        return false;
+    ct += n;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
+    return *ct == '\0' || *ct == ';';
+}
+
+/* libmicrohttpd's unescape, except that %00 stays as it is: a NUL would cut
+ * a name or a uid short after the check. Names with '%' fail validation. */
+static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+    char *r = s, *w = s;
+    int hi, lo;
+
+    (void)cls;
+    (void)conn;
+    while (*r) {
+        if (r[0] == '%' && (hi = hexval(r[1])) >= 0 && (lo = hexval(r[2])) >= 0 &&
+            (hi | lo) != 0) {
+            *w++ = (char)(hi * 16 + lo);
+            r += 3;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = '\0';
+    return (size_t)(w - s);
+}
+
 static err_t check_body(struct MHD_Connection *conn, struct ctx *c, const struct api_route *rt,
                         char *msg, size_t cap)
 {
@@ -299,8 +345,8 @@ static err_t check_body(struct MHD_Connection *conn, struct ctx *c, const struct
 
     if (!rt->has_body)
         return ERR_OK;
-    if (ct && strncasecmp(ct, "application/json", 16) != 0 &&
-        strncasecmp(ct, "application/merge-patch+json", 28) != 0) {
+    if (ct && !media_is(ct, "application/json") &&
+        !(strcmp(rt->method, "PATCH") == 0 && media_is(ct, "application/merge-patch+json"))) {
         snprintf(msg, cap, "Content-Type \"%.100s\" is not supported: send application/json", ct);
         return ERR_MEDIATYPE;
     }
@@ -425,15 +471,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     if (*upload_data_size) {
-        bool ok = body_append(c, upload_data, *upload_data_size);
+        bool ok = c->too_large || body_append(c, upload_data, *upload_data_size);
 
         *upload_data_size = 0;
         if (!ok && c->too_large)
-            return too_large(conn, c);
+            return MHD_YES; /* discard the rest; 413 on the final call */
         if (!ok)
             return queue_error(conn, c, ERR_NOMEM, "out of memory reading the body");
         return MHD_YES;
     }
+    if (c->too_large)
+        return too_large(conn, c);
     return dispatch(l, conn, c, url, method);
 }
 
@@ -627,7 +675,8 @@ static err_t start_daemon(struct listener *l, int fd, const struct http_opts *o)
         flags, 0, NULL, NULL, on_request, l, MHD_OPTION_LISTEN_SOCKET, fd,
         MHD_OPTION_CONNECTION_LIMIT, o->conn_limit, MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->tcp ? o->conn_limit : 0,
-        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1024 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
+        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1024 * 1024), MHD_OPTION_UNESCAPE_CALLBACK,
+        unescape, NULL, MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, l, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
     if (!l->d) {
         log_err("cannot start the HTTP server");
