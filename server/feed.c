@@ -8,6 +8,8 @@
 #include <pthread.h>
 #include <time.h>
 
+#define FEED_CHUNK 65536 /* bytes copied out per wait, unless one line is longer */
+
 /* Lock: 'mu' guards every field below it. */
 struct feed {
     pthread_mutex_t mu;
@@ -137,7 +139,6 @@ static enum feed_wait_result take(struct feed *f, uint64_t *cursor, const struct
                                   char **buf, size_t *len, size_t *cap)
 {
     size_t start = *len;
-    size_t limit = *cap > *len ? *cap : *len + 65536;
 
     if (*cursor + 1 < f->first)
         return FEED_BEHIND;
@@ -145,7 +146,8 @@ static enum feed_wait_result take(struct feed *f, uint64_t *cursor, const struct
         struct feed_event *e = &f->ring[(*cursor + 1) % f->cap];
 
         if (feed_match(flt, e->kind, e->ns)) {
-            if (*len > start && *len + e->len > limit)
+            /* At most FEED_CHUNK bytes a call, but always one whole line. */
+            if (*len > start && *len - start + e->len > FEED_CHUNK)
                 break;
             if (append(buf, len, cap, e->line, e->len))
                 break;

@@ -46,11 +46,11 @@ void feed_publish(struct feed *f, struct feed_event *ev, size_t n);
 /* Wake every watcher and make all waits return FEED_CLOSED from now on. */
 void feed_close(struct feed *f);
 
-/* Copy the lines of events after *cursor that match 'flt' into 'buf' (at most
- * 'cap' bytes; at least one whole line is always taken even if longer, then
- * *buf is grown with realloc) and advance *cursor over every event looked at.
- * Waits until 'deadline_ms' (CLOCK_MONOTONIC milliseconds) when there is none.
- * *len is the number of bytes appended to *buf at offset *len. */
+/* Append the lines of events after *cursor that match 'flt' to the growable
+ * buffer *buf (*len bytes used, *cap allocated; grown with realloc), about
+ * 64 KiB a call but always whole lines, and advance *cursor over every event
+ * looked at. Waits until 'deadline_ms' (CLOCK_MONOTONIC milliseconds) when
+ * there is none. */
 enum feed_wait_result feed_wait(struct feed *f, uint64_t *cursor, const struct feed_filter *flt,
                                 uint64_t deadline_ms, char **buf, size_t *len, size_t *cap);
 

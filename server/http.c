@@ -163,21 +163,25 @@ static bool split_path(char *p, const char **seg, size_t *n)
     }
 }
 
+/* True when 'pattern' ("v1/resources/{*}/{*}/devices" spelled with bare
+ * stars) has exactly the segments 'seg'; a star matches any one segment. */
 static bool pattern_matches(const char *pattern, const char *const *seg, size_t n)
 {
-    char buf[128];
-    char *save = NULL, *tok;
-    size_t i = 0;
+    const char *p = pattern, *end;
+    size_t i, len;
 
-    snprintf(buf, sizeof(buf), "%s", pattern);
-    for (tok = strtok_r(buf, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
-        if (i >= n)
+    for (i = 0; i < n; i++) {
+        if (*p == '\0')
             return false;
-        if (strcmp(tok, "*") != 0 && strcmp(tok, seg[i]) != 0)
+        end = strchr(p, '/');
+        len = end ? (size_t)(end - p) : strlen(p);
+        if (!(len == 1 && *p == '*') && (strlen(seg[i]) != len || strncmp(p, seg[i], len) != 0))
             return false;
-        i++;
+        p += len;
+        if (*p == '/')
+            p++;
     }
-    return i == n;
+    return *p == '\0';
 }
 
 /* The route for method and segments; *path_known tells 405 from 404. */

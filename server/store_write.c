@@ -222,27 +222,63 @@ static json_t *sorted_strings(const json_t *arr)
     return out;
 }
 
-/* ---- reservations' state ---- */
+/* Called by each_device() for one device of a containers array. */
+typedef err_t (*device_fn)(struct store *st, const char *container, const char *resource,
+                           const char *id, void *ctx);
 
-/* "container:resource/id" for each device of a containers array, sorted. */
-static json_t *container_keys(const json_t *containers)
+/* Call 'fn' for every device id of 'containers' ([{"name","devices":[{"resourceName",
+ * "deviceIds"}]}]) in order; stops at the first error and returns it. */
+static err_t each_device(struct store *st, const json_t *containers, device_fn fn, void *ctx)
 {
-    json_t *keys = json_array(), *c, *g, *id, *out;
+    json_t *c, *g, *id;
     size_t i, j, k;
-    char buf[KEY_MAX + 80];
+    err_t rc;
 
     json_array_foreach(containers, i, c) {
         json_array_foreach(json_object_get(c, "devices"), j, g) {
             json_array_foreach(json_object_get(g, "deviceIds"), k, id) {
-                snprintf(buf, sizeof(buf), "%s:%s/%s",
-                         json_string_value(json_object_get(c, "name")),
-                         json_string_value(json_object_get(g, "resourceName")),
-                         json_string_value(id));
-                json_array_append_new(keys, json_string(buf));
+                rc = fn(st, json_string_value(json_object_get(c, "name")),
+                        json_string_value(json_object_get(g, "resourceName")),
+                        json_string_value(id), ctx);
+                if (rc)
+                    return rc;
             }
         }
     }
-    out = sorted_strings(keys);
+    return ERR_OK;
+}
+
+/* Sort the deviceIds of every group of 'containers' in place. */
+static void sort_ids(json_t *containers)
+{
+    json_t *c, *g;
+    size_t i, j;
+
+    json_array_foreach(containers, i, c) {
+        json_array_foreach(json_object_get(c, "devices"), j, g)
+            json_object_set_new(g, "deviceIds", sorted_strings(json_object_get(g, "deviceIds")));
+    }
+}
+
+/* ---- reservations' state ---- */
+
+static err_t add_key(struct store *st, const char *container, const char *resource,
+                     const char *id, void *ctx)
+{
+    char buf[KEY_MAX + 80];
+
+    (void)st;
+    snprintf(buf, sizeof(buf), "%s:%s/%s", container, resource, id);
+    return json_array_append_new(ctx, json_string(buf)) ? ERR_NOMEM : ERR_OK;
+}
+
+/* "container:resource/id" for each device of a containers array, sorted. */
+static json_t *container_keys(const json_t *containers)
+{
+    json_t *keys = json_array(), *out = NULL;
+
+    if (keys && !each_device(NULL, containers, add_key, keys))
+        out = sorted_strings(keys);
     json_decref(keys);
     return out;
 }
@@ -261,41 +297,44 @@ static void keys_text(const json_t *keys, char *out, size_t cap)
     }
 }
 
+struct blocker {
+    const char *self; /* "ns/name" of the reservation */
+    char *msg;        /* the reason, "" while none */
+    size_t cap;       /* its size */
+};
+
+static err_t check_reserved_device(struct store *st, const char *container, const char *res,
+                                   const char *id, void *ctx)
+{
+    struct blocker *b = ctx;
+    struct devrow d;
+    err_t rc = devrow_get(st, res, id, &d);
+
+    (void)container;
+    json_decref(d.numa);
+    if (rc)
+        return rc;
+    if (!d.found || d.removed)
+        snprintf(b->msg, b->cap, "device %s %s is not registered", res, id);
+    else if (strcmp(d.health, "Healthy") != 0)
+        snprintf(b->msg, b->cap, "device %s %s is Unhealthy", res, id);
+    else if (d.holder[0] && strcmp(d.holder, b->self) != 0)
+        snprintf(b->msg, b->cap, "device %s %s is bound to %s", res, id, d.holder);
+    return b->msg[0] ? ERR_CONFLICT : ERR_OK; /* ERR_CONFLICT only stops the walk */
+}
+
 /* Why the reserved devices cannot be honoured now, or "" when they can. */
 static err_t resv_blocker(struct store *st, const char *ns, const char *name,
                           const json_t *containers, char *msg, size_t cap)
 {
-    json_t *c, *g, *id;
-    size_t i, j, k;
-    struct devrow d;
     char self[512];
-    const char *res;
-    err_t rc = ERR_OK;
+    struct blocker b = {.self = self, .msg = msg, .cap = cap};
+    err_t rc;
 
     snprintf(self, sizeof(self), "%s/%s", ns, name);
     msg[0] = '\0';
-    json_array_foreach(containers, i, c) {
-        json_array_foreach(json_object_get(c, "devices"), j, g) {
-            res = json_string_value(json_object_get(g, "resourceName"));
-            json_array_foreach(json_object_get(g, "deviceIds"), k, id) {
-                rc = devrow_get(st, res, json_string_value(id), &d);
-                json_decref(d.numa);
-                if (rc)
-                    return rc;
-                if (!d.found || d.removed)
-                    snprintf(msg, cap, "device %s %s is not registered", res,
-                             json_string_value(id));
-                else if (strcmp(d.health, "Healthy") != 0)
-                    snprintf(msg, cap, "device %s %s is Unhealthy", res, json_string_value(id));
-                else if (d.holder[0] && strcmp(d.holder, self) != 0)
-                    snprintf(msg, cap, "device %s %s is bound to %s", res, json_string_value(id),
-                             d.holder);
-                if (msg[0])
-                    return ERR_OK;
-            }
-        }
-    }
-    return ERR_OK;
+    rc = each_device(st, containers, check_reserved_device, &b);
+    return rc == ERR_CONFLICT ? ERR_OK : rc;
 }
 
 /* Compute the state a reservation should have now. */
@@ -680,8 +719,11 @@ static err_t resolve_containers(struct store *st, const char *ns, const char *na
     return ERR_OK;
 }
 
-/* Emit MODIFIED (or DELETED for removed ones) for devices whose holder changed. */
-static err_t emit_holder_changes(struct store *st, json_t *before, json_t *after, bool uid_changed)
+/* Emit the Device events for keys ("resource|id" -> container) that changed
+ * between 'before' and 'after': MODIFIED for keys new in 'after', with
+ * another value, or all of them when 'force'; for keys only in 'before',
+ * DELETED when the device is removed and now unbound, else MODIFIED. */
+static err_t emit_key_changes(struct store *st, json_t *before, json_t *after, bool force)
 {
     const char *key;
     json_t *v, *w;
@@ -691,7 +733,7 @@ static err_t emit_holder_changes(struct store *st, json_t *before, json_t *after
 
     json_object_foreach(after, key, v) {
         w = json_object_get(before, key);
-        if (!rc && (!w || uid_changed || !json_equal(v, w))) {
+        if (!rc && (!w || force || !json_equal(v, w))) {
             snprintf(k, sizeof(k), "%s", key);
             rc = emit_device(st, "MODIFIED", k, key_split(k));
         }
@@ -702,7 +744,7 @@ static err_t emit_holder_changes(struct store *st, json_t *before, json_t *after
         snprintf(k, sizeof(k), "%s", key);
         rc = devrow_get(st, k, key_split(k), &d);
         json_decref(d.numa);
-        if (!rc && d.found && d.removed)
+        if (!rc && d.found && d.removed && !d.holder[0])
             rc = emit_device_deleted(st, k, k + strlen(k) + 1);
         else if (!rc && d.found)
             rc = emit_device(st, "MODIFIED", k, k + strlen(k) + 1);
@@ -710,27 +752,32 @@ static err_t emit_holder_changes(struct store *st, json_t *before, json_t *after
     return rc;
 }
 
-static err_t insert_bindings(struct store *st, const char *ns, const char *name,
-                             const json_t *containers)
-{
-    json_t *c, *g, *id;
-    size_t i, j, k;
-    err_t rc = ERR_OK;
+struct owner {
+    const char *ns;   /* the pod's namespace */
+    const char *name; /* the pod's name */
+};
 
-    json_array_foreach(containers, i, c) {
-        json_array_foreach(json_object_get(c, "devices"), j, g) {
-            json_array_foreach(json_object_get(g, "deviceIds"), k, id) {
-                if (!rc)
-                    rc = st_exec(st->wdb,
-                                 "INSERT INTO bindings(resource,device_id,namespace,pod,container)"
-                                 " VALUES(?,?,?,?,?)",
-                                 "ttttt", json_string_value(json_object_get(g, "resourceName")),
-                                 json_string_value(id), ns, name,
-                                 json_string_value(json_object_get(c, "name")));
-            }
-        }
-    }
-    return rc;
+static err_t insert_binding(struct store *st, const char *container, const char *resource,
+                            const char *id, void *ctx)
+{
+    const struct owner *o = ctx;
+
+    return st_exec(st->wdb,
+                   "INSERT INTO bindings(resource,device_id,namespace,pod,container) "
+                   "VALUES(?,?,?,?,?)",
+                   "ttttt", resource, id, o->ns, o->name, container);
+}
+
+static err_t insert_reserved(struct store *st, const char *container, const char *resource,
+                             const char *id, void *ctx)
+{
+    const struct owner *o = ctx;
+
+    (void)container;
+    return st_exec(st->wdb,
+                   "INSERT OR IGNORE INTO reserved(resource,device_id,namespace,pod) "
+                   "VALUES(?,?,?,?)",
+                   "tttt", resource, id, o->ns, o->name);
 }
 
 struct podrow {
@@ -797,7 +844,7 @@ static err_t bind_pod(struct store *st, const char *ns, const char *name, const 
     if (!rc)
         rc = st_exec(st->wdb, "DELETE FROM bindings WHERE namespace=? AND pod=?", "tt", ns, name);
     if (!rc)
-        rc = insert_bindings(st, ns, name, stored);
+        rc = each_device(st, stored, insert_binding, &(struct owner){ns, name});
     if (!rc)
         rc = st_exec(st->wdb,
                      "INSERT OR REPLACE INTO pods(namespace,name,uid,containers,request,revision) "
@@ -808,7 +855,7 @@ static err_t bind_pod(struct store *st, const char *ns, const char *name, const 
     if (!rc)
         rc = pod_devices(st, "bindings", ns, name, &after);
     if (!rc)
-        rc = emit_holder_changes(st, before, after, p.found && strcmp(p.uid, uid) != 0);
+        rc = emit_key_changes(st, before, after, p.found && strcmp(p.uid, uid) != 0);
     if (!rc)
         rc = resv_refresh(st, ns, name);
 out:
@@ -1037,7 +1084,7 @@ err_t store_pod_release(struct store *st, const char *ns, const char *name, cons
     if (!rc)
         rc = st_exec(st->wdb, "DELETE FROM pods WHERE namespace=? AND name=?", "tt", ns, name);
     if (!rc)
-        rc = emit_holder_changes(st, before, none, false);
+        rc = emit_key_changes(st, before, none, false);
     if (!rc)
         rc = resv_refresh(st, ns, name);
     podrow_release(&p);
@@ -1048,91 +1095,55 @@ err_t store_pod_release(struct store *st, const char *ns, const char *name, cons
 
 /* ---- reservations ---- */
 
+struct claim {
+    const char *self; /* "ns/name" of the reservation */
+    char *msg;        /* the reason of a refusal */
+    size_t cap;       /* its size */
+};
+
+/* ERR_CONFLICT when the device is bound to or reserved for another pod. */
+static err_t check_claim(struct store *st, const char *container, const char *res,
+                         const char *id, void *ctx)
+{
+    static const char *const tables[] = {"bindings", "reserved"};
+    static const char *const what[] = {"bound to", "reserved for"};
+    const struct claim *cl = ctx;
+    char who[512];
+    size_t i;
+    err_t rc;
+
+    (void)container;
+    for (i = 0; i < ARRAY_SIZE(tables); i++) {
+        rc = holder_get(st, tables[i], res, id, who, sizeof(who));
+        if (rc)
+            return rc;
+        if (who[0] && strcmp(who, cl->self) != 0) {
+            snprintf(cl->msg, cl->cap, "device %s %s is %s pod %s", res, id, what[i], who);
+            return ERR_CONFLICT;
+        }
+    }
+    return ERR_OK;
+}
+
 /* Check each reserved device is not bound or reserved elsewhere; sort ids. */
 static err_t resv_check(struct store *st, const char *ns, const char *name, const json_t *in,
                         char *msg, size_t cap, json_t **out)
 {
-    json_t *res = json_deep_copy(in), *c, *g, *id;
-    char self[512], who[512];
-    size_t i, j, k;
-    err_t rc = res ? ERR_OK : ERR_NOMEM;
+    char self[512];
+    struct claim cl = {.self = self, .msg = msg, .cap = cap};
+    json_t *res;
+    err_t rc;
 
     snprintf(self, sizeof(self), "%s/%s", ns, name);
-    json_array_foreach(res, i, c) {
-        json_array_foreach(json_object_get(c, "devices"), j, g) {
-            const char *r = json_string_value(json_object_get(g, "resourceName"));
-
-            json_array_foreach(json_object_get(g, "deviceIds"), k, id) {
-                if (!rc)
-                    rc = holder_get(st, "bindings", r, json_string_value(id), who, sizeof(who));
-                if (!rc && who[0] && strcmp(who, self) != 0) {
-                    snprintf(msg, cap, "device %s %s is bound to pod %s", r, json_string_value(id),
-                             who);
-                    rc = ERR_CONFLICT;
-                }
-                if (!rc)
-                    rc = holder_get(st, "reserved", r, json_string_value(id), who, sizeof(who));
-                if (!rc && who[0] && strcmp(who, self) != 0) {
-                    snprintf(msg, cap, "device %s %s is reserved for pod %s", r,
-                             json_string_value(id), who);
-                    rc = ERR_CONFLICT;
-                }
-            }
-            json_object_set_new(g, "deviceIds", sorted_strings(json_object_get(g, "deviceIds")));
-        }
-    }
-    if (rc) {
-        json_decref(res);
+    rc = each_device(st, in, check_claim, &cl);
+    if (rc)
         return rc;
-    }
+    res = json_deep_copy(in);
+    if (!res)
+        return ERR_NOMEM;
+    sort_ids(res);
     *out = res;
     return ERR_OK;
-}
-
-/* Device MODIFIED for keys in exactly one of 'a' and 'b' that exist. */
-static err_t emit_reserved_changes(struct store *st, json_t *a, json_t *b)
-{
-    const char *key;
-    json_t *v;
-    char k[KEY_MAX];
-    struct devrow d;
-    err_t rc = ERR_OK;
-    json_t *sides[2] = {a, b}, *others[2] = {b, a};
-
-    for (int s = 0; s < 2; s++) {
-        json_object_foreach(sides[s], key, v) {
-            if (rc || json_object_get(others[s], key))
-                continue;
-            snprintf(k, sizeof(k), "%s", key);
-            rc = devrow_get(st, k, key_split(k), &d);
-            json_decref(d.numa);
-            if (!rc && d.found)
-                rc = emit_device(st, "MODIFIED", k, k + strlen(k) + 1);
-        }
-    }
-    return rc;
-}
-
-static err_t insert_reserved(struct store *st, const char *ns, const char *name,
-                             const json_t *containers)
-{
-    json_t *c, *g, *id;
-    size_t i, j, k;
-    err_t rc = ERR_OK;
-
-    json_array_foreach(containers, i, c) {
-        json_array_foreach(json_object_get(c, "devices"), j, g) {
-            json_array_foreach(json_object_get(g, "deviceIds"), k, id) {
-                if (!rc)
-                    rc = st_exec(st->wdb,
-                                 "INSERT OR IGNORE INTO reserved(resource,device_id,namespace,pod)"
-                                 " VALUES(?,?,?,?)",
-                                 "tttt", json_string_value(json_object_get(g, "resourceName")),
-                                 json_string_value(id), ns, name);
-            }
-        }
-    }
-    return rc;
 }
 
 static err_t resv_write(struct store *st, const char *ns, const char *name, const json_t *stored,
@@ -1146,7 +1157,7 @@ static err_t resv_write(struct store *st, const char *ns, const char *name, cons
     if (!rc)
         rc = st_exec(st->wdb, "DELETE FROM reserved WHERE namespace=? AND pod=?", "tt", ns, name);
     if (!rc)
-        rc = insert_reserved(st, ns, name, stored);
+        rc = each_device(st, stored, insert_reserved, &(struct owner){ns, name});
     if (!rc)
         rc = resv_compute(st, ns, name, stored, &state, msg, sizeof(msg));
     if (!rc)
@@ -1159,7 +1170,7 @@ static err_t resv_write(struct store *st, const char *ns, const char *name, cons
     if (!rc)
         rc = pod_devices(st, "reserved", ns, name, &after);
     if (!rc)
-        rc = emit_reserved_changes(st, before, after);
+        rc = emit_key_changes(st, before, after, false);
     json_decref(before);
     json_decref(after);
     return rc;
@@ -1227,7 +1238,7 @@ err_t store_reservation_delete(struct store *st, const char *ns, const char *nam
         rc = st_exec(st->wdb, "DELETE FROM reservations WHERE namespace=? AND name=?", "tt", ns,
                      name);
     if (!rc)
-        rc = emit_reserved_changes(st, before, none);
+        rc = emit_key_changes(st, before, none, false);
     json_decref(before);
     json_decref(none);
     return finish(st, rc, "reservation", obj, out);
