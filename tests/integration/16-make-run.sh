@@ -3,8 +3,9 @@
 # curl line works against it.
 . "$(dirname "$0")/lib.sh"
 
-make -s -n -C "$PODRES_ROOT" run | grep -q 'podresd --config deploy/dev/podresd.yaml' ||
-    fail "make run does not start podresd on deploy/dev/podresd.yaml"
+make -s -n -C "$PODRES_ROOT" run > "$T/make-n.out" 2>&1 || fail "make -n run failed"
+grep -q 'podresd --config deploy/dev/podresd.yaml' "$T/make-n.out" ||
+    fail "make run does not start podresd on deploy/dev/podresd.yaml: $(cat "$T/make-n.out")"
 if curl -s -o /dev/null http://127.0.0.1:9444/healthz; then
     fail "port 9444 is already in use; stop whatever runs there (make run?)"
 fi
