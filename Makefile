@@ -5,7 +5,7 @@
 
 VERSION := 0.1.0
 CC ?= cc
-PKGS := libmicrohttpd sqlite3 jansson yaml-0.1 libcurl
+PKGS := libmicrohttpd sqlite3 jansson yaml-0.1 libcurl libprotobuf-c
 
 ifeq ($(SANITIZE),)
   B := build/default
@@ -19,7 +19,7 @@ endif
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
         -Wold-style-definition -Wvla -Wwrite-strings -Wformat=2 -fno-common -Werror
-CFLAGS_ALL = -std=c11 $(OPT) $(WARN) -MMD -MP -DPODRES_VERSION='"$(VERSION)"' \
+CFLAGS_ALL = -std=c11 $(OPT) $(WARN) -MMD -MP -DPODRES_VERSION='"$(VERSION)"' -I$(B)/gen \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(CFLAGS)
 LDLIBS_ALL = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread $(LDLIBS)
 LDFLAGS_ALL = $(OPT) $(LDFLAGS)
@@ -30,38 +30,30 @@ else
   Q := @
 endif
 
-COMMON_SRCS := \
-	common/cfg.c \
-	common/err.c \
-	common/fault.c \
-	common/jsonx.c \
-	common/log.c \
-	common/names.c
-SERVER_SRCS := \
-	server/alloc.c \
-	server/api.c \
-	server/api_watch.c \
-	server/config.c \
-	server/feed.c \
-	server/http.c \
-	server/metrics.c \
-	server/store.c \
-	server/store_view.c \
-	server/store_write.c \
-	server/validate.c
+# Modules are found by name: every .c of common/, every .c of server/ and
+# syncer/ but main.c (archived into lib<dir>.a for the unit tests), and the
+# C that protoc-c generates from proto/*.proto.
+COMMON_SRCS := $(sort $(wildcard common/*.c))
+SERVER_SRCS := $(filter-out server/main.c,$(sort $(wildcard server/*.c)))
+SYNCER_SRCS := $(filter-out syncer/main.c,$(sort $(wildcard syncer/*.c)))
+PROTOS := $(sort $(wildcard proto/*.proto))
 SCHEMA := $(sort $(wildcard schema/[0-9]*.sql))
 
+PROTO_C := $(PROTOS:proto/%.proto=$(B)/gen/%.pb-c.c)
+PROTO_OBJS := $(PROTO_C:.c=.o)
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(B)/%.o)
-SERVER_OBJS := $(SERVER_SRCS:%.c=$(B)/%.o) $(B)/server/migrations_gen.o
+SERVER_OBJS := $(SERVER_SRCS:%.c=$(B)/%.o) $(B)/server/migrations_gen.o $(PROTO_OBJS)
+SYNCER_OBJS := $(SYNCER_SRCS:%.c=$(B)/%.o)
 UNIT_SRCS := $(sort $(wildcard tests/unit/*/*_test.c))
 UNIT_BINS := $(UNIT_SRCS:%.c=$(B)/%)
+PROGS := $(BIN)/podresd $(if $(wildcard syncer/main.c),$(BIN)/podres-syncer)
 
 DEBIAN_PKGS := gcc make pkg-config libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev \
 	libyaml-dev libsqlite3-dev sqlite3 curl jq python3 python3-kubernetes python3-yaml openssl \
 	protobuf-c-compiler libprotobuf-c-dev python3-grpcio python3-grpc-tools perl
 
 .PHONY: all test check unit integration deps run clean format lint complexity
-all: $(BIN)/podresd
+all: $(PROGS)
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -75,9 +67,20 @@ $(B)/server/migrations_gen.c: $(SCHEMA) tools/embed-sql.sh
 $(B)/server/migrations_gen.o: $(B)/server/migrations_gen.c
 	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -c -o $@ $<
 
+# Generated protobuf-c code: headers exist before any object is compiled.
+$(B)/gen/%.pb-c.c $(B)/gen/%.pb-c.h: proto/%.proto
+	@mkdir -p $(dir $@)
+	$(Q)protoc-c --proto_path=proto --c_out=$(B)/gen $<
+$(B)/gen/%.pb-c.o: $(B)/gen/%.pb-c.c
+	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -Wno-shadow -c -o $@ $<
+$(SERVER_OBJS) $(SYNCER_OBJS): | $(PROTO_C)
+
 $(B)/libcommon.a: $(COMMON_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
 $(B)/libserver.a: $(SERVER_OBJS)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(B)/libsyncer.a: $(SYNCER_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(BIN)/podresd: $(B)/server/main.o $(B)/libserver.a $(B)/libcommon.a
@@ -85,10 +88,26 @@ $(BIN)/podresd: $(B)/server/main.o $(B)/libserver.a $(B)/libcommon.a
 	@test "$(V)" = 1 || echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
 
-$(B)/tests/unit/%_test: tests/unit/%_test.c tests/unit/test.h $(B)/libserver.a $(B)/libcommon.a
+$(BIN)/podres-syncer: $(B)/syncer/main.o $(B)/libsyncer.a $(B)/libcommon.a
+	@mkdir -p $(dir $@)
+	@test "$(V)" = 1 || echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
+
+$(B)/tests/unit/common/%_test: tests/unit/common/%_test.c tests/unit/test.h $(B)/libcommon.a
+	@mkdir -p $(dir $@)
+	@test "$(V)" = 1 || echo "  TEST-CC $<"
+	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -o $@ $< $(B)/libcommon.a $(LDLIBS_ALL)
+$(B)/tests/unit/server/%_test: tests/unit/server/%_test.c tests/unit/test.h $(B)/libserver.a \
+		$(B)/libcommon.a
 	@mkdir -p $(dir $@)
 	@test "$(V)" = 1 || echo "  TEST-CC $<"
 	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -o $@ $< $(B)/libserver.a $(B)/libcommon.a \
+		$(LDLIBS_ALL)
+$(B)/tests/unit/syncer/%_test: tests/unit/syncer/%_test.c tests/unit/test.h $(B)/libsyncer.a \
+		$(B)/libcommon.a
+	@mkdir -p $(dir $@)
+	@test "$(V)" = 1 || echo "  TEST-CC $<"
+	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -o $@ $< $(B)/libsyncer.a $(B)/libcommon.a \
 		$(LDLIBS_ALL)
 
 deps:
