@@ -125,3 +125,86 @@ register() {
     req PUT "/v1/resources/$1/devices" "$body"
     expect_code 200 "register $1"
 }
+
+# ---- the Kubernetes API emulator and podres-syncer ----
+
+# emu_start [EMULATOR FLAGS...] - start the emulator with the project's CRD on
+# a free port; sets EMU_URL, EMU_KCFG (its kubeconfig), EMU_PID.
+emu_start() {
+    mkdir -p "$T/emu"
+    rm -f "$T/emu/port"
+    /usr/bin/python3 "$PODRES_ROOT/tests/fixtures/kube-apiserver-emulator" --listen 127.0.0.1:${EMU_PORT:-0} \
+        --port-file "$T/emu/port" --kubeconfig-out "$T/emu/kubeconfig" \
+        --crd "$PODRES_ROOT/deploy/crd-devicebinding.yaml" "$@" >> "$T/emu/log" 2>&1 &
+    EMU_PID=$!
+    PIDS+=("$EMU_PID")
+    wait_until 10 test -s "$T/emu/port" || fail "the emulator did not start"
+    EMU_PORT=$(cat "$T/emu/port")
+    EMU_KCFG=$T/emu/kubeconfig
+    if grep -q https "$EMU_KCFG"; then EMU_URL=https://127.0.0.1:$EMU_PORT; else EMU_URL=http://127.0.0.1:$EMU_PORT; fi
+    wait_until 10 curl -skf "$EMU_URL/_emulator/state" || fail "the emulator does not answer"
+}
+
+emu_stop() {
+    kill -TERM "$EMU_PID" 2>/dev/null || true
+    wait "$EMU_PID" 2>/dev/null || true
+}
+
+# kapi METHOD PATH [BODY [CONTENT-TYPE]] - plain request to the emulator; body in $T/out.
+kapi() {
+    local args=(-sk -o "$T/out" -w '%{http_code}' -X "$1")
+    [ $# -ge 3 ] && args+=(-H "Content-Type: ${4:-application/json}" --data-binary "$3")
+    CODE=$(curl "${args[@]}" "$EMU_URL$2")
+}
+
+# emu_pod NS NAME NODE - create the namespace (if needed) and a Pod on NODE; prints its uid.
+emu_pod() {
+    kapi POST /api/v1/namespaces "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$1\"}}"
+    kapi POST "/api/v1/namespaces/$1/pods" \
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"$2\",\"namespace\":\"$1\"},\"spec\":{\"nodeName\":\"$3\",\"containers\":[{\"name\":\"main\",\"image\":\"x\"}]}}"
+    [ "$CODE" = 201 ] || fail "create pod $1/$2: HTTP $CODE $(head -c 300 "$T/out")"
+    jq -r .metadata.uid "$T/out"
+}
+
+# dvb NS NAME - GET the DeviceBinding into $T/out; CODE is set.
+dvb() { kapi GET "/apis/podres.dev/v1alpha1/namespaces/$1/devicebindings/$2"; }
+
+# dvb_count - number of DeviceBindings in all namespaces.
+dvb_count() { curl -sk "$EMU_URL/apis/podres.dev/v1alpha1/devicebindings" | jq '.items | length'; }
+
+# writes - successful API writes counted by the emulator.
+writes() {
+    curl -sk "$EMU_URL/_emulator/counters?verb=create,update,patch,delete&code=2xx" | jq .total
+}
+
+# sy_start [FLAGS...] - podres-syncer for node test-node against podresd and the emulator.
+sy_start() {
+    SY_PORT=${SY_PORT:-$(free_port)}
+    "$PODRES_BIN/podres-syncer" --node-name test-node --podresd-socket "$PD_SOCK" \
+        --kubeconfig "$EMU_KCFG" --metrics-listen "127.0.0.1:$SY_PORT" "$@" >> "$T/syncer.log" 2>&1 &
+    SY_PID=$!
+    PIDS+=("$SY_PID")
+    wait_until 10 curl -sf "http://127.0.0.1:$SY_PORT/healthz" || { cat "$T/syncer.log" >&2; fail "podres-syncer did not start"; }
+}
+
+# sy_stop - SIGTERM; expect exit 0 and a clean sanitizer log.
+sy_stop() {
+    local rc=0
+    kill -TERM "$SY_PID"
+    wait "$SY_PID" || rc=$?
+    [ "$rc" -eq 0 ] || { tail -20 "$T/syncer.log" >&2; fail "podres-syncer exited $rc after SIGTERM"; }
+    if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$T/syncer.log"; then
+        cat "$T/syncer.log" >&2
+        fail "sanitizer report in the syncer log"
+    fi
+}
+
+# bind NS NAME UID DEVICE... - PUT a binding of example.com/gpu devices to container main.
+bind() {
+    local ns=$1 name=$2 uid=$3 ids
+    shift 3
+    ids=$(printf '"%s",' "$@")
+    req PUT "/v1/namespaces/$ns/pods/$name" \
+        "{\"uid\":\"$uid\",\"containers\":[{\"name\":\"main\",\"devices\":[{\"resourceName\":\"example.com/gpu\",\"deviceIds\":[${ids%,}]}]}]}"
+    [ "$CODE" = 201 ] || [ "$CODE" = 200 ] || fail "bind $ns/$name: HTTP $CODE $(out)"
+}

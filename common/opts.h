@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* opts.h - a table of settings shared by a daemon's YAML config file and its
+ * flags: keys are flag names with '-' spelled '_', values are parsed by type
+ * into a struct at the recorded offsets. Not thread-safe; start-up only. */
+#ifndef PODRES_OPTS_H
+#define PODRES_OPTS_H
+#include <jansson.h>
+#include <stddef.h>
+
+#include "err.h"
+
+enum opt_type {
+    OPT_STR,      /* char * (owned by the struct; freed by opts_release) */
+    OPT_ENUM,     /* char *, one of 'choices' ("|a|b|") */
+    OPT_DURATION, /* uint64_t milliseconds, > 0 */
+    OPT_COUNT,    /* uint64_t, 1 .. 100000000 */
+    OPT_NUMBER,   /* double, > 0 */
+};
+
+struct opt {
+    const char *key;     /* file spelling */
+    enum opt_type type;  /* how to parse */
+    size_t off;          /* offset of the field in the settings struct */
+    const char *choices; /* OPT_ENUM only */
+};
+
+/* Set 'key' ('-' or '_' spelling) from 'value'. ERR_INVAL with 'msg' naming
+ * the key when it is unknown or the value bad; the field is then unchanged. */
+err_t opts_set(const struct opt *t, size_t n, void *base, const char *key, const char *value,
+               char *msg, size_t cap) WARN_UNUSED;
+/* Apply every key of 'doc' (a JSON object from YAML) except those listed in
+ * the NULL-terminated 'skip'; strings and numbers are accepted as values. */
+err_t opts_apply(const struct opt *t, size_t n, void *base, const json_t *doc,
+                 const char *const *skip, char *msg, size_t cap) WARN_UNUSED;
+/* Free the OPT_STR and OPT_ENUM fields. */
+void opts_release(const struct opt *t, size_t n, void *base);
+
+#endif

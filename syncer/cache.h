@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* cache.h - a thread-safe map "namespace/name" -> JSON object, the local copy
+ * an informer or the podresd feed keeps. Objects are never modified once
+ * stored: readers get a reference (json_incref'd). A cache says whether its
+ * first full list has arrived ("synced"). */
+#ifndef PODRES_CACHE_H
+#define PODRES_CACHE_H
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct cache;
+
+/* Called with each key whose object was added, changed or removed. */
+typedef void (*cache_notify_fn)(void *ctx, const char *key);
+
+/* New, or NULL. 'fn' (may be NULL) is called outside the lock. */
+struct cache *cache_new(cache_notify_fn fn, void *ctx);
+void cache_free(struct cache *c); /* NULL is a no-op */
+
+/* Store 'obj' (borrowed; a reference is kept) under 'key'. When 'newer_only'
+ * and both carry a numeric metadata.resourceVersion, an older one is ignored.
+ * Notifies when the stored object changed. */
+void cache_set(struct cache *c, const char *key, json_t *obj, bool newer_only);
+void cache_del(struct cache *c, const char *key);
+/* A new reference to the object, or NULL. */
+json_t *cache_get(struct cache *c, const char *key);
+/* Replace everything by 'all' (an object key -> obj; borrowed); notifies for
+ * each difference; marks the cache synced. */
+void cache_replace(struct cache *c, json_t *all);
+/* A new array of the keys. */
+json_t *cache_keys(struct cache *c);
+bool cache_synced(struct cache *c);
+size_t cache_size(struct cache *c);
+
+/* "namespace/name" of a Kubernetes object or a podresd object into 'key'. */
+bool cache_key_of(const json_t *obj, char *key, size_t cap);
+
+#endif

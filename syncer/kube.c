@@ -1,0 +1,652 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* kube.c - libcurl requests with the gate (token bucket + global backoff),
+ * the retry policy, token files and Status parsing. */
+#define LOG_MOD "kube"
+#include "../common/common.h"
+#include "../common/jsonx.h"
+#include "../common/strbuf.h"
+#include "kube.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define BODY_MAX (64u << 20)     /* largest answer accepted, bytes */
+#define BACKOFF_MIN_MS 200       /* first backoff after a failure */
+#define BACKOFF_MAX_MS 30000     /* backoff ceiling */
+#define SLICE_MS 50              /* sleeps are cut in slices to notice a stop */
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---- the gate ---- */
+
+/* Lock: 'mu' guards every field. */
+struct kube_gate {
+    pthread_mutex_t mu;
+    double qps;              /* tokens per second; <= 0: unlimited */
+    double burst;            /* bucket size */
+    double tokens;           /* available now */
+    uint64_t refilled_ms;    /* last refill */
+    uint64_t not_before_ms;  /* no request before this (backoff, Retry-After) */
+    uint64_t backoff_ms;     /* current backoff; 0 while healthy */
+    bool failing;            /* logged the failure already */
+    volatile int stopped;    /* shutdown */
+};
+
+struct kube_gate *kube_gate_new(double qps, int burst)
+{
+    struct kube_gate *g = calloc(1, sizeof(*g));
+
+    if (!g)
+        return NULL;
+    pthread_mutex_init(&g->mu, NULL);
+    g->qps = qps;
+    g->burst = burst > 0 ? burst : 1;
+    g->tokens = g->burst;
+    g->refilled_ms = now_ms();
+    return g;
+}
+
+void kube_gate_free(struct kube_gate *g)
+{
+    if (!g)
+        return;
+    pthread_mutex_destroy(&g->mu);
+    free(g);
+}
+
+void kube_gate_stop(struct kube_gate *g)
+{
+    __atomic_store_n(&g->stopped, 1, __ATOMIC_RELEASE);
+}
+
+bool kube_gate_stopped(struct kube_gate *g)
+{
+    return g && __atomic_load_n(&g->stopped, __ATOMIC_ACQUIRE);
+}
+
+bool kube_gate_sleep(struct kube_gate *g, uint64_t ms)
+{
+    uint64_t end = now_ms() + ms, t;
+    struct timespec ts;
+
+    while (!kube_gate_stopped(g)) {
+        t = now_ms();
+        if (t >= end)
+            return true;
+        t = end - t < SLICE_MS ? end - t : SLICE_MS;
+        ts.tv_sec = 0;
+        ts.tv_nsec = (long)t * 1000000;
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+/* How long to wait before the next request may go; takes a token when 0. */
+static uint64_t gate_try(struct kube_gate *g)
+{
+    uint64_t t = now_ms(), wait = 0;
+
+    pthread_mutex_lock(&g->mu);
+    if (t < g->not_before_ms) {
+        wait = g->not_before_ms - t;
+    } else if (g->qps > 0) {
+        g->tokens += (double)(t - g->refilled_ms) * g->qps / 1000.0;
+        if (g->tokens > g->burst)
+            g->tokens = g->burst;
+        g->refilled_ms = t;
+        if (g->tokens >= 1.0)
+            g->tokens -= 1.0;
+        else
+            wait = (uint64_t)((1.0 - g->tokens) * 1000.0 / g->qps) + 1;
+    }
+    pthread_mutex_unlock(&g->mu);
+    return wait;
+}
+
+/* Wait for the gate; false when stopped. */
+static bool gate_wait(struct kube_gate *g)
+{
+    uint64_t wait;
+
+    if (!g)
+        return true;
+    for (;;) {
+        if (kube_gate_stopped(g))
+            return false;
+        wait = gate_try(g);
+        if (wait == 0)
+            return true;
+        if (!kube_gate_sleep(g, wait))
+            return false;
+    }
+}
+
+/* A failure: extend the global backoff (with jitter), honouring Retry-After. */
+static void gate_failed(struct kube_gate *g, uint64_t retry_after_ms, const char *what)
+{
+    uint64_t t = now_ms(), delay;
+    bool first;
+
+    if (!g)
+        return;
+    pthread_mutex_lock(&g->mu);
+    g->backoff_ms = g->backoff_ms ? g->backoff_ms * 2 : BACKOFF_MIN_MS;
+    if (g->backoff_ms > BACKOFF_MAX_MS)
+        g->backoff_ms = BACKOFF_MAX_MS;
+    delay = g->backoff_ms / 2 + (uint64_t)rand() % (g->backoff_ms / 2 + 1);
+    if (retry_after_ms > delay)
+        delay = retry_after_ms;
+    if (t + delay > g->not_before_ms)
+        g->not_before_ms = t + delay;
+    first = !g->failing;
+    g->failing = true;
+    pthread_mutex_unlock(&g->mu);
+    if (first)
+        log_warn("Kubernetes API server unavailable (%s); backing off", what);
+}
+
+static void gate_ok(struct kube_gate *g)
+{
+    bool was;
+
+    if (!g)
+        return;
+    pthread_mutex_lock(&g->mu);
+    was = g->failing;
+    g->failing = false;
+    g->backoff_ms = 0;
+    pthread_mutex_unlock(&g->mu);
+    if (was)
+        log_info("Kubernetes API server reachable again");
+}
+
+/* ---- stats ---- */
+
+#define MAX_SERIES 64
+
+/* Lock: 'mu' guards every field. */
+struct kube_stats {
+    pthread_mutex_t mu;
+    char verb[MAX_SERIES][8]; /* series: verb */
+    int code[MAX_SERIES];     /* series: code (0 = network error) */
+    uint64_t n[MAX_SERIES];   /* requests */
+    size_t nseries;           /* used series */
+    uint64_t retries;         /* retried attempts */
+};
+
+struct kube_stats *kube_stats_new(void)
+{
+    struct kube_stats *s = calloc(1, sizeof(*s));
+
+    if (s)
+        pthread_mutex_init(&s->mu, NULL);
+    return s;
+}
+
+void kube_stats_free(struct kube_stats *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+static void stats_count(struct kube_stats *s, const char *verb, int code, bool retry)
+{
+    size_t i;
+
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->mu);
+    for (i = 0; i < s->nseries; i++) {
+        if (s->code[i] == code && strcmp(s->verb[i], verb) == 0)
+            break;
+    }
+    if (i == s->nseries && i < MAX_SERIES) {
+        snprintf(s->verb[i], sizeof(s->verb[i]), "%s", verb);
+        s->code[i] = code;
+        s->nseries++;
+    }
+    if (retry)
+        s->retries++;
+    else if (i < MAX_SERIES)
+        s->n[i]++;
+    pthread_mutex_unlock(&s->mu);
+}
+
+err_t kube_stats_render(struct kube_stats *s, struct strbuf *sb)
+{
+    err_t rc = strbuf_printf(sb, "# HELP podres_syncer_api_requests_total Kubernetes API requests "
+                                 "by verb and code (0: no answer).\n"
+                                 "# TYPE podres_syncer_api_requests_total counter\n");
+    size_t i;
+
+    pthread_mutex_lock(&s->mu);
+    for (i = 0; !rc && i < s->nseries; i++) {
+        if (s->code[i] >= 0)
+            rc = strbuf_printf(sb, "podres_syncer_api_requests_total{verb=\"%s\",code=\"%d\"} %llu\n",
+                               s->verb[i], s->code[i], (unsigned long long)s->n[i]);
+    }
+    if (!rc)
+        rc = strbuf_printf(sb, "# HELP podres_syncer_api_retries_total Retried API requests.\n"
+                               "# TYPE podres_syncer_api_retries_total counter\n"
+                               "podres_syncer_api_retries_total %llu\n",
+                           (unsigned long long)s->retries);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+/* ---- the client ---- */
+
+struct kube {
+    CURL *curl;                  /* one handle for life: kept-alive connections */
+    const struct kubeconfig *kc; /* borrowed */
+    char *unix_socket;           /* or NULL */
+    struct kube_gate *gate;      /* borrowed, or NULL */
+    struct kube_stats *stats;    /* borrowed, or NULL */
+    int max_attempts;            /* retryable tries */
+    char *token;                 /* current bearer token or NULL */
+    struct timespec token_mtime; /* of kc->token_file when read */
+    char errbuf[CURL_ERROR_SIZE]; /* libcurl's message */
+};
+
+struct kube *kube_new(const struct kube_opts *o)
+{
+    struct kube *k = calloc(1, sizeof(*k));
+
+    if (!k)
+        return NULL;
+    k->curl = curl_easy_init();
+    k->kc = o->kc;
+    k->gate = o->gate;
+    k->stats = o->stats;
+    k->max_attempts = o->max_attempts > 0 ? o->max_attempts : 4;
+    if (o->unix_socket)
+        k->unix_socket = strdup(o->unix_socket);
+    if (!k->curl || (o->unix_socket && !k->unix_socket)) {
+        kube_free(k);
+        return NULL;
+    }
+    return k;
+}
+
+void kube_free(struct kube *k)
+{
+    if (!k)
+        return;
+    if (k->curl)
+        curl_easy_cleanup(k->curl);
+    free(k->unix_socket);
+    free(k->token);
+    free(k);
+}
+
+/* Load the token (literal, or from the file when it changed). */
+static void refresh_token(struct kube *k, bool force)
+{
+    struct stat sb;
+    char buf[16384];
+    FILE *f;
+    size_t n;
+
+    if (!k->kc || !k->kc->token_file) {
+        if (!k->token && k->kc && k->kc->token)
+            k->token = strdup(k->kc->token);
+        return;
+    }
+    if (stat(k->kc->token_file, &sb) != 0) {
+        log_warn("cannot read token file '%s': %s", k->kc->token_file, strerror(errno));
+        return;
+    }
+    if (!force && k->token && sb.st_mtim.tv_sec == k->token_mtime.tv_sec &&
+        sb.st_mtim.tv_nsec == k->token_mtime.tv_nsec)
+        return;
+    f = fopen(k->kc->token_file, "r");
+    if (!f)
+        return;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+        buf[--n] = '\0';
+    free(k->token);
+    k->token = strdup(buf);
+    k->token_mtime = sb.st_mtim;
+}
+
+struct xfer {
+    char *body;              /* answer */
+    size_t len, cap;         /* used, allocated */
+    uint64_t retry_after_ms; /* from Retry-After */
+    kube_line_fn fn;         /* streaming: per line */
+    void *ctx;               /* its argument */
+    bool stop;               /* fn asked to stop */
+    bool bad_line;           /* a line was not JSON */
+    struct kube_gate *gate;  /* to notice shutdown */
+};
+
+static void deliver_lines(struct xfer *x)
+{
+    char *nl;
+    size_t used = 0;
+    json_t *v;
+
+    while (!x->stop && (nl = memchr(x->body + used, '\n', x->len - used))) {
+        size_t n = (size_t)(nl - (x->body + used));
+
+        if (n > 0) {
+            v = json_loadb(x->body + used, n, 0, NULL);
+            if (!v) {
+                x->bad_line = true;
+                x->stop = true;
+                break;
+            }
+            if (!x->fn(x->ctx, v))
+                x->stop = true;
+            json_decref(v);
+        }
+        used += n + 1;
+    }
+    memmove(x->body, x->body + used, x->len - used);
+    x->len -= used;
+}
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *cls)
+{
+    struct xfer *x = cls;
+    size_t n = size * nmemb;
+
+    if (x->len + n + 1 > x->cap) {
+        size_t ncap = x->cap ? x->cap : 16384;
+        char *nb;
+
+        while (ncap < x->len + n + 1)
+            ncap *= 2;
+        if (ncap > BODY_MAX)
+            return 0;
+        nb = realloc(x->body, ncap);
+        if (!nb)
+            return 0;
+        x->body = nb;
+        x->cap = ncap;
+    }
+    memcpy(x->body + x->len, data, n);
+    x->len += n;
+    x->body[x->len] = '\0';
+    if (x->fn)
+        deliver_lines(x);
+    return x->stop ? 0 : n;
+}
+
+static size_t on_header(char *data, size_t size, size_t nmemb, void *cls)
+{
+    struct xfer *x = cls;
+    size_t n = size * nmemb;
+
+    if (n > 12 && strncasecmp(data, "Retry-After:", 12) == 0)
+        x->retry_after_ms = (uint64_t)strtoul(data + 12, NULL, 10) * 1000;
+    return n;
+}
+
+static int on_progress(void *cls, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+    struct xfer *x = cls;
+
+    (void)a;
+    (void)b;
+    (void)c;
+    (void)d;
+    return kube_gate_stopped(x->gate) ? 1 : 0;
+}
+
+static void set_tls(struct kube *k)
+{
+    const struct kubeconfig *kc = k->kc;
+    struct curl_blob blob;
+
+    if (!kc)
+        return;
+    if (kc->insecure) {
+        curl_easy_setopt(k->curl, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(k->curl, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    if (kc->ca_data) {
+        blob = (struct curl_blob){kc->ca_data, kc->ca_data_len, CURL_BLOB_COPY};
+        curl_easy_setopt(k->curl, CURLOPT_CAINFO_BLOB, &blob);
+    } else if (kc->ca_file) {
+        curl_easy_setopt(k->curl, CURLOPT_CAINFO, kc->ca_file);
+    }
+    if (kc->cert_data) {
+        blob = (struct curl_blob){kc->cert_data, kc->cert_data_len, CURL_BLOB_COPY};
+        curl_easy_setopt(k->curl, CURLOPT_SSLCERT_BLOB, &blob);
+    } else if (kc->cert_file) {
+        curl_easy_setopt(k->curl, CURLOPT_SSLCERT, kc->cert_file);
+    }
+    if (kc->key_data) {
+        blob = (struct curl_blob){kc->key_data, kc->key_data_len, CURL_BLOB_COPY};
+        curl_easy_setopt(k->curl, CURLOPT_SSLKEY_BLOB, &blob);
+    } else if (kc->key_file) {
+        curl_easy_setopt(k->curl, CURLOPT_SSLKEY, kc->key_file);
+    }
+}
+
+/* Set up one transfer; returns the header list to free after it. */
+static struct curl_slist *prepare(struct kube *k, const char *method, const char *path,
+                                  const char *body, size_t blen, const char *ctype,
+                                  struct xfer *x, bool stream)
+{
+    struct curl_slist *h = NULL;
+    char url[4096], auth[16500];
+    const char *server = k->kc && k->kc->server ? k->kc->server : "http://localhost";
+
+    curl_easy_reset(k->curl);
+    snprintf(url, sizeof(url), "%s%s", server, path);
+    curl_easy_setopt(k->curl, CURLOPT_URL, url);
+    curl_easy_setopt(k->curl, CURLOPT_ERRORBUFFER, k->errbuf);
+    curl_easy_setopt(k->curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(k->curl, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+    curl_easy_setopt(k->curl, CURLOPT_TIMEOUT_MS, stream ? 0L : 30000L);
+    curl_easy_setopt(k->curl, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(k->curl, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(k->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(k->curl, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(k->curl, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(k->curl, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(k->curl, CURLOPT_HEADERDATA, x);
+    curl_easy_setopt(k->curl, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(k->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(k->curl, CURLOPT_XFERINFODATA, x);
+    curl_easy_setopt(k->curl, CURLOPT_USERAGENT, "podres-syncer/" PODRES_VERSION);
+    if (k->unix_socket)
+        curl_easy_setopt(k->curl, CURLOPT_UNIX_SOCKET_PATH, k->unix_socket);
+    set_tls(k);
+    if (strcmp(method, "GET") != 0)
+        curl_easy_setopt(k->curl, CURLOPT_CUSTOMREQUEST, method);
+    if (body) {
+        curl_easy_setopt(k->curl, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(k->curl, CURLOPT_POSTFIELDSIZE, (long)blen);
+        snprintf(auth, sizeof(auth), "Content-Type: %s", ctype ? ctype : "application/json");
+        h = curl_slist_append(h, auth);
+    }
+    h = curl_slist_append(h, "Accept: application/json");
+    if (k->token) {
+        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", k->token);
+        h = curl_slist_append(h, auth);
+    }
+    curl_easy_setopt(k->curl, CURLOPT_HTTPHEADER, h);
+    return h;
+}
+
+static err_t map_status(long code)
+{
+    if (code == 404)
+        return ERR_NOTFOUND;
+    if (code == 409)
+        return ERR_CONFLICT;
+    if (code == 410)
+        return ERR_GONE;
+    if (code == 401 || code == 403)
+        return ERR_FORBIDDEN;
+    if (code == 422)
+        return ERR_UNPROCESSABLE;
+    if (code == 429 || code >= 500)
+        return ERR_UPSTREAM;
+    return ERR_INVAL;
+}
+
+/* The Status message of an error body, or the body's first line. */
+static void status_message(const struct xfer *x, long code, char *msg, size_t cap)
+{
+    json_t *v = x->body ? json_loadb(x->body, x->len, 0, NULL) : NULL;
+    const char *m = json_string_value(json_object_get(v, "message"));
+    size_t n;
+
+    if (m)
+        snprintf(msg, cap, "HTTP %ld: %s", code, m);
+    else if (x->body && x->len) {
+        n = strcspn(x->body, "\n");
+        snprintf(msg, cap, "HTTP %ld: %.*s", code, (int)(n < 200 ? n : 200), x->body);
+    } else
+        snprintf(msg, cap, "HTTP %ld", code);
+    json_decref(v);
+}
+
+/* One attempt. *code is 0 for a transport failure. */
+static err_t attempt(struct kube *k, const char *method, const char *path, const char *body,
+                     size_t blen, const char *ctype, struct xfer *x, long *code, bool stream)
+{
+    struct curl_slist *h;
+    CURLcode cc;
+
+    k->errbuf[0] = '\0';
+    h = prepare(k, method, path, body, blen, ctype, x, stream);
+    cc = curl_easy_perform(k->curl);
+    curl_slist_free_all(h);
+    *code = 0;
+    if (cc == CURLE_OK || (cc == CURLE_WRITE_ERROR && x->stop && !x->bad_line))
+        curl_easy_getinfo(k->curl, CURLINFO_RESPONSE_CODE, code);
+    else if (cc == CURLE_ABORTED_BY_CALLBACK && kube_gate_stopped(k->gate))
+        return ERR_UNAVAIL;
+    stats_count(k->stats, method, (int)*code, false);
+    if (*code == 0)
+        return ERR_UPSTREAM;
+    return *code < 300 ? ERR_OK : map_status(*code);
+}
+
+err_t kube_do(struct kube *k, const char *method, const char *path, const json_t *body,
+              const char *ctype, json_t **out, char *msg, size_t cap)
+{
+    char *text = body ? jsonx_dumps(body) : NULL;
+    struct xfer x = {.gate = k->gate};
+    bool reread = false;
+    long code = 0;
+    int tries = 0;
+    err_t rc = ERR_UPSTREAM;
+
+    msg[0] = '\0';
+    if (body && !text)
+        return ERR_NOMEM;
+    while (tries < k->max_attempts) {
+        if (!gate_wait(k->gate)) {
+            rc = ERR_UNAVAIL;
+            break;
+        }
+        refresh_token(k, false);
+        x.len = 0;
+        x.retry_after_ms = 0;
+        rc = attempt(k, method, path, text, text ? strlen(text) : 0, ctype, &x, &code, false);
+        if (rc == ERR_UNAVAIL)
+            break;
+        if (code == 401 && !reread && k->kc && k->kc->token_file) {
+            reread = true; /* the token may have rotated: once more */
+            refresh_token(k, true);
+            continue;
+        }
+        if (rc != ERR_UPSTREAM) {
+            gate_ok(k->gate);
+            break;
+        }
+        if (code)
+            status_message(&x, code, msg, cap);
+        else
+            snprintf(msg, cap, "%s", k->errbuf[0] ? k->errbuf : "connection failed");
+        gate_failed(k->gate, x.retry_after_ms, msg);
+        if (++tries < k->max_attempts)
+            stats_count(k->stats, method, 0, true);
+    }
+    if (rc == ERR_OK) {
+        *out = x.len ? json_loadb(x.body, x.len, 0, NULL) : json_null();
+        if (!*out) {
+            snprintf(msg, cap, "answer to %s %s is not JSON", method, path);
+            rc = ERR_UPSTREAM;
+        }
+    } else if (rc != ERR_UPSTREAM && rc != ERR_UNAVAIL && code) {
+        status_message(&x, code, msg, cap);
+    }
+    free(text);
+    free(x.body);
+    return rc;
+}
+
+err_t kube_stream(struct kube *k, const char *path, kube_line_fn fn, void *ctx, char *msg,
+                  size_t cap)
+{
+    struct xfer x = {.fn = fn, .ctx = ctx, .gate = k->gate};
+    long code = 0;
+    err_t rc;
+
+    msg[0] = '\0';
+    if (!gate_wait(k->gate))
+        return ERR_OK;
+    refresh_token(k, false);
+    rc = attempt(k, "GET", path, NULL, 0, NULL, &x, &code, true);
+    if (rc == ERR_UNAVAIL || kube_gate_stopped(k->gate)) {
+        rc = ERR_OK;
+    } else if (x.bad_line) {
+        snprintf(msg, cap, "a line of the stream %s is not JSON", path);
+        rc = ERR_UPSTREAM;
+    } else if (rc == ERR_OK && code == 200) {
+        gate_ok(k->gate);
+    } else if (code >= 300) {
+        status_message(&x, code, msg, cap);
+        if (code == 401)
+            refresh_token(k, true);
+        if (rc == ERR_UPSTREAM)
+            gate_failed(k->gate, x.retry_after_ms, msg);
+    } else {
+        snprintf(msg, cap, "%s", k->errbuf[0] ? k->errbuf : "stream broken");
+        gate_failed(k->gate, 0, msg);
+        rc = ERR_UPSTREAM;
+    }
+    free(x.body);
+    return rc;
+}
+
+void kube_escape(const char *s, char *out, size_t cap)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = 0;
+
+    for (; *s && n + 4 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '.' || c == '_' || c == '~') {
+            out[n++] = (char)c;
+        } else {
+            out[n++] = '%';
+            out[n++] = hex[c >> 4];
+            out[n++] = hex[c & 15];
+        }
+    }
+    out[n] = '\0';
+}
+

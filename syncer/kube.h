@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* kube.h - the syncer's HTTP client for the Kubernetes API server (and, with
+ * a unix socket, for podresd). Blocking, libcurl underneath, one easy handle
+ * per client so connections are kept alive (HTTP/2 where TLS offers it); one
+ * client per thread, not thread-safe. Every request passes a shared gate: a
+ * token bucket (--qps, --burst) and a global backoff that network errors,
+ * 5xx and 429 extend (Retry-After honoured: no request before it). Bearer
+ * tokens come from a file re-read when it changes, and once more after a 401;
+ * they are never logged. */
+#ifndef PODRES_KUBE_H
+#define PODRES_KUBE_H
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/err.h"
+#include "../common/strbuf.h"
+#include "kubeconfig.h"
+
+/* Shared by every client of the process. Thread-safe (its own mutex). */
+struct kube_gate;
+
+/* Counters for /metrics: requests by verb and code, retries. Thread-safe. */
+struct kube_stats;
+
+/* 'qps' <= 0 disables the bucket. New, or NULL. */
+struct kube_gate *kube_gate_new(double qps, int burst);
+void kube_gate_free(struct kube_gate *g); /* NULL is a no-op */
+/* Make every wait and transfer return soon (shutdown). */
+void kube_gate_stop(struct kube_gate *g);
+bool kube_gate_stopped(struct kube_gate *g);
+/* Sleep 'ms' or until stopped; false when stopped. */
+bool kube_gate_sleep(struct kube_gate *g, uint64_t ms);
+
+struct kube_stats *kube_stats_new(void);
+void kube_stats_free(struct kube_stats *s); /* NULL is a no-op */
+/* Append Prometheus lines for the counters (prefix "podres_syncer_"). */
+err_t kube_stats_render(struct kube_stats *s, struct strbuf *sb) WARN_UNUSED;
+
+struct kube_opts {
+    const struct kubeconfig *kc; /* borrowed; must outlive the client */
+    const char *unix_socket;     /* connect here instead (podresd), or NULL */
+    struct kube_gate *gate;      /* borrowed, or NULL for no limits (podresd) */
+    struct kube_stats *stats;    /* borrowed, or NULL */
+    int max_attempts;            /* tries of a retryable failure; 0 = 4 */
+};
+
+struct kube;
+
+/* New, or NULL if out of memory. */
+struct kube *kube_new(const struct kube_opts *opts);
+void kube_free(struct kube *k); /* NULL is a no-op */
+
+/* 'method' 'path' (beginning with '/', query included) with 'body' (borrowed,
+ * or NULL) sent as 'ctype' (NULL: application/json). On ERR_OK *out is the
+ * answer's JSON (new; json_null() for an empty body). Failures: ERR_NOTFOUND
+ * 404, ERR_CONFLICT 409, ERR_GONE 410, ERR_FORBIDDEN 401/403, ERR_UNPROCESSABLE
+ * 422, ERR_INVAL other 4xx, ERR_UPSTREAM after the retries of network errors,
+ * 5xx and 429; 'msg' then holds the Status message. *out untouched on failure. */
+err_t kube_do(struct kube *k, const char *method, const char *path, const json_t *body,
+              const char *ctype, json_t **out, char *msg, size_t cap) WARN_UNUSED;
+
+/* Called for each line of a stream with the parsed JSON (borrowed). Return
+ * false to end the stream. */
+typedef bool (*kube_line_fn)(void *ctx, json_t *line);
+
+/* GET 'path' as a stream of newline-delimited JSON objects, calling 'fn' per
+ * line, until the server ends it (ERR_OK), 'fn' returns false (ERR_OK), the
+ * gate stops (ERR_OK), or an error: the mapped status as for kube_do, or
+ * ERR_UPSTREAM for a broken connection (no retry here: the caller resumes).
+ * A line that is not JSON ends the stream with ERR_UPSTREAM. */
+err_t kube_stream(struct kube *k, const char *path, kube_line_fn fn, void *ctx, char *msg,
+                  size_t cap) WARN_UNUSED;
+
+/* Percent-encode 's' for a query value into 'out' (NUL-terminated, truncated to cap). */
+void kube_escape(const char *s, char *out, size_t cap);
+
+#endif

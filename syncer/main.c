@@ -1,0 +1,622 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* main.c - podres-syncer: settings, the threads (podresd feed, two
+ * informers, one worker), the metrics endpoint, the periodic resync, --once,
+ * and a clean exit on SIGTERM. exit(1) only for start-up errors. */
+#define LOG_MOD "main"
+#include "../common/common.h"
+#include "../common/cfg.h"
+#include "../common/opts.h"
+#include "../common/strbuf.h"
+#include "cache.h"
+#include "informer.h"
+#include "kube.h"
+#include "kubeconfig.h"
+#include "nodefeed.h"
+#include "queue.h"
+#include "reconcile.h"
+
+#include <curl/curl.h>
+#include <getopt.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+struct settings {
+    char *node_name;          /* this node */
+    char *podresd_socket;     /* podresd's unix socket */
+    char *podresd_url;        /* or its URL */
+    char *kubeconfig;         /* --kubeconfig, or NULL */
+    double qps;               /* API requests per second */
+    uint64_t burst;           /* token bucket size */
+    uint64_t resync_ms;       /* full resync period */
+    char *metrics_listen;     /* HOST:PORT of /metrics and /healthz */
+    uint64_t reservation_ttl_ms; /* how long a pre-assignment waits for its pod */
+    char *log_format;         /* text or json */
+    char *log_level;          /* err..debug */
+};
+
+#define OFF(f) offsetof(struct settings, f)
+static const struct opt opt_table[] = {
+    {"node_name", OPT_STR, OFF(node_name), NULL},
+    {"podresd_socket", OPT_STR, OFF(podresd_socket), NULL},
+    {"podresd_url", OPT_STR, OFF(podresd_url), NULL},
+    {"kubeconfig", OPT_STR, OFF(kubeconfig), NULL},
+    {"qps", OPT_NUMBER, OFF(qps), NULL},
+    {"burst", OPT_COUNT, OFF(burst), NULL},
+    {"resync_interval", OPT_DURATION, OFF(resync_ms), NULL},
+    {"metrics_listen", OPT_STR, OFF(metrics_listen), NULL},
+    {"reservation_ttl", OPT_DURATION, OFF(reservation_ttl_ms), NULL},
+    {"log_format", OPT_ENUM, OFF(log_format), "|text|json|"},
+    {"log_level", OPT_ENUM, OFF(log_level), "|err|warn|info|debug|"},
+};
+#define NOPTS ARRAY_SIZE(opt_table)
+
+static const char usage[] =
+    "usage: podres-syncer [--config FILE] [--node-name NAME] [--podresd-socket PATH | "
+    "--podresd-url URL]\n"
+    "                     [--kubeconfig PATH] [--qps N] [--burst N] [--resync-interval D]\n"
+    "                     [--metrics-listen HOST:PORT] [--reservation-ttl D] [--once]\n"
+    "                     [--log-format text|json] [--log-level LEVEL] [--version] [--help]\n"
+    "Keeps one DeviceBinding per pod with devices in the Kubernetes API server.\n";
+
+static const struct option long_opts[] = {
+    {"config", required_argument, NULL, 'c'},
+    {"node-name", required_argument, NULL, 0},
+    {"podresd-socket", required_argument, NULL, 0},
+    {"podresd-url", required_argument, NULL, 0},
+    {"kubeconfig", required_argument, NULL, 0},
+    {"qps", required_argument, NULL, 0},
+    {"burst", required_argument, NULL, 0},
+    {"resync-interval", required_argument, NULL, 0},
+    {"metrics-listen", required_argument, NULL, 0},
+    {"reservation-ttl", required_argument, NULL, 0},
+    {"log-format", required_argument, NULL, 0},
+    {"log-level", required_argument, NULL, 0},
+    {"once", no_argument, NULL, 'o'},
+    {"version", no_argument, NULL, 'V'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* ---- the sync-lag histogram ---- */
+
+static const double lag_bounds[] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+#define NLAG ARRAY_SIZE(lag_bounds)
+
+/* Lock: 'mu' guards every other field. */
+struct lag {
+    pthread_mutex_t mu;
+    uint64_t buckets[NLAG]; /* per bound, not cumulative */
+    uint64_t n;             /* observations */
+    double sum;             /* seconds */
+};
+
+static void lag_observe(struct lag *l, double s)
+{
+    size_t i;
+
+    pthread_mutex_lock(&l->mu);
+    for (i = 0; i < NLAG && s > lag_bounds[i]; i++)
+        ;
+    if (i < NLAG)
+        l->buckets[i]++;
+    l->n++;
+    l->sum += s;
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* ---- the daemon ---- */
+
+struct syncer {
+    struct settings set;       /* settings */
+    bool once;                 /* --once */
+    struct kubeconfig kc;      /* API server access */
+    struct kubeconfig pd_kc;   /* podresd access (server URL only) */
+    struct kube_gate *gate;    /* API token bucket and backoff */
+    struct kube_gate *pd_gate; /* podresd backoff */
+    struct kube_stats *stats;  /* API request counters */
+    struct queue *queue;       /* keys to reconcile */
+    struct cache *pr, *resv;   /* podresd state */
+    struct cache *pods, *crs;  /* API state */
+    struct kube *k_pods, *k_crs, *k_work, *k_pd; /* one client per thread */
+    struct informer inf_pods, inf_crs; /* the informers */
+    struct nodefeed feed;      /* the podresd feed */
+    struct reconciler rec;     /* the worker's reconciler */
+    struct lag lag;            /* sync-lag histogram */
+    char pods_query[512];      /* fieldSelector=spec.nodeName=NODE */
+    char crs_query[512];       /* labelSelector=podres.dev/node=NODE */
+    volatile time_t last_resync; /* wall clock of the last full resync */
+    struct MHD_Daemon *http;   /* /metrics and /healthz */
+    pthread_t threads[4];      /* feed, pods, crs, worker */
+    int nthreads;              /* started */
+};
+
+static void enqueue(void *ctx, const char *key)
+{
+    queue_add(ctx, key, 0);
+}
+
+/* Every key the node or the API server knows about. */
+static json_t *all_keys(struct syncer *s)
+{
+    json_t *keys = json_object(), *a = cache_keys(s->pr), *b = cache_keys(s->crs), *v;
+    size_t i;
+
+    json_array_foreach(a, i, v)
+        json_object_set(keys, json_string_value(v), json_true());
+    json_array_foreach(b, i, v)
+        json_object_set(keys, json_string_value(v), json_true());
+    json_decref(a);
+    json_decref(b);
+    return keys;
+}
+
+static void resync(struct syncer *s)
+{
+    json_t *keys = all_keys(s), *v;
+    const char *key;
+
+    json_object_foreach(keys, key, v)
+        queue_add(s->queue, key, 0);
+    json_decref(keys);
+    s->last_resync = time(NULL);
+}
+
+static bool caches_synced(struct syncer *s)
+{
+    return cache_synced(s->pr) && cache_synced(s->pods) && cache_synced(s->crs);
+}
+
+/* Per-key backoff after a failure: 200 ms doubling to 30 s (5 min for 403/422). */
+static uint64_t retry_delay(json_t *fails, const char *key, err_t rc)
+{
+    json_int_t n = json_integer_value(json_object_get(fails, key)) + 1;
+    uint64_t cap = rc == ERR_FORBIDDEN || rc == ERR_UNPROCESSABLE ? 300000 : 30000;
+    uint64_t d = 200;
+
+    json_object_set_new(fails, key, json_integer(n));
+    while (--n > 0 && d < cap)
+        d *= 2;
+    return d < cap ? d : cap;
+}
+
+static void *worker_run(void *arg)
+{
+    struct syncer *s = arg;
+    json_t *fails = json_object();
+    char key[768], msg[512];
+    uint64_t dirty;
+    bool wrote;
+    err_t rc;
+
+    while (!kube_gate_stopped(s->gate)) {
+        if (!queue_get(s->queue, key, sizeof(key), &dirty, 1000))
+            continue;
+        if (!caches_synced(s)) {
+            queue_add(s->queue, key, 200);
+            continue;
+        }
+        rc = reconcile_key(&s->rec, key, &wrote, msg, sizeof(msg));
+        if (rc == ERR_OK) {
+            json_object_del(fails, key);
+            if (wrote)
+                lag_observe(&s->lag, (double)(queue_now_ms() - dirty) / 1000.0);
+            continue;
+        }
+        if (kube_gate_stopped(s->gate))
+            break;
+        if (rc == ERR_FORBIDDEN || rc == ERR_UNPROCESSABLE || rc == ERR_INVAL)
+            log_warn("cannot sync DeviceBinding %s: %s", key, msg);
+        else
+            log_debug("sync of %s failed: %s; retrying", key, msg);
+        queue_add(s->queue, key, retry_delay(fails, key, rc));
+    }
+    json_decref(fails);
+    return NULL;
+}
+
+/* ---- /metrics and /healthz ---- */
+
+static err_t render_metrics(struct syncer *s, struct strbuf *sb)
+{
+    uint64_t cum = 0;
+    size_t i;
+    err_t rc = kube_stats_render(s->stats, sb);
+
+    if (!rc)
+        rc = strbuf_printf(
+            sb,
+            "# HELP podres_syncer_queue_depth Keys waiting to be reconciled.\n"
+            "# TYPE podres_syncer_queue_depth gauge\npodres_syncer_queue_depth %zu\n"
+            "# HELP podres_syncer_last_resync_timestamp_seconds Time of the last full resync.\n"
+            "# TYPE podres_syncer_last_resync_timestamp_seconds gauge\n"
+            "podres_syncer_last_resync_timestamp_seconds %lld\n"
+            "# HELP podres_syncer_podresd_revision Last podresd revision seen.\n"
+            "# TYPE podres_syncer_podresd_revision gauge\npodres_syncer_podresd_revision %llu\n"
+            "# HELP podres_syncer_devicebindings DeviceBindings of this node in the cache.\n"
+            "# TYPE podres_syncer_devicebindings gauge\npodres_syncer_devicebindings %zu\n"
+            "# HELP podres_syncer_sync_lag_seconds From a change seen on the node to the API "
+            "server's acknowledgement.\n"
+            "# TYPE podres_syncer_sync_lag_seconds histogram\n",
+            queue_len(s->queue), (long long)s->last_resync,
+            (unsigned long long)s->feed.revision, cache_size(s->crs));
+    pthread_mutex_lock(&s->lag.mu);
+    for (i = 0; !rc && i < NLAG; i++) {
+        cum += s->lag.buckets[i];
+        rc = strbuf_printf(sb, "podres_syncer_sync_lag_seconds_bucket{le=\"%g\"} %llu\n",
+                           lag_bounds[i], (unsigned long long)cum);
+    }
+    if (!rc)
+        rc = strbuf_printf(sb,
+                           "podres_syncer_sync_lag_seconds_bucket{le=\"+Inf\"} %llu\n"
+                           "podres_syncer_sync_lag_seconds_sum %.6f\n"
+                           "podres_syncer_sync_lag_seconds_count %llu\n",
+                           (unsigned long long)s->lag.n, s->lag.sum,
+                           (unsigned long long)s->lag.n);
+    pthread_mutex_unlock(&s->lag.mu);
+    return rc;
+}
+
+static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn, const char *url,
+                               const char *method, const char *version, const char *data,
+                               size_t *size, void **con_cls)
+{
+    struct syncer *s = cls;
+    struct strbuf sb = STRBUF_INIT;
+    struct MHD_Response *resp;
+    unsigned status = 200;
+    const char *text = NULL;
+    enum MHD_Result ret;
+    size_t len;
+    char *body;
+
+    (void)version;
+    (void)data;
+    (void)size;
+    if (!*con_cls) {
+        *con_cls = s; /* answer on the second call (libmicrohttpd 0.9.75 keep-alive) */
+        return MHD_YES;
+    }
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        status = 405;
+        text = "method not allowed\n";
+    } else if (strcmp(url, "/metrics") == 0) {
+        status = render_metrics(s, &sb) ? 500 : 200;
+    } else if (strcmp(url, "/healthz") == 0) {
+        text = "ok\n";
+    } else if (strcmp(url, "/readyz") == 0) {
+        status = caches_synced(s) ? 200 : 503;
+        text = status == 200 ? "ok\n" : "not ready: caches not synced\n";
+    } else {
+        status = 404;
+        text = "not found\n";
+    }
+    if (text && strbuf_add(&sb, text, strlen(text)))
+        status = 500;
+    body = strbuf_detach(&sb, &len);
+    resp = body ? MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE)
+                : MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4");
+    ret = MHD_queue_response(conn, status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+static err_t start_http(struct syncer *s)
+{
+    char host[256];
+    const char *colon;
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST};
+    struct addrinfo *ai = NULL;
+    size_t n;
+
+    if (!s->set.metrics_listen || !*s->set.metrics_listen)
+        return ERR_OK;
+    colon = strrchr(s->set.metrics_listen, ':');
+    n = colon ? (size_t)(colon - s->set.metrics_listen) : 0;
+    if (!colon || n == 0 || n >= sizeof(host)) {
+        log_err("cannot listen on '%s': give HOST:PORT", s->set.metrics_listen);
+        return ERR_INVAL;
+    }
+    snprintf(host, sizeof(host), "%.*s", (int)n, s->set.metrics_listen);
+    if (host[0] == '[' && host[n - 1] == ']') {
+        memmove(host, host + 1, n - 2);
+        host[n - 2] = '\0';
+    }
+    if (getaddrinfo(strcmp(host, "localhost") == 0 ? "127.0.0.1" : host, colon + 1, &hints, &ai)) {
+        log_err("cannot listen on '%s': not a numeric address", s->set.metrics_listen);
+        return ERR_INVAL;
+    }
+    s->http = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+                                   (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+                               0, NULL, NULL, on_http, s, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+                               MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT,
+                               10u, MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (!s->http) {
+        log_err("cannot listen on '%s': %s", s->set.metrics_listen, strerror(errno));
+        return ERR_IO;
+    }
+    return ERR_OK;
+}
+
+/* ---- start-up ---- */
+
+static int parse_flags(int argc, char **argv, struct syncer *s, int pass, const char **cfgfile)
+{
+    char msg[512];
+    int ch, idx;
+
+    optind = 1;
+    opterr = pass == 1;
+    for (;;) {
+        ch = getopt_long(argc, argv, "c:hV", long_opts, &idx);
+        if (ch == -1)
+            break;
+        if (ch == '?')
+            return 2;
+        if (ch == 'h' && pass == 1) {
+            fputs(usage, stdout);
+            return 1;
+        }
+        if (ch == 'V' && pass == 1) {
+            printf("podres-syncer %s\n", PODRES_VERSION);
+            return 1;
+        }
+        if (ch == 'c')
+            *cfgfile = optarg;
+        if (ch == 'o')
+            s->once = true;
+        if (ch == 0 && pass == 2 &&
+            opts_set(opt_table, NOPTS, &s->set, long_opts[idx].name, optarg, msg, sizeof(msg))) {
+            fprintf(stderr, "podres-syncer: flag --%s: %s\n", long_opts[idx].name, msg);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "podres-syncer: unexpected argument '%s'\n%s", argv[optind], usage);
+        return 2;
+    }
+    return 0;
+}
+
+static int defaults(struct settings *set)
+{
+    char host[256] = "localhost";
+    const char *node = getenv("NODE_NAME");
+    char msg[128];
+    int bad = 0;
+
+    if (!node || !*node) {
+        if (gethostname(host, sizeof(host) - 1) != 0)
+            snprintf(host, sizeof(host), "localhost");
+        node = host;
+    }
+    bad |= opts_set(opt_table, NOPTS, set, "node_name", node, msg, sizeof(msg));
+    bad |= opts_set(opt_table, NOPTS, set, "podresd_socket", "/run/podresd/podresd.sock", msg,
+                    sizeof(msg));
+    bad |= opts_set(opt_table, NOPTS, set, "metrics_listen", "127.0.0.1:9445", msg, sizeof(msg));
+    bad |= opts_set(opt_table, NOPTS, set, "log_format", "text", msg, sizeof(msg));
+    bad |= opts_set(opt_table, NOPTS, set, "log_level", "info", msg, sizeof(msg));
+    set->qps = 20;
+    set->burst = 40;
+    set->resync_ms = 300000;
+    set->reservation_ttl_ms = 600000;
+    return bad;
+}
+
+static int load_settings(int argc, char **argv, struct syncer *s)
+{
+    const char *cfgfile = NULL;
+    char msg[1200], why[512];
+    json_t *doc = NULL;
+    int r;
+
+    if (defaults(&s->set))
+        return 2;
+    r = parse_flags(argc, argv, s, 1, &cfgfile);
+    if (r == 0 && cfgfile) {
+        if (cfg_yaml_load(cfgfile, &doc, why, sizeof(why)) ||
+            opts_apply(opt_table, NOPTS, &s->set, doc, NULL, why, sizeof(why))) {
+            snprintf(msg, sizeof(msg), "config file '%s': %s", cfgfile, why);
+            fprintf(stderr, "podres-syncer: %s\n", msg);
+            r = 2;
+        }
+        json_decref(doc);
+    }
+    if (r == 0)
+        r = parse_flags(argc, argv, s, 2, &cfgfile);
+    if (r == 0 && log_setup(s->set.log_format, s->set.log_level))
+        r = 2;
+    return r;
+}
+
+static void escape_query(char *out, size_t cap, const char *name, const char *sel)
+{
+    char esc[400];
+
+    kube_escape(sel, esc, sizeof(esc));
+    snprintf(out, cap, "%s=%s", name, esc);
+}
+
+static err_t make_clients(struct syncer *s)
+{
+    struct kube_opts api = {.kc = &s->kc, .gate = s->gate, .stats = s->stats};
+    struct kube_opts pd = {.kc = &s->pd_kc, .gate = s->pd_gate, .max_attempts = 2,
+                           .unix_socket = s->set.podresd_url ? NULL : s->set.podresd_socket};
+
+    s->pd_kc.server = strdup(s->set.podresd_url ? s->set.podresd_url : "http://localhost");
+    s->k_pods = kube_new(&api);
+    s->k_crs = kube_new(&api);
+    s->k_work = kube_new(&api);
+    s->k_pd = kube_new(&pd);
+    if (!s->pd_kc.server || !s->k_pods || !s->k_crs || !s->k_work || !s->k_pd)
+        return ERR_NOMEM;
+    return ERR_OK;
+}
+
+static err_t setup(struct syncer *s)
+{
+    char msg[512], sel[300];
+    err_t rc = kubeconfig_load(s->set.kubeconfig, &s->kc, msg, sizeof(msg));
+
+    if (rc) {
+        log_err("no usable Kubernetes configuration: %s", msg);
+        return rc;
+    }
+    s->gate = kube_gate_new(s->set.qps, (int)s->set.burst);
+    s->pd_gate = kube_gate_new(0, 1);
+    s->stats = kube_stats_new();
+    s->queue = queue_new();
+    if (!s->gate || !s->pd_gate || !s->stats || !s->queue)
+        return ERR_NOMEM;
+    s->pr = cache_new(enqueue, s->queue);
+    s->resv = cache_new(enqueue, s->queue);
+    s->pods = cache_new(enqueue, s->queue);
+    s->crs = cache_new(enqueue, s->queue);
+    if (!s->pr || !s->resv || !s->pods || !s->crs || make_clients(s))
+        return ERR_NOMEM;
+    snprintf(sel, sizeof(sel), "spec.nodeName=%s", s->set.node_name);
+    escape_query(s->pods_query, sizeof(s->pods_query), "fieldSelector", sel);
+    snprintf(sel, sizeof(sel), RECONCILE_LABEL "=%s", s->set.node_name);
+    escape_query(s->crs_query, sizeof(s->crs_query), "labelSelector", sel);
+    s->inf_pods = (struct informer){.name = "pods", .path = "/api/v1/pods",
+                                    .query = s->pods_query, .kube = s->k_pods, .gate = s->gate,
+                                    .cache = s->pods};
+    s->inf_crs = (struct informer){.name = "devicebindings",
+                                   .path = RECONCILE_GROUP_PATH "/devicebindings",
+                                   .query = s->crs_query, .kube = s->k_crs, .gate = s->gate,
+                                   .cache = s->crs};
+    s->feed = (struct nodefeed){.kube = s->k_pd, .gate = s->pd_gate, .pods = s->pr,
+                                .resv = s->resv};
+    s->rec = (struct reconciler){.node = s->set.node_name, .kube = s->k_work, .pr = s->pr,
+                                 .resv = s->resv, .pods = s->pods, .crs = s->crs};
+    log_info("syncing node '%s' with %s (from %s)", s->set.node_name, s->kc.server,
+             s->kc.source ? s->kc.source : "?");
+    return ERR_OK;
+}
+
+/* --once: read everything, reconcile every key once; true when all succeeded. */
+static bool run_once(struct syncer *s)
+{
+    json_t *keys, *v;
+    const char *key;
+    char msg[512];
+    bool ok = true, wrote;
+
+    if (informer_list(&s->inf_pods) || informer_list(&s->inf_crs) || nodefeed_list(&s->feed)) {
+        log_err("cannot read the node's or the API server's state");
+        return false;
+    }
+    keys = all_keys(s);
+    json_object_foreach(keys, key, v) {
+        if (reconcile_key(&s->rec, key, &wrote, msg, sizeof(msg))) {
+            log_warn("cannot sync DeviceBinding %s: %s", key, msg);
+            ok = false;
+        }
+    }
+    json_decref(keys);
+    return ok;
+}
+
+static void run(struct syncer *s, const sigset_t *sigs)
+{
+    struct timespec tick = {.tv_sec = 1};
+    uint64_t next = queue_now_ms() + s->set.resync_ms;
+    int sig;
+
+    pthread_create(&s->threads[s->nthreads++], NULL, nodefeed_run, &s->feed);
+    pthread_create(&s->threads[s->nthreads++], NULL, informer_run, &s->inf_pods);
+    pthread_create(&s->threads[s->nthreads++], NULL, informer_run, &s->inf_crs);
+    pthread_create(&s->threads[s->nthreads++], NULL, worker_run, s);
+    for (;;) {
+        sig = sigtimedwait(sigs, NULL, &tick);
+        if (sig == SIGTERM || sig == SIGINT) {
+            log_info("received %s; shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+            return;
+        }
+        if ((queue_now_ms() >= next || !s->last_resync) && caches_synced(s)) {
+            resync(s);
+            next = queue_now_ms() + s->set.resync_ms;
+        }
+    }
+}
+
+static void teardown(struct syncer *s)
+{
+    int i;
+
+    if (s->gate)
+        kube_gate_stop(s->gate);
+    if (s->pd_gate)
+        kube_gate_stop(s->pd_gate);
+    if (s->queue)
+        queue_close(s->queue);
+    for (i = 0; i < s->nthreads; i++)
+        pthread_join(s->threads[i], NULL);
+    if (s->http)
+        MHD_stop_daemon(s->http);
+    kube_free(s->k_pods);
+    kube_free(s->k_crs);
+    kube_free(s->k_work);
+    kube_free(s->k_pd);
+    nodefeed_release(&s->feed);
+    cache_free(s->pr);
+    cache_free(s->resv);
+    cache_free(s->pods);
+    cache_free(s->crs);
+    queue_free(s->queue);
+    kube_stats_free(s->stats);
+    kube_gate_free(s->gate);
+    kube_gate_free(s->pd_gate);
+    kubeconfig_release(&s->kc);
+    kubeconfig_release(&s->pd_kc);
+    opts_release(opt_table, NOPTS, &s->set);
+    pthread_mutex_destroy(&s->lag.mu);
+}
+
+int main(int argc, char **argv)
+{
+    static struct syncer s;
+    sigset_t sigs;
+    int r;
+
+    fault_init();
+    pthread_mutex_init(&s.lag.mu, NULL);
+    r = load_settings(argc, argv, &s);
+    if (r) {
+        opts_release(opt_table, NOPTS, &s.set);
+        pthread_mutex_destroy(&s.lag.mu);
+        return r == 1 ? 0 : 1;
+    }
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    srand((unsigned)time(NULL) ^ (unsigned)getpid());
+    if (setup(&s) || (!s.once && start_http(&s))) {
+        log_err("start-up failed; exiting");
+        teardown(&s);
+        curl_global_cleanup();
+        return 1;
+    }
+    if (s.once) {
+        r = run_once(&s) ? 0 : 1;
+    } else {
+        run(&s, &sigs);
+        r = 0;
+    }
+    teardown(&s);
+    curl_global_cleanup();
+    log_info("stopped");
+    return r;
+}

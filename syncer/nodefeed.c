@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* nodefeed.c - the NDJSON feed of podresd as cache updates. */
+#define LOG_MOD "nodefeed"
+#include "../common/common.h"
+#include "nodefeed.h"
+
+/* The list of 'key' in 'answer' as an object keyed "namespace/name". */
+static json_t *keyed(const json_t *list)
+{
+    json_t *all = json_object(), *v;
+    char key[512];
+    size_t i;
+
+    json_array_foreach(list, i, v) {
+        if (cache_key_of(v, key, sizeof(key)))
+            json_object_set(all, key, v);
+    }
+    return all;
+}
+
+err_t nodefeed_list(struct nodefeed *nf)
+{
+    json_t *pods = NULL, *resv = NULL, *a, *b;
+    char msg[512];
+    err_t rc = kube_do(nf->kube, "GET", "/v1/pods", NULL, NULL, &pods, msg, sizeof(msg));
+
+    if (!rc)
+        rc = kube_do(nf->kube, "GET", "/v1/reservations", NULL, NULL, &resv, msg, sizeof(msg));
+    if (rc) {
+        log_warn("cannot read podresd: %s", msg);
+        json_decref(pods);
+        return rc;
+    }
+    a = keyed(json_object_get(pods, "podResources"));
+    b = keyed(json_object_get(resv, "reservations"));
+    cache_replace(nf->pods, a);
+    cache_replace(nf->resv, b);
+    nf->revision = (uint64_t)json_integer_value(json_object_get(pods, "revision"));
+    json_decref(a);
+    json_decref(b);
+    json_decref(pods);
+    json_decref(resv);
+    return ERR_OK;
+}
+
+static struct cache *cache_for(struct nodefeed *nf, const char *kind, json_t **pending)
+{
+    if (strcmp(kind, "PodResources") == 0) {
+        *pending = nf->pending_pods;
+        return nf->pods;
+    }
+    if (strcmp(kind, "Reservation") == 0) {
+        *pending = nf->pending_resv;
+        return nf->resv;
+    }
+    return NULL;
+}
+
+/* The initial list is complete: swap it in. */
+static void initial_end(struct nodefeed *nf)
+{
+    cache_replace(nf->pods, nf->pending_pods);
+    cache_replace(nf->resv, nf->pending_resv);
+    json_decref(nf->pending_pods);
+    json_decref(nf->pending_resv);
+    nf->pending_pods = NULL;
+    nf->pending_resv = NULL;
+}
+
+static bool on_event(void *ctx, json_t *ev)
+{
+    struct nodefeed *nf = ctx;
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    const char *kind = json_string_value(json_object_get(ev, "kind"));
+    json_t *obj = json_object_get(ev, "object"), *pending = NULL;
+    struct cache *c;
+    char key[512];
+
+    if (!type)
+        return false;
+    if (strcmp(type, "ERROR") == 0) {
+        nf->revision = 0; /* expired: start over with a full list */
+        return false;
+    }
+    if (strcmp(type, "BOOKMARK") == 0) {
+        if (json_is_true(json_object_get(ev, "initialEventsEnd")) && nf->pending_pods)
+            initial_end(nf);
+        nf->revision = (uint64_t)json_integer_value(json_object_get(ev, "revision"));
+        return true;
+    }
+    c = kind ? cache_for(nf, kind, &pending) : NULL;
+    if (c && cache_key_of(obj, key, sizeof(key))) {
+        if (pending)
+            json_object_set(pending, key, obj);
+        else if (strcmp(type, "DELETED") == 0)
+            cache_del(c, key);
+        else
+            cache_set(c, key, obj, false);
+    }
+    if (!nf->pending_pods)
+        nf->revision = (uint64_t)json_integer_value(json_object_get(ev, "revision"));
+    return true;
+}
+
+void *nodefeed_run(void *arg)
+{
+    struct nodefeed *nf = arg;
+    char path[128], msg[512];
+    err_t rc;
+
+    while (!kube_gate_stopped(nf->gate)) {
+        if (nf->revision) {
+            snprintf(path, sizeof(path), "/v1/watch?since=%llu",
+                     (unsigned long long)nf->revision);
+        } else {
+            snprintf(path, sizeof(path), "/v1/watch");
+            json_decref(nf->pending_pods);
+            json_decref(nf->pending_resv);
+            nf->pending_pods = json_object();
+            nf->pending_resv = json_object();
+        }
+        rc = kube_stream(nf->kube, path, on_event, nf, msg, sizeof(msg));
+        if (rc == ERR_GONE) {
+            log_info("podresd no longer keeps revision %llu; reading everything again",
+                     (unsigned long long)nf->revision);
+            nf->revision = 0;
+            continue;
+        }
+        if (rc)
+            log_debug("podresd feed ended: %s", msg);
+        if (!kube_gate_sleep(nf->gate, rc ? 1000 : 100))
+            break;
+    }
+    return NULL;
+}
+
+void nodefeed_release(struct nodefeed *nf)
+{
+    json_decref(nf->pending_pods);
+    json_decref(nf->pending_resv);
+    nf->pending_pods = NULL;
+    nf->pending_resv = NULL;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* nodefeed.h - follows podresd's change feed (GET /v1/watch) into two
+ * caches, PodResources and Reservations by "namespace/name": the initial
+ * ADDED events replace the caches at the initialEventsEnd bookmark, later
+ * events update them; a broken stream resumes with since=REVISION, a 410
+ * starts over with a full list. Runs on its own thread with its own client. */
+#ifndef PODRES_NODEFEED_H
+#define PODRES_NODEFEED_H
+#include <jansson.h>
+#include <stdint.h>
+
+#include "../common/err.h"
+#include "cache.h"
+#include "kube.h"
+
+struct nodefeed {
+    struct kube *kube;      /* client of podresd; borrowed */
+    struct kube_gate *gate; /* podresd's gate, to notice shutdown; borrowed */
+    struct cache *pods;     /* PodResources; borrowed */
+    struct cache *resv;     /* Reservations; borrowed */
+    uint64_t revision;      /* last revision seen; 0 = none */
+    json_t *pending_pods;   /* initial events before initialEventsEnd; owned */
+    json_t *pending_resv;   /* likewise */
+};
+
+/* One full read (GET /v1/pods and /v1/reservations) into the caches. */
+err_t nodefeed_list(struct nodefeed *nf) WARN_UNUSED;
+/* The thread body. 'arg' is the nodefeed. */
+void *nodefeed_run(void *arg);
+/* Free what the feed holds (not the caches). */
+void nodefeed_release(struct nodefeed *nf);
+
+#endif

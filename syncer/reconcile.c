@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* reconcile.c - desired DeviceBinding status and the writes that get there.
+ * After every acknowledged write the answer goes into the informer's cache
+ * (newer versions only), so a key queued again before the watch event
+ * arrives is not written twice. */
+#define LOG_MOD "reconcile"
+#include "../common/common.h"
+#include "../common/strbuf.h"
+#include "reconcile.h"
+
+#define MERGE_PATCH "application/merge-patch+json"
+
+bool reconcile_has_devices(const json_t *pr)
+{
+    json_t *c, *g;
+    size_t i, j;
+
+    json_array_foreach(json_object_get(pr, "containers"), i, c) {
+        json_array_foreach(json_object_get(c, "devices"), j, g) {
+            if (json_array_size(json_object_get(g, "deviceIds")))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* The kubelet spelling {"nodes":[{"ID":n}]} to the API's {"nodes":[{"id":n}]}. */
+static json_t *topology_api(const json_t *t)
+{
+    json_t *nodes = json_array(), *n;
+    size_t i;
+
+    json_array_foreach(json_object_get(t, "nodes"), i, n)
+        json_array_append_new(nodes, json_pack("{s:O}", "id", json_object_get(n, "ID")));
+    return json_pack("{s:o}", "nodes", nodes);
+}
+
+/* Add each group's count to 'counts' (resource -> integer). */
+static json_t *status_containers(const json_t *pr, json_t *counts)
+{
+    json_t *out = json_array(), *c, *g, *devs, *n;
+    size_t i, j;
+
+    json_array_foreach(json_object_get(pr, "containers"), i, c) {
+        devs = json_array();
+        json_array_foreach(json_object_get(c, "devices"), j, g) {
+            const char *res = json_string_value(json_object_get(g, "resourceName"));
+            size_t k = json_array_size(json_object_get(g, "deviceIds"));
+
+            if (!res || !k)
+                continue;
+            n = json_object_get(counts, res);
+            json_object_set_new(counts, res,
+                                json_integer(json_integer_value(n) + (json_int_t)k));
+            json_array_append_new(devs, json_pack("{s:s,s:O,s:o}", "resourceName", res,
+                                                  "deviceIds", json_object_get(g, "deviceIds"),
+                                                  "topology",
+                                                  topology_api(json_object_get(g, "topology"))));
+        }
+        if (json_array_size(devs))
+            json_array_append_new(out, json_pack("{s:O,s:o}", "name", json_object_get(c, "name"),
+                                                 "devices", devs));
+        else
+            json_decref(devs);
+    }
+    return out;
+}
+
+/* "a.com/x=1,b.com/y=2", resources sorted. */
+static char *summary_of(const json_t *counts)
+{
+    struct strbuf sb = STRBUF_INIT;
+    const char **keys, *k;
+    json_t *v;
+    size_t n = json_object_size(counts), i = 0, a, b;
+
+    keys = calloc(n ? n : 1, sizeof(*keys));
+    if (!keys)
+        return NULL;
+    json_object_foreach((json_t *)counts, k, v)
+        keys[i++] = k;
+    for (a = 1; a < n; a++) {
+        for (b = a; b > 0 && strcmp(keys[b - 1], keys[b]) > 0; b--) {
+            k = keys[b];
+            keys[b] = keys[b - 1];
+            keys[b - 1] = k;
+        }
+    }
+    for (i = 0; i < n; i++) {
+        if (strbuf_printf(&sb, "%s%s=%lld", i ? "," : "", keys[i],
+                          (long long)json_integer_value(json_object_get(counts, keys[i]))))
+            break;
+    }
+    free(keys);
+    if (i < n || (!sb.buf && strbuf_add(&sb, "", 0))) {
+        strbuf_release(&sb);
+        return NULL;
+    }
+    return strbuf_detach(&sb, NULL);
+}
+
+json_t *reconcile_status(const json_t *pr, const char *pod_uid, const char *node)
+{
+    json_t *counts = json_object(), *containers, *st = NULL;
+    char *summary;
+
+    if (!counts)
+        return NULL;
+    containers = status_containers(pr, counts);
+    summary = summary_of(counts);
+    if (containers && summary)
+        st = json_pack("{s:s,s:s,s:s,s:s,s:O,s:I}", "nodeName", node, "podUID", pod_uid, "phase",
+                       "Bound", "summary", summary, "containers", containers, "observedRevision",
+                       json_object_get(pr, "revision") ? json_integer_value(
+                                                             json_object_get(pr, "revision"))
+                                                       : (json_int_t)0);
+    json_decref(counts);
+    json_decref(containers);
+    free(summary);
+    return st;
+}
+
+/* ---- paths and small accessors ---- */
+
+static void cr_path(char *buf, size_t cap, const char *ns, const char *name, const char *sub)
+{
+    snprintf(buf, cap, RECONCILE_GROUP_PATH "/namespaces/%s/devicebindings%s%s%s", ns,
+             name ? "/" : "", name ? name : "", sub ? sub : "");
+}
+
+static const char *meta_str(const json_t *obj, const char *field)
+{
+    return json_string_value(json_object_get(json_object_get(obj, "metadata"), field));
+}
+
+static bool owner_ok(const json_t *cr, const char *uid)
+{
+    json_t *o;
+    size_t i;
+
+    json_array_foreach(json_object_get(json_object_get(cr, "metadata"), "ownerReferences"), i, o) {
+        const char *u = json_string_value(json_object_get(o, "uid"));
+
+        if (u && strcmp(u, uid) == 0)
+            return true;
+    }
+    return false;
+}
+
+static json_t *owner_refs(const char *name, const char *uid)
+{
+    return json_pack("[{s:s,s:s,s:s,s:s}]", "apiVersion", "v1", "kind", "Pod", "name", name, "uid",
+                     uid);
+}
+
+/* Put an acknowledged object into the cache, or drop the key for null. */
+static void remember(struct reconciler *r, const char *key, json_t *obj)
+{
+    if (json_is_object(obj))
+        cache_set(r->crs, key, obj, true);
+}
+
+/* ---- writes ---- */
+
+static err_t refetch(struct reconciler *r, const char *key, const char *ns, const char *name)
+{
+    char path[1024], msg[512];
+    json_t *obj = NULL;
+    const char *owner;
+    err_t rc;
+
+    cr_path(path, sizeof(path), ns, name, NULL);
+    rc = kube_do(r->kube, "GET", path, NULL, NULL, &obj, msg, sizeof(msg));
+    if (rc == ERR_NOTFOUND) {
+        cache_del(r->crs, key);
+        return ERR_OK;
+    }
+    if (rc)
+        return rc;
+    owner = json_string_value(json_object_get(
+        json_object_get(json_object_get(obj, "metadata"), "labels"), RECONCILE_LABEL));
+    if (owner && strcmp(owner, r->node) == 0)
+        remember(r, key, obj);
+    else
+        log_warn("DeviceBinding %s exists but is not labelled for node '%s'; leaving it alone",
+                 key, r->node);
+    json_decref(obj);
+    return ERR_OK;
+}
+
+static err_t create(struct reconciler *r, const char *key, const char *ns, const char *name,
+                    const char *uid, json_t **out, char *msg, size_t cap)
+{
+    char path[1024];
+    json_t *body = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s},s:o},s:{s:s}}", "apiVersion",
+                             "podres.dev/v1alpha1", "kind", "DeviceBinding", "metadata", "name",
+                             name, "namespace", ns, "labels", RECONCILE_LABEL, r->node,
+                             "ownerReferences", owner_refs(name, uid), "spec", "nodeName",
+                             r->node);
+    err_t rc;
+
+    if (!body)
+        return ERR_NOMEM;
+    cr_path(path, sizeof(path), ns, NULL, NULL);
+    rc = kube_do(r->kube, "POST", path, body, NULL, out, msg, cap);
+    json_decref(body);
+    if (rc == ERR_CONFLICT) {
+        /* It exists already (our cache lagged): read it and decide again. */
+        if (refetch(r, key, ns, name) == ERR_OK)
+            snprintf(msg, cap, "DeviceBinding %s already exists; read it again", key);
+    }
+    return rc;
+}
+
+static err_t delete_cr(struct reconciler *r, const char *key, const char *ns, const char *name,
+                       const json_t *cr, char *msg, size_t cap)
+{
+    char path[1024];
+    json_t *body = json_pack("{s:s,s:s,s:{s:s}}", "kind", "DeleteOptions", "apiVersion", "v1",
+                             "preconditions", "uid", meta_str(cr, "uid") ? meta_str(cr, "uid") : "");
+    json_t *out = NULL;
+    err_t rc;
+
+    if (!body)
+        return ERR_NOMEM;
+    cr_path(path, sizeof(path), ns, name, NULL);
+    rc = kube_do(r->kube, "DELETE", path, body, NULL, &out, msg, cap);
+    json_decref(body);
+    json_decref(out);
+    if (rc == ERR_OK || rc == ERR_NOTFOUND) {
+        cache_del(r->crs, key);
+        return ERR_OK;
+    }
+    if (rc == ERR_CONFLICT)
+        refetch(r, key, ns, name); /* another object by that name now: decide again */
+    return rc;
+}
+
+/* Merge patch of 'sub' ("" or "/status") with 'patch' (stolen). */
+static err_t patch(struct reconciler *r, const char *key, const char *ns, const char *name,
+                   const char *sub, json_t *body, char *msg, size_t cap)
+{
+    char path[1024];
+    json_t *out = NULL;
+    err_t rc;
+
+    if (!body)
+        return ERR_NOMEM;
+    cr_path(path, sizeof(path), ns, name, sub);
+    rc = kube_do(r->kube, "PATCH", path, body, MERGE_PATCH, &out, msg, cap);
+    json_decref(body);
+    if (!rc)
+        remember(r, key, out);
+    else if (rc == ERR_NOTFOUND || rc == ERR_CONFLICT)
+        refetch(r, key, ns, name);
+    json_decref(out);
+    return rc;
+}
+
+/* {"status": desired} plus null for each old status field no longer wanted. */
+static json_t *status_patch(const json_t *old, json_t *desired)
+{
+    json_t *st = json_deep_copy(desired), *v;
+    const char *k;
+
+    json_object_foreach((json_t *)old, k, v) {
+        if (!json_object_get(st, k))
+            json_object_set_new(st, k, json_null());
+    }
+    return json_pack("{s:o}", "status", st);
+}
+
+/* ---- the decision ---- */
+
+struct inputs {
+    json_t *pr;  /* podresd's PodResources, or NULL */
+    json_t *pod; /* the API Pod, or NULL */
+    json_t *cr;  /* the DeviceBinding, or NULL */
+};
+
+static err_t ensure(struct reconciler *r, const char *key, const char *ns, const char *name,
+                    struct inputs *in, bool *wrote, char *msg, size_t cap)
+{
+    const char *uid = meta_str(in->pod, "uid");
+    json_t *desired, *made = NULL;
+    err_t rc;
+
+    if (!in->cr) {
+        rc = create(r, key, ns, name, uid, &made, msg, cap);
+        if (rc)
+            return rc;
+        *wrote = true;
+        remember(r, key, made);
+        in->cr = made;
+    }
+    if (!owner_ok(in->cr, uid)) {
+        rc = patch(r, key, ns, name, "",
+                   json_pack("{s:{s:o}}", "metadata", "ownerReferences", owner_refs(name, uid)),
+                   msg, cap);
+        if (rc)
+            return rc;
+        *wrote = true;
+    }
+    desired = reconcile_status(in->pr, uid, r->node);
+    if (!desired)
+        return ERR_NOMEM;
+    rc = ERR_OK;
+    if (!json_equal(desired, json_object_get(in->cr, "status"))) {
+        rc = patch(r, key, ns, name, "/status",
+                   status_patch(json_object_get(in->cr, "status"), desired), msg, cap);
+        *wrote = rc == ERR_OK;
+    }
+    json_decref(desired);
+    return rc;
+}
+
+err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, char *msg, size_t cap)
+{
+    struct inputs in = {cache_get(r->pr, key), cache_get(r->pods, key), cache_get(r->crs, key)};
+    char ns[256], name[512];
+    const char *slash = strchr(key, '/');
+    const char *pr_uid = json_string_value(json_object_get(in.pr, "uid"));
+    err_t rc = ERR_OK;
+
+    *wrote = false;
+    msg[0] = '\0';
+    if (!slash || (size_t)(slash - key) >= sizeof(ns))
+        goto out;
+    snprintf(ns, sizeof(ns), "%.*s", (int)(slash - key), key);
+    snprintf(name, sizeof(name), "%s", slash + 1);
+    if (in.cr && json_object_get(json_object_get(in.cr, "metadata"), "deletionTimestamp"))
+        goto out; /* going away already */
+    if (!reconcile_has_devices(in.pr)) {
+        /* No binding: remove our object, but never a scheduler's pre-assignment. */
+        if (in.cr && !json_object_get(json_object_get(in.cr, "spec"), "containers")) {
+            rc = delete_cr(r, key, ns, name, in.cr, msg, cap);
+            *wrote = rc == ERR_OK;
+        }
+        goto out;
+    }
+    /* Without the Pod in the API server there is no owner: wait for it (and
+     * never fight the garbage collector after the Pod is deleted). */
+    if (!in.pod || !meta_str(in.pod, "uid"))
+        goto out;
+    if (pr_uid && *pr_uid && strcmp(pr_uid, meta_str(in.pod, "uid")) != 0)
+        goto out; /* podresd and the API server disagree on the instance: wait */
+    rc = ensure(r, key, ns, name, &in, wrote, msg, cap);
+out:
+    json_decref(in.pr);
+    json_decref(in.pod);
+    json_decref(in.cr);
+    return rc;
+}
