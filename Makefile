@@ -52,7 +52,7 @@ DEBIAN_PKGS := gcc make pkg-config libmicrohttpd-dev libjansson-dev libcurl4-ope
 	libyaml-dev libsqlite3-dev sqlite3 curl jq python3 python3-kubernetes python3-yaml openssl \
 	protobuf-c-compiler libprotobuf-c-dev python3-grpcio python3-grpc-tools perl
 
-.PHONY: all test check unit integration deps run clean format lint complexity
+.PHONY: all test check unit integration deps run demo clean format lint complexity
 all: $(PROGS)
 
 $(B)/%.o: %.c
@@ -136,6 +136,9 @@ run: deps all
 	@echo "  curl -s --unix-socket var/podresd.sock http://localhost/v1/devices | jq"
 	@echo "  curl -s http://127.0.0.1:9444/v1/devices | jq"
 	$(BIN)/podresd --config deploy/dev/podresd.yaml
+
+demo: deps all
+	@tools/demo.sh $(BIN)
 
 format:
 	clang-format -i common/*.[ch] server/*.[ch] $(wildcard syncer/*.[ch]) tests/unit/*/*.c

@@ -9,6 +9,7 @@ MULT=${TEST_TIMEOUT_MULT:-1}
 T=$(mktemp -d "${TMPDIR:-/tmp}/podres-it.XXXXXX")
 PIDS=()
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export KUBECACHEDIR=$T/kube-cache  # kubectl's discovery cache stays in the temp dir
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 cleanup() {

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# `make demo` runs the whole path and exits 0; its output has the
+# DeviceBindings table with the three pods, and it leaves nothing running.
+. "$(dirname "$0")/lib.sh"
+
+flavor=()
+case "$PODRES_BIN" in */build/san/bin) flavor=(SANITIZE=address,undefined) ;; esac
+rc=0
+timeout $((120 * MULT)) make -s -C "$PODRES_ROOT" demo "${flavor[@]}" > "$T/demo.out" 2>&1 || rc=$?
+[ "$rc" = 0 ] || { cat "$T/demo.out" >&2; fail "make demo exited $rc"; }
+grep -qE '^NAMESPACE +NAME +NODE +PHASE +DEVICES +AGE' "$T/demo.out" || fail "no DeviceBindings table: $(cat "$T/demo.out")"
+for p in train-0 train-1 infer-0; do
+    grep -qE "^ml +$p +demo-node +Bound +example.com/" "$T/demo.out" || fail "no Bound row for $p"
+done
+grep -q '/v1/pods' "$T/demo.out" && grep -q '/v1/devices' "$T/demo.out" || fail "the curl output is missing"
+sleep 0.5
+! pgrep -f 'podres-demo\.' > /dev/null || fail "make demo left processes running: $(pgrep -af 'podres-demo\.')"
+ok "make demo: the DeviceBindings table with three Bound pods; nothing left running"
