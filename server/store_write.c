@@ -736,6 +736,8 @@ static err_t emit_key_changes(struct store *st, json_t *before, json_t *after, b
         if (!rc && (!w || force || !json_equal(v, w))) {
             snprintf(k, sizeof(k), "%s", key);
             rc = emit_device(st, "MODIFIED", k, key_split(k));
+            if (rc == ERR_NOTFOUND)
+                rc = ERR_OK; /* reserved before it is registered: no device to report */
         }
     }
     json_object_foreach(before, key, v) {

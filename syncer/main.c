@@ -121,7 +121,7 @@ struct syncer {
     struct queue *queue;       /* keys to reconcile */
     struct cache *pr, *resv;   /* podresd state */
     struct cache *pods, *crs;  /* API state */
-    struct kube *k_pods, *k_crs, *k_work, *k_pd; /* one client per thread */
+    struct kube *k_pods, *k_crs, *k_work, *k_pd, *k_pdw; /* one client per thread */
     struct informer inf_pods, inf_crs; /* the informers */
     struct nodefeed feed;      /* the podresd feed */
     struct reconciler rec;     /* the worker's reconciler */
@@ -142,15 +142,16 @@ static void enqueue(void *ctx, const char *key)
 /* Every key the node or the API server knows about. */
 static json_t *all_keys(struct syncer *s)
 {
-    json_t *keys = json_object(), *a = cache_keys(s->pr), *b = cache_keys(s->crs), *v;
-    size_t i;
+    struct cache *from[] = {s->pr, s->resv, s->crs};
+    json_t *keys = json_object(), *list, *v;
+    size_t i, j;
 
-    json_array_foreach(a, i, v)
-        json_object_set(keys, json_string_value(v), json_true());
-    json_array_foreach(b, i, v)
-        json_object_set(keys, json_string_value(v), json_true());
-    json_decref(a);
-    json_decref(b);
+    for (j = 0; j < ARRAY_SIZE(from); j++) {
+        list = cache_keys(from[j]);
+        json_array_foreach(list, i, v)
+            json_object_set(keys, json_string_value(v), json_true());
+        json_decref(list);
+    }
     return keys;
 }
 
@@ -188,7 +189,7 @@ static void *worker_run(void *arg)
     struct syncer *s = arg;
     json_t *fails = json_object();
     char key[768], msg[512];
-    uint64_t dirty;
+    uint64_t dirty, again;
     bool wrote;
     err_t rc;
 
@@ -199,9 +200,11 @@ static void *worker_run(void *arg)
             queue_add(s->queue, key, 200);
             continue;
         }
-        rc = reconcile_key(&s->rec, key, &wrote, msg, sizeof(msg));
+        rc = reconcile_key(&s->rec, key, &wrote, &again, msg, sizeof(msg));
         if (rc == ERR_OK) {
             json_object_del(fails, key);
+            if (again)
+                queue_add(s->queue, key, again);
             if (wrote)
                 lag_observe(&s->lag, (double)(queue_now_ms() - dirty) / 1000.0);
             continue;
@@ -457,7 +460,8 @@ static err_t make_clients(struct syncer *s)
     s->k_crs = kube_new(&api);
     s->k_work = kube_new(&api);
     s->k_pd = kube_new(&pd);
-    if (!s->pd_kc.server || !s->k_pods || !s->k_crs || !s->k_work || !s->k_pd)
+    s->k_pdw = kube_new(&pd);
+    if (!s->pd_kc.server || !s->k_pods || !s->k_crs || !s->k_work || !s->k_pd || !s->k_pdw)
         return ERR_NOMEM;
     return ERR_OK;
 }
@@ -496,7 +500,8 @@ static err_t setup(struct syncer *s)
                                    .cache = s->crs};
     s->feed = (struct nodefeed){.kube = s->k_pd, .gate = s->pd_gate, .pods = s->pr,
                                 .resv = s->resv};
-    s->rec = (struct reconciler){.node = s->set.node_name, .kube = s->k_work, .pr = s->pr,
+    s->rec = (struct reconciler){.node = s->set.node_name, .kube = s->k_work, .pd = s->k_pdw,
+                                 .ttl_ms = s->set.reservation_ttl_ms, .pr = s->pr,
                                  .resv = s->resv, .pods = s->pods, .crs = s->crs};
     log_info("syncing node '%s' with %s (from %s)", s->set.node_name, s->kc.server,
              s->kc.source ? s->kc.source : "?");
@@ -509,6 +514,7 @@ static bool run_once(struct syncer *s)
     json_t *keys, *v;
     const char *key;
     char msg[512];
+    uint64_t again;
     bool ok = true, wrote;
 
     if (informer_list(&s->inf_pods) || informer_list(&s->inf_crs) || nodefeed_list(&s->feed)) {
@@ -517,7 +523,7 @@ static bool run_once(struct syncer *s)
     }
     keys = all_keys(s);
     json_object_foreach(keys, key, v) {
-        if (reconcile_key(&s->rec, key, &wrote, msg, sizeof(msg))) {
+        if (reconcile_key(&s->rec, key, &wrote, &again, msg, sizeof(msg))) {
             log_warn("cannot sync DeviceBinding %s: %s", key, msg);
             ok = false;
         }
@@ -567,6 +573,7 @@ static void teardown(struct syncer *s)
     kube_free(s->k_crs);
     kube_free(s->k_work);
     kube_free(s->k_pd);
+    kube_free(s->k_pdw);
     nodefeed_release(&s->feed);
     cache_free(s->pr);
     cache_free(s->resv);

@@ -8,6 +8,8 @@
 #include "../common/strbuf.h"
 #include "reconcile.h"
 
+#include <time.h>
+
 #define MERGE_PATCH "application/merge-patch+json"
 
 bool reconcile_has_devices(const json_t *pr)
@@ -118,6 +120,17 @@ json_t *reconcile_status(const json_t *pr, const char *pod_uid, const char *node
     json_decref(containers);
     free(summary);
     return st;
+}
+
+json_t *reconcile_condition(const char *type, const char *status, const char *reason,
+                            const char *message, const json_t *old, const char *now)
+{
+    const char *old_status = json_string_value(json_object_get(old, "status"));
+    const char *old_time = json_string_value(json_object_get(old, "lastTransitionTime"));
+    const char *when = old_status && old_time && strcmp(old_status, status) == 0 ? old_time : now;
+
+    return json_pack("{s:s,s:s,s:s,s:s,s:s}", "type", type, "status", status, "reason", reason,
+                     "message", message, "lastTransitionTime", when);
 }
 
 /* ---- paths and small accessors ---- */
@@ -270,13 +283,227 @@ static json_t *status_patch(const json_t *old, json_t *desired)
     return json_pack("{s:o}", "status", st);
 }
 
+/* ---- pre-assignment ---- */
+
+#define PREASSIGNED "PreassignmentHonored"
+
+/* Seconds since an RFC 3339 UTC time ("2026-01-02T03:04:05Z"); -1 if unreadable. */
+static long long age_s(const char *ts)
+{
+    struct tm tm = {0};
+    char *end;
+    time_t t;
+
+    if (!ts)
+        return -1;
+    end = strptime(ts, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!end || (*end != 'Z' && *end != '.'))
+        return -1;
+    t = timegm(&tm);
+    return (long long)(time(NULL) - t);
+}
+
+static void now_rfc3339(char *buf, size_t cap)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+
+    gmtime_r(&t, &tm);
+    strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int cmp_json_str(const void *a, const void *b)
+{
+    return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
+}
+
+/* spec.containers as podresd takes a reservation: names and sorted ids only. */
+static json_t *reservation_of(const json_t *containers)
+{
+    json_t *out = json_array(), *c, *g, *devs, *ids, *v[1024];
+    size_t i, j, k, n;
+
+    json_array_foreach(containers, i, c) {
+        devs = json_array();
+        json_array_foreach(json_object_get(c, "devices"), j, g) {
+            n = 0;
+            json_array_foreach(json_object_get(g, "deviceIds"), k, ids) {
+                if (n < ARRAY_SIZE(v) && json_is_string(ids))
+                    v[n++] = ids;
+            }
+            qsort(v, n, sizeof(v[0]), cmp_json_str);
+            ids = json_array();
+            for (k = 0; k < n; k++)
+                json_array_append(ids, v[k]);
+            json_array_append_new(devs, json_pack("{s:O,s:o}", "resourceName",
+                                                  json_object_get(g, "resourceName"), "deviceIds",
+                                                  ids));
+        }
+        json_array_append_new(out, json_pack("{s:O,s:o}", "name", json_object_get(c, "name"),
+                                             "devices", devs));
+    }
+    return out;
+}
+
+/* Status message of a podresd answer without the "HTTP 409: " prefix. */
+static const char *bare(const char *msg)
+{
+    const char *p = strstr(msg, ": ");
+
+    return strncmp(msg, "HTTP ", 5) == 0 && p ? p + 2 : msg;
+}
+
+struct verdict {
+    const char *phase;   /* Pending, Bound or Conflict */
+    const char *status;  /* condition status: True, False, Unknown */
+    const char *reason;  /* condition reason */
+    char message[512];   /* condition message */
+};
+
+/* Place or update the reservation; the verdict follows its state. */
+static err_t reserve(struct reconciler *r, const char *ns, const char *name, const json_t *want,
+                     json_t *resv, bool bound, struct verdict *v)
+{
+    char path[1024], msg[512];
+    json_t *body, *ans = NULL, *have = resv ? reservation_of(json_object_get(resv, "containers")) : NULL;
+    const char *state;
+    err_t rc = ERR_OK;
+
+    if (!have || !json_equal(have, want)) {
+        snprintf(path, sizeof(path), "/v1/reservations/%s/%s", ns, name);
+        body = json_pack("{s:O}", "containers", want);
+        rc = body ? kube_do(r->pd, "PUT", path, body, NULL, &ans, msg, sizeof(msg)) : ERR_NOMEM;
+        json_decref(body);
+        if (rc == ERR_CONFLICT || rc == ERR_UNPROCESSABLE || rc == ERR_INVAL) {
+            *v = (struct verdict){"Conflict", "False", "Unavailable", ""};
+            snprintf(v->message, sizeof(v->message), "%s", bare(msg));
+            json_decref(have);
+            return ERR_OK;
+        }
+        resv = json_object_get(ans, "reservation");
+    }
+    json_decref(have);
+    if (rc) {
+        json_decref(ans);
+        return rc;
+    }
+    state = json_string_value(json_object_get(resv, "state"));
+    if (state && strcmp(state, "Bound") == 0)
+        *v = (struct verdict){"Bound", "True", "Matched", ""};
+    else if (state && strcmp(state, "Conflict") == 0)
+        *v = (struct verdict){"Conflict", "False", bound ? "Mismatch" : "Unavailable", ""};
+    else
+        *v = (struct verdict){"Pending", "Unknown", "Reserved",
+                              "devices reserved; waiting for the pod to be bound"};
+    if (v->message[0] == '\0' && state && strcmp(state, "Conflict") == 0)
+        snprintf(v->message, sizeof(v->message), "%s",
+                 json_string_value(json_object_get(resv, "message")));
+    json_decref(ans);
+    return ERR_OK;
+}
+
+static err_t release(struct reconciler *r, const char *ns, const char *name)
+{
+    char path[1024], msg[512];
+    json_t *ans = NULL;
+    err_t rc;
+
+    snprintf(path, sizeof(path), "/v1/reservations/%s/%s", ns, name);
+    rc = kube_do(r->pd, "DELETE", path, NULL, NULL, &ans, msg, sizeof(msg));
+    json_decref(ans);
+    return rc == ERR_NOTFOUND ? ERR_OK : rc;
+}
+
 /* ---- the decision ---- */
 
 struct inputs {
-    json_t *pr;  /* podresd's PodResources, or NULL */
-    json_t *pod; /* the API Pod, or NULL */
-    json_t *cr;  /* the DeviceBinding, or NULL */
+    json_t *pr;   /* podresd's PodResources, or NULL */
+    json_t *pod;  /* the API Pod, or NULL */
+    json_t *cr;   /* the DeviceBinding, or NULL */
+    json_t *resv; /* podresd's Reservation, or NULL */
 };
+
+/* Patch the status to 'desired' (stolen) unless it is there already. */
+static err_t put_status(struct reconciler *r, const char *key, const char *ns, const char *name,
+                        const json_t *cr, json_t *desired, bool *wrote, char *msg, size_t cap)
+{
+    err_t rc = ERR_OK;
+
+    if (!desired)
+        return ERR_NOMEM;
+    if (!json_equal(desired, json_object_get(cr, "status"))) {
+        rc = patch(r, key, ns, name, "/status",
+                   status_patch(json_object_get(cr, "status"), desired), msg, cap);
+        *wrote = *wrote || rc == ERR_OK;
+    }
+    json_decref(desired);
+    return rc;
+}
+
+/* The first condition of 'type' in the object's status, or NULL. */
+static const json_t *condition_of(const json_t *cr, const char *type)
+{
+    json_t *c;
+    size_t i;
+
+    json_array_foreach(json_object_get(json_object_get(cr, "status"), "conditions"), i, c) {
+        const char *t = json_string_value(json_object_get(c, "type"));
+
+        if (t && strcmp(t, type) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+static err_t preassigned(struct reconciler *r, const char *key, const char *ns, const char *name,
+                         struct inputs *in, bool *wrote, uint64_t *requeue_ms, char *msg,
+                         size_t cap)
+{
+    const char *pod_uid = in->pod ? meta_str(in->pod, "uid") : NULL;
+    bool bound = reconcile_has_devices(in->pr), arrived = in->pr || in->pod;
+    long long age = age_s(meta_str(in->cr, "creationTimestamp"));
+    long long ttl_s = (long long)(r->ttl_ms / 1000);
+    json_t *want = reservation_of(json_object_get(json_object_get(in->cr, "spec"), "containers"));
+    json_t *desired, *cond;
+    struct verdict v = {0};
+    char now[32];
+    err_t rc = ERR_OK;
+
+    if (!want)
+        return ERR_NOMEM;
+    if (!arrived && age >= ttl_s) {
+        rc = in->resv ? release(r, ns, name) : ERR_OK;
+        v = (struct verdict){"Conflict", "False", "ReservationExpired", ""};
+        snprintf(v.message, sizeof(v.message),
+                 "the pod did not arrive on node %s within %llds; the reservation was released",
+                 r->node, ttl_s);
+    } else {
+        rc = reserve(r, ns, name, want, in->resv, bound, &v);
+        if (!arrived)
+            *requeue_ms = (uint64_t)(ttl_s - (age > 0 ? age : 0)) * 1000 + 500;
+    }
+    json_decref(want);
+    if (rc)
+        return rc;
+    if (pod_uid && !owner_ok(in->cr, pod_uid)) {
+        rc = patch(r, key, ns, name, "",
+                   json_pack("{s:{s:o}}", "metadata", "ownerReferences", owner_refs(name, pod_uid)),
+                   msg, cap);
+        if (rc)
+            return rc;
+        *wrote = true;
+    }
+    now_rfc3339(now, sizeof(now));
+    desired = reconcile_status(bound ? in->pr : NULL, pod_uid ? pod_uid : "", r->node);
+    cond = reconcile_condition(PREASSIGNED, v.status, v.reason, v.message,
+                               condition_of(in->cr, PREASSIGNED), now);
+    if (desired && cond) {
+        json_object_set_new(desired, "phase", json_string(v.phase));
+        json_object_set_new(desired, "conditions", json_pack("[O]", cond));
+    }
+    json_decref(cond);
+    return put_status(r, key, ns, name, in->cr, desired, wrote, msg, cap);
+}
 
 static err_t ensure(struct reconciler *r, const char *key, const char *ns, const char *name,
                     struct inputs *in, bool *wrote, char *msg, size_t cap)
@@ -285,6 +512,12 @@ static err_t ensure(struct reconciler *r, const char *key, const char *ns, const
     json_t *desired, *made = NULL;
     err_t rc;
 
+    if (in->resv) {
+        /* No pre-assignment (any more): its reservation goes. */
+        rc = release(r, ns, name);
+        if (rc)
+            return rc;
+    }
     if (!in->cr) {
         rc = create(r, key, ns, name, uid, &made, msg, cap);
         if (rc)
@@ -302,27 +535,21 @@ static err_t ensure(struct reconciler *r, const char *key, const char *ns, const
         *wrote = true;
     }
     desired = reconcile_status(in->pr, uid, r->node);
-    if (!desired)
-        return ERR_NOMEM;
-    rc = ERR_OK;
-    if (!json_equal(desired, json_object_get(in->cr, "status"))) {
-        rc = patch(r, key, ns, name, "/status",
-                   status_patch(json_object_get(in->cr, "status"), desired), msg, cap);
-        *wrote = rc == ERR_OK;
-    }
-    json_decref(desired);
-    return rc;
+    return put_status(r, key, ns, name, in->cr, desired, wrote, msg, cap);
 }
 
-err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, char *msg, size_t cap)
+err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t *requeue_ms,
+                    char *msg, size_t cap)
 {
-    struct inputs in = {cache_get(r->pr, key), cache_get(r->pods, key), cache_get(r->crs, key)};
+    struct inputs in = {cache_get(r->pr, key), cache_get(r->pods, key), cache_get(r->crs, key),
+                        cache_get(r->resv, key)};
     char ns[256], name[512];
     const char *slash = strchr(key, '/');
     const char *pr_uid = json_string_value(json_object_get(in.pr, "uid"));
     err_t rc = ERR_OK;
 
     *wrote = false;
+    *requeue_ms = 0;
     msg[0] = '\0';
     if (!slash || (size_t)(slash - key) >= sizeof(ns))
         goto out;
@@ -330,6 +557,15 @@ err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, char *ms
     snprintf(name, sizeof(name), "%s", slash + 1);
     if (in.cr && json_object_get(json_object_get(in.cr, "metadata"), "deletionTimestamp"))
         goto out; /* going away already */
+    if (in.cr && json_array_size(json_object_get(json_object_get(in.cr, "spec"), "containers"))) {
+        rc = preassigned(r, key, ns, name, &in, wrote, requeue_ms, msg, cap);
+        goto out;
+    }
+    if (in.resv && !reconcile_has_devices(in.pr)) {
+        rc = release(r, ns, name); /* its DeviceBinding is gone */
+        if (rc)
+            goto out;
+    }
     if (!reconcile_has_devices(in.pr)) {
         /* No binding: remove our object, but never a scheduler's pre-assignment. */
         if (in.cr && !json_object_get(json_object_get(in.cr, "spec"), "containers")) {
@@ -349,5 +585,6 @@ out:
     json_decref(in.pr);
     json_decref(in.pod);
     json_decref(in.cr);
+    json_decref(in.resv);
     return rc;
 }

@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../common/err.h"
 #include "cache.h"
@@ -21,6 +22,8 @@
 struct reconciler {
     const char *node;     /* this node's name; borrowed */
     struct kube *kube;    /* the worker's API client; borrowed */
+    struct kube *pd;      /* the worker's podresd client (reservations); borrowed */
+    uint64_t ttl_ms;      /* how long a pre-assignment waits for its pod */
     struct cache *pr;     /* podresd PodResources; borrowed */
     struct cache *resv;   /* podresd Reservations; borrowed */
     struct cache *pods;   /* API Pods of this node; borrowed */
@@ -28,13 +31,32 @@ struct reconciler {
 };
 
 /* Bring 'key' to its desired state. *wrote tells whether an API write was
- * acknowledged. Errors mean "try again later" ('msg' says why). */
-err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, char *msg,
-                    size_t cap) WARN_UNUSED;
+ * acknowledged; *requeue_ms, when not 0, asks for another look after that
+ * long (a pre-assignment's deadline). Errors mean "try again later" ('msg'
+ * says why).
+ *
+ * A DeviceBinding whose spec.containers a scheduler wrote is a
+ * pre-assignment: its devices are reserved in podresd (PUT
+ * /v1/reservations/NS/NAME) and its status follows the reservation's state:
+ * Pending while the pod is not bound, Bound with condition
+ * PreassignmentHonored=True when the binding equals the reservation,
+ * Conflict (condition False, the reason in its message) when a device is
+ * unknown, unhealthy, held or reserved elsewhere, or the binding differs.
+ * The reservation is released when the object goes away, or after ttl_ms
+ * from its creation when the pod has not arrived on the node. */
+err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t *requeue_ms,
+                    char *msg, size_t cap) WARN_UNUSED;
 
-/* The status a DeviceBinding should carry for PodResources 'pr' (borrowed)
- * of the pod with 'pod_uid' on 'node'. New, or NULL if out of memory. */
+/* The status a DeviceBinding should carry for PodResources 'pr' (borrowed,
+ * may be NULL: no devices yet) of the pod with 'pod_uid' on 'node', with
+ * phase Bound. New, or NULL if out of memory. */
 json_t *reconcile_status(const json_t *pr, const char *pod_uid, const char *node);
+
+/* A condition {type, status, reason, message, lastTransitionTime}; the time
+ * is taken from 'old' (the previous condition of that type, or NULL) when
+ * its status is the same, else 'now' (RFC 3339). New, or NULL. */
+json_t *reconcile_condition(const char *type, const char *status, const char *reason,
+                            const char *message, const json_t *old, const char *now);
 
 /* True when 'pr' holds at least one device. */
 bool reconcile_has_devices(const json_t *pr);

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Pre-assignment: a scheduler writes a DeviceBinding spec; the node reserves
+# the devices and reports Pending, Bound (PreassignmentHonored=True) or
+# Conflict with the reason; the reservation goes with the object, and after
+# --reservation-ttl when the pod never arrives.
+. "$(dirname "$0")/lib.sh"
+
+preassign() { # NAME DEVICE...
+    local name=$1 ids
+    shift
+    ids=$(printf '"%s",' "$@")
+    cat > "$T/pa-$name.json" <<JSON
+{"apiVersion":"podres.dev/v1alpha1","kind":"DeviceBinding",
+ "metadata":{"name":"$name","namespace":"ml","labels":{"podres.dev/node":"test-node"}},
+ "spec":{"nodeName":"test-node","containers":[{"name":"main","devices":[{"resourceName":"example.com/gpu","deviceIds":[${ids%,}]}]}]}}
+JSON
+    KUBECONFIG=$EMU_KCFG kubectl apply -f "$T/pa-$name.json" > /dev/null || fail "kubectl apply $name"
+}
+phase_is() { # NAME PHASE
+    curl -sk "$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/$1" | jq -e ".status.phase == \"$2\"" > /dev/null
+}
+cond() { # NAME FIELD
+    curl -sk "$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/$1" |
+        jq -r ".status.conditions[] | select(.type==\"PreassignmentHonored\") | .$2"
+}
+resv_state() { curl -s --unix-socket "$PD_SOCK" "http://localhost/v1/reservations/ml/$1" | jq -r '.reservation.state // "none"'; }
+
+pd_start
+register example.com/gpu "$(jq -nc '[range(0;6) | {id: "gpu-\(.)"}]')"
+emu_start
+sy_start --reservation-ttl 4s
+kapi POST /api/v1/namespaces '{"metadata":{"name":"ml"}}'
+
+# Before the pod exists: Pending, devices reserved in podresd.
+preassign p1 gpu-0
+wait_until 3 phase_is p1 Pending || fail "p1 is not Pending: $(kapi GET /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/p1; out)"
+[ "$(resv_state p1)" = Pending ] || fail "no reservation in podresd"
+req GET /v1/devices
+[ "$(jqo '.devices[] | select(.id=="gpu-0") | .reservedFor.name')" = p1 ] || fail "reservedFor"
+[ "$(cond p1 status)" = Unknown ] || fail "condition while pending: $(cond p1 status)"
+ok "a pre-assignment written with kubectl is Pending and reserved in podresd"
+
+# The pod arrives and allocates: the reservation is used; Bound, honoured.
+uid1=$(emu_pod ml p1 test-node)
+req POST /v1/namespaces/ml/pods/p1/allocate "{\"uid\":\"$uid1\",\"containers\":[{\"name\":\"main\",\"requests\":{\"example.com/gpu\":1}}]}"
+expect_code 201 "allocate p1"
+[ "$(jqo '.podResources.containers[0].devices[0].deviceIds[0]')" = gpu-0 ] || fail "allocate ignored the reservation"
+wait_until 3 phase_is p1 Bound || fail "p1 is not Bound"
+[ "$(cond p1 status)" = True ] && [ "$(cond p1 reason)" = Matched ] || fail "condition: $(cond p1 status) $(cond p1 reason)"
+[ -n "$(cond p1 lastTransitionTime)" ] || fail "no lastTransitionTime"
+dvb ml p1
+[ "$(jqo '.metadata.ownerReferences[0].uid')" = "$uid1" ] || fail "no ownerReference to the pod"
+[ "$(jqo '.spec.containers[0].devices[0].deviceIds[0]')" = gpu-0 ] || fail "the scheduler's spec was touched"
+ok "allocate uses the reservation; Bound with PreassignmentHonored=True and a lastTransitionTime"
+
+# Two pre-assignments of one device: the second is a Conflict naming it.
+emu_pod ml p2 test-node > /dev/null
+emu_pod ml p3 test-node > /dev/null
+preassign p2 gpu-1
+wait_until 3 phase_is p2 Pending || fail "p2 is not Pending"
+preassign p3 gpu-1
+wait_until 3 phase_is p3 Conflict || fail "p3 is not a Conflict"
+cond p3 message | grep -q "gpu-1 is reserved for pod ml/p2" || fail "message: $(cond p3 message)"
+ok "a second pre-assignment of the same device is a Conflict naming it: $(cond p3 message)"
+
+# Unhealthy and unknown devices.
+req PATCH /v1/resources/example.com/gpu/devices/gpu-2 '{"health":"Unhealthy"}'
+emu_pod ml p4 test-node > /dev/null
+emu_pod ml p5 test-node > /dev/null
+preassign p4 gpu-2
+preassign p5 gpu-9
+wait_until 3 phase_is p4 Conflict || fail "unhealthy device: not a Conflict"
+cond p4 message | grep -q "gpu-2 is Unhealthy" || fail "message: $(cond p4 message)"
+wait_until 3 phase_is p5 Conflict || fail "unknown device: not a Conflict"
+cond p5 message | grep -q "gpu-9 is not registered" || fail "message: $(cond p5 message)"
+ok "unhealthy and unknown devices are Conflicts with the reason"
+
+# The scheduler changes its mind: the reservation follows.
+preassign p3 gpu-3
+wait_until 3 phase_is p3 Pending || fail "p3 did not follow its new spec"
+req GET /v1/devices
+[ "$(jqo '.devices[] | select(.id=="gpu-3") | .reservedFor.name')" = p3 ] || fail "reservation not moved"
+ok "a changed spec.containers moves the reservation and re-evaluates"
+
+# Deleting the DeviceBinding releases the reservation.
+kapi DELETE /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/p2
+wait_until 3 sh -c "[ \"\$(curl -s --unix-socket '$PD_SOCK' http://localhost/v1/reservations/ml/p2 | jq -r .code)\" = 404 ]" ||
+    fail "the reservation survived its DeviceBinding"
+ok "deleting the DeviceBinding releases the reservation"
+
+# Nothing is rewritten while nothing changes.
+sleep 1
+w0=$(writes)
+sleep $((3 * MULT))
+[ "$(writes)" = "$w0" ] || fail "$(( $(writes) - w0 )) writes while nothing changed"
+ok "no writes while nothing changes"
+
+# A pod that never arrives: the reservation is released after the TTL.
+preassign p6 gpu-5
+wait_until 3 phase_is p6 Pending || fail "p6 is not Pending"
+wait_until 8 phase_is p6 Conflict || fail "the TTL did not expire p6"
+[ "$(cond p6 reason)" = ReservationExpired ] || fail "reason $(cond p6 reason)"
+[ "$(resv_state p6)" = none ] || fail "the reservation of p6 was not released"
+ok "the TTL releases an unused reservation and says so: $(cond p6 message)"
+sy_stop
+pd_stop
