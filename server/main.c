@@ -9,8 +9,10 @@
 #include "feed.h"
 #include "http.h"
 #include "metrics.h"
+#include "source_kubelet.h"
 #include "store.h"
 
+#include <curl/curl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -153,7 +155,26 @@ struct daemon {
     struct metrics *metrics;  /* request metrics */
     struct api api;           /* handler context */
     struct http *http;        /* listeners */
+    struct source_kubelet *kubelet; /* the kubelet poll thread, in kubelet mode */
+    bool kubelet_mode;        /* source is kubelet */
 };
+
+/* Start the kubelet poll thread on the store (before the listeners, so the
+ * readiness hook always has its source). */
+static err_t start_kubelet(struct daemon *d)
+{
+    struct source_kubelet_opts ko = {.socket_path = d->cfg.kubelet_socket,
+                                     .interval_ms = d->cfg.kubelet_interval_ms,
+                                     .store = d->store};
+
+    if (json_array_size(d->cfg.devices))
+        log_warn("static devices of the config file are ignored with source kubelet");
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        log_err("cannot initialise libcurl");
+        return ERR_NOMEM;
+    }
+    return source_kubelet_start(&ko, &d->kubelet);
+}
 
 static err_t start(struct daemon *d)
 {
@@ -163,10 +184,7 @@ static err_t start(struct daemon *d)
     size_t i;
     err_t rc = ERR_OK;
 
-    if (strcmp(d->cfg.source, "kubelet") == 0) {
-        log_err("source 'kubelet' is not available in this build yet; use source 'api'");
-        return ERR_INVAL;
-    }
+    d->kubelet_mode = strcmp(d->cfg.source, "kubelet") == 0;
     if (d->cfg.write_token_file)
         rc = read_token(d->cfg.write_token_file, &d->token);
     if (!rc)
@@ -183,11 +201,14 @@ static err_t start(struct daemon *d)
     for (i = 0; i < api_nroutes; i++)
         metrics_set_label(d->metrics, i, api_routes[i].method, api_routes[i].label);
     store_set_feed(d->store, d->feed);
-    rc = load_static_devices(d->store, d->cfg.devices);
+    rc = d->kubelet_mode ? start_kubelet(d) : load_static_devices(d->store, d->cfg.devices);
     if (rc)
         return rc;
     d->api = (struct api){.store = d->store, .feed = d->feed, .metrics = d->metrics,
-                          .token = d->token, .node_name = d->cfg.node_name};
+                          .token = d->token, .node_name = d->cfg.node_name,
+                          .kubelet_mode = d->kubelet_mode,
+                          .source_ready = d->kubelet ? source_kubelet_ready : NULL,
+                          .source_ctx = d->kubelet};
     rc = http_start(&d->api, &ho, &d->http);
     if (!rc)
         log_info("serving node '%s' on '%s'%s%s (revision %llu)", d->cfg.node_name, d->cfg.socket,
@@ -210,6 +231,10 @@ static void stop(struct daemon *d)
             nanosleep(&pause, NULL);
     }
     http_stop(d->http);
+    /* The poll thread writes to the store: joined before the store closes. */
+    source_kubelet_free(d->kubelet);
+    if (d->kubelet_mode)
+        curl_global_cleanup();
     store_free(d->store);
     feed_free(d->feed);
     metrics_free(d->metrics);
@@ -229,6 +254,8 @@ static void run(struct daemon *d, const sigset_t *sigs)
             log_info("received %s; shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
             return;
         }
+        if (d->kubelet_mode)
+            continue; /* no heartbeats: the kubelet owns device health */
         if (store_expire_ttls(d->store, store_wall_ms(), &lapsed))
             log_debug("heartbeat check failed; retrying in a second");
     }

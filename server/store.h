@@ -108,6 +108,20 @@ err_t store_reservation_delete(struct store *st, const char *ns, const char *nam
  * clock) Unhealthy. *expired counts the resources that lapsed. */
 err_t store_expire_ttls(struct store *st, uint64_t now_ms, int *expired) WARN_UNUSED;
 
+/* Mirror the kubelet (source kubelet, store_sync.c): make pods, bindings and
+ * devices equal to 'snap' in one write transaction that emits an event only
+ * for what changed, and commits nothing (the revision does not move) when
+ * nothing did. 'snap' (borrowed) is
+ *   {"pods":[{"namespace","name","containers":[ContainerResources]}],
+ *    "devices":[{"resourceName","id","topology":{"nodes":[{"ID":n}]}}]}
+ * with "devices" the allocatable ones (they become Healthy); a bound device
+ * that is not allocatable stays listed as Unhealthy; every other device is
+ * deleted. Pods get an empty uid; device groups and ids are stored sorted.
+ * A device listed for two containers is bound to the first only. Entries
+ * with missing or empty names are ERR_INVAL (nothing changes).
+ * *changed tells whether a transaction was committed. */
+err_t store_kubelet_sync(struct store *st, const json_t *snap, bool *changed) WARN_UNUSED;
+
 /* Wall clock now in milliseconds (heartbeats survive restarts). */
 uint64_t store_wall_ms(void);
 

@@ -1,0 +1,551 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* source_kubelet.c - the kubelet poll thread: two unary calls per poll
+ * (List, then GetAllocatableResources), protobuf-c decoding into the JSON
+ * snapshot of store_kubelet_sync(), backoff and readiness. List comes first
+ * so that a device registered after it is at worst missing for one poll,
+ * never reported as bound and Unhealthy. Failures are logged once per
+ * streak (then at debug), so a kubelet that is down for an hour costs two
+ * log lines. */
+#define LOG_MOD "kubelet"
+#include "../common/common.h"
+#include "source_kubelet.h"
+#include "feed.h"
+#include "grpc.h"
+#include "podresources.pb-c.h"
+
+#include <assert.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#define METHOD_LIST "/v1.PodResourcesLister/List"
+#define METHOD_ALLOC "/v1.PodResourcesLister/GetAllocatableResources"
+#define READY_INTERVALS 3
+#define BACKOFF_MAX_MS 30000
+#define TIMEOUT_MIN_MS 5000  /* a List of many MiB from a busy kubelet takes time */
+#define TIMEOUT_MAX_MS 30000
+
+struct source_kubelet {
+    char *socket_path;          /* the kubelet's socket */
+    uint64_t interval_ms;       /* poll interval */
+    struct store *store;        /* borrowed */
+    struct grpc *grpc;          /* the client; the poll thread's alone */
+    pthread_t thread;           /* the poll thread */
+    bool started;               /* thread is running and must be joined */
+    pthread_mutex_t mu;         /* guards the fields below */
+    pthread_cond_t cv;          /* wakes the poll thread to stop (CLOCK_MONOTONIC) */
+    volatile int stop;          /* set once to stop; also read by the curl callback */
+    uint64_t last_ok_ms;        /* CLOCK_MONOTONIC of the last successful sync; 0 = never */
+    unsigned failures;          /* consecutive failed polls */
+    char last_err[256];         /* why the last poll failed */
+};
+
+/* ---- decoding ---- */
+
+/* A name or id: non-empty (unless 'empty_ok') and without control characters
+ * (UTF-8 is checked when jansson takes it). */
+static bool clean(const char *s, bool empty_ok)
+{
+    const unsigned char *p = (const unsigned char *)s;
+
+    if (!s || (!empty_ok && !*s))
+        return false;
+    for (; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f)
+            return false;
+    }
+    return true;
+}
+
+/* Add string 'v' under 'key'; ERR_INVAL for an unclean or non-UTF-8 value. */
+static err_t put_str(json_t *obj, const char *key, const char *v, bool empty_ok)
+{
+    json_t *s;
+
+    if (!clean(v, empty_ok))
+        return ERR_INVAL;
+    s = json_string(v);
+    if (!s)
+        return ERR_INVAL; /* not UTF-8 (or out of memory) */
+    return json_object_set_new(obj, key, s) ? ERR_NOMEM : ERR_OK;
+}
+
+/* {"nodes":[{"ID":n}...]}; NULL topology gives no nodes. */
+static json_t *topology_json(const V1__TopologyInfo *t)
+{
+    json_t *nodes = json_array();
+    size_t i;
+
+    for (i = 0; t && nodes && i < t->n_nodes; i++) {
+        if (json_array_append_new(nodes, json_pack("{s:I}", "ID", (json_int_t)t->nodes[i]->id))) {
+            json_decref(nodes);
+            return NULL;
+        }
+    }
+    return nodes ? json_pack("{s:o}", "nodes", nodes) : NULL;
+}
+
+static err_t group_json(const V1__ContainerDevices *g, json_t **out)
+{
+    json_t *o = json_object(), *ids = json_array();
+    size_t i;
+    err_t rc = o && ids ? put_str(o, "resourceName", g->resource_name, false) : ERR_NOMEM;
+
+    for (i = 0; !rc && i < g->n_device_ids; i++) {
+        if (!clean(g->device_ids[i], false))
+            rc = ERR_INVAL;
+        else if (json_array_append_new(ids, json_string(g->device_ids[i])))
+            rc = ERR_INVAL;
+    }
+    if (!rc && json_object_set(o, "deviceIds", ids))
+        rc = ERR_NOMEM;
+    if (!rc && json_object_set_new(o, "topology", topology_json(g->topology)))
+        rc = ERR_NOMEM;
+    json_decref(ids);
+    if (rc) {
+        json_decref(o);
+        return rc;
+    }
+    *out = o;
+    return ERR_OK;
+}
+
+static err_t memory_json(const V1__ContainerMemory *m, json_t **out)
+{
+    json_t *o = json_object();
+    err_t rc = o ? put_str(o, "memoryType", m->memory_type, false) : ERR_NOMEM;
+
+    if (!rc && m->size > INT64_MAX)
+        rc = ERR_INVAL;
+    if (!rc && (json_object_set_new(o, "size", json_integer((json_int_t)m->size)) ||
+                json_object_set_new(o, "topology", topology_json(m->topology))))
+        rc = ERR_NOMEM;
+    if (rc) {
+        json_decref(o);
+        return rc;
+    }
+    *out = o;
+    return ERR_OK;
+}
+
+static err_t claim_json(const V1__ClaimResource *c, json_t **out)
+{
+    json_t *o = json_object(), *cdi = json_array(), *d;
+    size_t i;
+    err_t rc = o && cdi ? ERR_OK : ERR_NOMEM;
+
+    for (i = 0; !rc && i < c->n_cdi_devices; i++) {
+        d = json_object();
+        rc = d ? put_str(d, "name", c->cdi_devices[i]->name, true) : ERR_NOMEM;
+        if (json_array_append_new(cdi, d) && !rc)
+            rc = ERR_NOMEM;
+    }
+    if (!rc)
+        rc = json_object_set(o, "cdiDevices", cdi) ? ERR_NOMEM : ERR_OK;
+    if (!rc)
+        rc = put_str(o, "driverName", c->driver_name, true);
+    if (!rc)
+        rc = put_str(o, "poolName", c->pool_name, true);
+    if (!rc)
+        rc = put_str(o, "deviceName", c->device_name, true);
+    json_decref(cdi);
+    if (rc) {
+        json_decref(o);
+        return rc;
+    }
+    *out = o;
+    return ERR_OK;
+}
+
+static err_t dynamic_json(const V1__DynamicResource *r, json_t **out)
+{
+    json_t *o = json_object(), *claims = json_array(), *c = NULL;
+    size_t i;
+    err_t rc = o && claims ? put_str(o, "claimName", r->claim_name, true) : ERR_NOMEM;
+
+    if (!rc)
+        rc = put_str(o, "claimNamespace", r->claim_namespace, true);
+    for (i = 0; !rc && i < r->n_claim_resources; i++) {
+        rc = claim_json(r->claim_resources[i], &c);
+        if (!rc && json_array_append_new(claims, c))
+            rc = ERR_NOMEM;
+    }
+    if (!rc && json_object_set(o, "claimResources", claims))
+        rc = ERR_NOMEM;
+    json_decref(claims);
+    if (rc) {
+        json_decref(o);
+        return rc;
+    }
+    *out = o;
+    return ERR_OK;
+}
+
+/* Append what 'conv' makes of each of the 'n' items to the array 'arr'. */
+#define APPEND_ALL(rc, arr, n, items, conv)                                                        \
+    do {                                                                                           \
+        json_t *item_;                                                                             \
+        for (size_t i_ = 0; !(rc) && i_ < (n); i_++) {                                             \
+            (rc) = conv((items)[i_], &item_);                                                      \
+            if (!(rc) && json_array_append_new((arr), item_))                                      \
+                (rc) = ERR_NOMEM;                                                                  \
+        }                                                                                          \
+    } while (0)
+
+static err_t cpus_json(const V1__ContainerResources *c, json_t *cpus)
+{
+    size_t i;
+
+    for (i = 0; i < c->n_cpu_ids; i++) {
+        if (json_array_append_new(cpus, json_integer((json_int_t)c->cpu_ids[i])))
+            return ERR_NOMEM;
+    }
+    return ERR_OK;
+}
+
+/* {"name","devices","cpuIds","memory"[,"dynamicResources" when any]}. */
+static err_t container_json(const V1__ContainerResources *c, json_t **out)
+{
+    json_t *o = json_object(), *devs = json_array(), *cpus = json_array(), *mem = json_array();
+    json_t *dyn = json_array();
+    err_t rc = o && devs && cpus && mem && dyn ? put_str(o, "name", c->name, false) : ERR_NOMEM;
+
+    APPEND_ALL(rc, devs, c->n_devices, c->devices, group_json);
+    if (!rc)
+        rc = cpus_json(c, cpus);
+    APPEND_ALL(rc, mem, c->n_memory, c->memory, memory_json);
+    APPEND_ALL(rc, dyn, c->n_dynamic_resources, c->dynamic_resources, dynamic_json);
+    if (!rc && (json_object_set(o, "devices", devs) || json_object_set(o, "cpuIds", cpus) ||
+                json_object_set(o, "memory", mem) ||
+                (json_array_size(dyn) && json_object_set(o, "dynamicResources", dyn))))
+        rc = ERR_NOMEM;
+    json_decref(devs);
+    json_decref(cpus);
+    json_decref(mem);
+    json_decref(dyn);
+    if (rc) {
+        json_decref(o);
+        return rc;
+    }
+    *out = o;
+    return ERR_OK;
+}
+
+static err_t pod_json(const V1__PodResources *p, json_t **out)
+{
+    json_t *o = json_object(), *cs = json_array();
+    err_t rc = o && cs ? put_str(o, "namespace", p->namespace_, false) : ERR_NOMEM;
+
+    if (!rc)
+        rc = put_str(o, "name", p->name, false);
+    APPEND_ALL(rc, cs, p->n_containers, p->containers, container_json);
+    if (!rc && json_object_set(o, "containers", cs))
+        rc = ERR_NOMEM;
+    json_decref(cs);
+    if (rc) {
+        json_decref(o);
+        return rc;
+    }
+    *out = o;
+    return ERR_OK;
+}
+
+/* One snapshot device per id of each allocatable group. */
+static err_t allocatable_json(const V1__AllocatableResourcesResponse *a, json_t *devs)
+{
+    json_t *g = NULL, *d;
+    size_t i, j;
+    err_t rc = ERR_OK;
+
+    for (i = 0; !rc && i < a->n_devices; i++) {
+        rc = group_json(a->devices[i], &g);
+        for (j = 0; !rc && j < json_array_size(json_object_get(g, "deviceIds")); j++) {
+            d = json_pack("{s:O,s:O,s:O}", "resourceName", json_object_get(g, "resourceName"),
+                          "id", json_array_get(json_object_get(g, "deviceIds"), j), "topology",
+                          json_object_get(g, "topology"));
+            if (json_array_append_new(devs, d))
+                rc = ERR_NOMEM;
+        }
+        json_decref(g);
+        g = NULL;
+    }
+    return rc;
+}
+
+/* The two decoded answers as {"pods","devices"}; 'why' on ERR_INVAL. */
+static err_t snapshot_of(const V1__ListPodResourcesResponse *l,
+                         const V1__AllocatableResourcesResponse *a, json_t **out, char *why,
+                         size_t cap)
+{
+    json_t *pods = json_array(), *devs = json_array();
+    err_t rc = pods && devs ? ERR_OK : ERR_NOMEM;
+
+    APPEND_ALL(rc, pods, l->n_pod_resources, l->pod_resources, pod_json);
+    if (rc == ERR_INVAL)
+        snprintf(why, cap, "List answer has an empty or malformed name");
+    if (!rc) {
+        rc = allocatable_json(a, devs);
+        if (rc == ERR_INVAL)
+            snprintf(why, cap, "GetAllocatableResources answer has an empty or malformed name");
+    }
+    if (!rc) {
+        *out = json_pack("{s:O,s:O}", "pods", pods, "devices", devs);
+        rc = *out ? ERR_OK : ERR_NOMEM;
+    }
+    json_decref(pods);
+    json_decref(devs);
+    return rc;
+}
+
+err_t source_kubelet_decode(const uint8_t *list, size_t list_len, const uint8_t *alloc,
+                            size_t alloc_len, json_t **snap, char *why, size_t cap)
+{
+    V1__ListPodResourcesResponse *l = v1__list_pod_resources_response__unpack(NULL, list_len, list);
+    V1__AllocatableResourcesResponse *a =
+        v1__allocatable_resources_response__unpack(NULL, alloc_len, alloc);
+    json_t *out = NULL;
+    err_t rc = ERR_INVAL;
+
+    if (!l || !a)
+        snprintf(why, cap, "cannot decode the %s answer", !l ? "List" : "GetAllocatableResources");
+    else
+        rc = snapshot_of(l, a, &out, why, cap);
+    if (l)
+        v1__list_pod_resources_response__free_unpacked(l, NULL);
+    if (a)
+        v1__allocatable_resources_response__free_unpacked(a, NULL);
+    if (!rc)
+        *snap = out;
+    return rc;
+}
+
+/* ---- timing ---- */
+
+uint64_t source_kubelet_backoff(uint64_t interval_ms, unsigned failures, double jitter)
+{
+    uint64_t cap = interval_ms * 16, wait = interval_ms;
+    unsigned i;
+
+    if (failures == 0)
+        return interval_ms;
+    if (cap > BACKOFF_MAX_MS)
+        cap = BACKOFF_MAX_MS;
+    if (cap < interval_ms)
+        cap = interval_ms;
+    for (i = 1; i < failures && wait < cap; i++)
+        wait *= 2;
+    if (wait > cap)
+        wait = cap;
+    if (jitter < 0)
+        jitter = 0;
+    if (jitter > 1)
+        jitter = 1;
+    return wait + (uint64_t)((double)(wait / 4) * jitter);
+}
+
+/* ---- the poll thread ---- */
+
+/* One poll: both calls, decode, reconcile. 'gs' tells a gRPC failure. */
+static err_t poll_once(struct source_kubelet *k, struct grpc_status *gs, char *why, size_t cap)
+{
+    uint8_t *list = NULL, *alloc = NULL;
+    size_t llen = 0, alen = 0;
+    json_t *snap = NULL;
+    bool changed = false;
+    err_t rc = grpc_call(k->grpc, METHOD_LIST, NULL, 0, &list, &llen, gs);
+
+    if (!rc)
+        rc = grpc_call(k->grpc, METHOD_ALLOC, NULL, 0, &alloc, &alen, gs);
+    if (rc) {
+        snprintf(why, cap, "%s", gs->message[0] ? gs->message : err_str(rc));
+        goto out;
+    }
+    rc = source_kubelet_decode(list, llen, alloc, alen, &snap, why, cap);
+    if (!rc) {
+        rc = store_kubelet_sync(k->store, snap, &changed);
+        if (rc)
+            snprintf(why, cap, "cannot store the kubelet's state: %s", err_str(rc));
+    }
+    if (!rc)
+        log_debug("kubelet poll: List %zu bytes, GetAllocatableResources %zu bytes, %s "
+                  "(revision %llu)",
+                  llen, alen, changed ? "changes stored" : "no change",
+                  (unsigned long long)store_revision(k->store));
+out:
+    json_decref(snap);
+    free(list);
+    free(alloc);
+    return rc;
+}
+
+/* Record the outcome; returns the wait before the next poll. */
+static uint64_t record(struct source_kubelet *k, err_t rc, const struct grpc_status *gs,
+                       const char *why, double jitter)
+{
+    uint64_t wait;
+    unsigned before;
+    bool first;
+
+    pthread_mutex_lock(&k->mu);
+    before = k->failures;
+    first = !rc && k->last_ok_ms == 0;
+    if (!rc) {
+        k->last_ok_ms = feed_now_ms();
+        k->failures = 0;
+        k->last_err[0] = '\0';
+    } else {
+        k->failures++;
+        snprintf(k->last_err, sizeof(k->last_err), "%s", why);
+    }
+    wait = source_kubelet_backoff(k->interval_ms, k->failures, rc ? jitter : 0);
+    pthread_mutex_unlock(&k->mu);
+    if (!rc && first)
+        log_info("first kubelet sync done (revision %llu)",
+                 (unsigned long long)store_revision(k->store));
+    else if (!rc && before)
+        log_info("kubelet sync recovered after %u failed attempts", before);
+    else if (rc && before == 0 && gs->code == GRPC_RESOURCE_EXHAUSTED)
+        log_warn("kubelet answered RESOURCE_EXHAUSTED (its rate limit is shared by all "
+                 "clients): %s; backing off", why);
+    else if (rc && before == 0)
+        log_warn("kubelet sync failed: %s; retrying with backoff", why);
+    else if (rc)
+        log_debug("kubelet sync failed again (%u): %s; next try in %llu ms", before + 1, why,
+                  (unsigned long long)wait);
+    return wait;
+}
+
+/* Sleep 'ms' unless stopped; true when stopping. */
+static bool wait_or_stop(struct source_kubelet *k, uint64_t ms)
+{
+    struct timespec ts;
+    bool stop;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&k->mu);
+    while (!k->stop && pthread_cond_timedwait(&k->cv, &k->mu, &ts) == 0)
+        ;
+    stop = k->stop != 0;
+    pthread_mutex_unlock(&k->mu);
+    return stop;
+}
+
+static void *run(void *arg)
+{
+    struct source_kubelet *k = arg;
+    unsigned seed = (unsigned)getpid() ^ (unsigned)feed_now_ms();
+    struct grpc_status gs;
+    char why[256];
+    uint64_t wait;
+    err_t rc;
+
+    do {
+        why[0] = '\0';
+        rc = poll_once(k, &gs, why, sizeof(why));
+        if (rc && k->stop)
+            break;
+        wait = record(k, rc, &gs, why, (double)rand_r(&seed) / RAND_MAX);
+    } while (!wait_or_stop(k, wait));
+    return NULL;
+}
+
+static err_t init_sync(struct source_kubelet *k)
+{
+    pthread_condattr_t ca;
+    int r;
+
+    if (pthread_condattr_init(&ca))
+        return ERR_NOMEM;
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    r = pthread_cond_init(&k->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (r)
+        return ERR_NOMEM;
+    if (pthread_mutex_init(&k->mu, NULL)) {
+        pthread_cond_destroy(&k->cv);
+        return ERR_NOMEM;
+    }
+    return ERR_OK;
+}
+
+err_t source_kubelet_start(const struct source_kubelet_opts *o, struct source_kubelet **out)
+{
+    struct source_kubelet *k = calloc(1, sizeof(*k));
+    struct grpc_opts go = {.max_recv = SOURCE_KUBELET_MAX_RECV};
+    uint64_t tmo = o->interval_ms * 5;
+    int r;
+
+    assert(o->interval_ms > 0);
+    if (!k)
+        return ERR_NOMEM;
+    if (init_sync(k)) {
+        free(k);
+        return ERR_NOMEM;
+    }
+    k->interval_ms = o->interval_ms;
+    k->store = o->store;
+    k->socket_path = strdup(o->socket_path);
+    go.socket_path = k->socket_path;
+    go.timeout_ms = tmo < TIMEOUT_MIN_MS ? TIMEOUT_MIN_MS : tmo > TIMEOUT_MAX_MS ? TIMEOUT_MAX_MS : tmo;
+    go.stop = &k->stop;
+    k->grpc = k->socket_path ? grpc_new(&go) : NULL;
+    if (!k->grpc) {
+        source_kubelet_free(k);
+        return ERR_NOMEM;
+    }
+    r = pthread_create(&k->thread, NULL, run, k);
+    if (r) {
+        log_err("cannot start the kubelet poll thread: %s", strerror(r));
+        source_kubelet_free(k);
+        return ERR_NOMEM;
+    }
+    k->started = true;
+    log_info("polling the kubelet on '%s' every %llu ms", k->socket_path,
+             (unsigned long long)k->interval_ms);
+    *out = k;
+    return ERR_OK;
+}
+
+void source_kubelet_free(struct source_kubelet *k)
+{
+    if (!k)
+        return;
+    if (k->started) {
+        pthread_mutex_lock(&k->mu);
+        __atomic_store_n(&k->stop, 1, __ATOMIC_RELEASE);
+        pthread_cond_broadcast(&k->cv);
+        pthread_mutex_unlock(&k->mu);
+        pthread_join(k->thread, NULL);
+    }
+    grpc_free(k->grpc);
+    free(k->socket_path);
+    pthread_cond_destroy(&k->cv);
+    pthread_mutex_destroy(&k->mu);
+    free(k);
+}
+
+bool source_kubelet_ready(void *ctx, char *why, size_t cap)
+{
+    struct source_kubelet *k = ctx;
+    uint64_t now = feed_now_ms(), limit;
+    bool ready;
+
+    pthread_mutex_lock(&k->mu);
+    limit = k->interval_ms * READY_INTERVALS;
+    ready = k->last_ok_ms && now - k->last_ok_ms <= limit;
+    if (!ready && !k->last_ok_ms)
+        snprintf(why, cap, "no successful kubelet sync yet%s%s", k->last_err[0] ? ": " : "",
+                 k->last_err);
+    else if (!ready)
+        snprintf(why, cap, "last successful kubelet sync %llu ms ago (limit %llu ms)%s%s",
+                 (unsigned long long)(now - k->last_ok_ms), (unsigned long long)limit,
+                 k->last_err[0] ? ": " : "", k->last_err);
+    pthread_mutex_unlock(&k->mu);
+    return ready;
+}
