@@ -330,6 +330,7 @@ struct xfer {
     void *ctx;               /* its argument */
     bool stop;               /* fn asked to stop */
     bool bad_line;           /* a line was not JSON */
+    long status;             /* from the status line; 0 before it */
     struct kube_gate *gate;  /* to notice shutdown */
 };
 
@@ -381,8 +382,8 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *cls)
     memcpy(x->body + x->len, data, n);
     x->len += n;
     x->body[x->len] = '\0';
-    if (x->fn)
-        deliver_lines(x);
+    if (x->fn && x->status >= 200 && x->status < 300)
+        deliver_lines(x); /* an error answer is kept whole for its Status message */
     return x->stop ? 0 : n;
 }
 
@@ -393,6 +394,8 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *cls)
 
     if (n > 12 && strncasecmp(data, "Retry-After:", 12) == 0)
         x->retry_after_ms = (uint64_t)strtoul(data + 12, NULL, 10) * 1000;
+    else if (n > 9 && strncmp(data, "HTTP/", 5) == 0 && strchr(data, ' '))
+        x->status = strtol(strchr(data, ' ') + 1, NULL, 10); /* the status line */
     return n;
 }
 
@@ -583,8 +586,11 @@ err_t kube_do(struct kube *k, const char *method, const char *path, const json_t
             stats_count(k->stats, method, 0, true);
     }
     if (rc == ERR_OK) {
-        *out = x.len ? json_loadb(x.body, x.len, 0, NULL) : json_null();
-        if (!*out) {
+        json_t *v = x.len ? json_loadb(x.body, x.len, 0, NULL) : json_null();
+
+        if (v) {
+            *out = v;
+        } else {
             snprintf(msg, cap, "answer to %s %s is not JSON", method, path);
             rc = ERR_UPSTREAM;
         }
@@ -635,11 +641,14 @@ void kube_escape(const char *s, char *out, size_t cap)
     static const char hex[] = "0123456789ABCDEF";
     size_t n = 0;
 
-    for (; *s && n + 4 < cap; s++) {
+    for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
+        bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                     c == '-' || c == '.' || c == '_' || c == '~';
 
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '.' || c == '_' || c == '~') {
+        if (n + (plain ? 1 : 3) >= cap)
+            break;
+        if (plain) {
             out[n++] = (char)c;
         } else {
             out[n++] = '%';

@@ -94,7 +94,7 @@ bool queue_get(struct queue *q, char *key, size_t cap, uint64_t *dirty_ms, uint6
             snprintf(key, cap, "%s", pick);
             e = json_object_get(q->keys, pick);
             *dirty_ms = (uint64_t)json_integer_value(json_array_get(e, 1));
-            json_object_del(q->keys, key);
+            json_object_del(q->keys, pick);
             got = true;
             break;
         }

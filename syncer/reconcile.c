@@ -166,7 +166,7 @@ static json_t *owner_refs(const char *name, const char *uid)
                      uid);
 }
 
-/* Put an acknowledged object into the cache, or drop the key for null. */
+/* Put an acknowledged object into the cache (anything but an object is ignored). */
 static void remember(struct reconciler *r, const char *key, json_t *obj)
 {
     if (json_is_object(obj))

@@ -473,7 +473,7 @@ static void test_bodies(void) {
  * ERR_UPSTREAM but has already stored json_loadb()'s NULL in *out, while
  * kube.h promises "*out untouched on failure". Left out of TEST_MAIN until
  * kube_do parses into a local first. */
-__attribute__((unused)) static void test_bad_json_leaves_out(void) {
+static void test_bad_json_leaves_out(void) {
   char msg[256];
   json_t *out = json_true();
 
@@ -591,7 +591,7 @@ static void test_stream_status(void) {
  * json.Encoder appends one). 'fn' then sees the Status object, and the
  * consumed body leaves msg as a bare "HTTP 404". Left out of TEST_MAIN until
  * kube.c delivers lines only for a 2xx answer. */
-__attribute__((unused)) static void test_stream_status_newline(void) {
+static void test_stream_status_newline(void) {
   const struct reply nf = {
       STATUS(404, "Not Found", "namespaces \\\"x\\\" not found"), NULL, 0};
   struct lines l = {0};
@@ -609,4 +609,4 @@ TEST_MAIN(test_setup, test_escape, test_gate_sleep_stop,
           test_gate_stop_wakes_sleeper, test_stopped_gate_sends_nothing,
           test_token_bucket, test_refused_retries, test_retry_after,
           test_status_mapping, test_bodies, test_stream, test_stream_status,
-          test_cleanup)
+          test_stream_status_newline, test_bad_json_leaves_out, test_cleanup)

@@ -217,7 +217,7 @@ static void test_len_and_truncation(void) {
  * possibly truncated 'key' instead of by 'pick', so a key longer than 'cap'
  * stays queued and is handed out again on every call. Left out of TEST_MAIN
  * until queue.c deletes by 'pick'. */
-__attribute__((unused)) static void test_truncated_key_removed(void) {
+static void test_truncated_key_removed(void) {
   struct queue *q = queue_new();
   char small[5];
   uint64_t dirty;
@@ -230,4 +230,4 @@ __attribute__((unused)) static void test_truncated_key_removed(void) {
 }
 
 TEST_MAIN(test_fifo, test_due_order, test_dedup, test_delay, test_timeout,
-          test_wake_on_add, test_close, test_len_and_truncation)
+          test_wake_on_add, test_close, test_len_and_truncation, test_truncated_key_removed)
