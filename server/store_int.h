@@ -58,6 +58,10 @@ uint64_t st_tx_next(struct store *st);
 err_t st_emit(struct store *st, const char *type, const char *kind, const char *ns,
               json_t *obj) WARN_UNUSED;
 
+/* Re-evaluate every reservation's state inside the open write transaction,
+ * emitting Reservation MODIFIED for those that changed (store_write.c). */
+err_t st_resv_refresh_all(struct store *st) WARN_UNUSED;
+
 /* Views (store_view.c), usable on any connection. */
 json_t *st_topology(const json_t *numa_ids);
 err_t st_device_json(sqlite3 *db, const char *resource, const char *id, json_t **out) WARN_UNUSED;

@@ -490,6 +490,8 @@ err_t store_kubelet_sync(struct store *st, const json_t *snap, bool *changed)
     if (rc)
         goto out;
     rc = apply(&s);
+    if (!rc && s.events > 0)
+        rc = st_resv_refresh_all(st); /* the kubelet's choice decides pre-assignments */
     if (rc || s.events == 0) {
         st_tx_rollback(st);
         goto out;

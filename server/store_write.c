@@ -397,7 +397,7 @@ static err_t resv_refresh(struct store *st, const char *ns, const char *name)
     return rc;
 }
 
-static err_t resv_refresh_all(struct store *st)
+err_t st_resv_refresh_all(struct store *st)
 {
     sqlite3_stmt *s = NULL;
     json_t *keys = json_array(), *k;
@@ -575,7 +575,7 @@ err_t store_resource_put(struct store *st, const char *resource, const json_t *d
                      "VALUES(?,?,?,0)",
                      "tuu", resource, ttl_ms, store_wall_ms());
     if (!rc && *changed)
-        rc = resv_refresh_all(st);
+        rc = st_resv_refresh_all(st);
     if (!rc)
         rc = devices_of(st, resource, &list);
     json_decref(keep);
@@ -603,7 +603,7 @@ err_t store_device_set_health(struct store *st, const char *resource, const char
         if (!rc)
             rc = emit_device(st, "MODIFIED", resource, id);
         if (!rc)
-            rc = resv_refresh_all(st);
+            rc = st_resv_refresh_all(st);
     }
     if (!rc)
         rc = st_device_json(st->wdb, resource, id, &obj);
@@ -658,7 +658,7 @@ err_t store_expire_ttls(struct store *st, uint64_t now_ms, int *expired)
         ids = NULL;
     }
     if (!rc && *expired)
-        rc = resv_refresh_all(st);
+        rc = st_resv_refresh_all(st);
     json_decref(lapsed);
     if (rc) {
         st_tx_rollback(st);

@@ -138,12 +138,15 @@ static void gate_failed(struct kube_gate *g, uint64_t retry_after_ms, const char
     if (!g)
         return;
     pthread_mutex_lock(&g->mu);
-    g->backoff_ms = g->backoff_ms ? g->backoff_ms * 2 : BACKOFF_MIN_MS;
-    if (g->backoff_ms > BACKOFF_MAX_MS)
-        g->backoff_ms = BACKOFF_MAX_MS;
-    delay = g->backoff_ms / 2 + (uint64_t)rand() % (g->backoff_ms / 2 + 1);
-    if (retry_after_ms > delay)
+    if (retry_after_ms) {
+        /* The server said when: wait exactly that, without escalating. */
         delay = retry_after_ms;
+    } else {
+        g->backoff_ms = g->backoff_ms ? g->backoff_ms * 2 : BACKOFF_MIN_MS;
+        if (g->backoff_ms > BACKOFF_MAX_MS)
+            g->backoff_ms = BACKOFF_MAX_MS;
+        delay = g->backoff_ms / 2 + (uint64_t)rand() % (g->backoff_ms / 2 + 1);
+    }
     if (t + delay > g->not_before_ms)
         g->not_before_ms = t + delay;
     first = !g->failing;
@@ -289,13 +292,28 @@ void kube_free(struct kube *k)
     free(k);
 }
 
+/* The first line of a token file, without trailing white space; new or NULL. */
+static char *read_token_file(const char *path)
+{
+    char buf[16384];
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    if (!f)
+        return NULL;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+        buf[--n] = '\0';
+    return strdup(buf);
+}
+
 /* Load the token (literal, or from the file when it changed). */
 static void refresh_token(struct kube *k, bool force)
 {
     struct stat sb;
-    char buf[16384];
-    FILE *f;
-    size_t n;
+    char *t;
 
     if (!k->kc || !k->kc->token_file) {
         if (!k->token && k->kc && k->kc->token)
@@ -309,16 +327,11 @@ static void refresh_token(struct kube *k, bool force)
     if (!force && k->token && sb.st_mtim.tv_sec == k->token_mtime.tv_sec &&
         sb.st_mtim.tv_nsec == k->token_mtime.tv_nsec)
         return;
-    f = fopen(k->kc->token_file, "r");
-    if (!f)
+    t = read_token_file(k->kc->token_file);
+    if (!t)
         return;
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
-        buf[--n] = '\0';
     free(k->token);
-    k->token = strdup(buf);
+    k->token = t;
     k->token_mtime = sb.st_mtim;
 }
 
@@ -544,10 +557,40 @@ static err_t attempt(struct kube *k, const char *method, const char *path, const
     return *code < 300 ? ERR_OK : map_status(*code);
 }
 
+/* A retryable failure of one attempt: its message, the shared backoff. */
+static void attempt_failed(struct kube *k, struct xfer *x, long code, char *msg, size_t cap)
+{
+    if (code)
+        status_message(x, code, msg, cap);
+    else
+        snprintf(msg, cap, "%s", k->errbuf[0] ? k->errbuf : "connection failed");
+    gate_failed(k->gate, x->retry_after_ms, msg);
+}
+
+/* The answer of a finished request: JSON on success, the Status message else. */
+static err_t conclude(struct xfer *x, err_t rc, long code, const char *what, json_t **out,
+                      char *msg, size_t cap)
+{
+    json_t *v;
+
+    if (rc == ERR_OK) {
+        v = x->len ? json_loadb(x->body, x->len, 0, NULL) : json_null();
+        if (v) {
+            *out = v;
+            return ERR_OK;
+        }
+        snprintf(msg, cap, "answer to %s is not JSON", what);
+        return ERR_UPSTREAM;
+    }
+    if (rc != ERR_UPSTREAM && rc != ERR_UNAVAIL && code)
+        status_message(x, code, msg, cap);
+    return rc;
+}
+
 err_t kube_do(struct kube *k, const char *method, const char *path, const json_t *body,
               const char *ctype, json_t **out, char *msg, size_t cap)
 {
-    char *text = body ? jsonx_dumps(body) : NULL;
+    char *text = body ? jsonx_dumps(body) : NULL, what[300];
     struct xfer x = {.gate = k->gate};
     bool reread = false;
     long code = 0;
@@ -566,37 +609,22 @@ err_t kube_do(struct kube *k, const char *method, const char *path, const json_t
         x.len = 0;
         x.retry_after_ms = 0;
         rc = attempt(k, method, path, text, text ? strlen(text) : 0, ctype, &x, &code, false);
-        if (rc == ERR_UNAVAIL)
-            break;
         if (code == 401 && !reread && k->kc && k->kc->token_file) {
             reread = true; /* the token may have rotated: once more */
             refresh_token(k, true);
             continue;
         }
         if (rc != ERR_UPSTREAM) {
-            gate_ok(k->gate);
+            if (rc != ERR_UNAVAIL)
+                gate_ok(k->gate);
             break;
         }
-        if (code)
-            status_message(&x, code, msg, cap);
-        else
-            snprintf(msg, cap, "%s", k->errbuf[0] ? k->errbuf : "connection failed");
-        gate_failed(k->gate, x.retry_after_ms, msg);
+        attempt_failed(k, &x, code, msg, cap);
         if (++tries < k->max_attempts)
             stats_count(k->stats, method, 0, true);
     }
-    if (rc == ERR_OK) {
-        json_t *v = x.len ? json_loadb(x.body, x.len, 0, NULL) : json_null();
-
-        if (v) {
-            *out = v;
-        } else {
-            snprintf(msg, cap, "answer to %s %s is not JSON", method, path);
-            rc = ERR_UPSTREAM;
-        }
-    } else if (rc != ERR_UPSTREAM && rc != ERR_UNAVAIL && code) {
-        status_message(&x, code, msg, cap);
-    }
+    snprintf(what, sizeof(what), "%s %.250s", method, path);
+    rc = conclude(&x, rc, code, what, out, msg, cap);
     free(text);
     free(x.body);
     return rc;

@@ -360,13 +360,29 @@ struct verdict {
     char message[512];   /* condition message */
 };
 
+/* The verdict of podresd's reservation state. */
+static void verdict_of(const json_t *resv, bool bound, struct verdict *v)
+{
+    const char *state = json_string_value(json_object_get(resv, "state"));
+
+    if (state && strcmp(state, "Bound") == 0) {
+        *v = (struct verdict){"Bound", "True", "Matched", ""};
+    } else if (state && strcmp(state, "Conflict") == 0) {
+        *v = (struct verdict){"Conflict", "False", bound ? "Mismatch" : "Unavailable", ""};
+        snprintf(v->message, sizeof(v->message), "%s",
+                 json_string_value(json_object_get(resv, "message")));
+    } else {
+        *v = (struct verdict){"Pending", "Unknown", "Reserved",
+                              "devices reserved; waiting for the pod to be bound"};
+    }
+}
+
 /* Place or update the reservation; the verdict follows its state. */
 static err_t reserve(struct reconciler *r, const char *ns, const char *name, const json_t *want,
                      json_t *resv, bool bound, struct verdict *v)
 {
     char path[1024], msg[512];
     json_t *body, *ans = NULL, *have = resv ? reservation_of(json_object_get(resv, "containers")) : NULL;
-    const char *state;
     err_t rc = ERR_OK;
 
     if (!have || !json_equal(have, want)) {
@@ -383,23 +399,10 @@ static err_t reserve(struct reconciler *r, const char *ns, const char *name, con
         resv = json_object_get(ans, "reservation");
     }
     json_decref(have);
-    if (rc) {
-        json_decref(ans);
-        return rc;
-    }
-    state = json_string_value(json_object_get(resv, "state"));
-    if (state && strcmp(state, "Bound") == 0)
-        *v = (struct verdict){"Bound", "True", "Matched", ""};
-    else if (state && strcmp(state, "Conflict") == 0)
-        *v = (struct verdict){"Conflict", "False", bound ? "Mismatch" : "Unavailable", ""};
-    else
-        *v = (struct verdict){"Pending", "Unknown", "Reserved",
-                              "devices reserved; waiting for the pod to be bound"};
-    if (v->message[0] == '\0' && state && strcmp(state, "Conflict") == 0)
-        snprintf(v->message, sizeof(v->message), "%s",
-                 json_string_value(json_object_get(resv, "message")));
+    if (!rc)
+        verdict_of(resv, bound, v);
     json_decref(ans);
-    return ERR_OK;
+    return rc;
 }
 
 static err_t release(struct reconciler *r, const char *ns, const char *name)
@@ -538,6 +541,20 @@ static err_t ensure(struct reconciler *r, const char *key, const char *ns, const
     return put_status(r, key, ns, name, in->cr, desired, wrote, msg, cap);
 }
 
+/* The pod holds no device (and there is no pre-assignment): release a left-over
+ * reservation and remove our object. */
+static err_t unbound(struct reconciler *r, const char *key, const char *ns, const char *name,
+                     struct inputs *in, bool *wrote, char *msg, size_t cap)
+{
+    err_t rc = in->resv ? release(r, ns, name) : ERR_OK;
+
+    if (!rc && in->cr) {
+        rc = delete_cr(r, key, ns, name, in->cr, msg, cap);
+        *wrote = rc == ERR_OK;
+    }
+    return rc;
+}
+
 err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t *requeue_ms,
                     char *msg, size_t cap)
 {
@@ -561,17 +578,8 @@ err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t
         rc = preassigned(r, key, ns, name, &in, wrote, requeue_ms, msg, cap);
         goto out;
     }
-    if (in.resv && !reconcile_has_devices(in.pr)) {
-        rc = release(r, ns, name); /* its DeviceBinding is gone */
-        if (rc)
-            goto out;
-    }
     if (!reconcile_has_devices(in.pr)) {
-        /* No binding: remove our object, but never a scheduler's pre-assignment. */
-        if (in.cr && !json_object_get(json_object_get(in.cr, "spec"), "containers")) {
-            rc = delete_cr(r, key, ns, name, in.cr, msg, cap);
-            *wrote = rc == ERR_OK;
-        }
+        rc = unbound(r, key, ns, name, &in, wrote, msg, cap);
         goto out;
     }
     /* Without the Pod in the API server there is no owner: wait for it (and

@@ -22,7 +22,7 @@ pd_start
 register example.com/gpu "$(jq -nc '[range(0;16) | {id: "gpu-\(.)"}]')"
 emu_start --gc-delay 5
 for i in $(seq 0 7); do uid[$i]=$(emu_pod ns p$i test-node); done
-sy_start --qps 50 --burst 100
+sy_start --qps 50 --burst 100 --log-level debug
 for i in 0 1 2 3; do bind ns p$i "${uid[$i]}" gpu-$i; done
 wait_until 5 converged || fail "no initial convergence: $(api_state) vs $(node_state)"
 ok "initial state synced"
@@ -54,7 +54,9 @@ curl -sk -X PUT "$EMU_URL/_emulator/faults" \
 for i in $(seq 0 7); do
     if [ $((i % 2)) = 0 ]; then bind ns p$i "${uid[$i]}" gpu-$((i + 8)); else req DELETE /v1/namespaces/ns/pods/p$i; fi
 done
-wait_until 30 converged || fail "no convergence under 409/429: $(api_state) vs $(node_state)"
+t0=$(date +%s)
+wait_until 60 converged || fail "no convergence under 409/429: [$(api_state)] vs [$(node_state)]"
+echo "# converged under 409/429 in $(( $(date +%s) - t0 )) s"
 [ "$(curl -sk "$EMU_URL/_emulator/faults" | jq '.faults | length')" = 0 ] || fail "the faults were not all hit"
 curl -sk "$EMU_URL/_emulator/requests" > "$T/reqs"
 /usr/bin/python3 - "$T/reqs" <<'PY' || fail "a request came before Retry-After"

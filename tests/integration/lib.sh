@@ -21,7 +21,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-fail() { echo "FAIL: $*" >&2; [ -f "$T/podresd.log" ] && tail -n 20 "$T/podresd.log" >&2; exit 1; }
+fail() {
+    echo "FAIL: $*" >&2
+    [ -f "$T/podresd.log" ] && { echo "--- podresd log" >&2; tail -n 20 "$T/podresd.log" >&2; }
+    [ -f "$T/syncer.log" ] && { echo "--- podres-syncer log" >&2; tail -n 30 "$T/syncer.log" >&2; }
+    exit 1
+}
 ok() { echo "ok - $*"; }
 
 free_port() {

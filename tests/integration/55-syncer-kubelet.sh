@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# podres-syncer on top of podresd in kubelet mode: the kubelet's bindings
+# become DeviceBindings (uid from the API server), a pre-assignment the
+# kubelet honours is Bound, one it does not is a Conflict naming both device
+# sets, and a pod the kubelet drops loses its DeviceBinding.
+. "$(dirname "$0")/lib.sh"
+
+FK_SOCK=$T/kubelet/kubelet.sock
+mkdir -p "$T/kubelet"
+fk_state() { printf '%s\n' "$1" > "$T/state.tmp" && mv "$T/state.tmp" "$T/state.json"; }
+pod() { # NAME DEVICE...
+    local ids
+    ids=$(printf '"%s",' "${@:2}")
+    printf '{"name":"%s","namespace":"ml","containers":[{"name":"main","devices":[{"resourceName":"example.com/gpu","deviceIds":[%s],"topology":{"nodes":[{"ID":0}]}}]}]}' "$1" "${ids%,}"
+}
+ALLOC='"allocatable":{"devices":[{"resourceName":"example.com/gpu","deviceIds":["gpu-0","gpu-1","gpu-2","gpu-3"],"topology":{"nodes":[{"ID":0}]}}],"cpuIds":[],"memory":[]}'
+phase_is() { curl -sk "$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/$1" | jq -e ".status.phase == \"$2\"" > /dev/null; }
+cond() { curl -sk "$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/$1" |
+         jq -r ".status.conditions[] | select(.type==\"PreassignmentHonored\") | .$2"; }
+
+fk_state "{\"pods\":[],$ALLOC}"
+/usr/bin/python3 "$PODRES_ROOT/tests/fixtures/fake-kubelet" --socket "$FK_SOCK" --state "$T/state.json" \
+    2>> "$T/fake-kubelet.log" &
+PIDS+=($!)
+wait_until 10 test -S "$FK_SOCK" || fail "fake kubelet did not start"
+pd_config "source: kubelet
+kubelet_socket: $FK_SOCK
+kubelet_interval: 200ms"
+pd_start
+emu_start
+kapi POST /api/v1/namespaces '{"metadata":{"name":"ml"}}'
+uid_a=$(emu_pod ml a test-node)
+emu_pod ml b test-node > /dev/null
+emu_pod ml c test-node > /dev/null
+sy_start
+
+# Pre-assign gpu-1 to b and gpu-2 to c before the kubelet admits them.
+for p in b:gpu-1 c:gpu-2; do
+    kapi POST /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings \
+      "{\"apiVersion\":\"podres.dev/v1alpha1\",\"kind\":\"DeviceBinding\",\"metadata\":{\"name\":\"${p%%:*}\",\"namespace\":\"ml\",\"labels\":{\"podres.dev/node\":\"test-node\"}},\"spec\":{\"nodeName\":\"test-node\",\"containers\":[{\"name\":\"main\",\"devices\":[{\"resourceName\":\"example.com/gpu\",\"deviceIds\":[\"${p##*:}\"]}]}]}}"
+    [ "$CODE" = 201 ] || fail "pre-assign ${p%%:*}: $CODE $(out)"
+done
+wait_until 5 phase_is b Pending || fail "b is not Pending"
+wait_until 5 phase_is c Pending || fail "c is not Pending"
+
+# The kubelet binds a (no pre-assignment), b as pre-assigned, c to another device.
+fk_state "{\"pods\":[$(pod a gpu-0),$(pod b gpu-1),$(pod c gpu-3)],$ALLOC}"
+wait_until 5 phase_is a Bound || fail "no DeviceBinding for the kubelet's pod a: $(tail -5 "$T/syncer.log")"
+dvb ml a
+[ "$(jqo .status.podUID)" = "$uid_a" ] || fail "podUID should come from the API server: $(out)"
+[ "$(jqo '.status.containers[0].devices[0].deviceIds[0]')" = gpu-0 ] || fail "devices: $(out)"
+ok "kubelet mode: the kubelet's binding is a DeviceBinding with the API server's pod uid"
+wait_until 5 phase_is b Bound || fail "b is not Bound"
+[ "$(cond b status)" = True ] || fail "b: PreassignmentHonored $(cond b status)"
+ok "a pre-assignment the kubelet honours is Bound, PreassignmentHonored=True"
+wait_until 5 phase_is c Conflict || fail "c is not a Conflict"
+msg=$(cond c message)
+echo "$msg" | grep -q "gpu-3" && echo "$msg" | grep -q "gpu-2" || fail "the message does not name both sets: $msg"
+[ "$(cond c reason)" = Mismatch ] || fail "reason $(cond c reason)"
+ok "the kubelet chose other devices: Conflict naming both sets ($msg)"
+
+# The kubelet drops pod a: its DeviceBinding goes.
+fk_state "{\"pods\":[$(pod b gpu-1),$(pod c gpu-3)],$ALLOC}"
+wait_until 5 sh -c "[ \$(curl -sk -o /dev/null -w '%{http_code}' '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/a') = 404 ]" ||
+    fail "the DeviceBinding of a dropped pod stayed"
+ok "a pod the kubelet drops loses its DeviceBinding"
+sy_stop
+pd_stop
