@@ -157,4 +157,7 @@ complexity:
 clean:
 	rm -rf build bin var
 
+# Extra targets live in mk/*.mk (fuzz, bench, ...), each owned by its area.
+-include $(sort $(wildcard mk/*.mk))
+
 -include $(shell find build -name '*.d' 2>/dev/null)
