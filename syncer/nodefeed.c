@@ -79,6 +79,8 @@ static bool on_event(void *ctx, json_t *ev)
     if (!type)
         return false;
     if (strcmp(type, "ERROR") == 0) {
+        log_info("podresd's feed expired at revision %llu; reading everything again",
+                 (unsigned long long)nf->revision);
         nf->revision = 0; /* expired: start over with a full list */
         return false;
     }
