@@ -3,50 +3,40 @@
 #include "../common/common.h"
 #include "../common/cfg.h"
 #include "../common/names.h"
+#include "../common/opts.h"
 #include "config.h"
 #include "validate.h"
 
 #include <unistd.h>
 
-enum opt_type { T_STR, T_DURATION, T_COUNT, T_ENUM };
-
-struct opt {
-    const char *key;      /* file spelling */
-    enum opt_type type;   /* how to parse */
-    size_t off;           /* field offset in struct config */
-    const char *choices;  /* for T_ENUM: "|a|b|" */
-};
-
 #define OFF(f) offsetof(struct config, f)
 static const struct opt opts[] = {
-    {"db", T_STR, OFF(db), NULL},
-    {"socket", T_STR, OFF(socket), NULL},
-    {"listen", T_STR, OFF(listen), NULL},
-    {"node_name", T_STR, OFF(node_name), NULL},
-    {"source", T_ENUM, OFF(source), "|api|kubelet|"},
-    {"kubelet_socket", T_STR, OFF(kubelet_socket), NULL},
-    {"kubelet_interval", T_DURATION, OFF(kubelet_interval_ms), NULL},
-    {"write_token_file", T_STR, OFF(write_token_file), NULL},
-    {"history", T_COUNT, OFF(history), NULL},
-    {"log_format", T_ENUM, OFF(log_format), "|text|json|"},
-    {"log_level", T_ENUM, OFF(log_level), "|err|warn|info|debug|"},
+    {"db", OPT_STR, OFF(db), NULL},
+    {"socket", OPT_STR, OFF(socket), NULL},
+    {"listen", OPT_STR, OFF(listen), NULL},
+    {"node_name", OPT_STR, OFF(node_name), NULL},
+    {"source", OPT_ENUM, OFF(source), "|api|kubelet|"},
+    {"kubelet_socket", OPT_STR, OFF(kubelet_socket), NULL},
+    {"kubelet_interval", OPT_DURATION, OFF(kubelet_interval_ms), NULL},
+    {"write_token_file", OPT_STR, OFF(write_token_file), NULL},
+    {"history", OPT_COUNT, OFF(history), NULL},
+    {"log_format", OPT_ENUM, OFF(log_format), "|text|json|"},
+    {"log_level", OPT_ENUM, OFF(log_level), "|err|warn|info|debug|"},
 };
-
-static err_t set_str(char **field, const char *v)
-{
-    char *s = strdup(v);
-
-    if (!s)
-        return ERR_NOMEM;
-    free(*field);
-    *field = s;
-    return ERR_OK;
-}
 
 err_t config_init(struct config *c)
 {
+    static const char *const defaults[][2] = {
+        {"db", "/var/lib/podresd/podresd.db"},
+        {"socket", "/run/podresd/podresd.sock"},
+        {"source", "api"},
+        {"kubelet_socket", "/var/lib/kubelet/pod-resources/kubelet.sock"},
+        {"log_format", "text"},
+        {"log_level", "info"},
+    };
     const char *node = getenv("NODE_NAME");
-    char host[256] = "localhost";
+    char host[256] = "localhost", msg[128];
+    size_t i;
     err_t rc = ERR_OK;
 
     memset(c, 0, sizeof(*c));
@@ -55,88 +45,25 @@ err_t config_init(struct config *c)
             snprintf(host, sizeof(host), "localhost");
         node = host;
     }
-    rc |= set_str(&c->db, "/var/lib/podresd/podresd.db");
-    rc |= set_str(&c->socket, "/run/podresd/podresd.sock");
-    rc |= set_str(&c->node_name, node);
-    rc |= set_str(&c->source, "api");
-    rc |= set_str(&c->kubelet_socket, "/var/lib/kubelet/pod-resources/kubelet.sock");
-    rc |= set_str(&c->log_format, "text");
-    rc |= set_str(&c->log_level, "info");
+    for (i = 0; !rc && i < ARRAY_SIZE(defaults); i++)
+        rc = opts_set(opts, ARRAY_SIZE(opts), c, defaults[i][0], defaults[i][1], msg, sizeof(msg));
+    if (!rc)
+        rc = opts_set(opts, ARRAY_SIZE(opts), c, "node_name", node, msg, sizeof(msg));
     c->kubelet_interval_ms = 2000;
     c->history = 10000;
-    return rc ? ERR_NOMEM : ERR_OK;
+    return rc;
 }
 
 void config_release(struct config *c)
 {
-    size_t i;
-
-    for (i = 0; i < ARRAY_SIZE(opts); i++) {
-        if (opts[i].type == T_STR || opts[i].type == T_ENUM)
-            free(*(char **)((char *)c + opts[i].off));
-    }
+    opts_release(opts, ARRAY_SIZE(opts), c);
     json_decref(c->devices);
     memset(c, 0, sizeof(*c));
 }
 
-static const struct opt *find(const char *key)
-{
-    char k[64];
-    size_t i;
-
-    snprintf(k, sizeof(k), "%s", key);
-    for (i = 0; k[i]; i++) {
-        if (k[i] == '-')
-            k[i] = '_';
-    }
-    for (i = 0; i < ARRAY_SIZE(opts); i++) {
-        if (strcmp(opts[i].key, k) == 0)
-            return &opts[i];
-    }
-    return NULL;
-}
-
 err_t config_set(struct config *c, const char *key, const char *value, char *msg, size_t cap)
 {
-    const struct opt *o = find(key);
-    void *field;
-    char pat[80];
-    long long n;
-
-    if (!o) {
-        snprintf(msg, cap, "unknown key \"%s\"", key);
-        return ERR_INVAL;
-    }
-    field = (char *)c + o->off;
-    switch (o->type) {
-    case T_STR:
-        if (*value)
-            return set_str(field, value);
-        break;
-    case T_ENUM:
-        snprintf(pat, sizeof(pat), "|%s|", value);
-        if (*value && !strchr(value, '|') && strstr(o->choices, pat))
-            return set_str(field, value);
-        snprintf(msg, cap, "key \"%s\": \"%s\" is not one of %s", o->key, value, o->choices);
-        return ERR_INVAL;
-    case T_DURATION: {
-        uint64_t ms = 0;
-
-        if (!cfg_parse_duration(value, &ms) && ms > 0) {
-            *(uint64_t *)field = ms;
-            return ERR_OK;
-        }
-        break;
-    }
-    case T_COUNT:
-        if (!cfg_parse_int(value, 1, 100000000, &n)) {
-            *(uint64_t *)field = (uint64_t)n;
-            return ERR_OK;
-        }
-        break;
-    }
-    snprintf(msg, cap, "key \"%s\": bad value \"%s\"", o->key, value);
-    return ERR_INVAL;
+    return opts_set(opts, ARRAY_SIZE(opts), c, key, value, msg, cap);
 }
 
 /* devices: [{resourceName, devices: [...]}] -> validated. */
@@ -184,34 +111,13 @@ static err_t static_devices(struct config *c, const json_t *list, char *msg, siz
 
 err_t config_apply(struct config *c, const json_t *doc, char *msg, size_t cap)
 {
-    const char *key;
-    json_t *v;
-    char num[32];
-    err_t rc;
+    static const char *const skip[] = {"devices", NULL};
+    const json_t *devices = json_object_get(doc, "devices");
+    err_t rc = opts_apply(opts, ARRAY_SIZE(opts), c, doc, skip, msg, cap);
 
-    if (!json_is_object(doc)) {
-        snprintf(msg, cap, "the document must be a mapping of keys");
-        return ERR_INVAL;
-    }
-    json_object_foreach((json_t *)doc, key, v) {
-        if (strcmp(key, "devices") == 0) {
-            rc = static_devices(c, v, msg, cap);
-        } else if (json_is_string(v)) {
-            rc = config_set(c, key, json_string_value(v), msg, cap);
-        } else if (json_is_integer(v)) {
-            snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v));
-            rc = config_set(c, key, num, msg, cap);
-        } else if (!find(key)) {
-            snprintf(msg, cap, "unknown key \"%s\"", key);
-            rc = ERR_INVAL;
-        } else {
-            snprintf(msg, cap, "key \"%s\": must be a string or a number", key);
-            rc = ERR_INVAL;
-        }
-        if (rc)
-            return rc;
-    }
-    return ERR_OK;
+    if (!rc && devices)
+        rc = static_devices(c, devices, msg, cap);
+    return rc;
 }
 
 err_t config_load(struct config *c, const char *path, char *msg, size_t cap)
