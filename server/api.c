@@ -340,33 +340,34 @@ static err_t get_readyz(struct api_req *r, struct api_resp *out)
     return text(out, 503, line);
 }
 
-static int render_gauges(struct api *api, char **buf, size_t *len, size_t *cap)
+static err_t render_gauges(struct api *api, struct strbuf *sb)
 {
     json_t *stats = NULL, *d;
     size_t i;
-    int rc = 0;
+    err_t rc = store_stats(api->store, &stats);
 
-    if (store_stats(api->store, &stats))
-        return -1;
-    rc |= metrics_printf(buf, len, cap,
-                         "# HELP podresd_pods Pods with a recorded binding.\n"
-                         "# TYPE podresd_pods gauge\npodresd_pods %lld\n"
-                         "# HELP podresd_bound_devices Devices bound to a container.\n"
-                         "# TYPE podresd_bound_devices gauge\npodresd_bound_devices %lld\n"
-                         "# HELP podresd_revision The node-wide revision.\n"
-                         "# TYPE podresd_revision gauge\npodresd_revision %llu\n"
-                         "# HELP podresd_watchers Open change-feed streams.\n"
-                         "# TYPE podresd_watchers gauge\npodresd_watchers %ld\n"
-                         "# HELP podresd_devices Devices by resource and health.\n"
-                         "# TYPE podresd_devices gauge\n",
-                         (long long)json_integer_value(json_object_get(stats, "pods")),
-                         (long long)json_integer_value(json_object_get(stats, "boundDevices")),
-                         (unsigned long long)store_revision(api->store), feed_watchers(api->feed));
+    if (!rc)
+        rc = strbuf_printf(
+            sb,
+            "# HELP podresd_pods Pods with a recorded binding.\n"
+            "# TYPE podresd_pods gauge\npodresd_pods %lld\n"
+            "# HELP podresd_bound_devices Devices bound to a container.\n"
+            "# TYPE podresd_bound_devices gauge\npodresd_bound_devices %lld\n"
+            "# HELP podresd_revision The node-wide revision.\n"
+            "# TYPE podresd_revision gauge\npodresd_revision %llu\n"
+            "# HELP podresd_watchers Open change-feed streams.\n"
+            "# TYPE podresd_watchers gauge\npodresd_watchers %ld\n"
+            "# HELP podresd_devices Devices by resource and health.\n"
+            "# TYPE podresd_devices gauge\n",
+            (long long)json_integer_value(json_object_get(stats, "pods")),
+            (long long)json_integer_value(json_object_get(stats, "boundDevices")),
+            (unsigned long long)store_revision(api->store), feed_watchers(api->feed));
     json_array_foreach(json_object_get(stats, "devices"), i, d) {
-        rc |= metrics_printf(buf, len, cap, "podresd_devices{resource=\"%s\",health=\"%s\"} %lld\n",
-                             json_string_value(json_object_get(d, "resource")),
-                             json_string_value(json_object_get(d, "health")),
-                             (long long)json_integer_value(json_object_get(d, "count")));
+        if (!rc)
+            rc = strbuf_printf(sb, "podresd_devices{resource=\"%s\",health=\"%s\"} %lld\n",
+                               json_string_value(json_object_get(d, "resource")),
+                               json_string_value(json_object_get(d, "health")),
+                               (long long)json_integer_value(json_object_get(d, "count")));
     }
     json_decref(stats);
     return rc;
@@ -374,13 +375,17 @@ static int render_gauges(struct api *api, char **buf, size_t *len, size_t *cap)
 
 static err_t get_metrics(struct api_req *r, struct api_resp *out)
 {
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
+    struct strbuf sb = STRBUF_INIT;
+    size_t len;
+    char *buf;
+    err_t rc = metrics_render(r->api->metrics, &sb);
 
-    if (metrics_render(r->api->metrics, &buf, &len, &cap) ||
-        render_gauges(r->api, &buf, &len, &cap)) {
+    if (!rc)
+        rc = render_gauges(r->api, &sb);
+    buf = strbuf_detach(&sb, &len);
+    if (rc) {
         free(buf);
-        return ERR_NOMEM;
+        return rc;
     }
     out->raw = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
     if (!out->raw) {

@@ -5,7 +5,6 @@
 #include "metrics.h"
 
 #include <pthread.h>
-#include <stdarg.h>
 
 #define MAX_CODES 24
 static const double bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
@@ -97,76 +96,56 @@ void metrics_observe(struct metrics *m, size_t route, int code, uint64_t us, int
     pthread_mutex_unlock(&m->mu);
 }
 
-int metrics_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+/* One route's latency histogram. */
+static err_t render_histogram(const struct route_stats *r, struct strbuf *sb)
 {
-    va_list ap;
-    int n;
+    uint64_t cum = 0;
+    size_t j;
+    err_t rc = ERR_OK;
 
-    for (;;) {
-        va_start(ap, fmt);
-        n = vsnprintf(*buf ? *buf + *len : NULL, *buf ? *cap - *len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-            return -1;
-        if (*buf && *len + (size_t)n < *cap) {
-            *len += (size_t)n;
-            return 0;
-        }
-        size_t ncap = *cap ? *cap * 2 : 8192;
-        while (ncap < *len + (size_t)n + 1)
-            ncap *= 2;
-        char *nb = realloc(*buf, ncap);
-        if (!nb)
-            return -1;
-        *buf = nb;
-        *cap = ncap;
+    for (j = 0; !rc && j < NB; j++) {
+        cum += r->buckets[j];
+        rc = strbuf_printf(sb,
+                           "podresd_http_request_duration_seconds_bucket{method=\"%s\",route=\"%s\","
+                           "le=\"%g\"} %llu\n",
+                           r->method, r->path, bounds[j], (unsigned long long)cum);
     }
-}
-
-int metrics_render(struct metrics *m, char **buf, size_t *len, size_t *cap)
-{
-    size_t i, j;
-    int rc = 0;
-    uint64_t cum;
-
-    pthread_mutex_lock(&m->mu);
-    rc |= metrics_printf(buf, len, cap,
-                         "# HELP podresd_http_requests_total HTTP requests by route and code.\n"
-                         "# TYPE podresd_http_requests_total counter\n");
-    for (i = 0; i < m->n; i++) {
-        for (j = 0; j < MAX_CODES && m->stats[i].codes[j]; j++)
-            rc |= metrics_printf(buf, len, cap,
-                                 "podresd_http_requests_total{method=\"%s\",route=\"%s\",code=\"%d\"} "
-                                 "%llu\n",
-                                 m->stats[i].method, m->stats[i].path, m->stats[i].codes[j],
-                                 (unsigned long long)m->stats[i].counts[j]);
-    }
-    rc |= metrics_printf(buf, len, cap,
-                         "# HELP podresd_http_request_duration_seconds Request latency by route.\n"
-                         "# TYPE podresd_http_request_duration_seconds histogram\n");
-    for (i = 0; i < m->n; i++) {
-        struct route_stats *r = &m->stats[i];
-
-        if (!r->n)
-            continue;
-        cum = 0;
-        for (j = 0; j < NB; j++) {
-            cum += r->buckets[j];
-            rc |= metrics_printf(
-                buf, len, cap,
-                "podresd_http_request_duration_seconds_bucket{method=\"%s\",route=\"%s\",le=\"%g\"} "
-                "%llu\n",
-                r->method, r->path, bounds[j], (unsigned long long)cum);
-        }
-        rc |= metrics_printf(
-            buf, len, cap,
+    if (!rc)
+        rc = strbuf_printf(
+            sb,
             "podresd_http_request_duration_seconds_bucket{method=\"%s\",route=\"%s\",le=\"+Inf\"}"
             " %llu\n"
             "podresd_http_request_duration_seconds_sum{method=\"%s\",route=\"%s\"} %.6f\n"
             "podresd_http_request_duration_seconds_count{method=\"%s\",route=\"%s\"} %llu\n",
             r->method, r->path, (unsigned long long)r->n, r->method, r->path, r->sum, r->method,
             r->path, (unsigned long long)r->n);
+    return rc;
+}
+
+err_t metrics_render(struct metrics *m, struct strbuf *sb)
+{
+    size_t i, j;
+    err_t rc;
+
+    pthread_mutex_lock(&m->mu);
+    rc = strbuf_printf(sb, "# HELP podresd_http_requests_total HTTP requests by route and code.\n"
+                           "# TYPE podresd_http_requests_total counter\n");
+    for (i = 0; !rc && i < m->n; i++) {
+        const struct route_stats *r = &m->stats[i];
+
+        for (j = 0; !rc && j < MAX_CODES && r->codes[j]; j++)
+            rc = strbuf_printf(sb,
+                               "podresd_http_requests_total{method=\"%s\",route=\"%s\",code=\"%d\"} "
+                               "%llu\n",
+                               r->method, r->path, r->codes[j], (unsigned long long)r->counts[j]);
+    }
+    if (!rc)
+        rc = strbuf_printf(sb, "# HELP podresd_http_request_duration_seconds Request latency by "
+                               "route.\n# TYPE podresd_http_request_duration_seconds histogram\n");
+    for (i = 0; !rc && i < m->n; i++) {
+        if (m->stats[i].n)
+            rc = render_histogram(&m->stats[i], sb);
     }
     pthread_mutex_unlock(&m->mu);
-    return rc ? -1 : 0;
+    return rc;
 }

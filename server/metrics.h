@@ -7,6 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/err.h"
+#include "../common/strbuf.h"
+
 struct metrics;
 
 /* Room for 'n' routes (indices 0..n-1) plus index n for requests no route
@@ -18,11 +21,7 @@ void metrics_free(struct metrics *m); /* NULL is a no-op */
 /* Count one request of route 'route' (index) answered 'code' after 'us' microseconds;
  * 'timed' false leaves it out of the latency histogram (streams). */
 void metrics_observe(struct metrics *m, size_t route, int code, uint64_t us, int timed);
-/* Append the request metrics to 'buf' (growable with realloc, *len used, *cap allocated).
- * Returns 0, or -1 when out of memory. */
-int metrics_render(struct metrics *m, char **buf, size_t *len, size_t *cap);
-/* printf into the growable buffer; -1 when out of memory. */
-int metrics_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* Append the request metrics to 'sb'. */
+err_t metrics_render(struct metrics *m, struct strbuf *sb) WARN_UNUSED;
 
 #endif
