@@ -1,0 +1,32 @@
+# mk/bench.mk - `make bench`: podres against its references, side by side in
+# one run (tests/bench/run.sh; results in docs/BENCHMARKS.md). Not part of
+# `make test`. Builds the default optimised binaries (-O2) and the bench tools.
+
+BENCH_DIR := build/bench
+BENCH_PKGS := wrk nginx-light jq curl sqlite3 libsqlite3-dev python3
+
+.PHONY: bench bench-deps bench-tools
+bench: deps bench-deps all bench-tools
+	@tests/bench/run.sh $(BIN) $(BENCH_DIR) $(BENCH_DIR)
+
+bench-deps:
+	@missing=""; for p in $(BENCH_PKGS); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "bench-deps: installing$$missing"; \
+		if [ "$$(id -u)" != 0 ]; then echo "bench-deps: run as root to install:$$missing" >&2; exit 1; fi; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+bench-tools: $(BENCH_DIR)/podbench $(BENCH_DIR)/sqlite_commit
+
+$(BENCH_DIR)/podbench: tests/bench/podbench.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -std=gnu11 -O2 -Wall -Wextra -o $@ $< -lpthread
+
+$(BENCH_DIR)/sqlite_commit: tests/bench/sqlite_commit.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -std=c11 -O2 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -o $@ $< \
+		$(shell pkg-config --cflags --libs sqlite3 2>/dev/null || echo -lsqlite3)

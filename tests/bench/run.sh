@@ -1,0 +1,350 @@
+#!/usr/bin/env bash
+# tests/bench/run.sh - `make bench`: podres against its references, side by side
+# in one run on this machine. Usage: run.sh BIN_DIR TOOLS_DIR [OUT_DIR]
+# Every figure is the median of BENCH_RUNS (default 3) runs; each reference is
+# measured in the same run, interleaved with the podres figure. Only 127.0.0.1
+# and unix sockets are used; every loop is bounded in count and time.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BIN=$(cd "$1" && pwd)
+TOOLS=$(cd "$2" && pwd)
+OUT=${3:-$ROOT/build/bench}
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
+RUNS=${BENCH_RUNS:-3}
+BENCH=$ROOT/tests/bench
+mkdir -p "$OUT"
+# The temp dir is on the disk that holds the repository (the "same disk" for
+# podresd and the raw SQLite loop); /dev/shm is used only to prepare the 10k
+# binding database quickly.
+T=$(mktemp -d "$OUT/run.XXXXXX")
+SHM=$(mktemp -d /dev/shm/podres-bench.XXXXXX)
+PIDS=()
+cleanup() {
+    local p
+    exec 2>/dev/null   # no "Killed" job notices
+    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
+    [ -n "${BENCH_KEEP:-}" ] || rm -rf "$T"; rm -rf "$SHM"
+}
+trap cleanup EXIT
+trap "exit 130" INT TERM
+export PYTHONPATH=$BENCH${PYTHONPATH:+:$PYTHONPATH}
+
+log() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
+die() { log "FAIL: $*"; exit 1; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_until() { # SECONDS CMD...
+    local i=0 limit=$(( $1 * 20 )); shift
+    until "$@" >/dev/null 2>&1; do i=$((i + 1)); [ $i -ge $limit ] && return 1; sleep 0.05; done
+}
+# kv KEY LINE - the value of KEY=VALUE in LINE
+kv() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<< "$2"; }
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "-"; else printf "%.2f", a / b }'; }
+rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+anon_kib() { awk '/^RssAnon/ {print $2}' "/proc/$1/status"; }
+mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
+# cpu_ns PID - CPU time of all threads of PID, in ns
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f", s}'; }
+
+ROWS=()
+# row ID FIGURE PODRES REFERENCE RATIO GOAL MET
+row() { ROWS+=("$1|$2|$3|$4|$5|$6|$7"); printf '  %s %s: %s | ref %s | ratio %s | goal %s | %s\n' "$@" >&2; }
+# meets EXPR - "yes" or "**no**" by awk expression
+meets() { awk "BEGIN { exit !($1) }" && echo yes || echo '**no**'; }
+
+# pd_start NAME [YAML] - podresd with its own dir $T/NAME; sets PD_PID PD_SOCK PD_PORT PD_DB
+pd_start() {
+    local d=$T/$1
+    mkdir -p "$d"
+    PD_PORT=$(free_port); PD_SOCK=$d/podresd.sock; PD_DB=${PD_DB_OVERRIDE:-$d/podresd.db}
+    cat > "$d/podresd.yaml" <<YAML
+db: $PD_DB
+socket: $PD_SOCK
+listen: 127.0.0.1:$PD_PORT
+node_name: bench-node
+log_level: warn
+${2:-}
+YAML
+    "$BIN/podresd" --config "$d/podresd.yaml" >> "$d/podresd.log" 2>&1 &
+    PD_PID=$!; PIDS+=("$PD_PID")
+    wait_until 10 curl -sf --unix-socket "$PD_SOCK" http://localhost/readyz || die "podresd $1 not ready"
+}
+pd_stop() { kill -TERM "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+
+START=$(date +%s)
+log "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+
+# ---------------------------------------------------------------------------
+# 1, 2, 6: GET /v1/pods of 110 pods vs nginx; podresd memory
+log "1/2/6: podresd with 110 pods x 2 containers x 1..8 devices"
+pd_start main
+MAIN_PID=$PD_PID MAIN_SOCK=$PD_SOCK MAIN_PORT=$PD_PORT
+sleep 0.5
+RSS_IDLE=$(rss_kib "$MAIN_PID") AN_IDLE=$(anon_kib "$MAIN_PID")
+python3 "$BENCH/populate.py" "$MAIN_SOCK" node 110 >&2
+sleep 0.5
+RSS_110=$(rss_kib "$MAIN_PID") AN_110=$(anon_kib "$MAIN_PID")
+mkdir -p "$T/www/v1"
+curl -sf "http://127.0.0.1:$MAIN_PORT/v1/pods" -o "$T/www/v1/pods"
+BODY_BYTES=$(stat -c %s "$T/www/v1/pods")
+[ "$(jq '.podResources | length' "$T/www/v1/pods")" = 110 ] || die "110 pods expected"
+
+NG_PORT=$(free_port)
+mkdir -p "$T/nginx"
+cat > "$T/nginx/nginx.conf" <<NGX
+user root;
+worker_processes 1;
+daemon off;
+pid $T/nginx/nginx.pid;
+error_log $T/nginx/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path $T/nginx/body;
+    proxy_temp_path $T/nginx/proxy;
+    fastcgi_temp_path $T/nginx/fastcgi;
+    uwsgi_temp_path $T/nginx/uwsgi;
+    scgi_temp_path $T/nginx/scgi;
+    keepalive_requests 1000000;
+    keepalive_timeout 30s;
+    server {
+        listen 127.0.0.1:$NG_PORT;
+        root $T/www;
+        location = /v1/pods { default_type application/json; }
+    }
+}
+NGX
+nginx -c "$T/nginx/nginx.conf" -p "$T/nginx" 2>>"$T/nginx/error.log" &
+NG_PID=$!; PIDS+=("$NG_PID")
+wait_until 10 curl -sf "http://127.0.0.1:$NG_PORT/v1/pods" -o /dev/null || die "nginx did not start"
+cmp -s "$T/www/v1/pods" <(curl -sf "http://127.0.0.1:$NG_PORT/v1/pods") || die "nginx bytes differ"
+
+# wrk_run DURATION URL [ARGS] - sets RPS P99 (ms) ERRS
+wrk_run() {
+    local d=$1 url=$2; shift 2
+    wrk -t2 -c32 -d"${d}s" --latency "$@" "$url" > "$T/wrk.out" 2>&1 || true
+    RPS=$(awk '/^Requests\/sec/ {print $2}' "$T/wrk.out")
+    P99=$(awk '$1 == "99%" { v = $2; if (v ~ /us$/) { sub(/us$/, "", v); v /= 1000 }
+          else if (v ~ /ms$/) sub(/ms$/, "", v); else if (v ~ /s$/) { sub(/s$/, "", v); v *= 1000 }
+          print v }' "$T/wrk.out")
+    ERRS=$(awk '/Non-2xx/ {n += $NF} /Socket errors/ {gsub(/,/, ""); n += $4 + $6 + $8 + $10} END {print n + 0}' "$T/wrk.out")
+    [ -n "$RPS" ] || { cat "$T/wrk.out" >&2; die "wrk gave no result"; }
+}
+PD_URL=http://127.0.0.1:$MAIN_PORT/v1/pods NG_URL=http://127.0.0.1:$NG_PORT/v1/pods
+wrk_run 1 "$PD_URL"; wrk_run 1 "$NG_URL"   # warm-up
+ka_pd=() ka_ng=() p99_pd=() p99_ng=() cl_pd=() cl_ng=() errs=0
+for r in $(seq "$RUNS"); do
+    wrk_run 5 "$PD_URL"; ka_pd+=("$RPS"); p99_pd+=("$P99"); errs=$((errs + ERRS))
+    wrk_run 5 "$NG_URL"; ka_ng+=("$RPS"); p99_ng+=("$P99")
+    log "  keep-alive run $r: podres ${ka_pd[-1]} req/s p99 ${p99_pd[-1]} ms; nginx ${ka_ng[-1]} req/s p99 ${p99_ng[-1]} ms"
+done
+for r in $(seq "$RUNS"); do
+    wrk_run 3 "$PD_URL" -H 'Connection: close'; cl_pd+=("$RPS"); errs=$((errs + ERRS))
+    sleep 1
+    wrk_run 3 "$NG_URL" -H 'Connection: close'; cl_ng+=("$RPS")
+    sleep 1
+    log "  close run $r: podres ${cl_pd[-1]} req/s; nginx ${cl_ng[-1]} req/s"
+done
+a=$(median "${ka_pd[@]}") b=$(median "${ka_ng[@]}"); q=$(ratio "$a" "$b")
+row 1a "GET /v1/pods keep-alive req/s (${BODY_BYTES} B, wrk -t2 -c32)" "$a" "$b (nginx)" "$q" "≥ 0.8×" "$(meets "$q >= 0.8")"
+a=$(median "${p99_pd[@]}") b=$(median "${p99_ng[@]}"); q=$(ratio "$a" "$b")
+row 1b "GET /v1/pods keep-alive p99 ms" "$a" "$b (nginx)" "$q" "≤ 2×" "$(meets "$q <= 2")"
+a=$(median "${cl_pd[@]}") b=$(median "${cl_ng[@]}"); q=$(ratio "$a" "$b")
+row 2 "GET /v1/pods Connection: close req/s" "$a" "$b (nginx)" "$q" "≥ 0.8×" "$(meets "$q >= 0.8")"
+[ "$errs" = 0 ] || log "  podresd: $errs wrk errors (non-2xx or socket errors)"
+kill -TERM "$NG_PID" 2>/dev/null || true; wait "$NG_PID" 2>/dev/null || true
+
+# 6: 100 watchers on the 110-pod node
+rm -f "$T/watch.ready"
+python3 "$BENCH/hold_watchers.py" "$MAIN_SOCK" 100 20 "$T/watch.ready" &
+HW=$!; PIDS+=("$HW")
+wait_until 15 test -e "$T/watch.ready" || die "100 watchers did not get their lists"
+sleep 0.5
+RSS_W=$(rss_kib "$MAIN_PID") AN_W=$(anon_kib "$MAIN_PID")
+kill "$HW" 2>/dev/null || true; wait "$HW" 2>/dev/null || true
+pd_stop "$MAIN_PID"
+
+# ---------------------------------------------------------------------------
+# 3, 4: durable writes vs a raw SQLite commit loop; change-feed latency
+log "3/4: durable writes and change-feed latency"
+pd_start writes
+W_PID=$PD_PID W_SOCK=$PD_SOCK
+python3 "$BENCH/populate.py" "$W_SOCK" devs 16
+w1=() w16=() raw=() w1p99=() w16p99=()
+for r in $(seq "$RUNS"); do
+    rm -f "$T/raw.db"*
+    l=$("$TOOLS/sqlite_commit" "$T/raw.db" 3 200000); raw+=("$(kv rate "$l")")
+    l=$("$TOOLS/podbench" put "$W_SOCK" 1 3 200000) || die "put 1: $l"; w1+=("$(kv rate "$l")"); w1p99+=("$(kv p99 "$l")")
+    l=$("$TOOLS/podbench" put "$W_SOCK" 16 3 200000) || die "put 16: $l"; w16+=("$(kv rate "$l")"); w16p99+=("$(kv p99 "$l")")
+    log "  run $r: raw ${raw[-1]}/s; podres 1 client ${w1[-1]}/s (p99 ${w1p99[-1]} ms), 16 clients ${w16[-1]}/s (p99 ${w16p99[-1]} ms)"
+done
+rawm=$(median "${raw[@]}")
+a=$(median "${w1[@]}"); q=$(ratio "$a" "$rawm")
+row 3a "PUT binding, 1 client, writes/s" "$a" "$rawm (raw commit loop)" "$q" "≥ 0.6×" "$(meets "$q >= 0.6")"
+a=$(median "${w16[@]}"); q=$(ratio "$a" "$rawm")
+row 3b "PUT binding, 16 clients, writes/s" "$a" "$rawm (raw, 1 row/commit)" "$q" "≥ 2×" "$(meets "$q >= 2")"
+
+f50=() f99=() r50=() r99=()
+for r in $(seq "$RUNS"); do
+    l=$("$TOOLS/podbench" watch "$W_SOCK" 100 200) || die "watch: $l"
+    f50+=("$(kv p50 "$l")") f99+=("$(kv p99 "$l")") r50+=("$(kv put_rtt_p50 "$l")") r99+=("$(kv put_rtt_p99 "$l")")
+    log "  run $r: $l"
+done
+g=$("$TOOLS/podbench" get "$W_SOCK" /version 1000)
+a=$(median "${f50[@]}") b=$(median "${r50[@]}")
+row 4a "change feed p50 ms, PUT sent → last of 100 watchers" "$a" "$b (PUT round trip p50)" "$(ratio "$a" "$b")" "-" "-"
+a=$(median "${f99[@]}") b=$(median "${r99[@]}")
+row 4b "change feed p99 ms (GET /version RTT p99 $(kv p99 "$g") ms)" "$a" "$b (PUT round trip p99)" "$(ratio "$a" "$b")" "< 10 ms" "$(meets "$a < 10")"
+pd_stop "$W_PID"
+
+# ---------------------------------------------------------------------------
+# 5, 6: podres-syncer against the emulator
+log "5/6: podres-syncer"
+pd_start syncer
+S_SOCK=$PD_SOCK S_PID=$PD_PID
+mkdir -p "$T/emu"
+/usr/bin/python3 "$ROOT/tests/fixtures/kube-apiserver-emulator" --listen 127.0.0.1:0 --port-file "$T/emu/port" \
+    --kubeconfig-out "$T/emu/kubeconfig" --crd "$ROOT/deploy/crd-devicebinding.yaml" >> "$T/emu/log" 2>&1 &
+EMU_PID=$!; PIDS+=("$EMU_PID")
+wait_until 10 test -s "$T/emu/port" || die "the emulator did not start"
+EMU=http://127.0.0.1:$(cat "$T/emu/port")
+wait_until 10 curl -sf "$EMU/_emulator/state" || die "the emulator does not answer"
+SY_PORT=$(free_port)
+"$BIN/podres-syncer" --node-name bench-node --podresd-socket "$S_SOCK" --kubeconfig "$T/emu/kubeconfig" \
+    --metrics-listen "127.0.0.1:$SY_PORT" --qps 1000 --burst 1000 >> "$T/emu/syncer.log" 2>&1 &
+SY_PID=$!; PIDS+=("$SY_PID")
+wait_until 10 curl -sf "http://127.0.0.1:$SY_PORT/healthz" || die "the syncer did not start"
+python3 "$BENCH/syncer_lag.py" setup "$S_SOCK" "$EMU" bench-node 110 >&2 || die "the syncer did not sync 110 pods"
+sleep 1
+RSS_SY=$(rss_kib "$SY_PID") AN_SY=$(anon_kib "$SY_PID")
+l50=() l99=() per=() ew=()
+for r in $(seq "$RUNS"); do
+    l=$(python3 "$BENCH/syncer_lag.py" churn "$S_SOCK" "$EMU" bench-node "r$r" 50 20) || log "  churn: $l"
+    l50+=("$(kv p50 "$l")") l99+=("$(kv p99 "$l")") per+=("$(kv per_lifecycle "$l")") ew+=("$(kv emu_watch_p50 "$l")")
+    log "  run $r: $l"
+done
+curl -s -o /dev/null -X POST "$EMU/api/v1/namespaces" -H 'Content-Type: application/json' \
+    --data-binary '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"curlref"}}'
+cref=()
+for i in $(seq 15); do
+    cref+=("$(curl -s -o /dev/null -w '%{time_total}' -X POST -H 'Content-Type: application/json' \
+        --data-binary "{\"apiVersion\":\"podres.dev/v1alpha1\",\"kind\":\"DeviceBinding\",\"metadata\":{\"name\":\"ref-$i\",\"namespace\":\"curlref\"},\"spec\":{\"nodeName\":\"nowhere\"}}" \
+        "$EMU/apis/podres.dev/v1alpha1/namespaces/curlref/devicebindings" | awk '{printf "%.3f", $1 * 1000}')")
+done
+cm=$(median "${cref[@]}") ewm=$(median "${ew[@]}")
+SYLAG=$(curl -s "http://127.0.0.1:$SY_PORT/metrics" | awk '/^podres_syncer_sync_lag_seconds_sum/ {s = $2} /^podres_syncer_sync_lag_seconds_count/ {n = $2} END {if (n) printf "%.1f", s / n * 1000; else print "-"}')
+log "  emulator: bare POST -> its own watch event p50 $ewm ms; syncer's own sync_lag mean (feed seen -> ack) $SYLAG ms"
+a=$(median "${l50[@]}")
+row 5a "syncer lag p50 ms at 20 changes/s (podresd answer → emulator watch event)" "$a" "$cm (curl POST p50)" "$(ratio "$a" "$cm")" "-" "-"
+a=$(median "${l99[@]}")
+row 5b "syncer lag p99 ms (emulator: POST sent → own watch event p50 $ewm ms; syncer's sync_lag mean $SYLAG ms)" "$a" "$cm (curl POST p50)" "$(ratio "$a" "$cm")" "-" "-"
+a=$(median "${per[@]}")
+row 5c "syncer API requests per pod lifecycle" "$a" "1 (curl POST)" "-" "≤ 3" "$(meets "$a <= 3")"
+kill -TERM "$SY_PID" 2>/dev/null || true; wait "$SY_PID" 2>/dev/null || true
+kill -TERM "$EMU_PID" 2>/dev/null || true; wait "$EMU_PID" 2>/dev/null || true
+pd_stop "$S_PID"
+
+row 6a "podresd RSS idle MiB (anonymous part)" "$(mib "$RSS_IDLE") ($(mib "$AN_IDLE"))" "-" "-" "≤ 10" "$(meets "$RSS_IDLE <= 10240")"
+row 6b "podresd RSS with 110 pods MiB (anonymous)" "$(mib "$RSS_110") ($(mib "$AN_110"))" "-" "-" "≤ 10" "$(meets "$RSS_110 <= 10240")"
+row 6c "podresd RSS 110 pods + 100 watchers MiB (anonymous)" "$(mib "$RSS_W") ($(mib "$AN_W"))" "-" "-" "≤ 10" "$(meets "$RSS_W <= 10240")"
+row 6d "podres-syncer RSS with 110 pods MiB (anonymous)" "$(mib "$RSS_SY") ($(mib "$AN_SY"))" "-" "-" "≤ 10" "$(meets "$RSS_SY <= 10240")"
+
+# ---------------------------------------------------------------------------
+# 7: restart to ready after SIGKILL with 10k bindings
+log "7: restart after SIGKILL with 10k bindings"
+PD_DB_OVERRIDE=$SHM/podresd.db pd_start fill
+python3 "$BENCH/populate.py" "$PD_SOCK" fill 10000 >&2
+pd_stop "$PD_PID"
+mkdir -p "$T/restart"
+cp "$SHM"/podresd.db* "$T/restart/"
+RDB=$T/restart/podresd.db
+PD_DB_OVERRIDE=$RDB pd_start restart
+R_SOCK=$PD_SOCK
+"$TOOLS/podbench" put "$R_SOCK" 4 1 200 > /dev/null 2>&1 || true   # leave a WAL behind
+kill -9 "$PD_PID"; wait "$PD_PID" 2>/dev/null || true
+rs=() qc=()
+for r in $(seq "$RUNS"); do
+    l=$("$TOOLS/podbench" ready "$R_SOCK" 30000 "$T/restart/podresd.log" "$BIN/podresd" --config "$T/restart/podresd.yaml") ||
+        die "restart: $l"
+    rs+=("$(kv ms "$l")"); p=$(kv pid "$l"); PIDS+=("$p")
+    "$TOOLS/podbench" put "$R_SOCK" 4 0.5 100 > /dev/null 2>&1 || true
+    kill -9 "$p"; sleep 0.2
+    l2=$("$TOOLS/podbench" time sqlite3 "$RDB" 'PRAGMA quick_check'); qc+=("$(kv ms "$l2")")
+    log "  run $r: restart to ready ${rs[-1]} ms; quick_check ${qc[-1]} ms"
+done
+[ "$(sqlite3 "$RDB" 'SELECT count(*) FROM pods')" -ge 10000 ] || die "10k bindings expected"
+a=$(median "${rs[@]}") b=$(median "${qc[@]}")
+row 7 "restart to ready after SIGKILL, 10k bindings, ms" "$a" "$b (sqlite3 quick_check)" "$(ratio "$a" "$b")" "-" "-"
+
+# ---------------------------------------------------------------------------
+# 8: kubelet source, an unchanged 110-pod List
+log "8: kubelet source"
+mkdir -p "$T/kubelet"
+python3 - "$T/kubelet/state.json" <<'PY'
+import json, sys
+import pdhttp
+devices, pods = pdhttp.node_pods(110)
+out = {"pods": [{"name": n, "namespace": ns, "containers": [
+    {"name": c["name"], "devices": [dict(g, topology={"nodes": [{"ID": 0}]}) for g in c["devices"]],
+     "cpuIds": c["cpuIds"]} for c in conts]} for ns, n, _, conts in pods],
+    "allocatable": {"devices": [{"resourceName": "bench.io/gpu", "deviceIds": [d["id"]],
+                                 "topology": d["topology"]} for d in devices], "cpuIds": [], "memory": []}}
+json.dump(out, open(sys.argv[1], "w"))
+PY
+FK_SOCK=$T/kubelet/kubelet.sock
+/usr/bin/python3 "$ROOT/tests/fixtures/fake-kubelet" --socket "$FK_SOCK" --state "$T/kubelet/state.json" \
+    --log "$T/kubelet/calls.log" 2>> "$T/kubelet/fake.log" &
+PIDS+=("$!")
+wait_until 15 test -S "$FK_SOCK" || die "fake kubelet did not start"
+pd_start kubelet "source: kubelet
+kubelet_socket: $FK_SOCK
+kubelet_interval: 100ms"
+K_PID=$PD_PID K_SOCK=$PD_SOCK K_DB=$PD_DB
+wait_until 10 test "$(curl -s --unix-socket "$K_SOCK" http://localhost/v1/pods | jq '.podResources | length')" = 110 ||
+    die "kubelet mode did not mirror 110 pods"
+sleep 1
+printf '\0\0\0\0\0' > "$T/kubelet/empty.bin"
+pcpu=() lref=() writes=0
+for r in $(seq "$RUNS"); do
+    rev0=$(curl -s --unix-socket "$K_SOCK" http://localhost/version | jq .revision)
+    st0=$(stat -c '%s %Y' "$K_DB" "$K_DB-wal" 2>/dev/null | tr '\n' ' ')
+    c0=$(grep -c List "$T/kubelet/calls.log"); n0=$(cpu_ns "$K_PID")
+    sleep 3
+    c1=$(grep -c List "$T/kubelet/calls.log"); n1=$(cpu_ns "$K_PID")
+    rev1=$(curl -s --unix-socket "$K_SOCK" http://localhost/version | jq .revision)
+    st1=$(stat -c '%s %Y' "$K_DB" "$K_DB-wal" 2>/dev/null | tr '\n' ' ')
+    [ "$rev0" = "$rev1" ] && [ "$st0" = "$st1" ] || writes=$((writes + 1))
+    polls=$((c1 - c0))
+    pcpu+=("$(awk -v n=$((n1 - n0)) -v p=$polls 'BEGIN { printf "%.3f", n / p / 1e6 }')")
+    lt=()
+    for i in $(seq 9); do
+        lt+=("$(curl -s --http2-prior-knowledge --unix-socket "$FK_SOCK" -H 'content-type: application/grpc' \
+            -H 'te: trailers' --data-binary @"$T/kubelet/empty.bin" -o /dev/null -w '%{time_total}' \
+            http://localhost/v1.PodResourcesLister/List | awk '{printf "%.3f", $1 * 1000}')")
+        sleep 0.05
+    done
+    lref+=("$(median "${lt[@]}")")
+    log "  run $r: $polls polls, podresd CPU ${pcpu[-1]} ms/poll, revision $rev0 -> $rev1, List alone ${lref[-1]} ms"
+done
+a=$(median "${pcpu[@]}") b=$(median "${lref[@]}")
+row 8a "kubelet poll+reconcile, unchanged 110-pod List: podresd CPU ms/poll" "$a" "$b (List call alone, wall, curl)" "$(ratio "$a" "$b")" "-" "-"
+row 8b "database writes during $((RUNS * 3)) s of unchanged polls (runs with a change)" "$writes" "-" "-" "0" "$(meets "$writes == 0")"
+pd_stop "$K_PID"
+
+# ---------------------------------------------------------------------------
+{
+    echo "| # | figure | podres | reference | ratio | goal | met |"
+    echo "| --- | --- | ---: | --- | ---: | --- | --- |"
+    for r in "${ROWS[@]}"; do echo "| ${r//|/ | } |"; done
+} > "$OUT/table.md"
+{
+    echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(free -m | awk '/^Mem/ {print $2}') MiB RAM"
+    echo "disk: $(df -h --output=source,fstype "$T" | tail -1 | tr -s ' ') (rotational=$(cat /sys/block/"$(basename "$(df --output=source "$T" | tail -1)")"/queue/rotational 2>/dev/null || echo ?))"
+    echo "kernel: $(uname -r); $(nginx -v 2>&1); $(wrk --version 2>&1 | head -1 | cut -c1-40); sqlite $(sqlite3 --version | cut -d' ' -f1)"
+    echo "runs per figure: $RUNS (medians); total $(( $(date +%s) - START )) s"
+} > "$OUT/machine.txt"
+echo
+cat "$OUT/machine.txt"
+echo
+cat "$OUT/table.md"
