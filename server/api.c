@@ -8,6 +8,7 @@
 #include "api.h"
 #include "validate.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 
 const char *api_arg(struct api_req *r, const char *name)
@@ -83,6 +84,69 @@ static err_t resource_of(struct api_req *r, char *buf, size_t cap)
 
 /* ---- reads ---- */
 
+/* The serialised answer of an unfiltered list, kept for the revision it was
+ * read at: while nothing commits, the same bytes are served again (monitoring
+ * agents poll these). Lock: 'mu' guards the other fields. One podresd per
+ * process, so the caches are file statics; their buffer stays reachable. */
+struct rev_cache {
+    pthread_mutex_t mu;
+    uint64_t rev;  /* revision of 'body'; 0 = empty */
+    char *body;    /* the JSON answer with its newline */
+    size_t len;    /* its length */
+};
+
+static struct rev_cache pods_cache = {PTHREAD_MUTEX_INITIALIZER, 0, NULL, 0};
+static struct rev_cache devices_cache = {PTHREAD_MUTEX_INITIALIZER, 0, NULL, 0};
+
+static err_t json_bytes(struct api_resp *out, const char *body, size_t len)
+{
+    out->raw = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!out->raw)
+        return ERR_NOMEM;
+    MHD_add_response_header(out->raw, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    out->status = 200;
+    return ERR_OK;
+}
+
+/* Answer from the cache when it holds revision 'rev'. */
+static bool cache_hit(struct rev_cache *c, uint64_t rev, struct api_resp *out)
+{
+    bool hit = false;
+
+    pthread_mutex_lock(&c->mu);
+    if (c->body && c->rev == rev)
+        hit = json_bytes(out, c->body, c->len) == ERR_OK;
+    pthread_mutex_unlock(&c->mu);
+    return hit;
+}
+
+/* Serialise 'j' (stolen), answer with it and keep it when it is newer. */
+static err_t cache_fill(struct rev_cache *c, json_t *j, struct api_resp *out)
+{
+    uint64_t rev = (uint64_t)json_integer_value(json_object_get(j, "revision"));
+    char *text = json_dumps(j, JSON_COMPACT);
+    size_t n;
+    err_t rc;
+
+    json_decref(j);
+    if (!text)
+        return ERR_NOMEM;
+    n = strlen(text);
+    text[n] = '\n'; /* json_dumps leaves room for the newline in its NUL */
+    rc = json_bytes(out, text, n + 1);
+    pthread_mutex_lock(&c->mu);
+    if (!rc && rev >= c->rev) {
+        free(c->body);
+        c->body = text;
+        c->len = n + 1;
+        c->rev = rev;
+        text = NULL;
+    }
+    pthread_mutex_unlock(&c->mu);
+    free(text);
+    return rc;
+}
+
 static err_t get_pods(struct api_req *r, struct api_resp *out)
 {
     const char *ns = api_arg(r, "namespace"), *res = api_arg(r, "resource");
@@ -93,8 +157,12 @@ static err_t get_pods(struct api_req *r, struct api_resp *out)
         return fail(r, ERR_INVAL, "query namespace=\"%.300s\" is not a valid namespace", ns);
     if (res && !names_is_resource_name(res))
         return fail(r, ERR_INVAL, "query resource=\"%.300s\" is not a valid resource name", res);
+    if (!ns && !res && cache_hit(&pods_cache, store_revision(r->api->store), out))
+        return ERR_OK;
     rc = store_pods_list(r->api->store, ns, res, &j);
-    return rc ? rc : ok_json(out, 200, j);
+    if (rc)
+        return rc;
+    return !ns && !res ? cache_fill(&pods_cache, j, out) : ok_json(out, 200, j);
 }
 
 static err_t get_pod(struct api_req *r, struct api_resp *out)
@@ -130,8 +198,12 @@ static err_t get_devices(struct api_req *r, struct api_resp *out)
         return fail(r, ERR_INVAL, "query health=\"%.100s\" must be Healthy or Unhealthy", health);
     if (fr && strcmp(fr, "true") != 0 && strcmp(fr, "false") != 0)
         return fail(r, ERR_INVAL, "query free=\"%.100s\" must be true or false", fr);
+    if (!res && !health && !fr && cache_hit(&devices_cache, store_revision(r->api->store), out))
+        return ERR_OK;
     rc = store_devices_list(r->api->store, res, health, fr && strcmp(fr, "true") == 0, &j);
-    return rc ? rc : ok_json(out, 200, j);
+    if (rc)
+        return rc;
+    return !res && !health && !fr ? cache_fill(&devices_cache, j, out) : ok_json(out, 200, j);
 }
 
 static err_t get_reservations(struct api_req *r, struct api_resp *out)

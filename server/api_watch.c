@@ -14,6 +14,7 @@
 #define BOOKMARK_MS 10000      /* a bookmark at least this often */
 #define CATCHUP_ROWS 512       /* change-log rows per read transaction */
 #define NO_DEADLINE UINT64_MAX
+#define WATCH_BUF_KEEP 65536   /* a larger send buffer is freed once sent */
 
 struct watcher {
     struct api *api;           /* borrowed */
@@ -125,6 +126,12 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
     if (w->off == w->len) {
         w->off = 0;
         w->len = 0;
+        if (w->cap > WATCH_BUF_KEEP) {
+            /* The initial list can be large; a live stream needs little. */
+            free(w->buf);
+            w->buf = NULL;
+            w->cap = 0;
+        }
         refill(w);
     }
     if (w->off == w->len)

@@ -310,6 +310,8 @@ err_t st_read_begin(struct store *st, sqlite3 **db)
         e = open_db(st->path, &c);
         if (e)
             return e;
+        /* Readers are many and short: a small page cache each (256 KiB). */
+        sqlite3_exec(c, "PRAGMA cache_size=-256;", NULL, NULL, NULL);
     }
     rc = sqlite3_exec(c, "BEGIN;", NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
