@@ -515,12 +515,6 @@ static err_t ensure(struct reconciler *r, const char *key, const char *ns, const
     json_t *desired, *made = NULL;
     err_t rc;
 
-    if (in->resv) {
-        /* No pre-assignment (any more): its reservation goes. */
-        rc = release(r, ns, name);
-        if (rc)
-            return rc;
-    }
     if (!in->cr) {
         rc = create(r, key, ns, name, uid, &made, msg, cap);
         if (rc)
@@ -541,14 +535,13 @@ static err_t ensure(struct reconciler *r, const char *key, const char *ns, const
     return put_status(r, key, ns, name, in->cr, desired, wrote, msg, cap);
 }
 
-/* The pod holds no device (and there is no pre-assignment): release a left-over
- * reservation and remove our object. */
+/* The pod holds no device (and there is no pre-assignment): remove our object. */
 static err_t unbound(struct reconciler *r, const char *key, const char *ns, const char *name,
                      struct inputs *in, bool *wrote, char *msg, size_t cap)
 {
-    err_t rc = in->resv ? release(r, ns, name) : ERR_OK;
+    err_t rc = ERR_OK;
 
-    if (!rc && in->cr) {
+    if (in->cr) {
         rc = delete_cr(r, key, ns, name, in->cr, msg, cap);
         *wrote = rc == ERR_OK;
     }
@@ -577,6 +570,12 @@ err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t
     if (in.cr && json_array_size(json_object_get(json_object_get(in.cr, "spec"), "containers"))) {
         rc = preassigned(r, key, ns, name, &in, wrote, requeue_ms, msg, cap);
         goto out;
+    }
+    if (in.resv) {
+        /* No pre-assignment (any more): its reservation goes. */
+        rc = release(r, ns, name);
+        if (rc)
+            goto out;
     }
     if (!reconcile_has_devices(in.pr)) {
         rc = unbound(r, key, ns, name, &in, wrote, msg, cap);

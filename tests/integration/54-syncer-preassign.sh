@@ -88,6 +88,13 @@ wait_until 3 sh -c "[ \"\$(curl -s --unix-socket '$PD_SOCK' http://localhost/v1/
     fail "the reservation survived its DeviceBinding"
 ok "deleting the DeviceBinding releases the reservation"
 
+# The pod goes away: the garbage collector removes the DeviceBinding (its
+# owner was set when the pod appeared) and the reservation is released.
+kapi DELETE /api/v1/namespaces/ml/pods/p1
+wait_until 5 sh -c "[ \"\$(curl -s --unix-socket '$PD_SOCK' http://localhost/v1/reservations/ml/p1 | jq -r .code)\" = 404 ]" ||
+    fail "the reservation survived its pod: $(resv_state p1)"
+ok "the pod goes away: DeviceBinding collected, reservation released"
+
 # Nothing is rewritten while nothing changes.
 sleep 1
 w0=$(writes)
