@@ -35,6 +35,7 @@ struct ctx {
     char *body;              /* accumulated body */
     size_t len, cap;         /* used and allocated */
     bool too_large;          /* over HTTP_BODY_MAX */
+    bool no_mem;             /* the body could not be stored: 500 on the final call */
     bool answered;           /* a response was queued */
     size_t route;            /* metrics label index */
     int status;              /* answered status */
@@ -475,17 +476,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     if (*upload_data_size) {
-        bool ok = c->too_large || body_append(c, upload_data, *upload_data_size);
-
+        /* MHD 0.9.75 refuses a response queued while the body still comes:
+         * the rest is discarded and the answer given on the final call. */
+        if (!c->too_large && !c->no_mem && !body_append(c, upload_data, *upload_data_size))
+            c->no_mem = !c->too_large;
         *upload_data_size = 0;
-        if (!ok && c->too_large)
-            return MHD_YES; /* discard the rest; 413 on the final call */
-        if (!ok)
-            return queue_error(conn, c, ERR_NOMEM, "out of memory reading the body");
         return MHD_YES;
     }
     if (c->too_large)
         return too_large(conn, c);
+    if (c->no_mem)
+        return queue_error(conn, c, ERR_NOMEM, "out of memory reading the body");
     return dispatch(l, conn, c, url, method);
 }
 

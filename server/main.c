@@ -297,6 +297,7 @@ int main(int argc, char **argv)
         stop(&d);
         return 1;
     }
+    fault_arm();
     run(&d, &sigs);
     stop(&d);
     log_info("stopped");

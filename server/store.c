@@ -245,6 +245,7 @@ err_t store_open(const struct store_opts *opts, struct store **out)
         return ERR_NOMEM;
     pthread_mutex_init(&st->wmu, NULL);
     pthread_mutex_init(&st->pmu, NULL);
+    pthread_cond_init(&st->pcv, NULL);
     st->history = opts->history ? opts->history : 1;
     st->feed = opts->feed;
     st->path = strdup(opts->path);
@@ -279,6 +280,7 @@ void store_free(struct store *st)
     free(st->path);
     pthread_mutex_destroy(&st->wmu);
     pthread_mutex_destroy(&st->pmu);
+    pthread_cond_destroy(&st->pcv);
     free(st);
 }
 
@@ -296,27 +298,44 @@ uint64_t store_revision(struct store *st)
 
 /* ---- read connections ---- */
 
+/* A read connection comes back: to the pool, or closed when 'db' is NULL. */
+static void read_done(struct store *st, sqlite3 *db)
+{
+    pthread_mutex_lock(&st->pmu);
+    st->nbusy--;
+    if (db)
+        st->pool[st->npool++] = db; /* fits: npool + nbusy <= READ_POOL_MAX */
+    pthread_cond_signal(&st->pcv);
+    pthread_mutex_unlock(&st->pmu);
+}
+
 err_t st_read_begin(struct store *st, sqlite3 **db)
 {
     sqlite3 *c = NULL;
     int rc;
-    err_t e;
+    err_t e = ERR_OK;
 
     pthread_mutex_lock(&st->pmu);
+    while (st->npool == 0 && st->nbusy >= READ_POOL_MAX)
+        pthread_cond_wait(&st->pcv, &st->pmu);
     if (st->npool > 0)
         c = st->pool[--st->npool];
+    st->nbusy++;
     pthread_mutex_unlock(&st->pmu);
     if (!c) {
         e = open_db(st->path, &c);
-        if (e)
-            return e;
         /* Readers are many and short: a small page cache each (256 KiB). */
-        sqlite3_exec(c, "PRAGMA cache_size=-256;", NULL, NULL, NULL);
+        if (!e)
+            sqlite3_exec(c, "PRAGMA cache_size=-256;", NULL, NULL, NULL);
     }
-    rc = sqlite3_exec(c, "BEGIN;", NULL, NULL, NULL);
-    if (rc != SQLITE_OK) {
-        e = st_dberr(c, rc, "begin a read transaction");
+    if (!e) {
+        rc = sqlite3_exec(c, "BEGIN;", NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+            e = st_dberr(c, rc, "begin a read transaction");
+    }
+    if (e) {
         sqlite3_close(c);
+        read_done(st, NULL);
         return e;
     }
     *db = c;
@@ -328,13 +347,7 @@ void st_read_end(struct store *st, sqlite3 *db)
     if (!db)
         return;
     sqlite3_exec(db, "COMMIT;", NULL, NULL, NULL);
-    pthread_mutex_lock(&st->pmu);
-    if (st->npool < READ_POOL_MAX) {
-        st->pool[st->npool++] = db;
-        db = NULL;
-    }
-    pthread_mutex_unlock(&st->pmu);
-    sqlite3_close(db);
+    read_done(st, db);
 }
 
 /* ---- write transactions ---- */

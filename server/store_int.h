@@ -11,7 +11,10 @@
 #define READ_POOL_MAX 16
 
 /* Lock: 'wmu' guards the write connection and every tx_* field; 'pmu' the
- * read pool. 'rev' is written under wmu and read atomically. */
+ * read pool, 'nbusy' and 'pcv'. 'rev' is written under wmu and read
+ * atomically. At most READ_POOL_MAX read connections exist at once: SQLite
+ * keeps the descriptors of a connection closed while others hold locks on
+ * the file, so connections opened in a burst and closed would stay as fds. */
 struct store {
     char *path;                   /* database file */
     uint64_t history;             /* change-log rows kept */
@@ -25,6 +28,8 @@ struct store {
     pthread_mutex_t pmu;          /* the read pool's lock */
     sqlite3 *pool[READ_POOL_MAX]; /* idle read connections */
     size_t npool;                 /* how many are idle */
+    size_t nbusy;                 /* read connections in use (outside the pool) */
+    pthread_cond_t pcv;           /* signalled when a read connection comes back */
 };
 
 /* Map an SQLite result code, logging sqlite3_errmsg once. */

@@ -616,6 +616,7 @@ int main(int argc, char **argv)
         curl_global_cleanup();
         return 1;
     }
+    fault_arm();
     if (s.once) {
         r = run_once(&s) ? 0 : 1;
     } else {

@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# 61-robust-crash.sh - crash safety.
+#
+# 1. A schema migration that fails part-way (a table of migration 1 already
+#    exists) leaves the database exactly as it was, and podresd exits 1.
+# 2. podresd SIGKILLed at every pwrite64, then every fdatasync, of the first
+#    start-up (strace
+#    injects the signal, so the crash lands inside migration 1 and its
+#    commit): the database holds the old schema (nothing) or the new one
+#    (all of it), never half, and the next start works.
+# 3. $ROUNDS rounds (default 20; make soak runs 200) of concurrent binding
+#    writes SIGKILLed at a random moment: every acknowledged write is
+#    present after restart, PRAGMA integrity_check is ok, the revision never
+#    goes back, the change log is contiguous, and a feed client that resumes
+#    with since= after every restart has seen each revision exactly once, in
+#    order (no gap, no repeat).
+. "$(dirname "$0")/lib.sh"
+
+ROUNDS=${ROUNDS:-20}
+START=$SECONDS
+pd_config "history: 1000000"
+mkdir -p "$(dirname "$PD_DB")"
+schema() { sqlite3 "$1" 'PRAGMA user_version; SELECT type || " " || name FROM sqlite_master ORDER BY 1'; }
+
+# ---- 1. a migration that fails part-way ----
+sqlite3 "$PD_DB" 'CREATE TABLE devices (x); INSERT INTO devices VALUES (42);'
+before=$(schema "$PD_DB")
+rc=0
+timeout 10 "$PODRES_BIN/podresd" --config "$T/podresd.yaml" >> "$T/podresd.log" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "podresd on a conflicting database exited $rc, want 1"
+grep -q 'apply a schema migration' "$T/podresd.log" || fail "no migration error logged"
+[ "$(schema "$PD_DB")" = "$before" ] || fail "failed migration left: $(schema "$PD_DB")"
+[ "$(sqlite3 "$PD_DB" 'SELECT x FROM devices')" = 42 ] || fail "pre-existing data changed"
+pd_check_log
+ok "a migration failing part-way leaves the database as it was (user_version 0)"
+
+# ---- 2. SIGKILL inside the first migration ----
+rm -f "$PD_DB"*
+pd_start
+pd_stop
+full=$(schema "$PD_DB")
+[ "$(echo "$full" | head -1)" -ge 1 ] || fail "no schema after a clean start"
+# kill_walk SYSCALL - SIGKILL at its k-th call for k = 1, 2, ... until
+# start-up ends first; counts into OLD and NEW.
+kill_walk() {
+    local sc=$1 k=0 sp got
+    while :; do
+        k=$((k + 1))
+        rm -f "$PD_DB"*
+        strace -f -qq -o /dev/null -e trace="$sc" -e inject="$sc":signal=KILL:when=$k \
+            "$PODRES_BIN/podresd" --config "$T/podresd.yaml" >> "$T/podresd.log" 2>&1 &
+        sp=$!
+        PIDS+=("$sp")
+        # Done once podresd serves: the k-th call is past start-up.
+        wait_until 5 sh -c "! kill -0 $sp || curl -sf --unix-socket $PD_SOCK http://localhost/healthz" ||
+            true
+        if kill -0 "$sp" 2>/dev/null; then
+            kill -TERM $(pgrep -P "$sp") 2>/dev/null || true # podresd, strace's child
+            wait "$sp" 2>/dev/null || true
+            break
+        fi
+        wait "$sp" 2>/dev/null || true
+        got=$(schema "$PD_DB" 2>&1) || fail "$sc #$k: unreadable database: $got"
+        if [ "$got" = "$full" ]; then
+            NEW=$((NEW + 1))
+        elif [ "$got" = 0 ]; then
+            OLD=$((OLD + 1))
+        else
+            fail "SIGKILL at $sc #$k left a half schema: $got"
+        fi
+        [ "$(sqlite3 "$PD_DB" 'PRAGMA integrity_check')" = ok ] || fail "$sc #$k: integrity"
+        [ "$k" -lt 200 ] || fail "start-up does not end"
+    done
+    KILLS=$((KILLS + k - 1))
+}
+if strace -qq -o /dev/null true 2>/dev/null; then
+    OLD=0 NEW=0 KILLS=0
+    kill_walk pwrite64 2>/dev/null
+    kill_walk fdatasync 2>/dev/null
+    [ "$OLD" -gt 0 ] && [ "$NEW" -gt 0 ] || fail "the kills did not land on both sides ($OLD/$NEW)"
+    pd_start
+    [ "$(schema "$PD_DB")" = "$full" ] || fail "restart after the kills: $(schema "$PD_DB")"
+    pd_stop
+    ok "SIGKILL at each of $KILLS pwrite64/fdatasync of start-up: $OLD x old schema, $NEW x new, never half"
+else
+    echo "skip - strace cannot trace here; SIGKILL inside a migration not tested"
+fi
+
+# ---- 3. SIGKILL during concurrent writes, with a resuming feed client ----
+rm -f "$PD_DB"*
+pd_start
+register example.com/gpu "$(jq -nc '[range(0;8) | {id: "gpu-\(.)"}]')"
+R0=$(revision)
+
+cat > "$T/load.py" <<'PY'
+# load.py SOCK MODE OUT [ROUND] - MODE write: 4 threads PUT new pods until the
+# connection is refused, appending acknowledged names to OUT. MODE follow:
+# watch from the revision in OUT.since, resume with since= after every
+# disconnect, append "revision type kind name" to OUT, stop when OUT.stop exists.
+import http.client, json, os, socket, sys, threading, time
+
+sock, mode, out = sys.argv[1], sys.argv[2], sys.argv[3]
+
+class Conn(http.client.HTTPConnection):
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.settimeout(5)
+        self.sock.connect(sock)
+
+def writer(round_, w, f, lock):
+    i = 0
+    while True:
+        i += 1
+        name = "r%d-w%d-%d" % (round_, w, i)
+        body = {"uid": "u-" + name, "containers": [{"name": "c", "cpuIds": [i % 64]}]}
+        if i % 5 == 0:
+            body["containers"][0]["devices"] = [
+                {"resourceName": "example.com/gpu", "deviceIds": ["gpu-%d" % ((i // 5) % 8)]}]
+        try:
+            c = Conn("localhost")
+            c.request("PUT", "/v1/namespaces/ns%d/pods/%s" % (w, name), json.dumps(body),
+                      {"Content-Type": "application/json"})
+            code = c.getresponse().status
+            c.close()
+        except OSError:
+            return
+        if code in (200, 201):
+            with lock:
+                f.write("ns%d/%s\n" % (w, name))
+                f.flush()
+        if code == 409:
+            continue
+
+def follow():
+    since = int(open(out + ".since").read())
+    f = open(out, "a")
+    while not os.path.exists(out + ".stop"):
+        try:
+            c = Conn("localhost")
+            c.request("GET", "/v1/watch?since=%d" % since)
+            r = c.getresponse()
+            if r.status != 200:
+                f.write("HTTP %d %s\n" % (r.status, r.read()[:200]))
+                f.flush()
+                return
+            for line in r:
+                ev = json.loads(line)
+                if ev["type"] == "BOOKMARK":
+                    continue
+                since = ev["revision"]
+                o = ev.get("object", {})
+                f.write("%d %s %s %s/%s\n" % (since, ev["type"], ev.get("kind"),
+                                               o.get("namespace", ""), o.get("name", o.get("id"))))
+                f.flush()
+        except (OSError, http.client.HTTPException, ValueError):
+            pass
+        time.sleep(0.02)
+
+if mode == "write":
+    f = open(out, "a")
+    lock = threading.Lock()
+    ths = [threading.Thread(target=writer, args=(int(sys.argv[4]), w, f, lock)) for w in range(4)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+else:
+    follow()
+PY
+
+echo "$R0" > "$T/feed.since"
+python3 "$T/load.py" "$PD_SOCK" follow "$T/feed" &
+FPID=$!
+PIDS+=("$FPID")
+prev=$R0
+for round in $(seq 1 "$ROUNDS"); do
+    python3 "$T/load.py" "$PD_SOCK" write "$T/acked" "$round" &
+    lp=$!
+    sleep "0.$((RANDOM % 3 + 1))$((RANDOM % 10))"
+    pd_kill9
+    wait "$lp" || fail "round $round: the writer failed"
+    pd_start
+    [ "$(sqlite3 "$PD_DB" 'PRAGMA integrity_check')" = ok ] || fail "round $round: integrity_check"
+    r=$(revision)
+    [ "$r" -ge "$prev" ] || fail "round $round: revision went back from $prev to $r"
+    prev=$r
+done
+ok "$ROUNDS rounds of SIGKILL during concurrent writes; integrity_check ok after each"
+
+# Every acknowledged write is present.
+req GET /v1/pods
+expect_code 200 "list pods"
+jq -r '.podResources[] | .namespace + "/" + .name' "$T/out" | sort > "$T/present"
+sort -u "$T/acked" > "$T/acked.s"
+[ -s "$T/acked.s" ] || fail "no write was acknowledged in $ROUNDS rounds"
+missing=$(comm -23 "$T/acked.s" "$T/present" | head -5)
+[ -z "$missing" ] || fail "acknowledged writes lost: $missing"
+ok "all $(wc -l < "$T/acked.s") acknowledged writes present ($(wc -l < "$T/present") pods)"
+
+# The change log is contiguous and ends at the revision.
+final=$(revision)
+[ "$(sqlite3 "$PD_DB" 'SELECT max(revision) FROM changes')" = "$final" ] || fail "change log end"
+gaps=$(sqlite3 "$PD_DB" "SELECT count(*) FROM changes a WHERE a.revision > $R0 + 1 AND NOT EXISTS (SELECT 1 FROM changes b WHERE b.revision = a.revision - 1)")
+[ "$gaps" = 0 ] || fail "the change log has $gaps gaps"
+
+# The feed client saw R0+1 .. final exactly once each, in order.
+wait_until 10 grep -q "^$final " "$T/feed" || fail "the feed client did not reach $final"
+touch "$T/feed.stop"
+kill "$FPID" 2>/dev/null || true
+grep -q '^HTTP' "$T/feed" && fail "the feed client got $(grep '^HTTP' "$T/feed" | head -1)"
+cut -d' ' -f1 "$T/feed" > "$T/revs"
+seq $((R0 + 1)) "$final" > "$T/want"
+cmp -s "$T/revs" "$T/want" || fail "feed revisions not R0+1..$final once each: $(diff "$T/want" "$T/revs" | head -5)"
+# Every acknowledged pod was seen ADDED in the feed.
+awk '$2 == "ADDED" && $3 == "PodResources" { print $4 }' "$T/feed" | sort -u > "$T/fed"
+[ -z "$(comm -23 "$T/acked.s" "$T/fed" | head -1)" ] || fail "acked pods missing from the feed"
+ok "the resuming feed client saw revisions $((R0 + 1))..$final once each, in order"
+pd_stop
+echo "61-robust-crash: $ROUNDS rounds, $((SECONDS - START)) s"

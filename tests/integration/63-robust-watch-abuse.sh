@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# 63-robust-watch-abuse.sh - the change feed under abuse: 500 concurrent
+# watchers (one Python process, non-blocking sockets) while a writer does
+# ~100 writes/s; one watcher that stops reading is dropped (or left behind)
+# without stalling writes or the other watchers, which all see every event;
+# 200 slowloris connections are reclaimed within the connection timeout;
+# afterwards podresd's fd count and RSS are back near their baseline.
+. "$(dirname "$0")/lib.sh"
+
+START=$SECONDS
+pd_config "history: 200"   # a small feed ring: its growth is not what RSS should measure
+pd_start
+register example.com/gpu '[{"id":"g0"},{"id":"g1"}]'
+fds() { ls "/proc/$PD_PID/fd" | wc -l; }
+rss() { awk '/^VmRSS/ { print $2 }' "/proc/$PD_PID/status"; }
+# Warm up: the pooled read connections and caches exist before the baseline.
+for i in 1 2 3 4 5; do req GET /v1/pods; req GET /v1/devices; done
+timeout 3 curl -sN --unix-socket "$PD_SOCK" "http://localhost/v1/watch?timeoutSeconds=1" > /dev/null || true
+threads() { awk '/^Threads/ { print $2 }' "/proc/$PD_PID/status"; }
+# settle - one write (closed watchers notice on their next event), then wait
+# for their threads to end.
+settle() {
+    register example.com/gpu '[{"id":"g0"},{"id":"g1"}]'
+    wait_until 15 sh -c "[ \$(awk '/^Threads/ { print \$2 }' /proc/$PD_PID/status) -le 3 ]" ||
+        fail "threads still $(threads) after the watchers left"
+}
+
+cat > "$T/abuse.py" <<'PY'
+# abuse.py SOCK NWATCH SECONDS RATE - NWATCH watchers from the current
+# revision, one stalled watcher, a writer at RATE writes/s for SECONDS;
+# then checks every watcher saw every write's revision. Prints a summary.
+import json, os, selectors, socket, sys, time, http.client
+
+sock, nwatch, secs, rate = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+
+class Conn(http.client.HTTPConnection):
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.settimeout(5)
+        self.sock.connect(sock)
+
+def call(m, p, body=None):
+    c = Conn("localhost")
+    c.request(m, p, body, {"Content-Type": "application/json"} if body else {})
+    r = c.getresponse()
+    d = r.read()
+    c.close()
+    return r.status, d
+
+st, d = call("GET", "/version")
+r0 = json.loads(d)["revision"]
+sel = selectors.DefaultSelector()
+bufs = {}
+req = b"GET /v1/watch?since=%d HTTP/1.1\r\nHost: localhost\r\n\r\n" % r0
+def connect():
+    for _ in range(500):
+        s = socket.socket(socket.AF_UNIX)
+        try:
+            s.connect(sock)
+            return s
+        except BlockingIOError:  # the listen backlog is full: let podresd accept
+            s.close()
+            time.sleep(0.01)
+    sys.exit("cannot connect")
+for i in range(nwatch):
+    s = connect()
+    s.sendall(req)
+    s.setblocking(False)
+    sel.register(s, selectors.EVENT_READ, i)
+    bufs[i] = bytearray()
+stalled = connect()
+stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+stalled.sendall(req)
+
+def pump(limit):
+    for key, _ in sel.select(limit):
+        try:
+            d = key.fileobj.recv(65536)
+        except BlockingIOError:
+            continue
+        if not d:
+            sel.unregister(key.fileobj)
+            continue
+        bufs[key.data] += d
+
+big = "x" * 200
+t0 = time.time()
+n = 0
+worst = 0.0
+while n < secs * rate:
+    n += 1
+    w0 = time.time()
+    st, _ = call("PUT", "/v1/resources/example.com/gpu/devices",
+                 json.dumps({"devices": [{"id": "g0", "properties": {"n": str(n), "pad": big}},
+                                         {"id": "g1"}]}))
+    worst = max(worst, time.time() - w0)
+    if st != 200:
+        sys.exit("write %d: HTTP %d" % (n, st))
+    while time.time() < t0 + n / rate:
+        pump(0.002)
+st, d = call("GET", "/version")
+final = json.loads(d)["revision"]
+deadline = time.time() + 20
+def complete(b):
+    return (b'"revision":%d,"type"' % final) in b
+while time.time() < deadline and not all(complete(b) for b in bufs.values()):
+    pump(0.05)
+behind = [i for i, b in bufs.items() if not complete(b)]
+if behind:
+    sys.exit("%d watchers did not see revision %d" % (len(behind), final))
+# Each watcher: revisions r0+1..final once each, in order.
+want = list(range(r0 + 1, final + 1))
+def dechunk(b):
+    head, rest = bytes(b).split(b"\r\n\r\n", 1)
+    if b"chunked" not in head.lower():
+        return rest
+    out = bytearray()
+    while True:
+        nl = rest.find(b"\r\n")
+        if nl < 0:
+            return bytes(out)
+        n = int(rest[:nl].split(b";")[0], 16)
+        if n == 0 or len(rest) < nl + 2 + n:
+            return bytes(out)
+        out += rest[nl + 2:nl + 2 + n]
+        rest = rest[nl + 4 + n:]
+
+for i, b in bufs.items():
+    revs = [ev["revision"] for ev in map(json.loads, dechunk(b).split(b"\n")[:-1])
+            if ev["type"] != "BOOKMARK"]
+    if revs != want:
+        sys.exit("watcher %d: revisions %s.. != %d..%d" % (i, revs[:5], r0 + 1, final))
+took = time.time() - t0
+print("%d writes in %.1f s (%.0f/s, worst %.0f ms), %d watchers saw revisions %d..%d" %
+      (n, took, n / took, worst * 1000, nwatch, r0 + 1, final))
+if worst > 2.0:
+    sys.exit("a write took %.1f s: the stalled watcher stalls writers" % worst)
+for key in list(sel.get_map().values()):
+    key.fileobj.close()
+stalled.close()
+PY
+# A first, equal burst sets the baseline: glibc keeps the arenas and thread
+# stacks of a burst for reuse, so RSS plateaus after it (measured: +24 MiB
+# after the first burst, +2 after the second, +1 after the third); what must
+# hold is that the second burst returns to that plateau.
+timeout $((60 * MULT)) python3 "$T/abuse.py" "$PD_SOCK" 500 4 100 > "$T/abuse.out" 2>&1 ||
+    fail "warm-up burst: $(tail -5 "$T/abuse.out")"
+settle
+FD0=$(fds)
+RSS0=$(rss)
+
+# Slowloris: 200 connections that never finish their request.
+cat > "$T/slow.py" <<'PY'
+import socket, sys, time
+ss = []
+for i in range(200):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    s.sendall(b"PUT /v1/namespaces/ns/pods/p HTTP/1.1\r\nHost: localhost\r\nContent-Le")
+    ss.append(s)
+time.sleep(float(sys.argv[2]))
+closed = 0
+for s in ss:
+    s.settimeout(0.5)
+    try:
+        if s.recv(100) == b"":
+            closed += 1
+    except (socket.timeout, ConnectionResetError):
+        pass
+print(closed)
+PY
+python3 "$T/slow.py" "$PD_SOCK" 34 > "$T/slow.out" &
+SPID=$!
+sleep 1
+[ "$(fds)" -ge $((FD0 + 150)) ] || fail "slowloris connections not open? fds $(fds), baseline $FD0"
+curl -sf --max-time 5 --unix-socket "$PD_SOCK" http://localhost/healthz > /dev/null ||
+    fail "healthz during slowloris"
+
+# 500 watchers and ~100 writes/s, meanwhile.
+timeout $((90 * MULT)) python3 "$T/abuse.py" "$PD_SOCK" 500 4 100 > "$T/abuse.out" 2>&1 ||
+    fail "watch abuse: $(tail -5 "$T/abuse.out")"
+ok "$(cat "$T/abuse.out")"
+kill -0 "$PD_PID" || fail "podresd died"
+
+wait "$SPID"
+settle
+[ "$(cat "$T/slow.out")" = 200 ] || fail "slowloris: $(cat "$T/slow.out") of 200 closed by podresd after 34 s"
+ok "200 slowloris connections reclaimed by the 30 s timeout; healthz answered meanwhile"
+
+# Back to baseline (give podresd a moment): fds, allowing for the idle read
+# connections the store pools (at most 16, two fds each), and RSS within 32 MiB (see below).
+wait_until 15 sh -c "[ \$(ls /proc/$PD_PID/fd | wc -l) -le $((FD0 + 32)) ]" ||
+    fail "fds $(fds), baseline $FD0: $(ls -l /proc/$PD_PID/fd | tail -5)"
+RSS1=$(rss)
+if grep -q libasan "/proc/$PD_PID/maps"; then
+    echo "# RSS not compared: ASan's quarantine holds freed memory"
+else
+    # Finding (docs/ROBUSTNESS.md): with a thread per connection, a burst that
+    # adds 200 slowloris threads still leaves ~16 MiB of glibc arenas and
+    # stacks behind; bounded here so that a real leak (growth per event or
+    # per connection) fails.
+    [ "$RSS1" -le $((RSS0 + 32768)) ] || fail "RSS $RSS1 kB, baseline $RSS0 kB"
+fi
+ok "fds $FD0 -> $(fds); RSS $RSS0 -> $RSS1 kB"
+pd_stop
+echo "63-robust-watch-abuse: $((SECONDS - START)) s"
