@@ -185,6 +185,17 @@ static err_t get_allocatable(struct api_req *r, struct api_resp *out)
     return rc ? rc : ok_json(out, 200, j);
 }
 
+static err_t devices_query(struct api_req *r, const char *res, const char *health, const char *fr)
+{
+    if (res && !names_is_resource_name(res))
+        return fail(r, ERR_INVAL, "query resource=\"%.300s\" is not a valid resource name", res);
+    if (health && strcmp(health, "Healthy") != 0 && strcmp(health, "Unhealthy") != 0)
+        return fail(r, ERR_INVAL, "query health=\"%.100s\" must be Healthy or Unhealthy", health);
+    if (fr && strcmp(fr, "true") != 0 && strcmp(fr, "false") != 0)
+        return fail(r, ERR_INVAL, "query free=\"%.100s\" must be true or false", fr);
+    return ERR_OK;
+}
+
 static err_t get_devices(struct api_req *r, struct api_resp *out)
 {
     const char *res = api_arg(r, "resource"), *health = api_arg(r, "health");
@@ -192,12 +203,9 @@ static err_t get_devices(struct api_req *r, struct api_resp *out)
     json_t *j = NULL;
     err_t rc;
 
-    if (res && !names_is_resource_name(res))
-        return fail(r, ERR_INVAL, "query resource=\"%.300s\" is not a valid resource name", res);
-    if (health && strcmp(health, "Healthy") != 0 && strcmp(health, "Unhealthy") != 0)
-        return fail(r, ERR_INVAL, "query health=\"%.100s\" must be Healthy or Unhealthy", health);
-    if (fr && strcmp(fr, "true") != 0 && strcmp(fr, "false") != 0)
-        return fail(r, ERR_INVAL, "query free=\"%.100s\" must be true or false", fr);
+    rc = devices_query(r, res, health, fr);
+    if (rc)
+        return rc;
     if (!res && !health && !fr && cache_hit(&devices_cache, store_revision(r->api->store), out))
         return ERR_OK;
     rc = store_devices_list(r->api->store, res, health, fr && strcmp(fr, "true") == 0, &j);
