@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define LISTEN_BACKLOG 1024 /* as many as the connection limit: bursts of clients wait, not fail */
+
 struct listener {
     struct http *h;          /* back pointer */
     struct MHD_Daemon *d;    /* the daemon */
@@ -597,7 +599,7 @@ static err_t unix_listen(const char *path, int *out)
         return ERR_IO;
     old = umask(0117);
     if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || chmod(path, 0660) != 0 ||
-        listen(fd, 128) != 0) {
+        listen(fd, LISTEN_BACKLOG) != 0) {
         umask(old);
         log_err("cannot listen on '%s': %s", path, strerror(errno));
         close(fd);
@@ -662,7 +664,7 @@ static err_t tcp_listen(const char *spec, int *out)
     if (fd < 0)
         return ERR_IO;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, (struct sockaddr *)&ss, len) != 0 || listen(fd, 128) != 0) {
+    if (bind(fd, (struct sockaddr *)&ss, len) != 0 || listen(fd, LISTEN_BACKLOG) != 0) {
         log_err("cannot listen on '%s': %s", spec, strerror(errno));
         close(fd);
         return ERR_IO;

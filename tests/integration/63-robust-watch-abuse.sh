@@ -35,9 +35,16 @@ sock, nwatch, secs, rate = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), in
 
 class Conn(http.client.HTTPConnection):
     def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.settimeout(5)
-        self.sock.connect(sock)
+        for _ in range(500):
+            self.sock = socket.socket(socket.AF_UNIX)
+            self.sock.settimeout(5)
+            try:
+                self.sock.connect(sock)
+                return
+            except BlockingIOError:  # the listen backlog is full: let podresd accept
+                self.sock.close()
+                time.sleep(0.01)
+        raise SystemExit("cannot connect")
 
 def call(m, p, body=None):
     c = Conn("localhost")
