@@ -149,3 +149,42 @@ void opts_release(const struct opt *t, size_t n, void *base)
         }
     }
 }
+
+int opts_parse_args(const struct opts_cli *cli, int argc, char **argv, int pass,
+                    const char **cfgfile, bool *once)
+{
+    char msg[512];
+    int ch, idx;
+
+    optind = 1;
+    opterr = pass == 1;
+    for (;;) {
+        ch = getopt_long(argc, argv, "c:hV", cli->longs, &idx);
+        if (ch == -1)
+            break;
+        if (ch == '?')
+            return 2;
+        if ((ch == 'h' || ch == 'V') && pass == 1) {
+            if (ch == 'h')
+                fputs(cli->usage, stdout);
+            else
+                printf("%s %s\n", cli->prog, PODRES_VERSION);
+            return 1;
+        }
+        if (ch == 'c')
+            *cfgfile = optarg;
+        if (ch == 'o' && once)
+            *once = true;
+        if (ch == 0 && pass == 2 &&
+            opts_set(cli->table, cli->n, cli->base, cli->longs[idx].name, optarg, msg,
+                     sizeof(msg))) {
+            fprintf(stderr, "%s: flag --%s: %s\n", cli->prog, cli->longs[idx].name, msg);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "%s: unexpected argument '%s'\n%s", cli->prog, argv[optind], cli->usage);
+        return 2;
+    }
+    return 0;
+}

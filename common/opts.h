@@ -4,7 +4,9 @@
  * into a struct at the recorded offsets. Not thread-safe; start-up only. */
 #ifndef PODRES_OPTS_H
 #define PODRES_OPTS_H
+#include <getopt.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "err.h"
@@ -34,5 +36,24 @@ err_t opts_apply(const struct opt *t, size_t n, void *base, const json_t *doc,
                  const char *const *skip, char *msg, size_t cap) WARN_UNUSED;
 /* Free the OPT_STR and OPT_ENUM fields. */
 void opts_release(const struct opt *t, size_t n, void *base);
+
+/* A daemon's command line: value flags named like the table's keys (with
+ * '-'), plus --config FILE ('c'), --help ('h'), --version ('V') and, for the
+ * syncer, --once ('o'). */
+struct opts_cli {
+    const char *prog;            /* program name for messages */
+    const char *usage;           /* printed by --help */
+    const struct option *longs;  /* getopt_long table; value flags have val 0 */
+    const struct opt *table;     /* the settings */
+    size_t n;                    /* entries of 'table' */
+    void *base;                  /* the settings struct */
+};
+
+/* Pass 1 takes --config (into *cfgfile), --once (into *once, may be NULL),
+ * --help and --version; pass 2 applies the value flags (after the config file,
+ * so flags win). Returns 0 to go on, 1 when help or the version was printed
+ * (exit 0), 2 after printing what is wrong (exit 1). */
+int opts_parse_args(const struct opts_cli *cli, int argc, char **argv, int pass,
+                    const char **cfgfile, bool *once);
 
 #endif

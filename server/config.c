@@ -133,3 +133,11 @@ err_t config_load(struct config *c, const char *path, char *msg, size_t cap)
         snprintf(msg, cap, "config file '%s': %s", path, why);
     return rc;
 }
+
+int config_parse_args(struct config *c, const struct option *longs, const char *usage, int argc,
+                      char **argv, int pass, const char **cfgfile)
+{
+    const struct opts_cli cli = {"podresd", usage, longs, opts, ARRAY_SIZE(opts), c};
+
+    return opts_parse_args(&cli, argc, argv, pass, cfgfile, NULL);
+}

@@ -4,6 +4,7 @@
  * Not thread-safe; used at start-up only. */
 #ifndef PODRES_CONFIG_H
 #define PODRES_CONFIG_H
+#include <getopt.h>
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,5 +37,10 @@ err_t config_set(struct config *c, const char *key, const char *value, char *msg
 err_t config_apply(struct config *c, const json_t *doc, char *msg, size_t cap) WARN_UNUSED;
 /* Load and apply a YAML file; 'msg' names the key and the file. */
 err_t config_load(struct config *c, const char *path, char *msg, size_t cap) WARN_UNUSED;
+
+/* The command line (see opts_parse_args in common/opts.h): 0 go on, 1 exit 0,
+ * 2 exit 1. */
+int config_parse_args(struct config *c, const struct option *longs, const char *usage, int argc,
+                      char **argv, int pass, const char **cfgfile);
 
 #endif

@@ -48,41 +48,6 @@ static const struct option long_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
-/* Pass 1 finds --config, --help and --version; pass 2 applies the flags. */
-static int parse_flags(int argc, char **argv, struct config *c, int pass, const char **cfgfile)
-{
-    char msg[512];
-    int ch, idx;
-
-    optind = 1;
-    opterr = pass == 1;
-    for (;;) {
-        ch = getopt_long(argc, argv, "c:hV", long_opts, &idx);
-        if (ch == -1)
-            break;
-        if (ch == '?')
-            return 2;
-        if (ch == 'h' && pass == 1) {
-            fputs(usage, stdout);
-            return 1;
-        }
-        if (ch == 'V' && pass == 1) {
-            printf("podresd %s\n", PODRES_VERSION);
-            return 1;
-        }
-        if (ch == 'c')
-            *cfgfile = optarg;
-        if (ch == 0 && pass == 2 && config_set(c, long_opts[idx].name, optarg, msg, sizeof(msg))) {
-            fprintf(stderr, "podresd: flag --%s: %s\n", long_opts[idx].name, msg);
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "podresd: unexpected argument '%s'\n%s", argv[optind], usage);
-        return 2;
-    }
-    return 0;
-}
 
 /* Read the write token; trailing white space is dropped. Never logged. */
 static err_t read_token(const char *path, char **out)
@@ -274,13 +239,13 @@ int main(int argc, char **argv)
     umask(027);
     if (config_init(&d.cfg))
         return 1;
-    r = parse_flags(argc, argv, &d.cfg, 1, &cfgfile);
+    r = config_parse_args(&d.cfg, long_opts, usage, argc, argv, 1, &cfgfile);
     if (r == 0 && cfgfile && config_load(&d.cfg, cfgfile, msg, sizeof(msg))) {
         fprintf(stderr, "podresd: %s\n", msg);
         r = 2;
     }
     if (r == 0)
-        r = parse_flags(argc, argv, &d.cfg, 2, &cfgfile);
+        r = config_parse_args(&d.cfg, long_opts, usage, argc, argv, 2, &cfgfile);
     if (r == 0 && log_setup(d.cfg.log_format, d.cfg.log_level))
         r = 2;
     if (r) {

@@ -354,40 +354,9 @@ static err_t start_http(struct syncer *s)
 
 static int parse_flags(int argc, char **argv, struct syncer *s, int pass, const char **cfgfile)
 {
-    char msg[512];
-    int ch, idx;
+    const struct opts_cli cli = {"podres-syncer", usage, long_opts, opt_table, NOPTS, &s->set};
 
-    optind = 1;
-    opterr = pass == 1;
-    for (;;) {
-        ch = getopt_long(argc, argv, "c:hV", long_opts, &idx);
-        if (ch == -1)
-            break;
-        if (ch == '?')
-            return 2;
-        if (ch == 'h' && pass == 1) {
-            fputs(usage, stdout);
-            return 1;
-        }
-        if (ch == 'V' && pass == 1) {
-            printf("podres-syncer %s\n", PODRES_VERSION);
-            return 1;
-        }
-        if (ch == 'c')
-            *cfgfile = optarg;
-        if (ch == 'o')
-            s->once = true;
-        if (ch == 0 && pass == 2 &&
-            opts_set(opt_table, NOPTS, &s->set, long_opts[idx].name, optarg, msg, sizeof(msg))) {
-            fprintf(stderr, "podres-syncer: flag --%s: %s\n", long_opts[idx].name, msg);
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "podres-syncer: unexpected argument '%s'\n%s", argv[optind], usage);
-        return 2;
-    }
-    return 0;
+    return opts_parse_args(&cli, argc, argv, pass, cfgfile, &s->once);
 }
 
 static int defaults(struct settings *set)
