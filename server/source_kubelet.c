@@ -38,7 +38,37 @@ struct source_kubelet {
     uint64_t last_ok_ms;        /* CLOCK_MONOTONIC of the last successful sync; 0 = never */
     unsigned failures;          /* consecutive failed polls */
     char last_err[256];         /* why the last poll failed */
+    /* The poll thread's own: the answers last stored, and the revision then. */
+    uint8_t *seen_list, *seen_alloc; /* raw List and GetAllocatableResources answers */
+    size_t seen_llen, seen_alen;     /* their lengths */
+    uint64_t seen_rev;               /* store revision after storing them */
 };
+
+/* True when the kubelet said exactly what was stored last and nothing else
+ * changed the store since: no need to decode and compare again. */
+static bool unchanged(struct source_kubelet *k, const uint8_t *list, size_t llen,
+                      const uint8_t *alloc, size_t alen)
+{
+    return k->seen_rev && k->seen_llen == llen && k->seen_alen == alen &&
+           (llen == 0 || memcmp(k->seen_list, list, llen) == 0) &&
+           (alen == 0 || memcmp(k->seen_alloc, alloc, alen) == 0) &&
+           k->seen_rev == store_revision(k->store);
+}
+
+/* Keep the stored answers (stolen). */
+static void remember(struct source_kubelet *k, uint8_t **list, size_t llen, uint8_t **alloc,
+                     size_t alen)
+{
+    free(k->seen_list);
+    free(k->seen_alloc);
+    k->seen_list = *list;
+    k->seen_alloc = *alloc;
+    k->seen_llen = llen;
+    k->seen_alen = alen;
+    k->seen_rev = store_revision(k->store);
+    *list = NULL;
+    *alloc = NULL;
+}
 
 /* ---- decoding ---- */
 
@@ -360,12 +390,16 @@ static err_t poll_once(struct source_kubelet *k, struct grpc_status *gs, char *w
         snprintf(why, cap, "%s", gs->message[0] ? gs->message : err_str(rc));
         goto out;
     }
+    if (unchanged(k, list, llen, alloc, alen))
+        goto out;
     rc = source_kubelet_decode(list, llen, alloc, alen, &snap, why, cap);
     if (!rc) {
         rc = store_kubelet_sync(k->store, snap, &changed);
         if (rc)
             snprintf(why, cap, "cannot store the kubelet's state: %s", err_str(rc));
     }
+    if (!rc)
+        remember(k, &list, llen, &alloc, alen);
     if (!rc)
         log_debug("kubelet poll: List %zu bytes, GetAllocatableResources %zu bytes, %s "
                   "(revision %llu)",
@@ -524,6 +558,8 @@ void source_kubelet_free(struct source_kubelet *k)
         pthread_join(k->thread, NULL);
     }
     grpc_free(k->grpc);
+    free(k->seen_list);
+    free(k->seen_alloc);
     free(k->socket_path);
     pthread_cond_destroy(&k->cv);
     pthread_mutex_destroy(&k->mu);
