@@ -34,9 +34,13 @@ struct store {
 
 /* Map an SQLite result code, logging sqlite3_errmsg once. */
 err_t st_dberr(sqlite3 *db, int rc, const char *what);
-/* Prepare 'sql' and bind args by 'fmt': 't' const char * (NULL binds NULL),
- * 'i' int64_t, 'u' uint64_t. On ERR_OK *stmt is new: sqlite3_finalize() it. */
+/* Prepare 'sql' (or take the connection's cached statement for it) and bind
+ * args by 'fmt': 't' const char * (NULL binds NULL), 'i' int64_t,
+ * 'u' uint64_t. On ERR_OK give *stmt back with st_done(), never finalize it. */
 err_t st_prep(sqlite3 *db, sqlite3_stmt **stmt, const char *sql, const char *fmt, ...) WARN_UNUSED;
+/* Reset a statement from st_prep() and return it to its cache (or finalize
+ * one that is not cached). NULL is a no-op. */
+void st_done(sqlite3_stmt *stmt);
 /* Run a statement with no result rows. */
 err_t st_exec(sqlite3 *db, const char *sql, const char *fmt, ...) WARN_UNUSED;
 /* Step: ERR_OK with *row true/false, or the mapped error. */

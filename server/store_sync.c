@@ -258,7 +258,7 @@ static err_t load_have(struct sync *s)
                                           st_text(q, 3))))
             rc = ERR_NOMEM;
     }
-    sqlite3_finalize(q);
+    st_done(q);
     q = NULL;
     if (!rc)
         rc = st_prep(db, &q, "SELECT resource,id,health,numa,removed FROM devices", NULL);
@@ -270,7 +270,7 @@ static err_t load_have(struct sync *s)
                                           "x", sqlite3_column_int(q, 4) != 0)))
             rc = ERR_NOMEM;
     }
-    sqlite3_finalize(q);
+    st_done(q);
     q = NULL;
     if (!rc)
         rc = st_prep(db, &q, "SELECT resource,device_id,namespace,pod,container FROM bindings",
@@ -282,7 +282,7 @@ static err_t load_have(struct sync *s)
                                          st_text(q, 3), st_text(q, 4))))
             rc = ERR_NOMEM;
     }
-    sqlite3_finalize(q);
+    st_done(q);
     return rc;
 }
 

@@ -55,7 +55,7 @@ static err_t one_row(sqlite3 *db, const char *sql, json_t *(*conv)(sqlite3_stmt 
         if (!*out)
             rc = ERR_NOMEM;
     }
-    sqlite3_finalize(s);
+    st_done(s);
     return rc;
 }
 
@@ -151,7 +151,7 @@ static err_t read_list(struct store *st, const char *key, json_t *(*conv)(sqlite
         rc = st_prep(db, &s, sql, fmt, a, b, c);
     if (!rc)
         rc = collect(db, s, conv, &list);
-    sqlite3_finalize(s);
+    st_done(s);
     st_read_end(st, db);
     if (rc)
         return rc;
@@ -262,7 +262,7 @@ err_t store_stats(struct store *st, json_t **out)
         pods = sqlite3_column_int64(s, 0);
         bound = sqlite3_column_int64(s, 1);
     }
-    sqlite3_finalize(s);
+    st_done(s);
     s = NULL;
     if (!rc)
         rc = st_prep(db, &s,
@@ -271,7 +271,7 @@ err_t store_stats(struct store *st, json_t **out)
                      NULL);
     if (!rc)
         rc = collect(db, s, stats_row, &devs);
-    sqlite3_finalize(s);
+    st_done(s);
     st_read_end(st, db);
     if (rc)
         return rc;

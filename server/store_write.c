@@ -117,7 +117,7 @@ static err_t devrow_get(struct store *st, const char *resource, const char *id, 
         snprintf(d->container, sizeof(d->container), "%s", st_text(s, 4));
         snprintf(d->reserved, sizeof(d->reserved), "%s", st_text(s, 5));
     }
-    sqlite3_finalize(s);
+    st_done(s);
     return rc;
 }
 
@@ -138,7 +138,7 @@ static err_t holder_get(struct store *st, const char *table, const char *resourc
         rc = st_step(st->wdb, s, &row);
     if (!rc && row)
         snprintf(who, cap, "%s", st_text(s, 0));
-    sqlite3_finalize(s);
+    st_done(s);
     return rc;
 }
 
@@ -164,7 +164,7 @@ static err_t pod_devices(struct store *st, const char *table, const char *ns, co
         if (json_object_set_new(map, key, json_string(st_text(s, 2))))
             rc = ERR_NOMEM;
     }
-    sqlite3_finalize(s);
+    st_done(s);
     if (rc) {
         json_decref(map);
         return rc;
@@ -411,7 +411,7 @@ err_t st_resv_refresh_all(struct store *st)
             break;
         json_array_append_new(keys, json_pack("[s,s]", st_text(s, 0), st_text(s, 1)));
     }
-    sqlite3_finalize(s);
+    st_done(s);
     json_array_foreach(keys, i, k) {
         if (!rc)
             rc = resv_refresh(st, json_string_value(json_array_get(k, 0)),
@@ -460,7 +460,7 @@ static err_t put_one_device(struct store *st, const char *resource, const json_t
         rc = st_step(st->wdb, s, &row);
     if (!rc && row)
         same = sqlite3_column_int(s, 0) != 0;
-    sqlite3_finalize(s);
+    st_done(s);
     if (!rc && !same) {
         rc = st_exec(st->wdb,
                      "INSERT INTO devices(resource,id,health,numa,properties,removed,revision) "
@@ -495,7 +495,7 @@ static err_t drop_missing(struct store *st, const char *resource, const json_t *
         if (!json_object_get(keep, st_text(s, 0)))
             json_array_append_new(gone, json_string(st_text(s, 0)));
     }
-    sqlite3_finalize(s);
+    st_done(s);
     json_array_foreach(gone, i, v) {
         const char *id = json_string_value(v);
 
@@ -538,7 +538,7 @@ static err_t devices_of(struct store *st, const char *resource, json_t **out)
         if (!rc)
             json_array_append_new(arr, d);
     }
-    sqlite3_finalize(s);
+    st_done(s);
     if (rc) {
         json_decref(arr);
         return rc;
@@ -633,7 +633,7 @@ err_t store_expire_ttls(struct store *st, uint64_t now_ms, int *expired)
             break;
         json_array_append_new(lapsed, json_string(st_text(s, 0)));
     }
-    sqlite3_finalize(s);
+    st_done(s);
     json_array_foreach(lapsed, i, v) {
         const char *res = json_string_value(v);
 
@@ -809,7 +809,7 @@ static err_t podrow_get(struct store *st, const char *ns, const char *name, stru
         if (!p->containers)
             rc = ERR_NOMEM;
     }
-    sqlite3_finalize(s);
+    st_done(s);
     return rc;
 }
 
@@ -920,7 +920,7 @@ static err_t candidates(struct store *st, const char *ns, const char *name, cons
                                                  : (json_int_t)ALLOC_NO_NUMA));
         json_decref(numa);
     }
-    sqlite3_finalize(s);
+    st_done(s);
     *n = json_array_size(ids);
     *devs = calloc(*n ? *n : 1, sizeof(**devs));
     if (!rc && !*devs)

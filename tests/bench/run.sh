@@ -4,6 +4,8 @@
 # Every figure is the median of BENCH_RUNS (default 3) runs; each reference is
 # measured in the same run, interleaved with the podres figure. Only 127.0.0.1
 # and unix sockets are used; every loop is bounded in count and time.
+# BENCH_ONLY="writes kubelet" runs only the named parts (get, writes, syncer,
+# restart, kubelet).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -48,6 +50,8 @@ mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f", s}'; }
 
 ROWS=()
+# BENCH_ONLY="get writes syncer restart kubelet" - run only those parts
+want() { [ -z "${BENCH_ONLY:-}" ] || [[ " $BENCH_ONLY " == *" $1 "* ]]; }
 # row ID FIGURE PODRES REFERENCE RATIO GOAL MET
 row() { ROWS+=("$1|$2|$3|$4|$5|$6|$7"); printf '  %s %s: %s | ref %s | ratio %s | goal %s | %s\n' "$@" >&2; }
 # meets EXPR - "yes" or "**no**" by awk expression
@@ -77,6 +81,7 @@ log "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2
 
 # ---------------------------------------------------------------------------
 # 1, 2, 6: GET /v1/pods of 110 pods vs nginx; podresd memory
+if want get; then
 log "1/2/6: podresd with 110 pods x 2 containers x 1..8 devices"
 pd_start main
 MAIN_PID=$PD_PID MAIN_SOCK=$PD_SOCK MAIN_PORT=$PD_PORT
@@ -165,8 +170,11 @@ RSS_W=$(rss_kib "$MAIN_PID") AN_W=$(anon_kib "$MAIN_PID")
 kill "$HW" 2>/dev/null || true; wait "$HW" 2>/dev/null || true
 pd_stop "$MAIN_PID"
 
+fi
+
 # ---------------------------------------------------------------------------
 # 3, 4: durable writes vs a raw SQLite commit loop; change-feed latency
+if want writes; then
 log "3/4: durable writes and change-feed latency"
 pd_start writes
 W_PID=$PD_PID W_SOCK=$PD_SOCK
@@ -198,8 +206,11 @@ a=$(median "${f99[@]}") b=$(median "${r99[@]}")
 row 4b "change feed p99 ms (GET /version RTT p99 $(kv p99 "$g") ms)" "$a" "$b (PUT round trip p99)" "$(ratio "$a" "$b")" "< 10 ms" "$(meets "$a < 10")"
 pd_stop "$W_PID"
 
+fi
+
 # ---------------------------------------------------------------------------
 # 5, 6: podres-syncer against the emulator
+if want syncer; then
 log "5/6: podres-syncer"
 pd_start syncer
 S_SOCK=$PD_SOCK S_PID=$PD_PID
@@ -245,13 +256,18 @@ kill -TERM "$SY_PID" 2>/dev/null || true; wait "$SY_PID" 2>/dev/null || true
 kill -TERM "$EMU_PID" 2>/dev/null || true; wait "$EMU_PID" 2>/dev/null || true
 pd_stop "$S_PID"
 
+fi
+
+if want get; then
 row 6a "podresd RSS idle MiB (anonymous part)" "$(mib "$RSS_IDLE") ($(mib "$AN_IDLE"))" "-" "-" "≤ 10" "$(meets "$RSS_IDLE <= 10240")"
 row 6b "podresd RSS with 110 pods MiB (anonymous)" "$(mib "$RSS_110") ($(mib "$AN_110"))" "-" "-" "≤ 10" "$(meets "$RSS_110 <= 10240")"
 row 6c "podresd RSS 110 pods + 100 watchers MiB (anonymous)" "$(mib "$RSS_W") ($(mib "$AN_W"))" "-" "-" "≤ 10" "$(meets "$RSS_W <= 10240")"
-row 6d "podres-syncer RSS with 110 pods MiB (anonymous)" "$(mib "$RSS_SY") ($(mib "$AN_SY"))" "-" "-" "≤ 10" "$(meets "$RSS_SY <= 10240")"
+fi
+want syncer && row 6d "podres-syncer RSS with 110 pods MiB (anonymous)" "$(mib "$RSS_SY") ($(mib "$AN_SY"))" "-" "-" "≤ 10" "$(meets "$RSS_SY <= 10240")"
 
 # ---------------------------------------------------------------------------
 # 7: restart to ready after SIGKILL with 10k bindings
+if want restart; then
 log "7: restart after SIGKILL with 10k bindings"
 PD_DB_OVERRIDE=$SHM/podresd.db pd_start fill
 python3 "$BENCH/populate.py" "$PD_SOCK" fill 10000 >&2
@@ -277,8 +293,11 @@ done
 a=$(median "${rs[@]}") b=$(median "${qc[@]}")
 row 7 "restart to ready after SIGKILL, 10k bindings, ms" "$a" "$b (sqlite3 quick_check)" "$(ratio "$a" "$b")" "-" "-"
 
+fi
+
 # ---------------------------------------------------------------------------
 # 8: kubelet source, an unchanged 110-pod List
+if want kubelet; then
 log "8: kubelet source"
 mkdir -p "$T/kubelet"
 python3 - "$T/kubelet/state.json" <<'PY'
@@ -331,6 +350,8 @@ a=$(median "${pcpu[@]}") b=$(median "${lref[@]}")
 row 8a "kubelet poll+reconcile, unchanged 110-pod List: podresd CPU ms/poll" "$a" "$b (List call alone, wall, curl)" "$(ratio "$a" "$b")" "-" "-"
 row 8b "database writes during $((RUNS * 3)) s of unchanged polls (runs with a change)" "$writes" "-" "-" "0" "$(meets "$writes == 0")"
 pd_stop "$K_PID"
+
+fi
 
 # ---------------------------------------------------------------------------
 {
