@@ -435,13 +435,21 @@ static err_t render_gauges(struct api *api, struct strbuf *sb)
             "# TYPE podresd_bound_devices gauge\npodresd_bound_devices %lld\n"
             "# HELP podresd_revision The node-wide revision.\n"
             "# TYPE podresd_revision gauge\npodresd_revision %llu\n"
+            "# HELP podresd_store_commits_total Write transactions committed (a group commit "
+            "counts once).\n"
+            "# TYPE podresd_store_commits_total counter\npodresd_store_commits_total %lld\n"
+            "# HELP podresd_store_writes_total Writes acknowledged after those commits.\n"
+            "# TYPE podresd_store_writes_total counter\npodresd_store_writes_total %lld\n"
             "# HELP podresd_watchers Open change-feed streams.\n"
             "# TYPE podresd_watchers gauge\npodresd_watchers %ld\n"
             "# HELP podresd_devices Devices by resource and health.\n"
             "# TYPE podresd_devices gauge\n",
             (long long)json_integer_value(json_object_get(stats, "pods")),
             (long long)json_integer_value(json_object_get(stats, "boundDevices")),
-            (unsigned long long)store_revision(api->store), feed_watchers(api->feed));
+            (unsigned long long)store_revision(api->store),
+            (long long)json_integer_value(json_object_get(stats, "commits")),
+            (long long)json_integer_value(json_object_get(stats, "writes")),
+            feed_watchers(api->feed));
     json_array_foreach(json_object_get(stats, "devices"), i, d) {
         if (!rc)
             rc = strbuf_printf(sb, "podresd_devices{resource=\"%s\",health=\"%s\"} %lld\n",

@@ -383,6 +383,7 @@ err_t store_open(const struct store_opts *opts, struct store **out)
     if (!st)
         return ERR_NOMEM;
     pthread_mutex_init(&st->wmu, NULL);
+    pthread_cond_init(&st->bcv, NULL);
     pthread_mutex_init(&st->pmu, NULL);
     pthread_cond_init(&st->pcv, NULL);
     st->history = opts->history ? opts->history : 1;
@@ -417,7 +418,10 @@ void store_free(struct store *st)
     st_close(st->wdb);
     free(st->tx_ev);
     free(st->path);
+    if (st->wdb && st->tx_open)
+        sqlite3_exec(st->wdb, "ROLLBACK;", NULL, NULL, NULL);
     pthread_mutex_destroy(&st->wmu);
+    pthread_cond_destroy(&st->bcv);
     pthread_mutex_destroy(&st->pmu);
     pthread_cond_destroy(&st->pcv);
     free(st);
@@ -491,68 +495,163 @@ void st_read_end(struct store *st, sqlite3 *db)
 
 /* ---- write transactions ---- */
 
-static void free_pending(struct store *st)
+/* Free the pending events from index 'from' on. */
+static void free_pending_from(struct store *st, size_t from)
 {
     size_t i;
 
-    for (i = 0; i < st->tx_nev; i++) {
+    for (i = from; i < st->tx_nev; i++) {
         free(st->tx_ev[i].ns);
         free(st->tx_ev[i].line);
     }
-    st->tx_nev = 0;
+    st->tx_nev = from;
 }
 
-err_t st_tx_begin(struct store *st)
+/* Transaction control on the write connection: cached, never fault-injected
+ * (a failed ROLLBACK TO would leave a member's writes in the batch). */
+static int tx_exec(struct store *st, const char *sql)
 {
-    int rc;
+    sqlite3_stmt *s = NULL;
+    int rc = stmt_get(st->wdb, sql, &s);
 
-    pthread_mutex_lock(&st->wmu);
-    rc = sqlite3_exec(st->wdb, "BEGIN IMMEDIATE;", NULL, NULL, NULL);
-    if (rc != SQLITE_OK) {
-        err_t e = st_dberr(st->wdb, rc, "begin a write transaction");
-
-        pthread_mutex_unlock(&st->wmu);
-        return e;
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_DONE || rc == SQLITE_ROW)
+            rc = SQLITE_OK;
+        st_done(s);
     }
-    st->tx_rev = st->rev;
-    st->tx_nev = 0;
-    return ERR_OK;
+    return rc;
 }
 
-void st_tx_rollback(struct store *st)
+/* End the open batch: COMMIT it (or roll it back when 'e' is set or SQLite
+ * already did), publish its events, and tell every waiting member. Called
+ * with wmu held; unlocks it. */
+static err_t batch_end(struct store *st, err_t e)
 {
-    if (!sqlite3_get_autocommit(st->wdb))
-        sqlite3_exec(st->wdb, "ROLLBACK;", NULL, NULL, NULL);
-    free_pending(st);
-    pthread_mutex_unlock(&st->wmu);
-}
-
-err_t st_tx_commit(struct store *st)
-{
-    err_t e = ERR_OK;
+    struct tx_waiter *w, *next;
     int rc;
 
-    if (st->tx_rev != st->rev) {
+    if (!e && sqlite3_get_autocommit(st->wdb))
+        e = ERR_UNAVAIL; /* SQLite rolled the whole transaction back on an error */
+    if (!e && st->tx_rev != st->rev) {
         e = st_exec(st->wdb, "UPDATE meta SET value=? WHERE key='revision'", "u", st->tx_rev);
         if (!e && st->tx_rev > st->history)
             e = st_exec(st->wdb, "DELETE FROM changes WHERE revision<=?", "u",
                         st->tx_rev - st->history);
     }
     if (!e) {
-        rc = sqlite3_exec(st->wdb, "COMMIT;", NULL, NULL, NULL);
+        rc = tx_exec(st, "COMMIT");
         if (rc != SQLITE_OK)
             e = st_dberr(st->wdb, rc, "commit");
     }
     if (e) {
+        if (!sqlite3_get_autocommit(st->wdb))
+            sqlite3_exec(st->wdb, "ROLLBACK;", NULL, NULL, NULL);
+        st->tx_rev = st->rev;
+    } else {
+        if (st->tx_members > 0) {
+            __atomic_add_fetch(&st->ncommits, 1, __ATOMIC_RELAXED);
+            __atomic_add_fetch(&st->nwrites, st->tx_members, __ATOMIC_RELAXED);
+        }
+        __atomic_store_n(&st->rev, st->tx_rev, __ATOMIC_RELEASE);
+        if (st->feed && st->tx_nev)
+            feed_publish(st->feed, st->tx_ev, st->tx_nev);
+    }
+    free_pending_from(st, 0);
+    st->tx_open = false;
+    st->tx_members = 0;
+    for (w = st->tx_waiters; w; w = next) {
+        next = w->next;
+        w->err = e;
+        w->done = true;
+    }
+    st->tx_waiters = NULL;
+    pthread_cond_broadcast(&st->bcv);
+    pthread_mutex_unlock(&st->wmu);
+    return e;
+}
+
+/* Someone is queued for the writer's lock: a member that finished may leave
+ * the batch open for them. */
+static bool batch_can_grow(struct store *st)
+{
+    return st->tx_members < BATCH_MAX && __atomic_load_n(&st->wwait, __ATOMIC_ACQUIRE) > 0;
+}
+
+err_t st_tx_begin(struct store *st)
+{
+    int rc;
+
+    __atomic_add_fetch(&st->wwait, 1, __ATOMIC_ACQ_REL);
+    pthread_mutex_lock(&st->wmu);
+    __atomic_sub_fetch(&st->wwait, 1, __ATOMIC_ACQ_REL);
+    if (!st->tx_open) {
+        rc = tx_exec(st, "BEGIN IMMEDIATE");
+        if (rc != SQLITE_OK) {
+            err_t e = st_dberr(st->wdb, rc, "begin a write transaction");
+
+            pthread_mutex_unlock(&st->wmu);
+            return e;
+        }
+        st->tx_open = true;
+        st->tx_rev = st->rev;
+        st->tx_members = 0;
+        free_pending_from(st, 0);
+    }
+    rc = tx_exec(st, "SAVEPOINT member");
+    if (rc != SQLITE_OK) {
+        err_t e = st_dberr(st->wdb, rc, "begin a write transaction");
+
+        if (st->tx_members > 0)
+            batch_end(st, ERR_OK); /* unlocks */
+        else
+            batch_end(st, e);
+        return e;
+    }
+    st->m_rev = st->tx_rev;
+    st->m_nev = st->tx_nev;
+    return ERR_OK;
+}
+
+void st_tx_rollback(struct store *st)
+{
+    if (!sqlite3_get_autocommit(st->wdb)) {
+        sqlite3_exec(st->wdb, "ROLLBACK TO member; RELEASE member;", NULL, NULL, NULL);
+        free_pending_from(st, st->m_nev);
+        st->tx_rev = st->m_rev;
+    }
+    if (sqlite3_get_autocommit(st->wdb)) {
+        batch_end(st, ERR_UNAVAIL); /* the batch is gone; its waiters fail */
+    } else if (st->tx_members > 0 && !batch_can_grow(st)) {
+        batch_end(st, ERR_OK); /* commit for the members that wait */
+    } else if (st->tx_members == 0 && !batch_can_grow(st)) {
+        batch_end(st, ERR_UNAVAIL); /* nothing in it: roll back; nobody waits */
+    } else {
+        pthread_mutex_unlock(&st->wmu); /* the next writer carries the batch on */
+    }
+}
+
+err_t st_tx_commit(struct store *st)
+{
+    struct tx_waiter me = {0};
+    int rc = tx_exec(st, "RELEASE member");
+
+    if (rc != SQLITE_OK) {
+        err_t e = st_dberr(st->wdb, rc, "commit");
+
         st_tx_rollback(st);
         return e;
     }
-    __atomic_store_n(&st->rev, st->tx_rev, __ATOMIC_RELEASE);
-    if (st->feed && st->tx_nev)
-        feed_publish(st->feed, st->tx_ev, st->tx_nev);
-    free_pending(st);
+    st->tx_members++;
+    if (!batch_can_grow(st))
+        return batch_end(st, ERR_OK);
+    /* Acknowledged only after the COMMIT that holds this write. */
+    me.next = st->tx_waiters;
+    st->tx_waiters = &me;
+    while (!me.done)
+        pthread_cond_wait(&st->bcv, &st->wmu);
     pthread_mutex_unlock(&st->wmu);
-    return ERR_OK;
+    return me.err;
 }
 
 uint64_t st_tx_next(struct store *st)

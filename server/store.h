@@ -53,7 +53,9 @@ err_t store_reservations_list(struct store *st, json_t **out) WARN_UNUSED;
 /* {"reservation":{...},"revision":N}; ERR_NOTFOUND. */
 err_t store_reservation_get(struct store *st, const char *ns, const char *name,
                             json_t **out) WARN_UNUSED;
-/* For /metrics: {"pods":N,"boundDevices":N,"devices":[{"resource","health","count"}]}. */
+/* For /metrics: {"pods":N,"boundDevices":N,"devices":[{"resource","health","count"}],
+ * "commits":N,"writes":N}: COMMITs of write batches since open, and the
+ * writes they held (writes/commits is the mean group-commit size). */
 err_t store_stats(struct store *st, json_t **out) WARN_UNUSED;
 
 /* ---- the change feed ---- */

@@ -9,8 +9,24 @@
 #include "store.h"
 
 #define READ_POOL_MAX 16
+#define BATCH_MAX 64 /* writes at most in one group commit */
 
-/* Lock: 'wmu' guards the write connection and every tx_* field; 'pmu' the
+/* A write waiting for the COMMIT of its batch (on its own stack). */
+struct tx_waiter {
+    struct tx_waiter *next;
+    err_t err;  /* the batch's result */
+    bool done;  /* set by whoever ended the batch */
+};
+
+/* Group commit: a write transaction (st_tx_begin .. st_tx_commit) is a
+ * SAVEPOINT inside a batch, one BEGIN IMMEDIATE .. COMMIT. A write that
+ * finishes while others queue for 'wmu' leaves the batch open for them and
+ * sleeps on 'bcv' until the COMMIT; the write that finds nobody queued (or
+ * the BATCH_MAX-th) commits and wakes the rest. A write is acknowledged only
+ * after the COMMIT that holds it; a failed member rolls back to its savepoint
+ * and leaves the others in.
+ *
+ * Lock: 'wmu' guards the write connection and every tx_* and m_* field; 'pmu' the
  * read pool, 'nbusy' and 'pcv'. 'rev' is written under wmu and read
  * atomically. At most READ_POOL_MAX read connections exist at once: SQLite
  * keeps the descriptors of a connection closed while others hold locks on
@@ -25,6 +41,15 @@ struct store {
     uint64_t tx_rev;              /* revision inside the open write transaction */
     struct feed_event *tx_ev;     /* events of the open transaction */
     size_t tx_nev, tx_cap;        /* used and allocated slots of tx_ev */
+    bool tx_open;                 /* a batch (BEGIN IMMEDIATE) is open */
+    size_t tx_members;            /* writes in the open batch, done and waiting */
+    struct tx_waiter *tx_waiters; /* those writes */
+    uint64_t m_rev;               /* tx_rev when the current write began */
+    size_t m_nev;                 /* tx_nev when the current write began */
+    int wwait;                    /* threads queued for wmu (atomic) */
+    pthread_cond_t bcv;           /* broadcast when a batch ends */
+    uint64_t ncommits;            /* COMMITs of batches with writes (atomic) */
+    uint64_t nwrites;             /* writes those COMMITs held (atomic) */
     pthread_mutex_t pmu;          /* the read pool's lock */
     sqlite3 *pool[READ_POOL_MAX]; /* idle read connections */
     size_t npool;                 /* how many are idle */

@@ -4,11 +4,13 @@
  * events every write publishes. */
 #include "../../../common/common.h"
 #include "../../../common/jsonx.h"
+#include "../../../common/strbuf.h"
 #include "../../../server/feed.h"
 #include "../../../server/store.h"
 #include "../../../server/validate.h"
 #include "../test.h"
 
+#include <pthread.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -1238,6 +1240,145 @@ static void test_rebind_same_uid_conflict(void)
     fx_close(&f);
 }
 
+/* ---- group commit ---- */
+
+#define GC_THREADS 8
+#define GC_EACH 32
+
+struct gc_arg {
+    struct store *st;
+    int t;                   /* thread number */
+    err_t ok_rc[GC_EACH];    /* result of each bind that must succeed */
+    err_t bad_rc[GC_EACH];   /* result of each bind of the held device */
+    uint64_t rev[GC_EACH];   /* revision in each successful answer */
+};
+
+static err_t gc_bind(struct store *st, const char *name, const char *dev, uint64_t *rev)
+{
+    char body[256], msg[256];
+    json_t *b, *cs = NULL, *out = NULL;
+    const char *uid = NULL;
+    bool cr = false, ch = false;
+    err_t rc;
+
+    snprintf(body, sizeof(body),
+             "{\"uid\":\"u-%s\",\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":"
+             "\"" NIC "\",\"deviceIds\":[\"%s\"]}]}]}",
+             name, dev);
+    b = json_loads(body, 0, NULL);
+    rc = b ? validate_pod_put(b, &uid, &cs, msg, sizeof(msg)) : ERR_NOMEM;
+    if (!rc)
+        rc = store_pod_bind(st, "gc", name, uid, cs, msg, sizeof(msg), &out, &cr, &ch);
+    if (!rc && rev)
+        *rev = (uint64_t)json_integer_value(json_object_get(out, "revision"));
+    json_decref(out);
+    json_decref(cs);
+    json_decref(b);
+    return rc;
+}
+
+static void *gc_writer(void *p)
+{
+    struct gc_arg *a = p;
+    char name[32], dev[32];
+    int i;
+
+    for (i = 0; i < GC_EACH; i++) {
+        snprintf(name, sizeof(name), "p-%d-%d", a->t, i);
+        snprintf(dev, sizeof(dev), "n-%d", a->t * GC_EACH + i);
+        a->ok_rc[i] = gc_bind(a->st, name, dev, &a->rev[i]);
+        snprintf(name, sizeof(name), "x-%d-%d", a->t, i);
+        a->bad_rc[i] = gc_bind(a->st, name, "held", NULL);
+    }
+    return NULL;
+}
+
+/* Writers from 8 threads share COMMITs (fewer commits than writes), every
+ * acknowledged write is there (also after a reopen), every refused one
+ * (a conflict inside a batch) left nothing behind, and the revisions of the
+ * change log and the feed are contiguous. */
+static void test_group_commit(void)
+{
+    struct fx f;
+    struct store_opts o = {.history = 100000};
+    struct gc_arg args[GC_THREADS];
+    pthread_t th[GC_THREADS];
+    struct strbuf body = STRBUF_INIT;
+    json_t *stats = NULL, *pod;
+    uint64_t rev0, cur = 0, chain = 0;
+    char *buf = NULL, *text, sum[64], name[32], b[64];
+    size_t len = 0, cap = 0;
+    int i, t, nchanges;
+
+    if (fx_open(&f, 100000))
+        return;
+    CHECK_OK(strbuf_printf(&body, "{\"devices\":[{\"id\":\"held\"}"));
+    for (i = 0; i < GC_THREADS * GC_EACH; i++)
+        CHECK_OK(strbuf_printf(&body, ",{\"id\":\"n-%d\"}", i));
+    CHECK_OK(strbuf_printf(&body, "]}"));
+    text = strbuf_detach(&body, &len);
+    CHECK_OK(put_devices(&f, NIC, text, NULL));
+    free(text);
+    len = 0;
+    CHECK_OK(gc_bind(f.st, "holder", "held", NULL));
+    fx_some_events(&f, 1);
+    rev0 = store_revision(f.st);
+
+    for (t = 0; t < GC_THREADS; t++) {
+        memset(&args[t], 0, sizeof(args[t]));
+        args[t].st = f.st;
+        args[t].t = t;
+        CHECK_OK(pthread_create(&th[t], NULL, gc_writer, &args[t]));
+    }
+    for (t = 0; t < GC_THREADS; t++)
+        pthread_join(th[t], NULL);
+    for (t = 0; t < GC_THREADS; t++) {
+        for (i = 0; i < GC_EACH; i++) {
+            CHECK_OK(args[t].ok_rc[i]);
+            CHECK_EQ_INT(args[t].bad_rc[i], ERR_CONFLICT);
+            CHECK(args[t].rev[i] > rev0 && args[t].rev[i] <= store_revision(f.st));
+        }
+    }
+    /* each bind: the pod plus its device's holder change */
+    fx_some_events(&f, 2 * GC_THREADS * GC_EACH);
+    CHECK_OK(store_stats(f.st, &stats));
+    CHECK(json_integer_value(json_object_get(stats, "writes")) >= GC_THREADS * GC_EACH);
+    printf("# group commit: %lld writes in %lld commits\n",
+         (long long)json_integer_value(json_object_get(stats, "writes")),
+         (long long)json_integer_value(json_object_get(stats, "commits")));
+    CHECK(json_integer_value(json_object_get(stats, "commits")) <
+          json_integer_value(json_object_get(stats, "writes")));
+    json_decref(stats);
+    CHECK_OK(store_changes_after(f.st, &cur, NULL, 100000, &buf, &len, &cap));
+    nchanges = summarise(buf, len, &chain, sum, sizeof(sum));
+    CHECK_EQ_INT(nchanges, (int)store_revision(f.st));
+    CHECK_EQ_INT(cur, store_revision(f.st));
+    free(buf);
+
+    rev0 = store_revision(f.st);
+    fx_close_store(&f);
+    o.path = f.path;
+    CHECK_OK(store_open(&o, &f.st));
+    if (!f.st)
+        return;
+    fx_attach_feed(&f);
+    CHECK_EQ_INT(store_revision(f.st), rev0);
+    for (t = 0; t < GC_THREADS; t++) {
+        for (i = 0; i < GC_EACH; i++) {
+            snprintf(name, sizeof(name), "p-%d-%d", t, i);
+            pod = NULL;
+            CHECK_OK(store_pod_get(f.st, "gc", name, &pod));
+            json_decref(pod);
+            snprintf(name, sizeof(name), "x-%d-%d", t, i);
+            pod = NULL;
+            CHECK_EQ_INT(store_pod_get(f.st, "gc", name, &pod), ERR_NOTFOUND);
+            json_decref(pod);
+        }
+    }
+    CHECK_STREQ(holder(&f, NIC, "held", b, sizeof(b)), "gc/holder/c");
+    fx_close(&f);
+}
+
 TEST_MAIN(quiet, test_open_schema, test_rebind_same_uid_conflict, test_register, test_bind, test_allocate, test_numa_preference,
           test_reservations, test_release, test_removed_bound_device, test_ttl,
-          test_changes_after, test_snapshot, test_persistence)
+          test_changes_after, test_snapshot, test_persistence, test_group_commit)
