@@ -6,6 +6,10 @@
 VERSION := 0.1.0
 CC ?= cc
 PKGS := libmicrohttpd sqlite3 jansson yaml-0.1 libcurl libprotobuf-c
+# What each daemon links: podresd loads libcurl at run time (server/curlfn.h),
+# the syncer needs neither SQLite nor protobuf-c.
+PODRESD_PKGS := libmicrohttpd sqlite3 jansson yaml-0.1 libprotobuf-c
+SYNCER_PKGS := libmicrohttpd jansson yaml-0.1 libcurl
 
 ifeq ($(SANITIZE),)
   B := build/default
@@ -22,6 +26,8 @@ WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 CFLAGS_ALL = -std=c11 $(OPT) $(WARN) -MMD -MP -DPODRES_VERSION='"$(VERSION)"' -I$(B)/gen \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(CFLAGS)
 LDLIBS_ALL = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread $(LDLIBS)
+LDLIBS_PODRESD = $(shell pkg-config --libs $(PODRESD_PKGS) 2>/dev/null) -ldl -lpthread $(LDLIBS)
+LDLIBS_SYNCER = $(shell pkg-config --libs $(SYNCER_PKGS) 2>/dev/null) -lpthread $(LDLIBS)
 LDFLAGS_ALL = $(OPT) $(LDFLAGS)
 
 ifeq ($(V),1)
@@ -86,12 +92,12 @@ $(B)/libsyncer.a: $(SYNCER_OBJS)
 $(BIN)/podresd: $(B)/server/main.o $(B)/libserver.a $(B)/libcommon.a
 	@mkdir -p $(dir $@)
 	@test "$(V)" = 1 || echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_PODRESD)
 
 $(BIN)/podres-syncer: $(B)/syncer/main.o $(B)/libsyncer.a $(B)/libcommon.a
 	@mkdir -p $(dir $@)
 	@test "$(V)" = 1 || echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_SYNCER)
 
 $(B)/tests/unit/common/%_test: tests/unit/common/%_test.c tests/unit/test.h $(B)/libcommon.a
 	@mkdir -p $(dir $@)
@@ -102,7 +108,7 @@ $(B)/tests/unit/server/%_test: tests/unit/server/%_test.c tests/unit/test.h $(B)
 	@mkdir -p $(dir $@)
 	@test "$(V)" = 1 || echo "  TEST-CC $<"
 	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -o $@ $< $(B)/libserver.a $(B)/libcommon.a \
-		$(LDLIBS_ALL)
+		$(LDLIBS_PODRESD)
 $(B)/tests/unit/syncer/%_test: tests/unit/syncer/%_test.c tests/unit/test.h $(B)/libsyncer.a \
 		$(B)/libcommon.a
 	@mkdir -p $(dir $@)

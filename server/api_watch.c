@@ -237,7 +237,7 @@ err_t api_watch(struct api_req *r, struct api_resp *out)
         return rc;
     }
     feed_watcher_add(w->api->feed, 1);
-    out->raw = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, reader, w,
+    out->raw = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 8 * 1024, reader, w,
                                                  watcher_free);
     if (!out->raw) {
         watcher_free(w);

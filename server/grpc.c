@@ -6,9 +6,9 @@
  * callback reads both. Not a general gRPC client: see grpc.h. */
 #define LOG_MOD "grpc"
 #include "../common/common.h"
+#include "curlfn.h"
 #include "grpc.h"
 
-#include <curl/curl.h>
 #include <strings.h>
 #include <sys/stat.h>
 
@@ -240,7 +240,11 @@ struct grpc *grpc_new(const struct grpc_opts *o)
     if (!g)
         return NULL;
     g->o = *o;
-    g->curl = curl_easy_init();
+    if (curlfn_load(NULL, 0)) {
+        free(g);
+        return NULL;
+    }
+    g->curl = curlfn.easy_init();
     if (!g->curl) {
         free(g);
         return NULL;
@@ -252,7 +256,7 @@ void grpc_free(struct grpc *g)
 {
     if (!g)
         return;
-    curl_easy_cleanup(g->curl);
+    curlfn.easy_cleanup(g->curl);
     free(g);
 }
 
@@ -262,32 +266,32 @@ static err_t set_options(struct grpc *g, const char *url, const uint8_t *frame, 
     CURL *h = g->curl;
     CURLcode e = CURLE_OK;
 
-    curl_easy_reset(h);
-    e |= curl_easy_setopt(h, CURLOPT_URL, url);
-    e |= curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, g->o.socket_path);
-    e |= curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
-    e |= curl_easy_setopt(h, CURLOPT_POST, 1L);
-    e |= curl_easy_setopt(h, CURLOPT_POSTFIELDS, (const char *)frame);
-    e |= curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)flen);
-    e |= curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-    e |= curl_easy_setopt(h, CURLOPT_USERAGENT, "podresd/" PODRES_VERSION);
-    e |= curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)g->o.timeout_ms);
-    e |= curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)g->o.timeout_ms);
-    e |= curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    e |= curl_easy_setopt(h, CURLOPT_ERRORBUFFER, g->errbuf);
-    e |= curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    e |= curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
-    e |= curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    e |= curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
-    e |= curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-    e |= curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-    e |= curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
-    e |= curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
+    curlfn.easy_reset(h);
+    e |= curlfn.easy_setopt(h, CURLOPT_URL, url);
+    e |= curlfn.easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, g->o.socket_path);
+    e |= curlfn.easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+    e |= curlfn.easy_setopt(h, CURLOPT_POST, 1L);
+    e |= curlfn.easy_setopt(h, CURLOPT_POSTFIELDS, (const char *)frame);
+    e |= curlfn.easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)flen);
+    e |= curlfn.easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    e |= curlfn.easy_setopt(h, CURLOPT_USERAGENT, "podresd/" PODRES_VERSION);
+    e |= curlfn.easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)g->o.timeout_ms);
+    e |= curlfn.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)g->o.timeout_ms);
+    e |= curlfn.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    e |= curlfn.easy_setopt(h, CURLOPT_ERRORBUFFER, g->errbuf);
+    e |= curlfn.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    e |= curlfn.easy_setopt(h, CURLOPT_WRITEDATA, c);
+    e |= curlfn.easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    e |= curlfn.easy_setopt(h, CURLOPT_HEADERDATA, c);
+    e |= curlfn.easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    e |= curlfn.easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+    e |= curlfn.easy_setopt(h, CURLOPT_XFERINFODATA, c);
+    e |= curlfn.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
     /* libcurl 7.88 (Debian 12) fails a second request on a reused
      * prior-knowledge HTTP/2 connection ("Error in the HTTP2 framing layer",
      * curl issue 10634, fixed in 8.0): one connection per call. A unix
      * socket connect is cheap next to a List. */
-    e |= curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
+    e |= curlfn.easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
     return e == CURLE_OK ? ERR_OK : ERR_NOMEM;
 }
 
@@ -316,7 +320,7 @@ static err_t transport_error(struct grpc *g, CURLcode e, const struct call *c,
     }
     st->no_socket = e == CURLE_COULDNT_CONNECT;
     snprintf(st->message, sizeof(st->message), "%s",
-             g->errbuf[0] ? g->errbuf : curl_easy_strerror(e));
+             g->errbuf[0] ? g->errbuf : curlfn.easy_strerror(e));
     return ERR_UPSTREAM;
 }
 
@@ -329,7 +333,7 @@ static err_t answer(struct grpc *g, struct call *c, size_t max, size_t *msg_len,
     const uint8_t *msg = NULL;
     err_t rc;
 
-    curl_easy_getinfo(g->curl, CURLINFO_RESPONSE_CODE, &http);
+    curlfn.easy_getinfo(g->curl, CURLINFO_RESPONSE_CODE, &http);
     st->code = GRPC_INTERNAL;
     if (http != 200) {
         st->code = grpc_code_of_http(http);
@@ -377,19 +381,19 @@ err_t grpc_call(struct grpc *g, const char *method, const uint8_t *req, size_t r
     if (rc)
         goto out;
     rc = ERR_NOMEM;
-    hdrs = curl_slist_append(NULL, "Content-Type: application/grpc");
+    hdrs = curlfn.slist_append(NULL, "Content-Type: application/grpc");
     if (!hdrs)
         goto out;
-    h = curl_slist_append(hdrs, "TE: trailers");
-    h = h ? curl_slist_append(hdrs, tmo) : NULL;
-    h = h ? curl_slist_append(hdrs, "Expect:") : NULL;
-    h = h ? curl_slist_append(hdrs, "Accept:") : NULL;
+    h = curlfn.slist_append(hdrs, "TE: trailers");
+    h = h ? curlfn.slist_append(hdrs, tmo) : NULL;
+    h = h ? curlfn.slist_append(hdrs, "Expect:") : NULL;
+    h = h ? curlfn.slist_append(hdrs, "Accept:") : NULL;
     if (!h)
         goto out;
     rc = set_options(g, url, frame, flen, hdrs, &c);
     if (rc)
         goto out;
-    e = curl_easy_perform(g->curl);
+    e = curlfn.easy_perform(g->curl);
     if (e != CURLE_OK)
         rc = transport_error(g, e, &c, st);
     else
@@ -404,8 +408,8 @@ err_t grpc_call(struct grpc *g, const char *method, const uint8_t *req, size_t r
     c.body = NULL;
     *resp_len = mlen;
 out:
-    curl_easy_setopt(g->curl, CURLOPT_HTTPHEADER, NULL);
-    curl_slist_free_all(hdrs);
+    curlfn.easy_setopt(g->curl, CURLOPT_HTTPHEADER, NULL);
+    curlfn.slist_free_all(hdrs);
     free(frame);
     free(c.body);
     return rc;

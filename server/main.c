@@ -3,18 +3,18 @@
  * clean shutdown on SIGTERM/SIGINT. exit(1) only for start-up errors. */
 #define LOG_MOD "main"
 #include "../common/common.h"
+#include "../common/mem.h"
 #include "../common/cfg.h"
 #include "api.h"
 #include "config.h"
+#include "curlfn.h"
 #include "feed.h"
 #include "http.h"
 #include "metrics.h"
 #include "source_kubelet.h"
 #include "store.h"
 
-#include <curl/curl.h>
 #include <getopt.h>
-#include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -132,12 +132,13 @@ static err_t start_kubelet(struct daemon *d)
     struct source_kubelet_opts ko = {.socket_path = d->cfg.kubelet_socket,
                                      .interval_ms = d->cfg.kubelet_interval_ms,
                                      .store = d->store};
+    char msg[256];
 
     if (json_array_size(d->cfg.devices))
         log_warn("static devices of the config file are ignored with source kubelet");
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        log_err("cannot initialise libcurl");
-        return ERR_NOMEM;
+    if (curlfn_load(msg, sizeof(msg))) {
+        log_err("the kubelet source needs libcurl: %s", msg);
+        return ERR_UNAVAIL;
     }
     return source_kubelet_start(&ko, &d->kubelet);
 }
@@ -200,7 +201,7 @@ static void stop(struct daemon *d)
     /* The poll thread writes to the store: joined before the store closes. */
     source_kubelet_free(d->kubelet);
     if (d->kubelet_mode)
-        curl_global_cleanup();
+        curlfn_cleanup();
     store_free(d->store);
     feed_free(d->feed);
     metrics_free(d->metrics);
@@ -208,17 +209,24 @@ static void stop(struct daemon *d)
     config_release(&d->cfg);
 }
 
-/* Wait for SIGTERM/SIGINT, running the heartbeat check every second. */
+/* Wait for SIGTERM/SIGINT, running the heartbeat check every second and,
+ * every 10 s, closing idle read connections and handing free heap memory
+ * back (what a burst of connections leaves behind). */
 static void run(struct daemon *d, const sigset_t *sigs)
 {
     struct timespec tick = {.tv_sec = 1};
     int sig, lapsed;
+    unsigned n = 0;
 
     for (;;) {
         sig = sigtimedwait(sigs, NULL, &tick);
         if (sig == SIGTERM || sig == SIGINT) {
             log_info("received %s; shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
             return;
+        }
+        if (++n % 10 == 0) {
+            store_release_idle(d->store);
+            mem_trim();
         }
         if (d->kubelet_mode)
             continue; /* no heartbeats: the kubelet owns device health */
@@ -236,9 +244,7 @@ int main(int argc, char **argv)
     int r;
 
     memset(&d, 0, sizeof(d));
-    /* Thread per connection: without a cap glibc gives threads their own
-     * arenas, and freed memory stays in each (RSS that never comes back). */
-    mallopt(M_ARENA_MAX, 2);
+    mem_tune(); /* thread per connection: see common/mem.h */
     fault_init();
     umask(027);
     if (config_init(&d.cfg))

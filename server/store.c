@@ -76,6 +76,7 @@ static err_t bind_args(sqlite3 *db, sqlite3_stmt *stmt, const char *fmt, va_list
  * registry that maps a connection to its cache is scanned without a lock:
  * caches are never freed, a slot is claimed by compare-and-swap on 'db'. */
 #define STMT_CACHE_MAX 48 /* statements per connection */
+#define TRIM_STEP 64      /* change-log revisions between trims */
 #define STMT_REG_MAX 64   /* connections with a cache, process-wide */
 
 struct stmt_slot {
@@ -359,11 +360,17 @@ static err_t migrate(sqlite3 *db)
     return ERR_OK;
 }
 
+/* The revision: the newest change-log row. meta.revision is what schema 1
+ * wrote on every commit; it is still read for a database whose log is empty
+ * (or was written so), never written. */
 err_t st_db_revision(sqlite3 *db, uint64_t *rev)
 {
     sqlite3_stmt *stmt = NULL;
     bool row = false;
-    err_t rc = st_prep(db, &stmt, "SELECT value FROM meta WHERE key='revision'", NULL);
+    err_t rc = st_prep(db, &stmt,
+                       "SELECT max((SELECT value FROM meta WHERE key='revision'),"
+                       "coalesce((SELECT max(revision) FROM changes),0))",
+                       NULL);
 
     if (!rc)
         rc = st_step(db, stmt, &row);
@@ -441,15 +448,33 @@ uint64_t store_revision(struct store *st)
 
 /* ---- read connections ---- */
 
-/* A read connection comes back: to the pool, or closed when 'db' is NULL. */
+/* A read connection comes back: to the pool, or closed when 'db' is NULL.
+ * Beyond READ_POOL_WARM idle connections, it comes back without its page
+ * cache: a burst of readers (watchers' initial lists) would otherwise leave
+ * READ_POOL_MAX caches of the whole database behind. */
 static void read_done(struct store *st, sqlite3 *db)
 {
+    if (db && __atomic_load_n(&st->npool, __ATOMIC_RELAXED) >= READ_POOL_WARM)
+        sqlite3_db_release_memory(db);
     pthread_mutex_lock(&st->pmu);
     st->nbusy--;
     if (db)
         st->pool[st->npool++] = db; /* fits: npool + nbusy <= READ_POOL_MAX */
     pthread_cond_signal(&st->pcv);
     pthread_mutex_unlock(&st->pmu);
+}
+
+void store_release_idle(struct store *st)
+{
+    sqlite3 *extra[READ_POOL_MAX];
+    size_t n = 0;
+
+    pthread_mutex_lock(&st->pmu);
+    while (st->npool > READ_POOL_WARM)
+        extra[n++] = st->pool[--st->npool];
+    pthread_mutex_unlock(&st->pmu);
+    while (n > 0)
+        st_close(extra[--n]);
 }
 
 err_t st_read_begin(struct store *st, sqlite3 **db)
@@ -467,9 +492,9 @@ err_t st_read_begin(struct store *st, sqlite3 **db)
     pthread_mutex_unlock(&st->pmu);
     if (!c) {
         e = open_db(st->path, &c);
-        /* Readers are many and short: a small page cache each (256 KiB). */
+        /* Readers are many and short: a small page cache each (128 KiB). */
         if (!e)
-            sqlite3_exec(c, "PRAGMA cache_size=-256;", NULL, NULL, NULL);
+            sqlite3_exec(c, "PRAGMA cache_size=-128;", NULL, NULL, NULL);
     }
     if (!e) {
         rc = sqlite3_exec(c, "BEGIN;", NULL, NULL, NULL);
@@ -533,12 +558,13 @@ static err_t batch_end(struct store *st, err_t e)
 
     if (!e && sqlite3_get_autocommit(st->wdb))
         e = ERR_UNAVAIL; /* SQLite rolled the whole transaction back on an error */
-    if (!e && st->tx_rev != st->rev) {
-        e = st_exec(st->wdb, "UPDATE meta SET value=? WHERE key='revision'", "u", st->tx_rev);
-        if (!e && st->tx_rev > st->history)
-            e = st_exec(st->wdb, "DELETE FROM changes WHERE revision<=?", "u",
-                        st->tx_rev - st->history);
-    }
+    /* The revision is the last row of the change log (see st_db_revision),
+     * so a commit writes no counter. The log is trimmed in steps of
+     * TRIM_STEP revisions, not every commit: a page fewer per small write.
+     * Rows kept beyond 'history' are not served (store_changes_after). */
+    if (!e && st->tx_rev / TRIM_STEP != st->rev / TRIM_STEP && st->tx_rev > st->history)
+        e = st_exec(st->wdb, "DELETE FROM changes WHERE revision<=?", "u",
+                    st->tx_rev - st->history);
     if (!e) {
         rc = tx_exec(st, "COMMIT");
         if (rc != SQLITE_OK)
@@ -745,6 +771,8 @@ err_t store_changes_after(struct store *st, uint64_t *cursor, const struct feed_
 
     if (!rc)
         rc = st_db_revision(db, &head);
+    if (!rc && head > st->history && cur < head - st->history)
+        rc = ERR_GONE; /* older than the history, though maybe not trimmed yet */
     if (!rc)
         rc = st_prep(db, &stmt,
                      "SELECT revision,kind,namespace,event FROM changes WHERE revision>? "
@@ -769,6 +797,7 @@ err_t store_changes_after(struct store *st, uint64_t *cursor, const struct feed_
     }
     if (!rc && cur < head && cur == *cursor)
         rc = ERR_GONE;
+
     if (!rc && *cursor > head)
         rc = ERR_GONE;
     st_done(stmt);

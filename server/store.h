@@ -53,6 +53,10 @@ err_t store_reservations_list(struct store *st, json_t **out) WARN_UNUSED;
 /* {"reservation":{...},"revision":N}; ERR_NOTFOUND. */
 err_t store_reservation_get(struct store *st, const char *ns, const char *name,
                             json_t **out) WARN_UNUSED;
+/* Close idle read connections beyond the few kept warm (each holds its
+ * schema, statements and lookaside memory, ~250 KiB); for an idle moment after
+ * a burst of readers. Their fds go back to SQLite, which reuses them. */
+void store_release_idle(struct store *st);
 /* For /metrics: {"pods":N,"boundDevices":N,"devices":[{"resource","health","count"}],
  * "commits":N,"writes":N}: COMMITs of write batches since open, and the
  * writes they held (writes/commits is the mean group-commit size). */

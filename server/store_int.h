@@ -9,6 +9,7 @@
 #include "store.h"
 
 #define READ_POOL_MAX 16
+#define READ_POOL_WARM 2 /* idle read connections that keep their page cache */
 #define BATCH_MAX 64 /* writes at most in one group commit */
 
 /* A write waiting for the COMMIT of its batch (on its own stack). */

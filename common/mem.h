@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* mem.h - glibc malloc settings for daemons with a thread per connection.
+ * Without them a burst of connections leaves RSS behind for good: each
+ * thread gets its own arena, and once a large block has been freed glibc
+ * raises its mmap threshold, so later large buffers (a watcher's initial
+ * list, a big answer) come from the heap and stay there. */
+#ifndef PODRES_MEM_H
+#define PODRES_MEM_H
+#include <stddef.h>
+
+/* Blocks of at least this size are mmap()ed and unmapped on free(). */
+#define MEM_MMAP_THRESHOLD (64 * 1024)
+
+/* Cap arenas at 2, fix the mmap threshold at MEM_MMAP_THRESHOLD and the trim
+ * threshold at 128 KiB. Call first in main(), before any thread starts. */
+void mem_tune(void);
+/* Give free heap memory back to the system (malloc_trim); for an idle moment. */
+void mem_trim(void);
+/* Resident set of this process in KiB (/proc/self/statm), 0 if unknown. */
+size_t mem_rss_kib(void);
+
+#endif
