@@ -4,6 +4,7 @@
  * and a clean exit on SIGTERM. exit(1) only for start-up errors. */
 #define LOG_MOD "main"
 #include "../common/common.h"
+#include "../common/mem.h"
 #include "../common/cfg.h"
 #include "../common/opts.h"
 #include "../common/strbuf.h"
@@ -17,7 +18,6 @@
 
 #include <curl/curl.h>
 #include <getopt.h>
-#include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -565,9 +565,7 @@ int main(int argc, char **argv)
     sigset_t sigs;
     int r;
 
-    /* Thread per connection: without a cap glibc gives threads their own
-     * arenas, and freed memory stays in each (RSS that never comes back). */
-    mallopt(M_ARENA_MAX, 2);
+    mem_tune(); /* thread per connection: see common/mem.h */
     fault_init();
     pthread_mutex_init(&s.lag.mu, NULL);
     r = load_settings(argc, argv, &s);
