@@ -56,22 +56,45 @@ char *jsonx_dumps(const json_t *v)
     return json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
 }
 
+struct linebuf {
+    char *buf;
+    size_t len, cap;
+};
+
+static int line_add(const char *data, size_t n, void *ctx)
+{
+    struct linebuf *b = ctx;
+
+    if (b->len + n + 2 > b->cap) {
+        size_t ncap = b->cap ? b->cap : 1024;
+        char *nb;
+
+        while (ncap < b->len + n + 2)
+            ncap *= 2;
+        nb = realloc(b->buf, ncap);
+        if (!nb)
+            return -1;
+        b->buf = nb;
+        b->cap = ncap;
+    }
+    memcpy(b->buf + b->len, data, n);
+    b->len += n;
+    return 0;
+}
+
 char *jsonx_dumps_line(const json_t *v, size_t *len)
 {
-    char *s = jsonx_dumps(v);
-    char *line;
-    size_t n;
+    struct linebuf b = {0};
 
-    if (!s)
+    if (fault_alloc_fails())
         return NULL;
-    n = strlen(s);
-    line = realloc(s, n + 2);
-    if (!line) {
-        free(s);
+    /* one pass into our buffer: no copy, no sort */
+    if (json_dump_callback(v, line_add, &b, JSON_COMPACT | JSON_ENCODE_ANY) != 0 || !b.buf) {
+        free(b.buf);
         return NULL;
     }
-    line[n] = '\n';
-    line[n + 1] = '\0';
-    *len = n + 1;
-    return line;
+    b.buf[b.len] = '\n';
+    b.buf[b.len + 1] = '\0';
+    *len = b.len + 1;
+    return b.buf;
 }

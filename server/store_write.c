@@ -59,13 +59,18 @@ static err_t emit_device_deleted(struct store *st, const char *resource, const c
     return rc;
 }
 
-static err_t emit_pod(struct store *st, const char *type, const char *ns, const char *name)
+/* Emit the pod's event; with 'keep', *keep gets the object too (the
+ * write's answer, which need not be read again). */
+static err_t emit_pod(struct store *st, const char *type, const char *ns, const char *name,
+                      json_t **keep)
 {
     json_t *obj = NULL;
     err_t rc = st_pod_json(st->wdb, ns, name, &obj);
 
     if (!rc)
         rc = st_emit(st, type, "PodResources", ns, obj);
+    if (!rc && keep)
+        *keep = json_incref(obj);
     json_decref(obj);
     return rc;
 }
@@ -820,10 +825,11 @@ static void podrow_release(struct podrow *p)
     memset(p, 0, sizeof(*p));
 }
 
-/* The shared body of bind and allocate, inside the caller's transaction. */
+/* The shared body of bind and allocate, inside the caller's transaction.
+ * When the pod changed, *podobj (if not NULL) is its new state. */
 static err_t bind_pod(struct store *st, const char *ns, const char *name, const char *uid,
                       const json_t *containers, const char *request, char *msg, size_t cap,
-                      bool *created, bool *changed)
+                      bool *created, bool *changed, json_t **podobj)
 {
     struct podrow p;
     json_t *stored = NULL, *before = NULL, *after = NULL;
@@ -853,7 +859,7 @@ static err_t bind_pod(struct store *st, const char *ns, const char *name, const 
                      "VALUES(?,?,?,?,?,?)",
                      "tttttu", ns, name, uid, text, request, st_tx_next(st));
     if (!rc)
-        rc = emit_pod(st, p.found ? "MODIFIED" : "ADDED", ns, name);
+        rc = emit_pod(st, p.found ? "MODIFIED" : "ADDED", ns, name, podobj);
     if (!rc)
         rc = pod_devices(st, "bindings", ns, name, &after);
     if (!rc)
@@ -883,8 +889,8 @@ err_t store_pod_bind(struct store *st, const char *ns, const char *name, const c
 
     if (rc)
         return rc;
-    rc = bind_pod(st, ns, name, uid, containers, NULL, msg, cap, created, changed);
-    if (!rc)
+    rc = bind_pod(st, ns, name, uid, containers, NULL, msg, cap, created, changed, &obj);
+    if (!rc && !obj)
         rc = pod_result(st, ns, name, &obj);
     return finish(st, rc, "podResources", obj, out);
 }
@@ -1044,9 +1050,9 @@ err_t store_pod_allocate(struct store *st, const char *ns, const char *name, con
     if (!rc)
         rc = plan(st, ns, name, request, msg, cap, &containers);
     if (!rc)
-        rc = bind_pod(st, ns, name, uid, containers, req, msg, cap, created, changed);
+        rc = bind_pod(st, ns, name, uid, containers, req, msg, cap, created, changed, &obj);
 out:
-    if (!rc)
+    if (!rc && !obj)
         rc = pod_result(st, ns, name, &obj);
     podrow_release(&p);
     json_decref(containers);
