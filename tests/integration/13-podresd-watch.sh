@@ -19,7 +19,7 @@ for i in 1 2 3 4; do
 done
 req DELETE /v1/namespaces/ns1/pods/p1
 final=$(revision)
-wait_until 5 grep -q "\"revision\":$final,\"type\"" "$T/all" || fail "live events missing: $(cat "$T/all")"
+wait_until 5 grep -q "\"revision\":$final,\"object\"" "$T/all" || fail "live events missing: $(cat "$T/all")"
 revs=$(jq -r 'select(.type!="BOOKMARK") | .revision' "$T/all" | tail -n +4)
 [ "$(echo "$revs" | sort -n | uniq | tr '\n' ' ')" = "$(echo "$revs" | tr '\n' ' ')" ] || fail "events out of order or repeated: $revs"
 [ "$(echo "$revs" | head -1)" = 4 ] && [ "$(echo "$revs" | tail -1)" = "$final" ] &&
@@ -71,7 +71,7 @@ for i in $(seq 1 60); do
 done
 [ $(( $(date +%s) - start )) -lt $((10 * MULT)) ] || fail "writes slowed down by a stalled watcher"
 final=$(revision)
-wait_until 5 grep -q "\"revision\":$final,\"type\"" "$T/live" || fail "the live watcher fell behind"
+wait_until 5 grep -q "\"revision\":$final,\"object\"" "$T/live" || fail "the live watcher fell behind"
 ok "a watcher that never reads stalls neither writers nor other watchers"
 
 # A bookmark at least every 10 s on a quiet stream; shutdown ends streams.

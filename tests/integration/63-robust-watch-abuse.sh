@@ -109,7 +109,7 @@ st, d = call("GET", "/version")
 final = json.loads(d)["revision"]
 deadline = time.time() + 20
 def complete(b):
-    return (b'"revision":%d,"type"' % final) in b
+    return (b'"revision":%d,"object"' % final) in b
 while time.time() < deadline and not all(complete(b) for b in bufs.values()):
     pump(0.05)
 behind = [i for i, b in bufs.items() if not complete(b)]
