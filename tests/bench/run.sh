@@ -88,7 +88,11 @@ MAIN_PID=$PD_PID MAIN_SOCK=$PD_SOCK MAIN_PORT=$PD_PORT
 sleep 0.5
 RSS_IDLE=$(rss_kib "$MAIN_PID") AN_IDLE=$(anon_kib "$MAIN_PID")
 python3 "$BENCH/populate.py" "$MAIN_SOCK" node 110 >&2
+# Steady state: one run of podresd's 10 s housekeeping (idle read connections
+# closed, heap trimmed) after the writes; the figure just after is logged too.
 sleep 0.5
+log "  RSS right after populating: $(mib "$(rss_kib "$MAIN_PID")") MiB"
+sleep 10.5
 RSS_110=$(rss_kib "$MAIN_PID") AN_110=$(anon_kib "$MAIN_PID")
 mkdir -p "$T/www/v1"
 curl -sf "http://127.0.0.1:$MAIN_PORT/v1/pods" -o "$T/www/v1/pods"
@@ -166,6 +170,8 @@ python3 "$BENCH/hold_watchers.py" "$MAIN_SOCK" 100 20 "$T/watch.ready" &
 HW=$!; PIDS+=("$HW")
 wait_until 15 test -e "$T/watch.ready" || die "100 watchers did not get their lists"
 sleep 0.5
+log "  RSS right after 100 watchers got their lists: $(mib "$(rss_kib "$MAIN_PID")") MiB"
+sleep 10.5
 RSS_W=$(rss_kib "$MAIN_PID") AN_W=$(anon_kib "$MAIN_PID")
 kill "$HW" 2>/dev/null || true; wait "$HW" 2>/dev/null || true
 pd_stop "$MAIN_PID"
