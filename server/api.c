@@ -440,6 +440,10 @@ static err_t render_gauges(struct api *api, struct strbuf *sb)
             "# TYPE podresd_store_commits_total counter\npodresd_store_commits_total %lld\n"
             "# HELP podresd_store_writes_total Writes acknowledged after those commits.\n"
             "# TYPE podresd_store_writes_total counter\npodresd_store_writes_total %lld\n"
+            "# HELP podresd_store_checkpoints_total WAL checkpoints done by the checkpoint "
+            "thread.\n"
+            "# TYPE podresd_store_checkpoints_total counter\npodresd_store_checkpoints_total "
+            "%lld\n"
             "# HELP podresd_watchers Open change-feed streams.\n"
             "# TYPE podresd_watchers gauge\npodresd_watchers %ld\n"
             "# HELP podresd_devices Devices by resource and health.\n"
@@ -449,6 +453,7 @@ static err_t render_gauges(struct api *api, struct strbuf *sb)
             (unsigned long long)store_revision(api->store),
             (long long)json_integer_value(json_object_get(stats, "commits")),
             (long long)json_integer_value(json_object_get(stats, "writes")),
+            (long long)json_integer_value(json_object_get(stats, "checkpoints")),
             feed_watchers(api->feed));
     json_array_foreach(json_object_get(stats, "devices"), i, d) {
         if (!rc)

@@ -382,6 +382,96 @@ err_t st_db_revision(sqlite3 *db, uint64_t *rev)
     return rc;
 }
 
+static void free_pending_from(struct store *st, size_t from);
+
+/* ---- the checkpointer ----
+ * SQLite's automatic checkpoint runs inside the COMMIT that crosses 1000 WAL
+ * frames: that write (and every write queued behind it) waits for ~100 page
+ * writes and an fsync of the database file. Instead the write connection's
+ * WAL hook wakes a thread of the store's own, which checkpoints PASSIVE on a
+ * connection of its own while writes go on. Durability is unchanged: a
+ * COMMIT is on disk once the WAL is synced. */
+#define CKPT_FRAMES 1000
+
+static int on_wal(void *ctx, sqlite3 *db, const char *name, int frames)
+{
+    struct store *st = ctx;
+
+    (void)db;
+    (void)name;
+    if (frames >= CKPT_FRAMES) {
+        pthread_mutex_lock(&st->cmu);
+        st->ckpt_want = true;
+        pthread_cond_signal(&st->ccv);
+        pthread_mutex_unlock(&st->cmu);
+    }
+    return SQLITE_OK;
+}
+
+/* One checkpoint; the first failure of a run of them is logged. */
+static void checkpoint(struct store *st, sqlite3 **db)
+{
+    int rc = SQLITE_OK, log_frames = 0, done = 0;
+
+    if (!*db && open_db(st->path, db))
+        rc = SQLITE_CANTOPEN;
+    if (*db)
+        rc = sqlite3_wal_checkpoint_v2(*db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log_frames, &done);
+    if (rc != SQLITE_OK && !st->ckpt_failing)
+        log_warn("WAL checkpoint failed: %s; retried after the next writes",
+                 *db ? sqlite3_errmsg(*db) : "cannot open the database");
+    else if (rc == SQLITE_OK && st->ckpt_failing)
+        log_info("WAL checkpoint works again");
+    st->ckpt_failing = rc != SQLITE_OK;
+    if (rc == SQLITE_OK)
+        __atomic_add_fetch(&st->nckpts, 1, __ATOMIC_RELAXED);
+}
+
+static void *checkpointer(void *arg)
+{
+    struct store *st = arg;
+    sqlite3 *db = NULL;
+
+    pthread_mutex_lock(&st->cmu);
+    for (;;) {
+        while (!st->ckpt_want && !st->ckpt_stop)
+            pthread_cond_wait(&st->ccv, &st->cmu);
+        if (st->ckpt_stop)
+            break;
+        st->ckpt_want = false;
+        pthread_mutex_unlock(&st->cmu);
+        checkpoint(st, &db);
+        pthread_mutex_lock(&st->cmu);
+    }
+    pthread_mutex_unlock(&st->cmu);
+    st_close(db);
+    return NULL;
+}
+
+static err_t start_checkpointer(struct store *st)
+{
+    if (pthread_create(&st->ckpt_thread, NULL, checkpointer, st) != 0) {
+        log_err("cannot start the checkpoint thread");
+        return ERR_NOMEM;
+    }
+    st->ckpt_started = true;
+    sqlite3_wal_hook(st->wdb, on_wal, st); /* replaces the automatic checkpoint */
+    return ERR_OK;
+}
+
+static void stop_checkpointer(struct store *st)
+{
+    if (!st->ckpt_started)
+        return;
+    sqlite3_wal_hook(st->wdb, NULL, NULL);
+    pthread_mutex_lock(&st->cmu);
+    st->ckpt_stop = true;
+    pthread_cond_signal(&st->ccv);
+    pthread_mutex_unlock(&st->cmu);
+    pthread_join(st->ckpt_thread, NULL);
+    st->ckpt_started = false;
+}
+
 err_t store_open(const struct store_opts *opts, struct store **out)
 {
     struct store *st = calloc(1, sizeof(*st));
@@ -393,6 +483,8 @@ err_t store_open(const struct store_opts *opts, struct store **out)
     pthread_cond_init(&st->bcv, NULL);
     pthread_mutex_init(&st->pmu, NULL);
     pthread_cond_init(&st->pcv, NULL);
+    pthread_mutex_init(&st->cmu, NULL);
+    pthread_cond_init(&st->ccv, NULL);
     st->history = opts->history ? opts->history : 1;
     st->feed = opts->feed;
     st->path = strdup(opts->path);
@@ -405,6 +497,8 @@ err_t store_open(const struct store_opts *opts, struct store **out)
         rc = migrate(st->wdb);
     if (!rc)
         rc = st_db_revision(st->wdb, &st->rev);
+    if (!rc)
+        rc = start_checkpointer(st);
 out:
     if (rc) {
         store_free(st);
@@ -420,13 +514,15 @@ void store_free(struct store *st)
 
     if (!st)
         return;
+    stop_checkpointer(st);
     for (i = 0; i < st->npool; i++)
         st_close(st->pool[i]);
-    st_close(st->wdb);
+    st_close(st->wdb); /* rolls back a batch left open; the last close checkpoints */
+    free_pending_from(st, 0);
     free(st->tx_ev);
     free(st->path);
-    if (st->wdb && st->tx_open)
-        sqlite3_exec(st->wdb, "ROLLBACK;", NULL, NULL, NULL);
+    pthread_mutex_destroy(&st->cmu);
+    pthread_cond_destroy(&st->ccv);
     pthread_mutex_destroy(&st->wmu);
     pthread_cond_destroy(&st->bcv);
     pthread_mutex_destroy(&st->pmu);

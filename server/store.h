@@ -58,8 +58,9 @@ err_t store_reservation_get(struct store *st, const char *ns, const char *name,
  * a burst of readers. Their fds go back to SQLite, which reuses them. */
 void store_release_idle(struct store *st);
 /* For /metrics: {"pods":N,"boundDevices":N,"devices":[{"resource","health","count"}],
- * "commits":N,"writes":N}: COMMITs of write batches since open, and the
- * writes they held (writes/commits is the mean group-commit size). */
+ * "commits":N,"writes":N,"checkpoints":N}: COMMITs of write batches since
+ * open, the writes they held (writes/commits is the mean group-commit size),
+ * and the WAL checkpoints of the store's checkpoint thread. */
 err_t store_stats(struct store *st, json_t **out) WARN_UNUSED;
 
 /* ---- the change feed ---- */

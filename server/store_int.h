@@ -49,6 +49,14 @@ struct store {
     size_t m_nev;                 /* tx_nev when the current write began */
     int wwait;                    /* threads queued for wmu (atomic) */
     pthread_cond_t bcv;           /* broadcast when a batch ends */
+    pthread_mutex_t cmu;          /* the checkpointer's lock: ckpt_want, ckpt_stop */
+    pthread_cond_t ccv;           /* wakes the checkpointer */
+    pthread_t ckpt_thread;        /* the checkpointer (store.c) */
+    bool ckpt_started;            /* ckpt_thread runs */
+    bool ckpt_want;               /* the WAL has CKPT_FRAMES frames or more */
+    bool ckpt_stop;               /* store_free() is waiting for it */
+    bool ckpt_failing;            /* the last checkpoint failed (logged once) */
+    uint64_t nckpts;              /* checkpoints done (atomic) */
     uint64_t ncommits;            /* COMMITs of batches with writes (atomic) */
     uint64_t nwrites;             /* writes those COMMITs held (atomic) */
     pthread_mutex_t pmu;          /* the read pool's lock */

@@ -275,10 +275,11 @@ err_t store_stats(struct store *st, json_t **out)
     st_read_end(st, db);
     if (rc)
         return rc;
-    o = json_pack("{s:I,s:I,s:o,s:I,s:I}", "pods", (json_int_t)pods, "boundDevices",
+    o = json_pack("{s:I,s:I,s:o,s:I,s:I,s:I}", "pods", (json_int_t)pods, "boundDevices",
                   (json_int_t)bound, "devices", devs, "commits",
                   (json_int_t)__atomic_load_n(&st->ncommits, __ATOMIC_RELAXED), "writes",
-                  (json_int_t)__atomic_load_n(&st->nwrites, __ATOMIC_RELAXED));
+                  (json_int_t)__atomic_load_n(&st->nwrites, __ATOMIC_RELAXED), "checkpoints",
+                  (json_int_t)__atomic_load_n(&st->nckpts, __ATOMIC_RELAXED));
     if (!o)
         return ERR_NOMEM;
     *out = o;

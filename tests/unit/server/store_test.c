@@ -1315,6 +1315,8 @@ static void test_group_commit(void)
     CHECK_OK(strbuf_printf(&body, "{\"devices\":[{\"id\":\"held\"}"));
     for (i = 0; i < GC_THREADS * GC_EACH; i++)
         CHECK_OK(strbuf_printf(&body, ",{\"id\":\"n-%d\"}", i));
+    for (i = 0; i < 200; i++)
+        CHECK_OK(strbuf_printf(&body, ",{\"id\":\"s-%d\"}", i));
     CHECK_OK(strbuf_printf(&body, "]}"));
     text = strbuf_detach(&body, &len);
     CHECK_OK(put_devices(&f, NIC, text, NULL));
@@ -1349,6 +1351,23 @@ static void test_group_commit(void)
     CHECK(json_integer_value(json_object_get(stats, "commits")) <
           json_integer_value(json_object_get(stats, "writes")));
     json_decref(stats);
+    /* 200 more writes, each its own COMMIT of several pages: over 1000 WAL
+     * frames, so the checkpoint thread has run (or soon will) */
+    for (i = 0; i < 200; i++) {
+        snprintf(name, sizeof(name), "s-%d", i);
+        CHECK_OK(gc_bind(f.st, name, name, NULL));
+    }
+    fx_some_events(&f, 400);
+    for (i = 0; i < 100; i++) {
+        stats = NULL;
+        CHECK_OK(store_stats(f.st, &stats));
+        t = (int)json_integer_value(json_object_get(stats, "checkpoints"));
+        json_decref(stats);
+        if (t > 0)
+            break;
+        usleep(50 * 1000);
+    }
+    CHECK(t > 0);
     CHECK_OK(store_changes_after(f.st, &cur, NULL, 100000, &buf, &len, &cap));
     nchanges = summarise(buf, len, &chain, sum, sizeof(sum));
     CHECK_EQ_INT(nchanges, (int)store_revision(f.st));
