@@ -289,7 +289,8 @@ json_t *st_json(sqlite3_stmt *stmt, int col)
 static err_t configure(sqlite3 *db)
 {
     static const char *const pragmas =
-        "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;";
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;"
+        "PRAGMA journal_size_limit=16777216;"; /* a restarted WAL shrinks back to 16 MiB */
     int rc;
 
     sqlite3_busy_timeout(db, 5000);
@@ -391,15 +392,29 @@ static void free_pending_from(struct store *st, size_t from);
  * WAL hook wakes a thread of the store's own, which checkpoints PASSIVE on a
  * connection of its own while writes go on. Durability is unchanged: a
  * COMMIT is on disk once the WAL is synced. */
-#define CKPT_FRAMES 1000
+#define CKPT_FRAMES 1000       /* wake the checkpointer every this many new frames */
+#define CKPT_FRAMES_MAX 4000   /* ~16 MiB of WAL: checkpoint inside the COMMIT */
 
+/* Called by the write connection after each COMMIT, wmu held, with the frames
+ * now in the WAL. A checkpoint that runs while writes go on never catches up
+ * with the end of the log, so the log is not restarted and keeps growing
+ * under constant writes; the checkpointer is woken once per CKPT_FRAMES new
+ * frames (not after every COMMIT), and past CKPT_FRAMES_MAX this COMMIT
+ * checkpoints itself, as SQLite would, so that the log restarts. */
 static int on_wal(void *ctx, sqlite3 *db, const char *name, int frames)
 {
     struct store *st = ctx;
 
-    (void)db;
     (void)name;
-    if (frames >= CKPT_FRAMES) {
+    if ((uint64_t)frames < st->ckpt_seen)
+        st->ckpt_next = CKPT_FRAMES; /* the log restarted */
+    st->ckpt_seen = (uint64_t)frames;
+    if ((uint64_t)frames >= CKPT_FRAMES_MAX) {
+        sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        return SQLITE_OK;
+    }
+    if ((uint64_t)frames >= st->ckpt_next) {
+        st->ckpt_next = (uint64_t)frames + CKPT_FRAMES;
         pthread_mutex_lock(&st->cmu);
         st->ckpt_want = true;
         pthread_cond_signal(&st->ccv);
@@ -455,6 +470,7 @@ static err_t start_checkpointer(struct store *st)
         return ERR_NOMEM;
     }
     st->ckpt_started = true;
+    st->ckpt_next = CKPT_FRAMES;
     sqlite3_wal_hook(st->wdb, on_wal, st); /* replaces the automatic checkpoint */
     return ERR_OK;
 }
