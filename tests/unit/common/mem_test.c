@@ -53,8 +53,12 @@ static void test_big_buffers_come_back(void)
     mem_trim();
     after = mem_rss_kib();
     printf("# rss: base %zu KiB, peak %zu KiB, after free %zu KiB\n", base, peak, after);
+#if defined(__SANITIZE_ADDRESS__)
+    printf("# not compared: ASan's allocator and quarantine replace glibc malloc\n");
+#else
     /* back to baseline, give or take 2 MiB of thread stacks and arenas */
     CHECK(after < base + 2048);
+#endif
 }
 
 int main(void)
