@@ -221,10 +221,10 @@ err_t api_watch(struct api_req *r, struct api_resp *out)
 {
     struct watcher *w = calloc(1, sizeof(*w));
     bool has_since = false;
-    err_t rc = w ? ERR_OK : ERR_NOMEM;
+    err_t rc;
 
-    if (rc)
-        return rc;
+    if (!w)
+        return ERR_NOMEM;
     w->api = r->api;
     w->end_at = NO_DEADLINE;
     w->next_bookmark = feed_now_ms() + BOOKMARK_MS;

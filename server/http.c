@@ -700,10 +700,10 @@ err_t http_start(struct api *api, const struct http_opts *opts, struct http **ou
 {
     struct http *h = calloc(1, sizeof(*h));
     int fd = -1;
-    err_t rc = h ? ERR_OK : ERR_NOMEM;
+    err_t rc = ERR_OK;
 
-    if (rc)
-        return rc;
+    if (!h)
+        return ERR_NOMEM;
     h->api = api;
     h->unix_l.h = h;
     h->tcp_l.h = h;

@@ -785,6 +785,8 @@ err_t st_tx_commit(struct store *st)
         return batch_end(st, ERR_OK);
     /* Acknowledged only after the COMMIT that holds this write. */
     me.next = st->tx_waiters;
+    /* batch_end() takes 'me' off the list before it sets me.done */
+    /* cppcheck-suppress autoVariables */
     st->tx_waiters = &me;
     while (!me.done)
         pthread_cond_wait(&st->bcv, &st->wmu);
