@@ -75,7 +75,7 @@ static err_t bind_args(sqlite3 *db, sqlite3_stmt *stmt, const char *fmt, va_list
  * connection is used by one thread at a time, so its cache needs no lock; the
  * registry that maps a connection to its cache is scanned without a lock:
  * caches are never freed, a slot is claimed by compare-and-swap on 'db'. */
-#define STMT_CACHE_MAX 48 /* statements per connection */
+#define STMT_CACHE_MAX 96 /* statements per connection */
 #define TRIM_STEP 64      /* change-log revisions between trims */
 #define STMT_REG_MAX 64   /* connections with a cache, process-wide */
 
@@ -204,7 +204,7 @@ void st_done(sqlite3_stmt *stmt)
             return;
         }
     }
-    st_done(stmt);
+    sqlite3_finalize(stmt); /* not cached: the cache was full */
 }
 
 static err_t prep_va(sqlite3 *db, sqlite3_stmt **stmt, const char *sql, const char *fmt,

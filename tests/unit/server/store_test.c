@@ -7,6 +7,7 @@
 #include "../../../common/strbuf.h"
 #include "../../../server/feed.h"
 #include "../../../server/store.h"
+#include "../../../server/store_int.h"
 #include "../../../server/validate.h"
 #include "../test.h"
 
@@ -1240,6 +1241,50 @@ static void test_rebind_same_uid_conflict(void)
     fx_close(&f);
 }
 
+/* The statement cache (store_int.h): more distinct statements than a
+ * connection caches (the rest are prepared and finalised each time), the
+ * same statement twice at once (nested use gets a second one), and every one
+ * gives the right answer. */
+static void test_statement_cache(void)
+{
+    struct fx f;
+    sqlite3 *db = NULL;
+    sqlite3_stmt *a = NULL, *b = NULL;
+    char sql[64];
+    bool row = false;
+    int i, round, ok = 0;
+
+    if (fx_open(&f, 100))
+        return;
+    CHECK_OK(st_read_begin(f.st, &db));
+    for (round = 0; round < 2 && db; round++) {
+        for (i = 0; i < 300; i++) {
+            snprintf(sql, sizeof(sql), "SELECT %d + ?", i);
+            row = false;
+            if (st_prep(db, &a, sql, "i", (int64_t)round) == ERR_OK &&
+                st_step(db, a, &row) == ERR_OK && row &&
+                sqlite3_column_int(a, 0) == i + round)
+                ok++;
+            st_done(a);
+            a = NULL;
+        }
+    }
+    CHECK_EQ_INT(ok, 600);
+    if (db) {
+        CHECK_OK(st_prep(db, &a, "SELECT ?", "i", (int64_t)1));
+        CHECK_OK(st_prep(db, &b, "SELECT ?", "i", (int64_t)2));
+        CHECK(a != b);
+        CHECK_OK(st_step(db, a, &row));
+        CHECK(row && sqlite3_column_int(a, 0) == 1);
+        CHECK_OK(st_step(db, b, &row));
+        CHECK(row && sqlite3_column_int(b, 0) == 2);
+        st_done(b);
+        st_done(a);
+    }
+    st_read_end(f.st, db);
+    fx_close(&f);
+}
+
 /* ---- group commit ---- */
 
 #define GC_THREADS 8
@@ -1400,4 +1445,5 @@ static void test_group_commit(void)
 
 TEST_MAIN(quiet, test_open_schema, test_rebind_same_uid_conflict, test_register, test_bind, test_allocate, test_numa_preference,
           test_reservations, test_release, test_removed_bound_device, test_ttl,
-          test_changes_after, test_snapshot, test_persistence, test_group_commit)
+          test_changes_after, test_snapshot, test_persistence, test_group_commit,
+          test_statement_cache)
