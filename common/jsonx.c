@@ -2,6 +2,7 @@
 /* jsonx.c - jansson helpers: strict parsing and canonical dumping. */
 #include "common.h"
 #include "jsonx.h"
+#include "strbuf.h"
 
 err_t jsonx_parse(const char *buf, size_t len, json_t **out, char *msg, size_t cap)
 {
@@ -56,45 +57,20 @@ char *jsonx_dumps(const json_t *v)
     return json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
 }
 
-struct linebuf {
-    char *buf;
-    size_t len, cap;
-};
-
 static int line_add(const char *data, size_t n, void *ctx)
 {
-    struct linebuf *b = ctx;
-
-    if (b->len + n + 2 > b->cap) {
-        size_t ncap = b->cap ? b->cap : 1024;
-        char *nb;
-
-        while (ncap < b->len + n + 2)
-            ncap *= 2;
-        nb = realloc(b->buf, ncap);
-        if (!nb)
-            return -1;
-        b->buf = nb;
-        b->cap = ncap;
-    }
-    memcpy(b->buf + b->len, data, n);
-    b->len += n;
-    return 0;
+    return strbuf_add(ctx, data, n) ? -1 : 0;
 }
 
 char *jsonx_dumps_line(const json_t *v, size_t *len)
 {
-    struct linebuf b = {0};
+    struct strbuf sb = STRBUF_INIT;
 
-    if (fault_alloc_fails())
-        return NULL;
-    /* one pass into our buffer: no copy, no sort */
-    if (json_dump_callback(v, line_add, &b, JSON_COMPACT | JSON_ENCODE_ANY) != 0 || !b.buf) {
-        free(b.buf);
+    /* one pass into the buffer: no copy, no sort */
+    if (json_dump_callback(v, line_add, &sb, JSON_COMPACT | JSON_ENCODE_ANY) != 0 || !sb.len ||
+        strbuf_add(&sb, "\n", 1)) {
+        strbuf_release(&sb);
         return NULL;
     }
-    b.buf[b.len] = '\n';
-    b.buf[b.len + 1] = '\0';
-    *len = b.len + 1;
-    return b.buf;
+    return strbuf_detach(&sb, len);
 }

@@ -4,7 +4,6 @@
 #include "mem.h"
 
 #include <malloc.h>
-#include <unistd.h>
 
 void mem_tune(void)
 {
@@ -17,18 +16,4 @@ void mem_tune(void)
 void mem_trim(void)
 {
     malloc_trim(0);
-}
-
-size_t mem_rss_kib(void)
-{
-    unsigned long size = 0, resident = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    long page = sysconf(_SC_PAGESIZE);
-
-    if (!f)
-        return 0;
-    if (fscanf(f, "%lu %lu", &size, &resident) != 2)
-        resident = 0;
-    fclose(f);
-    return page > 0 ? resident * (size_t)page / 1024 : 0;
 }

@@ -6,7 +6,6 @@
  * list, a big answer) come from the heap and stay there. */
 #ifndef PODRES_MEM_H
 #define PODRES_MEM_H
-#include <stddef.h>
 
 /* Blocks of at least this size are mmap()ed and unmapped on free(). */
 #define MEM_MMAP_THRESHOLD (64 * 1024)
@@ -16,7 +15,5 @@
 void mem_tune(void);
 /* Give free heap memory back to the system (malloc_trim); for an idle moment. */
 void mem_trim(void);
-/* Resident set of this process in KiB (/proc/self/statm), 0 if unknown. */
-size_t mem_rss_kib(void);
 
 #endif

@@ -82,17 +82,6 @@ err_t grpc_unframe(const uint8_t *buf, size_t len, size_t max, const uint8_t **m
     return ERR_OK;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 void grpc_percent_decode(const char *in, size_t n, char *out, size_t cap)
 {
     size_t i = 0, o = 0;

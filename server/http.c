@@ -239,17 +239,6 @@ static bool token_ok(const char *want, const char *auth)
     return diff == 0;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Host must name the loopback (DNS-rebinding defence on TCP). */
 static bool host_ok(const char *host)
 {
