@@ -448,9 +448,11 @@ if command -v systemd-analyze >/dev/null; then
         out=$(systemd-analyze verify --man=no "$@" 2>&1) || { echo "$out"; return 1; }
         [ -z "$out" ] || { echo "$out"; return 1; }
     }
-    # ExecStart must name an existing executable: point both at the built podresd.
+    # ExecStart must name an existing executable: point both at the podresd
+    # under test (bin/, or build/san/bin/ for the sanitizer suite).
+    exe=$(readlink -f "$PD")
     for f in deploy/systemd/*.service; do
-        sed "s#/usr/local/bin/podres-syncer#$PWD/bin/podresd#; s#/usr/local/bin/podresd#$PWD/bin/podresd#" "$f" \
+        sed "s#/usr/local/bin/podres-syncer#$exe#; s#/usr/local/bin/podresd#$exe#" "$f" \
             >"$u/$(basename "$f")"
     done
     out=$(verify "$u/podresd.service" "$u/podres-syncer.service") || fail "systemd-analyze verify: $out"
