@@ -32,6 +32,11 @@ err_t strbuf_add(struct strbuf *sb, const void *data, size_t n)
     return ERR_OK;
 }
 
+err_t strbuf_reserve(struct strbuf *sb, size_t n)
+{
+    return grow(sb, n);
+}
+
 err_t strbuf_printf(struct strbuf *sb, const char *fmt, ...)
 {
     va_list ap;

@@ -17,6 +17,9 @@ struct strbuf {
 
 /* Append 'n' bytes. ERR_NOMEM leaves the buffer as it was. */
 err_t strbuf_add(struct strbuf *sb, const void *data, size_t n) WARN_UNUSED;
+/* Make room for 'n' more bytes: adds of up to 'n' bytes in all then cannot
+ * fail (a write's answer, finished after its COMMIT). */
+err_t strbuf_reserve(struct strbuf *sb, size_t n) WARN_UNUSED;
 /* Append formatted text. ERR_NOMEM leaves the buffer as it was. */
 err_t strbuf_printf(struct strbuf *sb, const char *fmt, ...) WARN_UNUSED
     __attribute__((format(printf, 2, 3)));

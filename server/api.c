@@ -284,7 +284,7 @@ static err_t patch_device(struct api_req *r, struct api_resp *out)
 static err_t put_pod(struct api_req *r, struct api_resp *out)
 {
     char msg[API_MSG_MAX] = "";
-    json_t *body = NULL, *containers = NULL, *j = NULL;
+    json_t *body = NULL, *containers = NULL;
     const char *uid = "";
     bool created = false, changed;
     err_t rc = pod_names(r, r->seg[2], r->seg[4]);
@@ -295,13 +295,15 @@ static err_t put_pod(struct api_req *r, struct api_resp *out)
         rc = validate_pod_put(body, &uid, &containers, r->msg, sizeof(r->msg));
     if (!rc) {
         rc = store_pod_bind(r->api->store, r->seg[2], r->seg[4], uid, containers, msg,
-                            sizeof(msg), &j, &created, &changed);
+                            sizeof(msg), &out->text, &out->text_len, &created, &changed);
         if (rc)
             store_fail(r, rc, msg);
     }
     json_decref(body);
     json_decref(containers);
-    return rc ? rc : ok_json(out, created ? 201 : 200, j);
+    if (!rc)
+        out->status = created ? 201 : 200;
+    return rc;
 }
 
 static err_t post_allocate(struct api_req *r, struct api_resp *out)

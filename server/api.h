@@ -48,6 +48,8 @@ struct api_req {
 struct api_resp {
     int status;                      /* HTTP status */
     json_t *json;                    /* new, or NULL */
+    char *text;                      /* new JSON text instead of 'json', or NULL */
+    size_t text_len;                 /* its length */
     struct MHD_Response *raw;        /* new, or NULL (takes precedence) */
     bool stream;                     /* a long-lived stream (left out of latency) */
 };

@@ -91,15 +91,14 @@ json_t *http_status_json(int code, const char *reason, const char *message)
                      "details", "code", code);
 }
 
-static enum MHD_Result queue_json(struct MHD_Connection *conn, struct ctx *c, int status,
-                                  json_t *body, const char *allow)
+/* Answer 'text' (new, NUL-terminated JSON of 'n' bytes, or NULL when out of
+ * memory) followed by a newline, which takes the NUL's place. */
+static enum MHD_Result queue_text(struct MHD_Connection *conn, struct ctx *c, int status,
+                                  char *text, size_t n, const char *allow)
 {
-    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     struct MHD_Response *resp;
     enum MHD_Result ret;
-    size_t n;
 
-    json_decref(body);
     if (!text) {
         static char oom[] = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
                             "\"message\":\"out of memory\",\"reason\":\"InternalError\","
@@ -108,8 +107,7 @@ static enum MHD_Result queue_json(struct MHD_Connection *conn, struct ctx *c, in
         status = 500;
         resp = MHD_create_response_from_buffer(strlen(oom), oom, MHD_RESPMEM_PERSISTENT);
     } else {
-        n = strlen(text);
-        text[n] = '\n'; /* json_dumps leaves room: replace NUL with a newline */
+        text[n] = '\n';
         resp = MHD_create_response_from_buffer(n + 1, text, MHD_RESPMEM_MUST_FREE);
     }
     if (!resp) {
@@ -124,6 +122,16 @@ static enum MHD_Result queue_json(struct MHD_Connection *conn, struct ctx *c, in
     c->answered = true;
     c->status = status;
     return ret;
+}
+
+/* json_dumps leaves room after the text: its NUL becomes the newline. */
+static enum MHD_Result queue_json(struct MHD_Connection *conn, struct ctx *c, int status,
+                                  json_t *body, const char *allow)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+
+    json_decref(body);
+    return queue_text(conn, c, status, text, text ? strlen(text) : 0, allow);
 }
 
 static enum MHD_Result queue_error_allow(struct MHD_Connection *conn, struct ctx *c, err_t rc,
@@ -391,17 +399,24 @@ static enum MHD_Result dispatch(struct listener *l, struct MHD_Connection *conn,
     r.body = c->body;
     r.body_len = c->len;
     rc = rt->fn(&r, &out);
-    if (rc)
+    if (rc) {
+        free(out.text);
         return queue_error(conn, c, rc, r.msg);
+    }
     c->stream = out.stream;
     if (out.raw) {
         enum MHD_Result ret = MHD_queue_response(conn, (unsigned)out.status, out.raw);
 
         MHD_destroy_response(out.raw);
         json_decref(out.json);
+        free(out.text);
         c->answered = true;
         c->status = out.status;
         return ret;
+    }
+    if (out.text) {
+        json_decref(out.json);
+        return queue_text(conn, c, out.status, out.text, out.text_len, NULL);
     }
     return queue_json(conn, c, out.status, out.json, NULL);
 }

@@ -4,6 +4,7 @@
 #define LOG_MOD "store"
 #include "../common/common.h"
 #include "../common/jsonx.h"
+#include "../common/jsonw.h"
 #include "store_int.h"
 
 #include <stdarg.h>
@@ -80,6 +81,7 @@ static err_t bind_args(sqlite3 *db, sqlite3_stmt *stmt, const char *fmt, va_list
 #define STMT_REG_MAX 64   /* connections with a cache, process-wide */
 
 struct stmt_slot {
+    const char *key;     /* the SQL pointer it was first asked with (a literal) */
     uint32_t hash;       /* FNV-1a of the SQL text */
     bool busy;           /* handed out, not yet st_done() */
     sqlite3_stmt *stmt;
@@ -169,10 +171,23 @@ static uint32_t sql_hash(const char *s)
 static int stmt_get(sqlite3 *db, const char *sql, sqlite3_stmt **out)
 {
     struct stmt_cache *c = cache_of(db);
-    uint32_t h = sql_hash(sql);
+    uint32_t h;
     size_t i;
     int rc;
 
+    /* SQL is almost always a literal: the same pointer finds its statement
+     * without hashing it (strcmp still confirms: a few are built in stack
+     * buffers, one address for several texts). */
+    for (i = 0; c && i < c->n; i++) {
+        struct stmt_slot *sl = &c->slot[i];
+
+        if (!sl->busy && sl->key == sql && strcmp(sqlite3_sql(sl->stmt), sql) == 0) {
+            sl->busy = true;
+            *out = sl->stmt;
+            return SQLITE_OK;
+        }
+    }
+    h = sql_hash(sql);
     for (i = 0; c && i < c->n; i++) {
         struct stmt_slot *sl = &c->slot[i];
 
@@ -184,7 +199,7 @@ static int stmt_get(sqlite3 *db, const char *sql, sqlite3_stmt **out)
     }
     rc = sqlite3_prepare_v3(db, sql, -1, c ? SQLITE_PREPARE_PERSISTENT : 0, out, NULL);
     if (rc == SQLITE_OK && c && c->n < STMT_CACHE_MAX)
-        c->slot[c->n++] = (struct stmt_slot){.hash = h, .busy = true, .stmt = *out};
+        c->slot[c->n++] = (struct stmt_slot){.key = sql, .hash = h, .busy = true, .stmt = *out};
     return rc;
 }
 
@@ -496,7 +511,6 @@ err_t store_open(const struct store_opts *opts, struct store **out)
     if (!st)
         return ERR_NOMEM;
     pthread_mutex_init(&st->wmu, NULL);
-    pthread_cond_init(&st->bcv, NULL);
     pthread_mutex_init(&st->pmu, NULL);
     pthread_cond_init(&st->pcv, NULL);
     pthread_mutex_init(&st->cmu, NULL);
@@ -540,7 +554,6 @@ void store_free(struct store *st)
     pthread_mutex_destroy(&st->cmu);
     pthread_cond_destroy(&st->ccv);
     pthread_mutex_destroy(&st->wmu);
-    pthread_cond_destroy(&st->bcv);
     pthread_mutex_destroy(&st->pmu);
     pthread_cond_destroy(&st->pcv);
     free(st);
@@ -665,7 +678,7 @@ static int tx_exec(struct store *st, const char *sql)
  * with wmu held; unlocks it. */
 static err_t batch_end(struct store *st, err_t e)
 {
-    struct tx_waiter *w, *next;
+    struct tx_waiter *w, *next, *waiters;
     int rc;
 
     if (!e && sqlite3_get_autocommit(st->wdb))
@@ -698,14 +711,14 @@ static err_t batch_end(struct store *st, err_t e)
     free_pending_from(st, 0);
     st->tx_open = false;
     st->tx_members = 0;
-    for (w = st->tx_waiters; w; w = next) {
-        next = w->next;
-        w->err = e;
-        w->done = true;
-    }
+    waiters = st->tx_waiters;
     st->tx_waiters = NULL;
-    pthread_cond_broadcast(&st->bcv);
     pthread_mutex_unlock(&st->wmu);
+    for (w = waiters; w; w = next) {
+        next = w->next; /* 'w' is gone once posted */
+        w->err = e;
+        sem_post(&w->done);
+    }
     return e;
 }
 
@@ -783,14 +796,17 @@ err_t st_tx_commit(struct store *st)
     st->tx_members++;
     if (!batch_can_grow(st))
         return batch_end(st, ERR_OK);
-    /* Acknowledged only after the COMMIT that holds this write. */
+    /* Acknowledged only after the COMMIT that holds this write. The wait is
+     * outside 'wmu': the next writer carries the batch on meanwhile. */
+    sem_init(&me.done, 0, 0);
     me.next = st->tx_waiters;
-    /* batch_end() takes 'me' off the list before it sets me.done */
+    /* batch_end() takes 'me' off the list before it posts me.done */
     /* cppcheck-suppress autoVariables */
     st->tx_waiters = &me;
-    while (!me.done)
-        pthread_cond_wait(&st->bcv, &st->wmu);
     pthread_mutex_unlock(&st->wmu);
+    while (sem_wait(&me.done) != 0 && errno == EINTR)
+        ;
+    sem_destroy(&me.done);
     return me.err;
 }
 
@@ -825,18 +841,28 @@ static err_t push_event(struct store *st, const char *kind, const char *ns, char
     return ERR_OK;
 }
 
-err_t st_emit(struct store *st, const char *type, const char *kind, const char *ns, json_t *obj)
+/* {"type":T,"kind":K,"revision":N,"object": - the head of an event line. */
+static void event_head(struct jsonw *w, const char *type, const char *kind, uint64_t rev)
+{
+    jsonw_lit(w, "{\"type\":");
+    jsonw_str(w, type);
+    jsonw_lit(w, ",\"kind\":");
+    jsonw_str(w, kind);
+    jsonw_lit(w, ",\"revision\":");
+    jsonw_u64(w, rev);
+    jsonw_lit(w, ",\"object\":");
+}
+
+/* Close the line in 'w' (released), log it and queue it for the feed. */
+static err_t emit_line(struct store *st, const char *kind, const char *ns, struct jsonw *w)
 {
     uint64_t rev = st->tx_rev + 1;
-    json_t *ev = json_pack("{s:s,s:s,s:I,s:O}", "type", type, "kind", kind, "revision",
-                           (json_int_t)rev, "object", obj);
-    char *line = NULL;
     size_t len = 0;
-    err_t rc = ERR_NOMEM;
+    char *line;
+    err_t rc;
 
-    if (ev)
-        line = jsonx_dumps_line(ev, &len);
-    json_decref(ev);
+    jsonw_lit(w, "}\n");
+    line = jsonw_detach(w, &len);
     if (!line)
         return ERR_NOMEM;
     line[len - 1] = '\0';
@@ -851,6 +877,25 @@ err_t st_emit(struct store *st, const char *type, const char *kind, const char *
     }
     st->tx_rev = rev;
     return ERR_OK;
+}
+
+err_t st_emit(struct store *st, const char *type, const char *kind, const char *ns, json_t *obj)
+{
+    struct jsonw w = JSONW_INIT;
+
+    event_head(&w, type, kind, st->tx_rev + 1);
+    jsonw_json(&w, obj);
+    return emit_line(st, kind, ns, &w);
+}
+
+err_t st_emit_text(struct store *st, const char *type, const char *kind, const char *ns,
+                   const char *obj, size_t n)
+{
+    struct jsonw w = JSONW_INIT;
+
+    event_head(&w, type, kind, st->tx_rev + 1);
+    jsonw_raw(&w, obj, n);
+    return emit_line(st, kind, ns, &w);
 }
 
 /* ---- feed reads ---- */

@@ -89,10 +89,12 @@ err_t store_device_set_health(struct store *st, const char *resource, const char
                               json_t **out) WARN_UNUSED;
 /* Record a pod binding; 'containers' is the validated array of
  * {"name","devices":[{"resourceName","deviceIds"}],"cpuIds","memory"}.
- * *out = {"podResources":{...},"revision":N}; *created true for a new pod
- * (or a new uid), *changed false when the same binding was already there. */
+ * *out = {"podResources":{...},"revision":N} as compact JSON text (new:
+ * free() it; *len bytes), written without a json_t: this is the hot write.
+ * *created true for a new pod (or a new uid), *changed false when the same
+ * binding was already there. */
 err_t store_pod_bind(struct store *st, const char *ns, const char *name, const char *uid,
-                     const json_t *containers, char *msg, size_t cap, json_t **out,
+                     const json_t *containers, char *msg, size_t cap, char **out, size_t *len,
                      bool *created, bool *changed) WARN_UNUSED;
 /* Choose devices and bind; 'request' is the validated array of
  * {"name","requests":{resource:count}}. Same uid and request again: the

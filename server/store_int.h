@@ -4,8 +4,10 @@
 #ifndef PODRES_STORE_INT_H
 #define PODRES_STORE_INT_H
 #include <pthread.h>
+#include <semaphore.h>
 #include <sqlite3.h>
 
+#include "../common/jsonw.h"
 #include "store.h"
 
 #define READ_POOL_MAX 16
@@ -16,14 +18,16 @@
 struct tx_waiter {
     struct tx_waiter *next;
     err_t err;  /* the batch's result */
-    bool done;  /* set by whoever ended the batch */
+    sem_t done; /* posted by whoever ended the batch, after 'err' is set */
 };
 
 /* Group commit: a write transaction (st_tx_begin .. st_tx_commit) is a
  * SAVEPOINT inside a batch, one BEGIN IMMEDIATE .. COMMIT. A write that
  * finishes while others queue for 'wmu' leaves the batch open for them and
- * sleeps on 'bcv' until the COMMIT; the write that finds nobody queued (or
- * the BATCH_MAX-th) commits and wakes the rest. A write is acknowledged only
+ * sleeps on its own semaphore until the COMMIT; the write that finds nobody
+ * queued (or the BATCH_MAX-th) commits, lets go of 'wmu' so the next batch
+ * can begin, and only then wakes the rest, each alone: no thundering herd
+ * back onto 'wmu'. A write is acknowledged only
  * after the COMMIT that holds it; a failed member rolls back to its savepoint
  * and leaves the others in.
  *
@@ -48,7 +52,6 @@ struct store {
     uint64_t m_rev;               /* tx_rev when the current write began */
     size_t m_nev;                 /* tx_nev when the current write began */
     int wwait;                    /* threads queued for wmu (atomic) */
-    pthread_cond_t bcv;           /* broadcast when a batch ends */
     pthread_mutex_t cmu;          /* the checkpointer's lock: ckpt_want, ckpt_stop */
     pthread_cond_t ccv;           /* wakes the checkpointer */
     pthread_t ckpt_thread;        /* the checkpointer (store.c) */
@@ -102,6 +105,9 @@ uint64_t st_tx_next(struct store *st);
  * st_tx_next()) in the change log and the pending list; takes the revision. */
 err_t st_emit(struct store *st, const char *type, const char *kind, const char *ns,
               json_t *obj) WARN_UNUSED;
+/* The same for an object already serialised: 'n' bytes of compact JSON. */
+err_t st_emit_text(struct store *st, const char *type, const char *kind, const char *ns,
+                   const char *obj, size_t n) WARN_UNUSED;
 
 /* Re-evaluate every reservation's state inside the open write transaction,
  * emitting Reservation MODIFIED for those that changed (store_write.c). */
@@ -111,6 +117,15 @@ err_t st_resv_refresh_all(struct store *st) WARN_UNUSED;
 json_t *st_topology(const json_t *numa_ids);
 err_t st_device_json(sqlite3 *db, const char *resource, const char *id, json_t **out) WARN_UNUSED;
 err_t st_pod_json(sqlite3 *db, const char *ns, const char *name, json_t **out) WARN_UNUSED;
+/* The text of st_device_json()'s object, byte for byte what serialising it
+ * gives, appended to 'w' without building a json_t: the write path's events.
+ * A 'rev' other than 0 stands in for the row's revision (a DELETED event). */
+err_t st_device_text(sqlite3 *db, const char *resource, const char *id, uint64_t rev,
+                     struct jsonw *w) WARN_UNUSED;
+/* The text of a pod object (st_pod_json()'s shape) from its column values;
+ * 'containers' is the stored canonical JSON. */
+void st_pod_text(struct jsonw *w, const char *ns, const char *name, const char *uid,
+                 const char *containers, uint64_t rev);
 err_t st_reservation_json(sqlite3 *db, const char *ns, const char *name,
                           json_t **out) WARN_UNUSED;
 /* {key: list, "revision": rev} wrapper; steals 'list'. NULL if out of memory. */

@@ -4,6 +4,8 @@
 #include "../common/common.h"
 #include "store_int.h"
 
+#include <ctype.h>
+
 #define DEVICE_VIEW_SQL                                                                            \
     "SELECT d.resource,d.id,d.health,d.numa,d.properties,d.revision,"                              \
     "b.namespace,b.pod,b.container,p.uid,r.namespace,r.pod FROM devices d "                        \
@@ -81,6 +83,130 @@ static json_t *device_row(sqlite3_stmt *s)
 err_t st_device_json(sqlite3 *db, const char *a, const char *b, json_t **out)
 {
     return one_row(db, DEVICE_VIEW_SQL "WHERE d.resource=? AND d.id=?", device_row, a, b, out);
+}
+
+/* Stored JSON text of column 'col' as it is: written by jsonx_dumps, it is
+ * already what loading and serialising it again would give. */
+static void stored_json(struct jsonw *w, sqlite3_stmt *s, int col, const char *empty)
+{
+    const char *t = st_text(s, col);
+
+    jsonw_lit(w, t[0] ? t : empty);
+}
+
+/* "[0,1]" -> {"nodes":[{"ID":0},{"ID":1}]} as st_topology() gives it; any
+ * other stored shape goes through jansson. */
+static void topology_text(struct jsonw *w, const char *numa)
+{
+    const char *p = numa + 1, *num;
+    json_t *ids, *topo;
+
+    if (numa[0] != '[')
+        goto slow;
+    while (*p != ']') {
+        if (*p == '-')
+            p++;
+        if (!isdigit((unsigned char)*p))
+            goto slow;
+        while (isdigit((unsigned char)*p))
+            p++;
+        if (*p == ',' && p[1] != ']')
+            p++;
+        else if (*p != ']')
+            goto slow;
+    }
+    if (p[1] != '\0')
+        goto slow;
+    jsonw_lit(w, "{\"nodes\":[");
+    for (p = numa + 1; *p != ']';) {
+        num = p;
+        p += strspn(p, "-0123456789");
+        jsonw_lit(w, num == numa + 1 ? "{\"ID\":" : ",{\"ID\":");
+        jsonw_raw(w, num, (size_t)(p - num));
+        jsonw_lit(w, "}");
+        if (*p == ',')
+            p++;
+    }
+    jsonw_lit(w, "]}");
+    return;
+slow:
+    ids = json_loads(numa, JSON_DECODE_ANY, NULL);
+    topo = st_topology(ids ? ids : json_array());
+    jsonw_json(w, topo);
+    json_decref(topo);
+    json_decref(ids);
+}
+
+err_t st_device_text(sqlite3 *db, const char *resource, const char *id, uint64_t rev,
+                     struct jsonw *w)
+{
+    sqlite3_stmt *s = NULL;
+    bool row = false;
+    err_t rc = st_prep(db, &s, DEVICE_VIEW_SQL "WHERE d.resource=? AND d.id=?", "tt", resource, id);
+
+    if (!rc)
+        rc = st_step(db, s, &row);
+    if (!rc && !row)
+        rc = ERR_NOTFOUND;
+    if (rc) {
+        st_done(s);
+        return rc;
+    }
+    jsonw_lit(w, "{\"resourceName\":");
+    jsonw_str(w, st_text(s, 0));
+    jsonw_lit(w, ",\"id\":");
+    jsonw_str(w, st_text(s, 1));
+    jsonw_lit(w, ",\"health\":");
+    jsonw_str(w, st_text(s, 2));
+    jsonw_lit(w, ",\"topology\":");
+    topology_text(w, st_text(s, 3));
+    jsonw_lit(w, ",\"properties\":");
+    stored_json(w, s, 4, "{}");
+    jsonw_lit(w, ",\"holder\":");
+    if (sqlite3_column_type(s, 6) == SQLITE_NULL) {
+        jsonw_lit(w, "null");
+    } else {
+        jsonw_lit(w, "{\"namespace\":");
+        jsonw_str(w, st_text(s, 6));
+        jsonw_lit(w, ",\"name\":");
+        jsonw_str(w, st_text(s, 7));
+        jsonw_lit(w, ",\"uid\":");
+        jsonw_str(w, st_text(s, 9));
+        jsonw_lit(w, ",\"container\":");
+        jsonw_str(w, st_text(s, 8));
+        jsonw_lit(w, "}");
+    }
+    jsonw_lit(w, ",\"reservedFor\":");
+    if (sqlite3_column_type(s, 10) == SQLITE_NULL) {
+        jsonw_lit(w, "null");
+    } else {
+        jsonw_lit(w, "{\"namespace\":");
+        jsonw_str(w, st_text(s, 10));
+        jsonw_lit(w, ",\"name\":");
+        jsonw_str(w, st_text(s, 11));
+        jsonw_lit(w, "}");
+    }
+    jsonw_lit(w, ",\"revision\":");
+    jsonw_u64(w, rev ? rev : (uint64_t)sqlite3_column_int64(s, 5));
+    jsonw_lit(w, "}");
+    st_done(s);
+    return jsonw_done(w);
+}
+
+void st_pod_text(struct jsonw *w, const char *ns, const char *name, const char *uid,
+                 const char *containers, uint64_t rev)
+{
+    jsonw_lit(w, "{\"name\":");
+    jsonw_str(w, name);
+    jsonw_lit(w, ",\"namespace\":");
+    jsonw_str(w, ns);
+    jsonw_lit(w, ",\"uid\":");
+    jsonw_str(w, uid);
+    jsonw_lit(w, ",\"containers\":");
+    jsonw_lit(w, containers[0] ? containers : "{}");
+    jsonw_lit(w, ",\"revision\":");
+    jsonw_u64(w, rev);
+    jsonw_lit(w, "}");
 }
 
 static json_t *pod_row(sqlite3_stmt *s)

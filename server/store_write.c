@@ -29,49 +29,49 @@ static const char *key_split(char *key)
 
 static err_t emit_device(struct store *st, const char *type, const char *resource, const char *id)
 {
-    json_t *obj = NULL;
+    struct jsonw w = JSONW_INIT;
     err_t rc = st_exec(st->wdb, "UPDATE devices SET revision=? WHERE resource=? AND id=?", "utt",
                        st_tx_next(st), resource, id);
 
     if (!rc)
-        rc = st_device_json(st->wdb, resource, id, &obj);
+        rc = st_device_text(st->wdb, resource, id, 0, &w);
     if (!rc)
-        rc = st_emit(st, type, "Device", "", obj);
-    json_decref(obj);
+        rc = st_emit_text(st, type, "Device", "", w.sb.buf, w.sb.len);
+    jsonw_release(&w);
     return rc;
 }
 
 /* Emit DELETED with the last state, then remove the row. */
 static err_t emit_device_deleted(struct store *st, const char *resource, const char *id)
 {
-    json_t *obj = NULL;
-    err_t rc = st_device_json(st->wdb, resource, id, &obj);
+    struct jsonw w = JSONW_INIT;
+    err_t rc = st_device_text(st->wdb, resource, id, st_tx_next(st), &w);
 
     if (!rc)
-        rc = json_object_set_new(obj, "revision", json_integer((json_int_t)st_tx_next(st)))
-                 ? ERR_NOMEM
-                 : ERR_OK;
-    if (!rc)
-        rc = st_emit(st, "DELETED", "Device", "", obj);
+        rc = st_emit_text(st, "DELETED", "Device", "", w.sb.buf, w.sb.len);
     if (!rc)
         rc = st_exec(st->wdb, "DELETE FROM devices WHERE resource=? AND id=?", "tt", resource, id);
-    json_decref(obj);
+    jsonw_release(&w);
     return rc;
 }
 
-/* Emit the pod's event; with 'keep', *keep gets the object too (the
- * write's answer, which need not be read again). */
+/* Emit the pod's event from the values just written (no read back); with
+ * 'keep', the object is appended to it too: the write's answer. */
 static err_t emit_pod(struct store *st, const char *type, const char *ns, const char *name,
-                      json_t **keep)
+                      const char *uid, const char *containers, struct jsonw *keep)
 {
-    json_t *obj = NULL;
-    err_t rc = st_pod_json(st->wdb, ns, name, &obj);
+    struct jsonw w = JSONW_INIT;
+    err_t rc;
 
+    st_pod_text(&w, ns, name, uid, containers, st_tx_next(st));
+    rc = jsonw_done(&w);
     if (!rc)
-        rc = st_emit(st, type, "PodResources", ns, obj);
-    if (!rc && keep)
-        *keep = json_incref(obj);
-    json_decref(obj);
+        rc = st_emit_text(st, type, "PodResources", ns, w.sb.buf, w.sb.len);
+    if (!rc && keep) {
+        jsonw_raw(keep, w.sb.buf, w.sb.len);
+        rc = jsonw_done(keep);
+    }
+    jsonw_release(&w);
     return rc;
 }
 
@@ -826,10 +826,10 @@ static void podrow_release(struct podrow *p)
 }
 
 /* The shared body of bind and allocate, inside the caller's transaction.
- * When the pod changed, *podobj (if not NULL) is its new state. */
+ * When the pod changed, 'podtext' (if not NULL) gets its new state. */
 static err_t bind_pod(struct store *st, const char *ns, const char *name, const char *uid,
                       const json_t *containers, const char *request, char *msg, size_t cap,
-                      bool *created, bool *changed, json_t **podobj)
+                      bool *created, bool *changed, struct jsonw *podtext)
 {
     struct podrow p;
     json_t *stored = NULL, *before = NULL, *after = NULL;
@@ -859,7 +859,7 @@ static err_t bind_pod(struct store *st, const char *ns, const char *name, const 
                      "VALUES(?,?,?,?,?,?)",
                      "tttttu", ns, name, uid, text, request, st_tx_next(st));
     if (!rc)
-        rc = emit_pod(st, p.found ? "MODIFIED" : "ADDED", ns, name, podobj);
+        rc = emit_pod(st, p.found ? "MODIFIED" : "ADDED", ns, name, uid, text, podtext);
     if (!rc)
         rc = pod_devices(st, "bindings", ns, name, &after);
     if (!rc)
@@ -880,19 +880,62 @@ static err_t pod_result(struct store *st, const char *ns, const char *name, json
     return st_pod_json(st->wdb, ns, name, obj);
 }
 
+/* The pod as stored, as text (an unchanged pod's answer). */
+static err_t pod_result_text(struct store *st, const char *ns, const char *name, struct jsonw *w)
+{
+    sqlite3_stmt *s = NULL;
+    bool row = false;
+    err_t rc = st_prep(st->wdb, &s,
+                       "SELECT uid,containers,revision FROM pods WHERE namespace=? AND name=?",
+                       "tt", ns, name);
+
+    if (!rc)
+        rc = st_step(st->wdb, s, &row);
+    if (!rc && !row)
+        rc = ERR_NOTFOUND;
+    if (!rc) {
+        st_pod_text(w, ns, name, st_text(s, 0), st_text(s, 1),
+                    (uint64_t)sqlite3_column_int64(s, 2));
+        rc = jsonw_done(w);
+    }
+    st_done(s);
+    return rc;
+}
+
 err_t store_pod_bind(struct store *st, const char *ns, const char *name, const char *uid,
-                     const json_t *containers, char *msg, size_t cap, json_t **out,
+                     const json_t *containers, char *msg, size_t cap, char **out, size_t *len,
                      bool *created, bool *changed)
 {
-    json_t *obj = NULL;
+    struct jsonw pod = JSONW_INIT, doc = JSONW_INIT;
     err_t rc = st_tx_begin(st);
 
     if (rc)
         return rc;
-    rc = bind_pod(st, ns, name, uid, containers, NULL, msg, cap, created, changed, &obj);
-    if (!rc && !obj)
-        rc = pod_result(st, ns, name, &obj);
-    return finish(st, rc, "podResources", obj, out);
+    rc = bind_pod(st, ns, name, uid, containers, NULL, msg, cap, created, changed, &pod);
+    if (!rc && !pod.sb.len)
+        rc = pod_result_text(st, ns, name, &pod);
+    /* The answer is written before the COMMIT, with room for the revision
+     * it gets after: once committed, nothing may fail. */
+    if (!rc) {
+        jsonw_lit(&doc, "{\"podResources\":");
+        jsonw_raw(&doc, pod.sb.buf, pod.sb.len);
+        jsonw_lit(&doc, ",\"revision\":");
+        jsonw_reserve(&doc, 24); /* 20 digits and "}" */
+        rc = jsonw_done(&doc);
+    }
+    jsonw_release(&pod);
+    if (!rc)
+        rc = st_tx_commit(st);
+    else
+        st_tx_rollback(st);
+    if (rc) {
+        jsonw_release(&doc);
+        return rc;
+    }
+    jsonw_u64(&doc, store_revision(st));
+    jsonw_lit(&doc, "}");
+    *out = jsonw_detach(&doc, len);
+    return ERR_OK;
 }
 
 /* Candidates of 'resource' for pod ns/name, minus 'taken' (keys). */
@@ -1027,6 +1070,7 @@ err_t store_pod_allocate(struct store *st, const char *ns, const char *name, con
                          bool *created, bool *changed)
 {
     struct podrow p = {0};
+    struct jsonw pod = JSONW_INIT;
     json_t *containers = NULL, *obj = NULL;
     char *req = jsonx_dumps(request);
     err_t rc = req ? st_tx_begin(st) : ERR_NOMEM;
@@ -1050,10 +1094,15 @@ err_t store_pod_allocate(struct store *st, const char *ns, const char *name, con
     if (!rc)
         rc = plan(st, ns, name, request, msg, cap, &containers);
     if (!rc)
-        rc = bind_pod(st, ns, name, uid, containers, req, msg, cap, created, changed, &obj);
+        rc = bind_pod(st, ns, name, uid, containers, req, msg, cap, created, changed, &pod);
+    if (!rc && pod.sb.len) {
+        obj = json_loadb(pod.sb.buf, pod.sb.len, 0, NULL);
+        rc = obj ? ERR_OK : ERR_NOMEM;
+    }
 out:
     if (!rc && !obj)
         rc = pod_result(st, ns, name, &obj);
+    jsonw_release(&pod);
     podrow_release(&p);
     json_decref(containers);
     free(req);

@@ -113,4 +113,24 @@ static void test_detach(void) {
   CHECK_EQ_INT(len, 0);
 }
 
-TEST_MAIN(test_add, test_add_empty, test_printf, test_growth, test_detach)
+/* After a reserve, adds within it never reallocate (so cannot fail). */
+static void test_reserve(void) {
+  struct strbuf sb = STRBUF_INIT;
+  char *before;
+  size_t cap, i;
+
+  CHECK_OK(strbuf_add(&sb, "x", 1));
+  CHECK_OK(strbuf_reserve(&sb, 1000));
+  CHECK(sb.cap >= 1 + 1000 + 1);
+  before = sb.buf;
+  cap = sb.cap;
+  for (i = 0; i < 1000; i++)
+    CHECK_OK(strbuf_add(&sb, "y", 1));
+  CHECK(sb.buf == before && sb.cap == cap);
+  CHECK_EQ_INT(sb.len, 1001);
+  CHECK_OK(strbuf_reserve(&sb, 0)); /* room for the NUL is always there */
+  CHECK(sb.buf == before);
+  strbuf_release(&sb);
+}
+
+TEST_MAIN(test_add, test_add_empty, test_printf, test_growth, test_detach, test_reserve)

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* jsonw_test.c - the JSON text writer through common/jsonw.h, against
+ * jansson's own JSON_COMPACT output for the same values. */
+#include "../../../common/common.h"
+#include "../../../common/jsonw.h"
+#include "../test.h"
+
+#include <stdint.h>
+
+/* What jansson writes for string 's'. */
+static char *jansson_str(const char *s) {
+  json_t *j = json_string(s);
+  char *t = j ? json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+
+  json_decref(j);
+  return t;
+}
+
+static void check_str(const char *s) {
+  struct jsonw w = JSONW_INIT;
+  char *want = jansson_str(s), *got;
+
+  jsonw_str(&w, s);
+  got = jsonw_detach(&w, NULL);
+  CHECK(want != NULL && got != NULL);
+  if (want && got)
+    CHECK_STREQ(got, want);
+  free(want);
+  free(got);
+}
+
+static void test_strings(void) {
+  static const char *const cases[] = {
+      "",
+      "plain",
+      "quote\" back\\slash /slash",
+      "\b\f\n\r\t",
+      "\x01\x02\x1f\x7f end",
+      "caf\xc3\xa9 \xe2\x80\xa8 \xf0\x9f\x98\x80",
+      "ends with escape\n",
+  };
+  char all[33];
+  size_t i;
+
+  for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+    check_str(cases[i]);
+  for (i = 0; i < 32; i++) /* every control byte */
+    all[i] = (char)(i + 1 == 32 ? ' ' : i + 1);
+  all[32] = '\0';
+  check_str(all);
+}
+
+/* Random ASCII strings, control bytes and quotes included. */
+static void test_strings_random(void) {
+  unsigned seed = 12345;
+  char s[64];
+  int n, i, k;
+
+  for (n = 0; n < 2000; n++) {
+    int len = (int)((seed = seed * 1103515245u + 12345u) >> 16) % 60;
+
+    for (i = 0; i < len; i++) {
+      seed = seed * 1103515245u + 12345u;
+      k = (int)(seed >> 16) % 128;
+      s[i] = (char)(k ? k : 'x');
+    }
+    s[len] = '\0';
+    check_str(s);
+  }
+}
+
+static void test_numbers_and_json(void) {
+  struct jsonw w = JSONW_INIT;
+  json_t *obj =
+      json_pack("{s:s,s:[i,i],s:n,s:b}", "b", "x\"y", "a", 1, -2, "z", "t", 1);
+  char *want = json_dumps(obj, JSON_COMPACT), *got;
+  size_t len = 0;
+
+  jsonw_lit(&w, "[");
+  jsonw_u64(&w, 0);
+  jsonw_lit(&w, ",");
+  jsonw_u64(&w, 18446744073709551615u);
+  jsonw_lit(&w, ",");
+  jsonw_u64(&w, 42);
+  jsonw_lit(&w, ",");
+  jsonw_json(&w, obj);
+  jsonw_raw(&w, "]xyz", 1);
+  CHECK_OK(jsonw_done(&w));
+  got = jsonw_detach(&w, &len);
+  CHECK(got != NULL && want != NULL);
+  if (got && want) {
+    char expect[256];
+
+    snprintf(expect, sizeof(expect), "[0,18446744073709551615,42,%s]", want);
+    CHECK_STREQ(got, expect);
+    CHECK_EQ_INT(len, strlen(expect));
+  }
+  CHECK(w.sb.buf == NULL && w.sb.len == 0 && jsonw_done(&w) == ERR_OK);
+  free(got);
+  free(want);
+  json_decref(obj);
+}
+
+static void test_empty_and_release(void) {
+  struct jsonw w = JSONW_INIT;
+  char *s = jsonw_detach(&w, NULL);
+
+  CHECK(s != NULL && s[0] == '\0'); /* nothing written is still a text */
+  free(s);
+  jsonw_lit(&w, "abc");
+  jsonw_release(&w);
+  CHECK(w.sb.buf == NULL && jsonw_done(&w) == ERR_OK);
+}
+
+/* Once failed, later writes do nothing and detach gives NULL. */
+static void test_sticky_error(void) {
+  struct jsonw w = JSONW_INIT;
+
+  jsonw_lit(&w, "{");
+  jsonw_json(&w, NULL); /* not a value: fails */
+  CHECK_EQ_INT(jsonw_done(&w), ERR_NOMEM);
+  jsonw_lit(&w, "more");
+  jsonw_str(&w, "more");
+  jsonw_u64(&w, 7);
+  CHECK_STREQ(w.sb.buf, "{");
+  CHECK(jsonw_detach(&w, NULL) == NULL);
+  CHECK(w.sb.buf == NULL && jsonw_done(&w) == ERR_OK);
+}
+
+static void test_reserve(void) {
+  struct jsonw w = JSONW_INIT;
+  char *before;
+
+  jsonw_lit(&w, "{\"revision\":");
+  jsonw_reserve(&w, 24);
+  CHECK_OK(jsonw_done(&w));
+  before = w.sb.buf;
+  jsonw_u64(&w, UINT64_MAX);
+  jsonw_lit(&w, "}");
+  CHECK(w.sb.buf == before);
+  CHECK_STREQ(w.sb.buf, "{\"revision\":18446744073709551615}");
+  jsonw_release(&w);
+}
+
+TEST_MAIN(test_reserve, test_strings, test_strings_random, test_numbers_and_json,
+          test_empty_and_release, test_sticky_error)
