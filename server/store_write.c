@@ -759,6 +759,31 @@ static err_t emit_key_changes(struct store *st, json_t *before, json_t *after, b
     return rc;
 }
 
+static err_t map_binding(struct store *st, const char *container, const char *resource,
+                         const char *id, void *ctx)
+{
+    char key[KEY_MAX];
+
+    (void)st;
+    dev_key(key, resource, id);
+    return json_object_set_new(ctx, key, json_string(container)) ? ERR_NOMEM : ERR_OK;
+}
+
+/* pod_devices(st, "bindings", ...) of a pod whose bindings were just
+ * written from 'containers', without reading them back. */
+static err_t binding_map(const json_t *containers, json_t **out)
+{
+    json_t *map = json_object();
+    err_t rc = map ? each_device(NULL, containers, map_binding, map) : ERR_NOMEM;
+
+    if (rc) {
+        json_decref(map);
+        return rc;
+    }
+    *out = map;
+    return ERR_OK;
+}
+
 struct owner {
     const char *ns;   /* the pod's namespace */
     const char *name; /* the pod's name */
@@ -861,7 +886,7 @@ static err_t bind_pod(struct store *st, const char *ns, const char *name, const 
     if (!rc)
         rc = emit_pod(st, p.found ? "MODIFIED" : "ADDED", ns, name, uid, text, podtext);
     if (!rc)
-        rc = pod_devices(st, "bindings", ns, name, &after);
+        rc = binding_map(stored, &after);
     if (!rc)
         rc = emit_key_changes(st, before, after, p.found && strcmp(p.uid, uid) != 0);
     if (!rc)
