@@ -15,6 +15,10 @@
 #define CATCHUP_ROWS 512       /* change-log rows per read transaction */
 #define NO_DEADLINE UINT64_MAX
 #define WATCH_BUF_KEEP 65536   /* a larger send buffer is freed once sent */
+/* libmicrohttpd 0.9.75 writes a chunked stream straight into the
+ * connection's buffer: the response's own block is allocated per stream and
+ * barely used, so it is kept small (8 KiB cost 7 KiB of RSS per watcher). */
+#define WATCH_BLOCK 1024
 
 struct watcher {
     struct api *api;           /* borrowed */
@@ -237,7 +241,7 @@ err_t api_watch(struct api_req *r, struct api_resp *out)
         return rc;
     }
     feed_watcher_add(w->api->feed, 1);
-    out->raw = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 8 * 1024, reader, w,
+    out->raw = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, WATCH_BLOCK, reader, w,
                                                  watcher_free);
     if (!out->raw) {
         watcher_free(w);

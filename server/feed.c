@@ -16,6 +16,8 @@ struct feed {
     pthread_cond_t cond;     /* broadcast on publish and close */
     struct feed_event *ring; /* 'cap' slots; slot = rev % cap */
     size_t cap;              /* ring size in events */
+    size_t bytes;            /* line bytes held in the ring */
+    size_t max_bytes;        /* older lines are let go beyond this; 0: no limit */
     uint64_t first;          /* oldest revision in the ring; head+1 when empty */
     uint64_t head;           /* last published revision */
     bool closed;             /* shutting down */
@@ -69,6 +71,23 @@ void feed_free(struct feed *f)
     free(f);
 }
 
+void feed_limit_bytes(struct feed *f, size_t max_bytes)
+{
+    pthread_mutex_lock(&f->mu);
+    f->max_bytes = max_bytes;
+    pthread_mutex_unlock(&f->mu);
+}
+
+static void slot_clear(struct feed *f, struct feed_event *slot)
+{
+    f->bytes -= slot->len;
+    free(slot->ns);
+    free(slot->line);
+    slot->ns = NULL;
+    slot->line = NULL;
+    slot->len = 0;
+}
+
 void feed_publish(struct feed *f, struct feed_event *ev, size_t n)
 {
     size_t i;
@@ -84,13 +103,17 @@ void feed_publish(struct feed *f, struct feed_event *ev, size_t n)
         }
         if (ev[i].rev - f->first >= f->cap)
             f->first = ev[i].rev - f->cap + 1;
-        free(slot->ns);
-        free(slot->line);
+        slot_clear(f, slot);
         *slot = ev[i];
+        f->bytes += slot->len;
         ev[i].ns = NULL;
         ev[i].line = NULL;
         f->head = ev[i].rev;
     }
+    /* Over the byte budget, the oldest lines go (the newest always stays):
+     * a watcher that far behind reads the change log instead. */
+    while (f->max_bytes && f->bytes > f->max_bytes && f->first < f->head)
+        slot_clear(f, &f->ring[f->first++ % f->cap]);
     pthread_cond_broadcast(&f->cond);
     pthread_mutex_unlock(&f->mu);
 }

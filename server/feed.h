@@ -38,6 +38,10 @@ struct feed;
 /* 'capacity' events are kept. 'head' is the store's revision at start. New, or NULL. */
 struct feed *feed_new(size_t capacity, uint64_t head);
 void feed_free(struct feed *f); /* NULL is a no-op */
+/* Keep at most 'max_bytes' of lines as well (0: no limit, the default); the
+ * newest event always stays. Memory, not correctness: older cursors get
+ * FEED_BEHIND and read the change log. */
+void feed_limit_bytes(struct feed *f, size_t max_bytes);
 
 /* Append 'n' events with contiguous revisions head+1..; steals their ns and
  * line (the array itself stays the caller's). Wakes every watcher. */

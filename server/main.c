@@ -20,7 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FEED_RING_MAX 4096
+/* The feed's ring: at most this many events and bytes of lines; a watcher
+ * further behind reads the change log (SQLite) until it catches up. */
+#define FEED_RING_MAX 1024
+#define FEED_RING_BYTES (256 * 1024)
 
 static const char usage[] =
     "usage: podresd [--config FILE] [--db PATH] [--socket PATH] [--listen HOST:PORT]\n"
@@ -165,6 +168,7 @@ static err_t start(struct daemon *d)
     d->metrics = metrics_new(api_nroutes);
     if (!d->feed || !d->metrics)
         return ERR_NOMEM;
+    feed_limit_bytes(d->feed, FEED_RING_BYTES);
     for (i = 0; i < api_nroutes; i++)
         metrics_set_label(d->metrics, i, api_routes[i].method, api_routes[i].label);
     store_set_feed(d->store, d->feed);

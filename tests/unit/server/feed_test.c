@@ -186,6 +186,49 @@ static void test_behind(void)
     feed_free(f);
 }
 
+/* Beyond the byte budget the oldest lines go, in order, and the newest
+ * always stays; cursors before them are behind. */
+static void test_byte_budget(void)
+{
+    struct feed *f = feed_new(100, 0);
+    char *buf = NULL;
+    size_t len = 0, cap = 0, one;
+    uint64_t cur, r;
+
+    /* every line of pub() for "Device" and a one-digit revision is 'one' bytes */
+    one = strlen("{\"revision\":1,\"kind\":\"Device\"}\n");
+    feed_limit_bytes(f, 3 * one);
+    for (r = 1; r <= 9; r++)
+        pub(f, r, "Device", "");
+    cur = 5;
+    CHECK_EQ_INT(feed_wait(f, &cur, NULL, feed_now_ms(), &buf, &len, &cap), FEED_BEHIND);
+    cur = 6; /* 7..9 are kept */
+    CHECK_EQ_INT(feed_wait(f, &cur, NULL, feed_now_ms(), &buf, &len, &cap), FEED_GOT);
+    CHECK_EQ_INT(line_count(buf, len), 3);
+    CHECK_EQ_INT(line_rev(buf, len, 0), 7);
+    CHECK_EQ_INT(cur, 9);
+    /* a budget smaller than one line still keeps the newest */
+    feed_limit_bytes(f, 1);
+    pub(f, 10, "Device", "");
+    cur = 8;
+    CHECK_EQ_INT(feed_wait(f, &cur, NULL, feed_now_ms(), &buf, &len, &cap), FEED_BEHIND);
+    cur = 9;
+    len = 0;
+    CHECK_EQ_INT(feed_wait(f, &cur, NULL, feed_now_ms(), &buf, &len, &cap), FEED_GOT);
+    CHECK_EQ_INT(line_count(buf, len), 1);
+    CHECK_EQ_INT(line_rev(buf, len, 0), 10);
+    /* no limit again: the ring fills to its event capacity */
+    feed_limit_bytes(f, 0);
+    for (r = 11; r <= 20; r++)
+        pub(f, r, "Device", "");
+    cur = 9;
+    len = 0;
+    CHECK_EQ_INT(feed_wait(f, &cur, NULL, feed_now_ms(), &buf, &len, &cap), FEED_GOT);
+    CHECK_EQ_INT(line_count(buf, len), 11);
+    free(buf);
+    feed_free(f);
+}
+
 static void test_buffer_limit(void)
 {
     struct feed *f = feed_new(8, 0);
@@ -291,5 +334,5 @@ static void test_watchers(void)
     feed_free(f);
 }
 
-TEST_MAIN(test_publish_wait, test_filters, test_behind, test_buffer_limit,
+TEST_MAIN(test_publish_wait, test_filters, test_behind, test_byte_budget, test_buffer_limit,
           test_wake_close_timeout, test_watchers)
