@@ -515,6 +515,7 @@ err_t store_open(const struct store_opts *opts, struct store **out)
     pthread_cond_init(&st->pcv, NULL);
     pthread_mutex_init(&st->cmu, NULL);
     pthread_cond_init(&st->ccv, NULL);
+    pthread_mutex_init(&st->qmu, NULL);
     st->history = opts->history ? opts->history : 1;
     st->feed = opts->feed;
     st->path = strdup(opts->path);
@@ -558,6 +559,7 @@ void store_free(struct store *st)
     free(st->path);
     pthread_mutex_destroy(&st->cmu);
     pthread_cond_destroy(&st->ccv);
+    pthread_mutex_destroy(&st->qmu);
     pthread_mutex_destroy(&st->wmu);
     pthread_mutex_destroy(&st->pmu);
     pthread_cond_destroy(&st->pcv);
@@ -813,6 +815,142 @@ err_t st_tx_commit(struct store *st)
         ;
     sem_destroy(&me.done);
     return me.err;
+}
+
+/* ---- combined writes (st_write) ---- */
+
+/* Open a member of the batch (the batch too, if none is open) for the
+ * combiner, who holds wmu. On failure nothing of it is left open; the batch
+ * may have ended (then wmu was let go and is taken again). */
+static err_t member_begin(struct store *st)
+{
+    int rc;
+
+    if (!st->tx_open) {
+        rc = tx_exec(st, "BEGIN IMMEDIATE");
+        if (rc != SQLITE_OK)
+            return st_dberr(st->wdb, rc, "begin a write transaction");
+        st->tx_open = true;
+        st->tx_rev = st->rev;
+        st->tx_members = 0;
+        free_pending_from(st, 0);
+    }
+    rc = tx_exec(st, "SAVEPOINT member");
+    if (rc != SQLITE_OK) {
+        err_t e = st_dberr(st->wdb, rc, "begin a write transaction");
+
+        batch_end(st, st->tx_members > 0 ? ERR_OK : e); /* unlocks */
+        pthread_mutex_lock(&st->wmu);
+        return e;
+    }
+    st->m_rev = st->tx_rev;
+    st->m_nev = st->tx_nev;
+    return ERR_OK;
+}
+
+/* Run one queued write as a member; a failed one is rolled back to its
+ * savepoint and answered at once, a good one waits for the batch's COMMIT. */
+static void run_op(struct store *st, struct wop *op)
+{
+    err_t rc = member_begin(st);
+    int r;
+
+    if (rc) {
+        op->w.err = rc;
+        sem_post(&op->w.done);
+        return;
+    }
+    rc = op->fn(st, op->ctx);
+    if (!rc) {
+        r = tx_exec(st, "RELEASE member");
+        if (r != SQLITE_OK)
+            rc = st_dberr(st->wdb, r, "commit");
+    }
+    if (!rc) {
+        st->tx_members++;
+        op->w.next = st->tx_waiters;
+        st->tx_waiters = &op->w;
+        return;
+    }
+    if (!sqlite3_get_autocommit(st->wdb)) {
+        sqlite3_exec(st->wdb, "ROLLBACK TO member; RELEASE member;", NULL, NULL, NULL);
+        free_pending_from(st, st->m_nev);
+        st->tx_rev = st->m_rev;
+    }
+    if (sqlite3_get_autocommit(st->wdb)) {
+        batch_end(st, ERR_UNAVAIL); /* SQLite dropped the batch: its members fail */
+        pthread_mutex_lock(&st->wmu);
+    }
+    op->w.err = rc;
+    sem_post(&op->w.done);
+}
+
+/* The combiner: holding wmu, run the queued writes back to back (at most
+ * BATCH_MAX in one batch), COMMIT once, answer them all. Writes still queued
+ * then get a new combiner: the first of them is woken to be it. */
+static void combine(struct store *st)
+{
+    struct wop *op, *heir = NULL;
+
+    __atomic_add_fetch(&st->wwait, 1, __ATOMIC_ACQ_REL);
+    pthread_mutex_lock(&st->wmu);
+    __atomic_sub_fetch(&st->wwait, 1, __ATOMIC_ACQ_REL);
+    for (;;) {
+        pthread_mutex_lock(&st->qmu);
+        op = st->tx_members < BATCH_MAX ? st->qhead : NULL;
+        if (op) {
+            st->qhead = op->next;
+            if (!st->qhead)
+                st->qtail = NULL;
+            op->next = NULL;
+        } else if (st->qhead) {
+            heir = st->qhead; /* stays queued; 'combining' stays set for it */
+        } else {
+            st->combining = false;
+        }
+        pthread_mutex_unlock(&st->qmu);
+        if (!op)
+            break;
+        run_op(st, op);
+    }
+    if (st->tx_open)
+        batch_end(st, ERR_OK); /* unlocks wmu, answers the members */
+    else
+        pthread_mutex_unlock(&st->wmu);
+    if (heir) {
+        __atomic_add_fetch(&st->nheirs, 1, __ATOMIC_RELAXED);
+        heir->lead = true;
+        sem_post(&heir->w.done);
+    }
+}
+
+err_t st_write(struct store *st, err_t (*fn)(struct store *st, void *ctx), void *ctx)
+{
+    struct wop me = {.fn = fn, .ctx = ctx};
+    bool lead;
+
+    sem_init(&me.w.done, 0, 0);
+    pthread_mutex_lock(&st->qmu);
+    /* cppcheck-suppress autoVariables ; dequeued before this returns */
+    *(st->qtail ? &st->qtail->next : &st->qhead) = &me;
+    st->qtail = &me;
+    lead = !st->combining;
+    st->combining = true;
+    pthread_mutex_unlock(&st->qmu);
+    for (;;) {
+        if (lead) {
+            combine(st); /* runs 'me' among the others */
+            lead = false;
+        }
+        while (sem_wait(&me.w.done) != 0 && errno == EINTR)
+            ;
+        if (!me.lead)
+            break;
+        me.lead = false; /* not an answer: the queue is ours to run */
+        lead = true;
+    }
+    sem_destroy(&me.w.done);
+    return me.w.err;
 }
 
 uint64_t st_tx_next(struct store *st)

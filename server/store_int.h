@@ -21,6 +21,15 @@ struct tx_waiter {
     sem_t done; /* posted by whoever ended the batch, after 'err' is set */
 };
 
+/* A write queued for the combiner (st_write), on its caller's stack. */
+struct wop {
+    err_t (*fn)(struct store *st, void *ctx); /* the write, run by the combiner */
+    void *ctx;                                 /* its arguments and results */
+    struct tx_waiter w;                        /* its answer, posted on w.done */
+    bool lead;                                 /* posted to run the queue, not answered */
+    struct wop *next;                          /* queue order */
+};
+
 /* Group commit: a write transaction (st_tx_begin .. st_tx_commit) is a
  * SAVEPOINT inside a batch, one BEGIN IMMEDIATE .. COMMIT. A write that
  * finishes while others queue for 'wmu' leaves the batch open for them and
@@ -52,6 +61,10 @@ struct store {
     uint64_t m_rev;               /* tx_rev when the current write began */
     size_t m_nev;                 /* tx_nev when the current write began */
     int wwait;                    /* threads queued for wmu (atomic) */
+    pthread_mutex_t qmu;          /* guards the st_write queue: qhead, qtail, combining */
+    struct wop *qhead, *qtail;    /* writes waiting for a combiner */
+    bool combining;               /* a combiner runs (or is woken to) */
+    uint64_t nheirs;              /* combiners woken to run a queue (atomic; for tests) */
     pthread_mutex_t cmu;          /* the checkpointer's lock: ckpt_want, ckpt_stop */
     pthread_cond_t ccv;           /* wakes the checkpointer */
     pthread_t ckpt_thread;        /* the checkpointer (store.c) */
@@ -95,6 +108,13 @@ void st_read_end(struct store *st, sqlite3 *db);
 /* The revision as stored in the database (inside a read transaction). */
 err_t st_db_revision(sqlite3 *db, uint64_t *rev) WARN_UNUSED;
 
+/* Run fn(st, ctx) as one write of a batch and return its result once the
+ * batch's COMMIT holds it (or at once when it fails: then nothing of it is
+ * kept). Concurrent writes are queued and run back to back by one thread,
+ * the combiner, so the write lock never waits for a thread to wake up; fn
+ * may run on another thread than the caller's (ctx lives on the caller's
+ * stack, which waits). fn writes through st->wdb like a st_tx_begin body. */
+err_t st_write(struct store *st, err_t (*fn)(struct store *st, void *ctx), void *ctx) WARN_UNUSED;
 /* Write transactions: begin locks wmu; commit/rollback unlock it. */
 err_t st_tx_begin(struct store *st) WARN_UNUSED;
 err_t st_tx_commit(struct store *st) WARN_UNUSED;

@@ -927,39 +927,55 @@ static err_t pod_result_text(struct store *st, const char *ns, const char *name,
     return rc;
 }
 
+struct bind_op {
+    const char *ns, *name, *uid; /* the pod */
+    const json_t *containers;    /* validated */
+    char *msg;                   /* why it failed, 'cap' bytes */
+    size_t cap;
+    bool created, changed;       /* results */
+    struct jsonw doc;            /* the answer, but for its revision */
+};
+
+static err_t bind_run(struct store *st, void *ctx)
+{
+    struct bind_op *b = ctx;
+    struct jsonw pod = JSONW_INIT;
+    err_t rc = bind_pod(st, b->ns, b->name, b->uid, b->containers, NULL, b->msg, b->cap,
+                        &b->created, &b->changed, &pod);
+
+    if (!rc && !pod.sb.len)
+        rc = pod_result_text(st, b->ns, b->name, &pod);
+    /* The answer is written before the COMMIT, with room for the revision
+     * it gets after: once committed, nothing may fail. */
+    if (!rc) {
+        jsonw_lit(&b->doc, "{\"podResources\":");
+        jsonw_raw(&b->doc, pod.sb.buf, pod.sb.len);
+        jsonw_lit(&b->doc, ",\"revision\":");
+        jsonw_reserve(&b->doc, 24); /* 20 digits and "}" */
+        rc = jsonw_done(&b->doc);
+    }
+    jsonw_release(&pod);
+    if (rc)
+        jsonw_release(&b->doc);
+    return rc;
+}
+
 err_t store_pod_bind(struct store *st, const char *ns, const char *name, const char *uid,
                      const json_t *containers, char *msg, size_t cap, char **out, size_t *len,
                      bool *created, bool *changed)
 {
-    struct jsonw pod = JSONW_INIT, doc = JSONW_INIT;
-    err_t rc = st_tx_begin(st);
+    struct bind_op b = {ns, name, uid, containers, msg, cap, false, false, JSONW_INIT};
+    err_t rc = st_write(st, bind_run, &b);
 
-    if (rc)
-        return rc;
-    rc = bind_pod(st, ns, name, uid, containers, NULL, msg, cap, created, changed, &pod);
-    if (!rc && !pod.sb.len)
-        rc = pod_result_text(st, ns, name, &pod);
-    /* The answer is written before the COMMIT, with room for the revision
-     * it gets after: once committed, nothing may fail. */
-    if (!rc) {
-        jsonw_lit(&doc, "{\"podResources\":");
-        jsonw_raw(&doc, pod.sb.buf, pod.sb.len);
-        jsonw_lit(&doc, ",\"revision\":");
-        jsonw_reserve(&doc, 24); /* 20 digits and "}" */
-        rc = jsonw_done(&doc);
-    }
-    jsonw_release(&pod);
-    if (!rc)
-        rc = st_tx_commit(st);
-    else
-        st_tx_rollback(st);
     if (rc) {
-        jsonw_release(&doc);
+        jsonw_release(&b.doc);
         return rc;
     }
-    jsonw_u64(&doc, store_revision(st));
-    jsonw_lit(&doc, "}");
-    *out = jsonw_detach(&doc, len);
+    *created = b.created;
+    *changed = b.changed;
+    jsonw_u64(&b.doc, store_revision(st));
+    jsonw_lit(&b.doc, "}");
+    *out = jsonw_detach(&b.doc, len);
     return ERR_OK;
 }
 
@@ -1090,89 +1106,142 @@ out:
     return ERR_OK;
 }
 
-err_t store_pod_allocate(struct store *st, const char *ns, const char *name, const char *uid,
-                         const json_t *request, char *msg, size_t cap, json_t **out,
-                         bool *created, bool *changed)
-{
-    struct podrow p = {0};
-    struct jsonw pod = JSONW_INIT;
-    json_t *containers = NULL, *obj = NULL;
-    char *req = jsonx_dumps(request);
-    err_t rc = req ? st_tx_begin(st) : ERR_NOMEM;
+/* A pod write run by the combiner (st_write) whose answer is {key: obj}. */
+struct pod_op {
+    const char *ns, *name, *uid; /* the pod */
+    const json_t *request;       /* allocate: the validated request */
+    char *req;                   /* allocate: its canonical text */
+    char *msg;                   /* why it failed, 'cap' bytes */
+    size_t cap;
+    bool created, changed;       /* allocate's results */
+    json_t *obj;                 /* the pod: the answer */
+};
 
+/* The answer {"podResources": obj, "revision": N} once committed. */
+static err_t pod_answer(struct store *st, err_t rc, struct pod_op *o, json_t **out)
+{
     if (rc) {
-        free(req);
+        json_decref(o->obj);
         return rc;
     }
-    rc = podrow_get(st, ns, name, &p);
-    if (!rc && p.found && strcmp(p.uid, uid) == 0) {
-        *created = false;
-        *changed = false;
-        if (!p.request || strcmp(p.request, req) != 0) {
-            snprintf(msg, cap,
-                     "pod %s/%s (uid %s) is already bound %s; release it first", ns, name, uid,
-                     p.request ? "with a different request" : "by a bind");
+    *out = st_wrap("podResources", o->obj, store_revision(st));
+    return *out ? ERR_OK : ERR_NOMEM;
+}
+
+static err_t allocate_run(struct store *st, void *ctx)
+{
+    struct pod_op *o = ctx;
+    struct podrow p = {0};
+    struct jsonw pod = JSONW_INIT;
+    json_t *containers = NULL;
+    err_t rc = podrow_get(st, o->ns, o->name, &p);
+
+    o->obj = NULL;
+    if (!rc && p.found && strcmp(p.uid, o->uid) == 0) {
+        o->created = false;
+        o->changed = false;
+        if (!p.request || strcmp(p.request, o->req) != 0) {
+            snprintf(o->msg, o->cap,
+                     "pod %s/%s (uid %s) is already bound %s; release it first", o->ns, o->name,
+                     o->uid, p.request ? "with a different request" : "by a bind");
             rc = ERR_CONFLICT;
         }
         goto out;
     }
     if (!rc)
-        rc = plan(st, ns, name, request, msg, cap, &containers);
+        rc = plan(st, o->ns, o->name, o->request, o->msg, o->cap, &containers);
     if (!rc)
-        rc = bind_pod(st, ns, name, uid, containers, req, msg, cap, created, changed, &pod);
+        rc = bind_pod(st, o->ns, o->name, o->uid, containers, o->req, o->msg, o->cap, &o->created,
+                      &o->changed, &pod);
     if (!rc && pod.sb.len) {
-        obj = json_loadb(pod.sb.buf, pod.sb.len, 0, NULL);
-        rc = obj ? ERR_OK : ERR_NOMEM;
+        o->obj = json_loadb(pod.sb.buf, pod.sb.len, 0, NULL);
+        rc = o->obj ? ERR_OK : ERR_NOMEM;
     }
 out:
-    if (!rc && !obj)
-        rc = pod_result(st, ns, name, &obj);
+    if (!rc && !o->obj)
+        rc = pod_result(st, o->ns, o->name, &o->obj);
     jsonw_release(&pod);
     podrow_release(&p);
     json_decref(containers);
-    free(req);
-    return finish(st, rc, "podResources", obj, out);
+    if (rc) {
+        json_decref(o->obj);
+        o->obj = NULL;
+    }
+    return rc;
+}
+
+err_t store_pod_allocate(struct store *st, const char *ns, const char *name, const char *uid,
+                         const json_t *request, char *msg, size_t cap, json_t **out,
+                         bool *created, bool *changed)
+{
+    struct pod_op o = {.ns = ns, .name = name, .uid = uid, .request = request, .msg = msg,
+                       .cap = cap};
+    err_t rc;
+
+    o.req = jsonx_dumps(request);
+    if (!o.req)
+        return ERR_NOMEM;
+    rc = st_write(st, allocate_run, &o);
+    free(o.req);
+    if (!rc) {
+        *created = o.created;
+        *changed = o.changed;
+    }
+    return pod_answer(st, rc, &o, out);
+}
+
+static err_t release_run(struct store *st, void *ctx)
+{
+    struct pod_op *o = ctx;
+    struct podrow p;
+    json_t *before = NULL, *none = json_object();
+    err_t rc = none ? podrow_get(st, o->ns, o->name, &p) : ERR_NOMEM;
+
+    o->obj = NULL;
+    if (!rc && !p.found) {
+        snprintf(o->msg, o->cap, "pod %s/%s not found", o->ns, o->name);
+        rc = ERR_NOTFOUND;
+    } else if (!rc && o->uid && strcmp(o->uid, p.uid) != 0) {
+        snprintf(o->msg, o->cap, "pod %s/%s has uid \"%s\", not \"%s\"", o->ns, o->name, p.uid,
+                 o->uid);
+        rc = ERR_CONFLICT;
+    }
+    if (!rc)
+        rc = pod_devices(st, "bindings", o->ns, o->name, &before);
+    if (!rc)
+        rc = st_pod_json(st->wdb, o->ns, o->name, &o->obj);
+    if (!rc &&
+        json_object_set_new(o->obj, "revision", json_integer((json_int_t)st_tx_next(st))))
+        rc = ERR_NOMEM;
+    if (!rc)
+        rc = st_emit(st, "DELETED", "PodResources", o->ns, o->obj);
+    if (!rc)
+        rc = st_exec(st->wdb, "DELETE FROM bindings WHERE namespace=? AND pod=?", "tt", o->ns,
+                     o->name);
+    if (!rc)
+        rc = st_exec(st->wdb, "DELETE FROM pods WHERE namespace=? AND name=?", "tt", o->ns,
+                     o->name);
+    if (!rc)
+        rc = emit_key_changes(st, before, none, false);
+    if (!rc)
+        rc = resv_refresh(st, o->ns, o->name);
+    if (none)
+        podrow_release(&p);
+    json_decref(before);
+    json_decref(none);
+    if (rc) {
+        json_decref(o->obj);
+        o->obj = NULL;
+    }
+    return rc;
 }
 
 err_t store_pod_release(struct store *st, const char *ns, const char *name, const char *uid,
                         char *msg, size_t cap, json_t **out)
 {
-    struct podrow p;
-    json_t *obj = NULL, *before = NULL, *none = json_object();
-    err_t rc = st_tx_begin(st);
+    struct pod_op o = {.ns = ns, .name = name, .uid = uid, .msg = msg, .cap = cap};
 
-    if (rc) {
-        json_decref(none);
-        return rc;
-    }
-    rc = podrow_get(st, ns, name, &p);
-    if (!rc && !p.found) {
-        snprintf(msg, cap, "pod %s/%s not found", ns, name);
-        rc = ERR_NOTFOUND;
-    } else if (!rc && uid && strcmp(uid, p.uid) != 0) {
-        snprintf(msg, cap, "pod %s/%s has uid \"%s\", not \"%s\"", ns, name, p.uid, uid);
-        rc = ERR_CONFLICT;
-    }
-    if (!rc)
-        rc = pod_devices(st, "bindings", ns, name, &before);
-    if (!rc)
-        rc = st_pod_json(st->wdb, ns, name, &obj);
-    if (!rc && json_object_set_new(obj, "revision", json_integer((json_int_t)st_tx_next(st))))
-        rc = ERR_NOMEM;
-    if (!rc)
-        rc = st_emit(st, "DELETED", "PodResources", ns, obj);
-    if (!rc)
-        rc = st_exec(st->wdb, "DELETE FROM bindings WHERE namespace=? AND pod=?", "tt", ns, name);
-    if (!rc)
-        rc = st_exec(st->wdb, "DELETE FROM pods WHERE namespace=? AND name=?", "tt", ns, name);
-    if (!rc)
-        rc = emit_key_changes(st, before, none, false);
-    if (!rc)
-        rc = resv_refresh(st, ns, name);
-    podrow_release(&p);
-    json_decref(before);
-    json_decref(none);
-    return finish(st, rc, "podResources", obj, out);
+    return pod_answer(st, st_write(st, release_run, &o), &o, out);
 }
 
 /* ---- reservations ---- */

@@ -1428,6 +1428,112 @@ static void *gc_writer(void *p)
     return NULL;
 }
 
+#define CB_THREADS 100 /* more than a batch (BATCH_MAX 64) */
+
+struct cb_arg {
+    struct store *st;
+    int t;          /* thread number */
+    err_t rc;       /* its bind's result */
+    uint64_t rev;   /* the revision in its answer */
+};
+
+static void *cb_writer(void *p)
+{
+    struct cb_arg *a = p;
+    char name[32], dev[32];
+
+    snprintf(name, sizeof(name), "c-%d", a->t);
+    snprintf(dev, sizeof(dev), "n-%d", a->t);
+    /* every third one binds the held device and must fail alone */
+    a->rc = gc_bind(a->st, name, a->t % 3 == 0 ? "held" : dev, &a->rev);
+    return NULL;
+}
+
+static size_t queued(struct store *st)
+{
+    struct wop *op;
+    size_t n = 0;
+
+    pthread_mutex_lock(&st->qmu);
+    for (op = st->qhead; op; op = op->next)
+        n++;
+    pthread_mutex_unlock(&st->qmu);
+    return n;
+}
+
+/* The combiner: with the write lock held by the test, 100 binds queue up
+ * behind one combiner; released, it runs 64 in one batch and wakes the next
+ * to run the rest. Failed members fail alone, the others are all there,
+ * and a write through st_tx_begin in between joins cleanly. */
+static void test_combiner(void)
+{
+    struct fx f;
+    struct cb_arg args[CB_THREADS];
+    pthread_t th[CB_THREADS];
+    struct strbuf body = STRBUF_INIT;
+    json_t *pod;
+    uint64_t rev0, heirs0, cur = 0, chain = 0;
+    char *buf = NULL, *text, sum[64], name[32];
+    size_t len = 0, cap = 0;
+    int i, t, ok = 0;
+
+    if (fx_open(&f, 100000))
+        return;
+    CHECK_OK(strbuf_printf(&body, "{\"devices\":[{\"id\":\"held\"}"));
+    for (i = 0; i < CB_THREADS; i++)
+        CHECK_OK(strbuf_printf(&body, ",{\"id\":\"n-%d\"}", i));
+    CHECK_OK(strbuf_printf(&body, "]}"));
+    text = strbuf_detach(&body, &len);
+    CHECK_OK(put_devices(&f, NIC, text, NULL));
+    free(text);
+    len = 0;
+    CHECK_OK(gc_bind(f.st, "holder", "held", NULL));
+    fx_some_events(&f, 1);
+    rev0 = store_revision(f.st);
+    heirs0 = f.st->nheirs;
+
+    pthread_mutex_lock(&f.st->wmu);
+    for (t = 0; t < CB_THREADS; t++) {
+        args[t] = (struct cb_arg){.st = f.st, .t = t};
+        CHECK_OK(pthread_create(&th[t], NULL, cb_writer, &args[t]));
+    }
+    for (i = 0; i < 2000 && queued(f.st) < CB_THREADS; i++)
+        usleep(1000);
+    CHECK_EQ_INT(queued(f.st), CB_THREADS);
+    pthread_mutex_unlock(&f.st->wmu);
+    /* a device write on the other path, while the queue runs */
+    CHECK_OK(put_devices(&f, GPU, FOUR_GPUS, NULL));
+    for (t = 0; t < CB_THREADS; t++)
+        pthread_join(th[t], NULL);
+
+    CHECK(f.st->nheirs > heirs0);
+    for (t = 0; t < CB_THREADS; t++) {
+        if (t % 3 == 0) {
+            CHECK_EQ_INT(args[t].rc, ERR_CONFLICT);
+            continue;
+        }
+        CHECK_OK(args[t].rc);
+        CHECK(args[t].rev > rev0 && args[t].rev <= store_revision(f.st));
+        ok++;
+        snprintf(name, sizeof(name), "c-%d", t);
+        pod = NULL;
+        CHECK_OK(store_pod_get(f.st, "gc", name, &pod));
+        json_decref(pod);
+    }
+    for (t = 0; t < CB_THREADS; t += 3) {
+        snprintf(name, sizeof(name), "c-%d", t);
+        pod = NULL;
+        CHECK_EQ_INT(store_pod_get(f.st, "gc", name, &pod), ERR_NOTFOUND);
+    }
+    /* each good bind: the pod and its device; the four GPUs */
+    fx_some_events(&f, 2 * ok + 4);
+    CHECK_OK(store_changes_after(f.st, &cur, NULL, 100000, &buf, &len, &cap));
+    CHECK_EQ_INT(summarise(buf, len, &chain, sum, sizeof(sum)), (int)store_revision(f.st));
+    CHECK_EQ_INT(cur, store_revision(f.st));
+    free(buf);
+    fx_close(&f);
+}
+
 /* Writers from 8 threads share COMMITs (fewer commits than writes), every
  * acknowledged write is there (also after a reopen), every refused one
  * (a conflict inside a batch) left nothing behind, and the revisions of the
@@ -1535,5 +1641,5 @@ static void test_group_commit(void)
 
 TEST_MAIN(quiet, test_open_schema, test_event_text, test_rebind_same_uid_conflict, test_register, test_bind, test_allocate, test_numa_preference,
           test_reservations, test_release, test_removed_bound_device, test_ttl,
-          test_changes_after, test_snapshot, test_persistence, test_group_commit,
+          test_changes_after, test_snapshot, test_persistence, test_combiner, test_group_commit,
           test_statement_cache)
