@@ -931,8 +931,10 @@ err_t st_write(struct store *st, err_t (*fn)(struct store *st, void *ctx), void 
 
     sem_init(&me.w.done, 0, 0);
     pthread_mutex_lock(&st->qmu);
-    /* cppcheck-suppress autoVariables ; dequeued before this returns */
+    /* 'me' is dequeued (by the combiner) before this returns */
+    /* cppcheck-suppress autoVariables */
     *(st->qtail ? &st->qtail->next : &st->qhead) = &me;
+    /* cppcheck-suppress autoVariables */
     st->qtail = &me;
     lead = !st->combining;
     st->combining = true;
