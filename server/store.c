@@ -729,94 +729,6 @@ static err_t batch_end(struct store *st, err_t e)
     return e;
 }
 
-/* Someone is queued for the writer's lock: a member that finished may leave
- * the batch open for them. */
-static bool batch_can_grow(struct store *st)
-{
-    return st->tx_members < BATCH_MAX && __atomic_load_n(&st->wwait, __ATOMIC_ACQUIRE) > 0;
-}
-
-err_t st_tx_begin(struct store *st)
-{
-    int rc;
-
-    __atomic_add_fetch(&st->wwait, 1, __ATOMIC_ACQ_REL);
-    pthread_mutex_lock(&st->wmu);
-    __atomic_sub_fetch(&st->wwait, 1, __ATOMIC_ACQ_REL);
-    if (!st->tx_open) {
-        rc = tx_exec(st, "BEGIN IMMEDIATE");
-        if (rc != SQLITE_OK) {
-            err_t e = st_dberr(st->wdb, rc, "begin a write transaction");
-
-            pthread_mutex_unlock(&st->wmu);
-            return e;
-        }
-        st->tx_open = true;
-        st->tx_rev = st->rev;
-        st->tx_members = 0;
-        free_pending_from(st, 0);
-    }
-    rc = tx_exec(st, "SAVEPOINT member");
-    if (rc != SQLITE_OK) {
-        err_t e = st_dberr(st->wdb, rc, "begin a write transaction");
-
-        if (st->tx_members > 0)
-            batch_end(st, ERR_OK); /* unlocks */
-        else
-            batch_end(st, e);
-        return e;
-    }
-    st->m_rev = st->tx_rev;
-    st->m_nev = st->tx_nev;
-    return ERR_OK;
-}
-
-void st_tx_rollback(struct store *st)
-{
-    if (!sqlite3_get_autocommit(st->wdb)) {
-        sqlite3_exec(st->wdb, "ROLLBACK TO member; RELEASE member;", NULL, NULL, NULL);
-        free_pending_from(st, st->m_nev);
-        st->tx_rev = st->m_rev;
-    }
-    if (sqlite3_get_autocommit(st->wdb)) {
-        batch_end(st, ERR_UNAVAIL); /* the batch is gone; its waiters fail */
-    } else if (st->tx_members > 0 && !batch_can_grow(st)) {
-        batch_end(st, ERR_OK); /* commit for the members that wait */
-    } else if (st->tx_members == 0 && !batch_can_grow(st)) {
-        batch_end(st, ERR_UNAVAIL); /* nothing in it: roll back; nobody waits */
-    } else {
-        pthread_mutex_unlock(&st->wmu); /* the next writer carries the batch on */
-    }
-}
-
-err_t st_tx_commit(struct store *st)
-{
-    struct tx_waiter me = {0};
-    int rc = tx_exec(st, "RELEASE member");
-
-    if (rc != SQLITE_OK) {
-        err_t e = st_dberr(st->wdb, rc, "commit");
-
-        st_tx_rollback(st);
-        return e;
-    }
-    st->tx_members++;
-    if (!batch_can_grow(st))
-        return batch_end(st, ERR_OK);
-    /* Acknowledged only after the COMMIT that holds this write. The wait is
-     * outside 'wmu': the next writer carries the batch on meanwhile. */
-    sem_init(&me.done, 0, 0);
-    me.next = st->tx_waiters;
-    /* batch_end() takes 'me' off the list before it posts me.done */
-    /* cppcheck-suppress autoVariables */
-    st->tx_waiters = &me;
-    pthread_mutex_unlock(&st->wmu);
-    while (sem_wait(&me.done) != 0 && errno == EINTR)
-        ;
-    sem_destroy(&me.done);
-    return me.err;
-}
-
 /* ---- combined writes (st_write) ---- */
 
 /* Open a member of the batch (the batch too, if none is open) for the
@@ -845,7 +757,13 @@ static err_t member_begin(struct store *st)
     }
     st->m_rev = st->tx_rev;
     st->m_nev = st->tx_nev;
+    st->m_discard = false;
     return ERR_OK;
+}
+
+void st_write_discard(struct store *st)
+{
+    st->m_discard = true;
 }
 
 /* Run one queued write as a member; a failed one is rolled back to its
@@ -861,6 +779,14 @@ static void run_op(struct store *st, struct wop *op)
         return;
     }
     rc = op->fn(st, op->ctx);
+    if (!rc && st->m_discard) {
+        sqlite3_exec(st->wdb, "ROLLBACK TO member; RELEASE member;", NULL, NULL, NULL);
+        free_pending_from(st, st->m_nev);
+        st->tx_rev = st->m_rev;
+        op->w.err = ERR_OK;
+        sem_post(&op->w.done);
+        return;
+    }
     if (!rc) {
         r = tx_exec(st, "RELEASE member");
         if (r != SQLITE_OK)
@@ -892,9 +818,7 @@ static void combine(struct store *st)
 {
     struct wop *op, *heir = NULL;
 
-    __atomic_add_fetch(&st->wwait, 1, __ATOMIC_ACQ_REL);
     pthread_mutex_lock(&st->wmu);
-    __atomic_sub_fetch(&st->wwait, 1, __ATOMIC_ACQ_REL);
     for (;;) {
         pthread_mutex_lock(&st->qmu);
         op = st->tx_members < BATCH_MAX ? st->qhead : NULL;

@@ -14,7 +14,7 @@
 #define READ_POOL_WARM 2 /* idle read connections that keep their page cache */
 #define BATCH_MAX 64 /* writes at most in one group commit */
 
-/* A write waiting for the COMMIT of its batch (on its own stack). */
+/* A write's answer, given after the COMMIT of its batch (on its stack). */
 struct tx_waiter {
     struct tx_waiter *next;
     err_t err;  /* the batch's result */
@@ -30,15 +30,14 @@ struct wop {
     struct wop *next;                          /* queue order */
 };
 
-/* Group commit: a write transaction (st_tx_begin .. st_tx_commit) is a
- * SAVEPOINT inside a batch, one BEGIN IMMEDIATE .. COMMIT. A write that
- * finishes while others queue for 'wmu' leaves the batch open for them and
- * sleeps on its own semaphore until the COMMIT; the write that finds nobody
- * queued (or the BATCH_MAX-th) commits, lets go of 'wmu' so the next batch
- * can begin, and only then wakes the rest, each alone: no thundering herd
- * back onto 'wmu'. A write is acknowledged only
- * after the COMMIT that holds it; a failed member rolls back to its savepoint
- * and leaves the others in.
+/* Group commit (st_write): every write is a function run as a SAVEPOINT
+ * inside a batch, one BEGIN IMMEDIATE .. COMMIT. Writes queue on 'qmu'; the
+ * first in an empty queue is the combiner: it takes 'wmu', runs the queued
+ * writes back to back (at most BATCH_MAX), commits once, lets go of 'wmu'
+ * and posts each member's answer. A write is acknowledged only after the
+ * COMMIT that holds it; a failed member rolls back to its savepoint, is
+ * answered at once and leaves the others in. Writes still queued wake the
+ * first of them to combine the next batch.
  *
  * Lock: 'wmu' guards the write connection and every tx_* and m_* field; 'pmu' the
  * read pool, 'nbusy' and 'pcv'. 'rev' is written under wmu and read
@@ -57,10 +56,10 @@ struct store {
     size_t tx_nev, tx_cap;        /* used and allocated slots of tx_ev */
     bool tx_open;                 /* a batch (BEGIN IMMEDIATE) is open */
     size_t tx_members;            /* writes in the open batch, done and waiting */
-    struct tx_waiter *tx_waiters; /* those writes */
+    struct tx_waiter *tx_waiters; /* their answers, posted after the COMMIT */
     uint64_t m_rev;               /* tx_rev when the current write began */
     size_t m_nev;                 /* tx_nev when the current write began */
-    int wwait;                    /* threads queued for wmu (atomic) */
+    bool m_discard;               /* the current write asked to be rolled back (st_write) */
     pthread_mutex_t qmu;          /* guards the st_write queue: qhead, qtail, combining */
     struct wop *qhead, *qtail;    /* writes waiting for a combiner */
     bool combining;               /* a combiner runs (or is woken to) */
@@ -113,13 +112,13 @@ err_t st_db_revision(sqlite3 *db, uint64_t *rev) WARN_UNUSED;
  * kept). Concurrent writes are queued and run back to back by one thread,
  * the combiner, so the write lock never waits for a thread to wake up; fn
  * may run on another thread than the caller's (ctx lives on the caller's
- * stack, which waits). fn writes through st->wdb like a st_tx_begin body. */
+ * stack, which waits). fn reads and writes through st->wdb and records its
+ * events with st_emit; it returns an error to be rolled back. */
 err_t st_write(struct store *st, err_t (*fn)(struct store *st, void *ctx), void *ctx) WARN_UNUSED;
-/* Write transactions: begin locks wmu; commit/rollback unlock it. */
-err_t st_tx_begin(struct store *st) WARN_UNUSED;
-err_t st_tx_commit(struct store *st) WARN_UNUSED;
-void st_tx_rollback(struct store *st);
-/* The revision the next event of this transaction will take. */
+/* Inside an st_write function: roll this write back though it succeeded
+ * (it found nothing to change); st_write then returns ERR_OK. */
+void st_write_discard(struct store *st);
+/* The revision the next event of this write will take. */
 uint64_t st_tx_next(struct store *st);
 /* Record event 'type' of 'obj' (borrowed; its "revision" must already be
  * st_tx_next()) in the change log and the pending list; takes the revision. */

@@ -477,6 +477,18 @@ static err_t apply(struct sync *s)
     return rc;
 }
 
+static err_t sync_run(struct store *st, void *ctx)
+{
+    struct sync *s = ctx;
+    err_t rc = apply(s);
+
+    if (!rc && s->events > 0)
+        rc = st_resv_refresh_all(st); /* the kubelet's choice decides pre-assignments */
+    if (!rc && s->events == 0)
+        st_write_discard(st); /* nothing changed: keep nothing, not even a no-op write */
+    return rc;
+}
+
 err_t store_kubelet_sync(struct store *st, const json_t *snap, bool *changed)
 {
     struct sync s;
@@ -486,19 +498,8 @@ err_t store_kubelet_sync(struct store *st, const json_t *snap, bool *changed)
     if (!rc)
         rc = build_want(&s, snap);
     if (!rc)
-        rc = st_tx_begin(st);
-    if (rc)
-        goto out;
-    rc = apply(&s);
-    if (!rc && s.events > 0)
-        rc = st_resv_refresh_all(st); /* the kubelet's choice decides pre-assignments */
-    if (rc || s.events == 0) {
-        st_tx_rollback(st);
-        goto out;
-    }
-    rc = st_tx_commit(st);
-    *changed = rc == ERR_OK;
-out:
+        rc = st_write(st, sync_run, &s);
+    *changed = rc == ERR_OK && s.events > 0;
     sync_release(&s);
     return rc;
 }

@@ -429,17 +429,37 @@ err_t st_resv_refresh_all(struct store *st)
 /* ---- the end of a write ---- */
 
 /* Commit, then wrap 'obj' (stolen) as {key: obj, "revision": N}. */
-static err_t finish(struct store *st, err_t rc, const char *key, json_t *obj, json_t **out)
+/* A write (run by the combiner, st_write) whose answer is {key: obj}. */
+typedef err_t (*json_body)(struct store *st, void *args, json_t **obj);
+
+struct json_op {
+    json_body body;
+    void *args;
+    json_t *obj; /* the answer's object, once it succeeded */
+};
+
+static err_t json_op_run(struct store *st, void *ctx)
 {
-    if (!rc)
-        rc = st_tx_commit(st);
-    else
-        st_tx_rollback(st);
+    struct json_op *o = ctx;
+    err_t rc = o->body(st, o->args, &o->obj);
+
     if (rc) {
-        json_decref(obj);
-        return rc;
+        json_decref(o->obj);
+        o->obj = NULL;
     }
-    *out = st_wrap(key, obj, store_revision(st));
+    return rc;
+}
+
+/* Run 'body' as one write; once committed, *out = {key: obj, "revision": N}. */
+static err_t write_json(struct store *st, const char *key, json_body body, void *args,
+                        json_t **out)
+{
+    struct json_op o = {body, args, NULL};
+    err_t rc = st_write(st, json_op_run, &o);
+
+    if (rc)
+        return rc;
+    *out = st_wrap(key, o.obj, store_revision(st));
     return *out ? ERR_OK : ERR_NOMEM;
 }
 
@@ -552,22 +572,24 @@ static err_t devices_of(struct store *st, const char *resource, json_t **out)
     return ERR_OK;
 }
 
-err_t store_resource_put(struct store *st, const char *resource, const json_t *devices,
-                         uint64_t ttl_ms, char *msg, size_t cap, json_t **out, bool *changed)
-{
-    json_t *keep = json_object(), *dev, *list = NULL;
-    size_t i;
-    err_t rc;
+struct resource_put {
+    const char *resource;
+    const json_t *devices;
+    uint64_t ttl_ms;
+    bool *changed;
+};
 
-    (void)msg;
-    (void)cap;
+static err_t resource_put_run(struct store *st, void *args, json_t **list)
+{
+    struct resource_put *a = args;
+    const char *resource = a->resource;
+    bool *changed = a->changed;
+    json_t *keep = json_object(), *dev;
+    size_t i;
+    err_t rc = keep ? ERR_OK : ERR_NOMEM;
+
     *changed = false;
-    rc = st_tx_begin(st);
-    if (rc) {
-        json_decref(keep);
-        return rc;
-    }
-    json_array_foreach(devices, i, dev) {
+    json_array_foreach(a->devices, i, dev) {
         if (!rc)
             rc = put_one_device(st, resource, dev, changed);
         json_object_set(keep, json_string_value(json_object_get(dev, "id")), json_true());
@@ -578,28 +600,42 @@ err_t store_resource_put(struct store *st, const char *resource, const json_t *d
         rc = st_exec(st->wdb,
                      "INSERT OR REPLACE INTO resources(name,ttl_ms,refreshed_ms,expired) "
                      "VALUES(?,?,?,0)",
-                     "tuu", resource, ttl_ms, store_wall_ms());
+                     "tuu", resource, a->ttl_ms, store_wall_ms());
     if (!rc && *changed)
         rc = st_resv_refresh_all(st);
     if (!rc)
-        rc = devices_of(st, resource, &list);
+        rc = devices_of(st, resource, list);
     json_decref(keep);
-    return finish(st, rc, "devices", list, out);
+    return rc;
 }
 
-err_t store_device_set_health(struct store *st, const char *resource, const char *id,
-                              const char *health, char *msg, size_t cap, json_t **out)
+err_t store_resource_put(struct store *st, const char *resource, const json_t *devices,
+                         uint64_t ttl_ms, char *msg, size_t cap, json_t **out, bool *changed)
 {
-    struct devrow d;
-    json_t *obj = NULL;
-    err_t rc = st_tx_begin(st);
+    struct resource_put a = {resource, devices, ttl_ms, changed};
 
-    if (rc)
-        return rc;
-    rc = devrow_get(st, resource, id, &d);
+    (void)msg;
+    (void)cap;
+    *changed = false;
+    return write_json(st, "devices", resource_put_run, &a, out);
+}
+
+struct set_health {
+    const char *resource, *id, *health;
+    char *msg;
+    size_t cap;
+};
+
+static err_t set_health_run(struct store *st, void *args, json_t **obj)
+{
+    struct set_health *a = args;
+    const char *resource = a->resource, *id = a->id, *health = a->health;
+    struct devrow d;
+    err_t rc = devrow_get(st, resource, id, &d);
+
     json_decref(d.numa);
     if (!rc && (!d.found || d.removed)) {
-        snprintf(msg, cap, "device %s %s not found", resource, id);
+        snprintf(a->msg, a->cap, "device %s %s not found", resource, id);
         rc = ERR_NOTFOUND;
     }
     if (!rc && strcmp(d.health, health) != 0) {
@@ -611,24 +647,37 @@ err_t store_device_set_health(struct store *st, const char *resource, const char
             rc = st_resv_refresh_all(st);
     }
     if (!rc)
-        rc = st_device_json(st->wdb, resource, id, &obj);
-    return finish(st, rc, "device", obj, out);
+        rc = st_device_json(st->wdb, resource, id, obj);
+    return rc;
 }
 
-err_t store_expire_ttls(struct store *st, uint64_t now_ms, int *expired)
+err_t store_device_set_health(struct store *st, const char *resource, const char *id,
+                              const char *health, char *msg, size_t cap, json_t **out)
 {
+    struct set_health a = {resource, id, health, msg, cap};
+
+    return write_json(st, "device", set_health_run, &a, out);
+}
+
+struct expire {
+    uint64_t now_ms;
+    int expired; /* resources whose heartbeat lapsed */
+};
+
+static err_t expire_run(struct store *st, void *ctx)
+{
+    struct expire *a = ctx;
+    int *expired = &a->expired;
+    uint64_t now_ms = a->now_ms;
     sqlite3_stmt *s = NULL;
     json_t *lapsed = json_array(), *v, *ids = NULL;
     size_t i, j;
     bool row;
-    err_t rc = st_tx_begin(st);
+    err_t rc = lapsed ? ERR_OK : ERR_NOMEM;
 
     *expired = 0;
-    if (rc) {
-        json_decref(lapsed);
-        return rc;
-    }
-    rc = st_prep(st->wdb, &s,
+    if (!rc)
+        rc = st_prep(st->wdb, &s,
                      "SELECT name FROM resources WHERE ttl_ms>0 AND expired=0 AND "
                      "refreshed_ms+ttl_ms<?",
                      "u", now_ms);
@@ -665,11 +714,16 @@ err_t store_expire_ttls(struct store *st, uint64_t now_ms, int *expired)
     if (!rc && *expired)
         rc = st_resv_refresh_all(st);
     json_decref(lapsed);
-    if (rc) {
-        st_tx_rollback(st);
-        return rc;
-    }
-    return st_tx_commit(st);
+    return rc;
+}
+
+err_t store_expire_ttls(struct store *st, uint64_t now_ms, int *expired)
+{
+    struct expire a = {now_ms, 0};
+    err_t rc = st_write(st, expire_run, &a);
+
+    *expired = rc ? 0 : a.expired;
+    return rc;
 }
 
 /* ---- pods ---- */
@@ -1327,17 +1381,23 @@ static err_t resv_write(struct store *st, const char *ns, const char *name, cons
     return rc;
 }
 
-err_t store_reservation_put(struct store *st, const char *ns, const char *name,
-                            const json_t *containers, char *msg, size_t cap, json_t **out,
-                            bool *created, bool *changed)
-{
-    json_t *stored = NULL, *old = NULL, *obj = NULL;
-    char *text = NULL, *oldtext = NULL;
-    err_t rc = st_tx_begin(st);
+struct resv_put {
+    const char *ns, *name;
+    const json_t *containers;
+    char *msg;
+    size_t cap;
+    bool *created, *changed;
+};
 
-    if (rc)
-        return rc;
-    rc = resv_check(st, ns, name, containers, msg, cap, &stored);
+static err_t resv_put_run(struct store *st, void *args, json_t **obj)
+{
+    struct resv_put *a = args;
+    const char *ns = a->ns, *name = a->name;
+    bool *created = a->created, *changed = a->changed;
+    json_t *stored = NULL, *old = NULL;
+    char *text = NULL, *oldtext = NULL;
+    err_t rc = resv_check(st, ns, name, a->containers, a->msg, a->cap, &stored);
+
     if (!rc)
         text = jsonx_dumps(stored);
     if (!rc && !text)
@@ -1356,31 +1416,42 @@ err_t store_reservation_put(struct store *st, const char *ns, const char *name,
     else if (!rc)
         rc = resv_refresh(st, ns, name);
     if (!rc)
-        rc = st_reservation_json(st->wdb, ns, name, &obj);
+        rc = st_reservation_json(st->wdb, ns, name, obj);
     json_decref(stored);
     json_decref(old);
     free(text);
     free(oldtext);
-    return finish(st, rc, "reservation", obj, out);
+    return rc;
 }
 
-err_t store_reservation_delete(struct store *st, const char *ns, const char *name, char *msg,
-                               size_t cap, json_t **out)
+err_t store_reservation_put(struct store *st, const char *ns, const char *name,
+                            const json_t *containers, char *msg, size_t cap, json_t **out,
+                            bool *created, bool *changed)
 {
-    json_t *obj = NULL, *before = NULL, *none = json_object();
-    err_t rc = st_tx_begin(st);
+    struct resv_put a = {ns, name, containers, msg, cap, created, changed};
 
-    if (rc) {
-        json_decref(none);
-        return rc;
-    }
-    rc = st_reservation_json(st->wdb, ns, name, &obj);
+    return write_json(st, "reservation", resv_put_run, &a, out);
+}
+
+struct resv_delete {
+    const char *ns, *name;
+    char *msg;
+    size_t cap;
+};
+
+static err_t resv_delete_run(struct store *st, void *args, json_t **obj)
+{
+    struct resv_delete *a = args;
+    const char *ns = a->ns, *name = a->name;
+    json_t *before = NULL, *none = json_object();
+    err_t rc = none ? st_reservation_json(st->wdb, ns, name, obj) : ERR_NOMEM;
+
     if (rc == ERR_NOTFOUND)
-        snprintf(msg, cap, "reservation %s/%s not found", ns, name);
-    if (!rc && json_object_set_new(obj, "revision", json_integer((json_int_t)st_tx_next(st))))
+        snprintf(a->msg, a->cap, "reservation %s/%s not found", ns, name);
+    if (!rc && json_object_set_new(*obj, "revision", json_integer((json_int_t)st_tx_next(st))))
         rc = ERR_NOMEM;
     if (!rc)
-        rc = st_emit(st, "DELETED", "Reservation", ns, obj);
+        rc = st_emit(st, "DELETED", "Reservation", ns, *obj);
     if (!rc)
         rc = pod_devices(st, "reserved", ns, name, &before);
     if (!rc)
@@ -1392,5 +1463,13 @@ err_t store_reservation_delete(struct store *st, const char *ns, const char *nam
         rc = emit_key_changes(st, before, none, false);
     json_decref(before);
     json_decref(none);
-    return finish(st, rc, "reservation", obj, out);
+    return rc;
+}
+
+err_t store_reservation_delete(struct store *st, const char *ns, const char *name, char *msg,
+                               size_t cap, json_t **out)
+{
+    struct resv_delete a = {ns, name, msg, cap};
+
+    return write_json(st, "reservation", resv_delete_run, &a, out);
 }

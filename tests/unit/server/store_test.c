@@ -1464,7 +1464,7 @@ static size_t queued(struct store *st)
 /* The combiner: with the write lock held by the test, 100 binds queue up
  * behind one combiner; released, it runs 64 in one batch and wakes the next
  * to run the rest. Failed members fail alone, the others are all there,
- * and a write through st_tx_begin in between joins cleanly. */
+ * and a device write arriving meanwhile is queued behind them. */
 static void test_combiner(void)
 {
     struct fx f;
@@ -1501,7 +1501,7 @@ static void test_combiner(void)
         usleep(1000);
     CHECK_EQ_INT(queued(f.st), CB_THREADS);
     pthread_mutex_unlock(&f.st->wmu);
-    /* a device write on the other path, while the queue runs */
+    /* a device write, while the queue runs */
     CHECK_OK(put_devices(&f, GPU, FOUR_GPUS, NULL));
     for (t = 0; t < CB_THREADS; t++)
         pthread_join(th[t], NULL);
