@@ -137,6 +137,21 @@ slow:
     json_decref(ids);
 }
 
+/* null when column 'ns' is NULL (and false), else the start of a pod
+ * reference {"namespace":..,"name":.. left open for more fields (and true). */
+static bool pod_ref_open(struct jsonw *w, sqlite3_stmt *s, int ns, int name)
+{
+    if (sqlite3_column_type(s, ns) == SQLITE_NULL) {
+        jsonw_lit(w, "null");
+        return false;
+    }
+    jsonw_lit(w, "{\"namespace\":");
+    jsonw_str(w, st_text(s, ns));
+    jsonw_lit(w, ",\"name\":");
+    jsonw_str(w, st_text(s, name));
+    return true;
+}
+
 err_t st_device_text(sqlite3 *db, const char *resource, const char *id, uint64_t rev,
                      struct jsonw *w)
 {
@@ -163,13 +178,7 @@ err_t st_device_text(sqlite3 *db, const char *resource, const char *id, uint64_t
     jsonw_lit(w, ",\"properties\":");
     stored_json(w, s, 4, "{}");
     jsonw_lit(w, ",\"holder\":");
-    if (sqlite3_column_type(s, 6) == SQLITE_NULL) {
-        jsonw_lit(w, "null");
-    } else {
-        jsonw_lit(w, "{\"namespace\":");
-        jsonw_str(w, st_text(s, 6));
-        jsonw_lit(w, ",\"name\":");
-        jsonw_str(w, st_text(s, 7));
+    if (pod_ref_open(w, s, 6, 7)) {
         jsonw_lit(w, ",\"uid\":");
         jsonw_str(w, st_text(s, 9));
         jsonw_lit(w, ",\"container\":");
@@ -177,15 +186,8 @@ err_t st_device_text(sqlite3 *db, const char *resource, const char *id, uint64_t
         jsonw_lit(w, "}");
     }
     jsonw_lit(w, ",\"reservedFor\":");
-    if (sqlite3_column_type(s, 10) == SQLITE_NULL) {
-        jsonw_lit(w, "null");
-    } else {
-        jsonw_lit(w, "{\"namespace\":");
-        jsonw_str(w, st_text(s, 10));
-        jsonw_lit(w, ",\"name\":");
-        jsonw_str(w, st_text(s, 11));
+    if (pod_ref_open(w, s, 10, 11))
         jsonw_lit(w, "}");
-    }
     jsonw_lit(w, ",\"revision\":");
     jsonw_u64(w, rev ? rev : (uint64_t)sqlite3_column_int64(s, 5));
     jsonw_lit(w, "}");
