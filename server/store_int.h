@@ -39,8 +39,9 @@ struct wop {
  * answered at once and leaves the others in. Writes still queued wake the
  * first of them to combine the next batch.
  *
- * Lock: 'wmu' guards the write connection and every tx_* and m_* field; 'pmu' the
- * read pool, 'nbusy' and 'pcv'. 'rev' is written under wmu and read
+ * Lock: 'wmu' guards the write connection and every tx_* and m_* field (the
+ * combiner holds it); 'qmu' the queue of writes; 'pmu' the read pool, 'nbusy'
+ * and 'pcv'. Never take 'wmu' while holding 'qmu'. 'rev' is written under wmu and read
  * atomically. At most READ_POOL_MAX read connections exist at once: SQLite
  * keeps the descriptors of a connection closed while others hold locks on
  * the file, so connections opened in a burst and closed would stay as fds. */
