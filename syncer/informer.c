@@ -7,6 +7,12 @@
 
 #define WATCH_TIMEOUT_S 240 /* the server ends a watch after this; we resume */
 
+/* The part of 'obj' the cache keeps (new). */
+static json_t *kept(const struct informer *inf, json_t *obj)
+{
+    return inf->slim ? inf->slim(obj) : json_incref(obj);
+}
+
 err_t informer_list(struct informer *inf)
 {
     char path[1024], msg[512], key[512];
@@ -25,7 +31,7 @@ err_t informer_list(struct informer *inf)
     all = json_object();
     json_array_foreach(json_object_get(list, "items"), i, item) {
         if (cache_key_of(item, key, sizeof(key)))
-            json_object_set(all, key, item);
+            json_object_set_new(all, key, kept(inf, item));
     }
     rv = json_string_value(json_object_get(json_object_get(list, "metadata"), "resourceVersion"));
     snprintf(inf->rv, sizeof(inf->rv), "%s", rv ? rv : "");
@@ -61,8 +67,13 @@ static bool on_event(void *ctx, json_t *ev)
         return true;
     if (strcmp(type, "DELETED") == 0)
         cache_del(ws->inf->cache, key);
-    else
-        cache_set(ws->inf->cache, key, obj, true);
+    else {
+        json_t *keep = kept(ws->inf, obj);
+
+        if (keep)
+            cache_set(ws->inf->cache, key, keep, true);
+        json_decref(keep);
+    }
     return true;
 }
 

@@ -16,6 +16,10 @@ struct informer {
     struct kube *kube;    /* this thread's client; borrowed */
     struct kube_gate *gate; /* to notice shutdown; borrowed */
     struct cache *cache;  /* where objects go; borrowed */
+    /* What the cache keeps of an object (new), or NULL to keep all of it: a
+     * node's Pods are large (spec, status, managedFields) and reconcile
+     * reads four fields of them. */
+    json_t *(*slim)(json_t *obj);
     char rv[64];          /* resourceVersion to watch from; "" = list first */
 };
 

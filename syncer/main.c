@@ -463,7 +463,7 @@ static err_t setup(struct syncer *s)
     escape_query(s->crs_query, sizeof(s->crs_query), "labelSelector", sel);
     s->inf_pods = (struct informer){.name = "pods", .path = "/api/v1/pods",
                                     .query = s->pods_query, .kube = s->k_pods, .gate = s->gate,
-                                    .cache = s->pods};
+                                    .cache = s->pods, .slim = reconcile_pod_view};
     s->inf_crs = (struct informer){.name = "devicebindings",
                                    .path = RECONCILE_GROUP_PATH "/devicebindings",
                                    .query = s->crs_query, .kube = s->k_crs, .gate = s->gate,

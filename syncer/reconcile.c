@@ -141,6 +141,30 @@ static void cr_path(char *buf, size_t cap, const char *ns, const char *name, con
              name ? "/" : "", name ? name : "", sub ? sub : "");
 }
 
+json_t *reconcile_pod_view(json_t *pod)
+{
+    static const char *const keep[] = {"name", "namespace", "uid", "resourceVersion"};
+    json_t *md = json_object_get(pod, "metadata"), *out = json_object(), *m = json_object();
+    size_t i;
+
+    if (!out || !m || json_object_set(out, "metadata", m)) {
+        json_decref(out);
+        json_decref(m);
+        return NULL;
+    }
+    for (i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+        json_t *v = json_object_get(md, keep[i]);
+
+        if (v && json_object_set(m, keep[i], v)) {
+            json_decref(out);
+            out = NULL;
+            break;
+        }
+    }
+    json_decref(m);
+    return out;
+}
+
 static const char *meta_str(const json_t *obj, const char *field)
 {
     return json_string_value(json_object_get(json_object_get(obj, "metadata"), field));

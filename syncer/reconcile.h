@@ -60,5 +60,9 @@ json_t *reconcile_condition(const char *type, const char *status, const char *re
 
 /* True when 'pr' holds at least one device. */
 bool reconcile_has_devices(const json_t *pr);
+/* The part of an API Pod that reconcile reads (new; NULL if out of memory):
+ * metadata name, namespace, uid and resourceVersion. The Pod informer keeps
+ * only this. */
+json_t *reconcile_pod_view(json_t *pod);
 
 #endif

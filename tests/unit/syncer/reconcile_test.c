@@ -324,7 +324,31 @@ static void test_key_write_fails_loudly(void) {
   curl_global_cleanup();
 }
 
-TEST_MAIN(test_has_devices, test_status_one, test_status_several,
+/* The Pod informer keeps metadata name, namespace, uid and resourceVersion. */
+static void test_pod_view(void) {
+  json_t *pod = json_loads(
+      "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"uid\":\"u1\","
+      "\"resourceVersion\":\"42\",\"labels\":{\"a\":\"b\"},\"managedFields\":[{}]},"
+      "\"spec\":{\"nodeName\":\"n\",\"containers\":[{\"name\":\"c\"}]},"
+      "\"status\":{\"phase\":\"Running\"}}",
+      0, NULL);
+  json_t *want = json_loads("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"uid\":"
+                            "\"u1\",\"resourceVersion\":\"42\"}}",
+                            0, NULL);
+  json_t *v = reconcile_pod_view(pod), *empty;
+
+  CHECK(pod && want && v);
+  CHECK(json_equal(v, want));
+  /* a Pod without metadata keeps an empty one */
+  empty = reconcile_pod_view(json_object_get(pod, "spec"));
+  CHECK(empty && json_object_size(json_object_get(empty, "metadata")) == 0);
+  json_decref(empty);
+  json_decref(v);
+  json_decref(want);
+  json_decref(pod);
+}
+
+TEST_MAIN(test_pod_view, test_has_devices, test_status_one, test_status_several,
           test_status_summary_order, test_status_empty, test_condition,
           test_key_nothing_to_do, test_key_waits_for_pod, test_key_deleting_cr,
           test_key_write_fails_loudly)
