@@ -2,7 +2,8 @@
 /* fuzz_informer.c - libFuzzer target for the syncer's handling of API
  * server JSON: each input line is a watch event (ADDED/MODIFIED/DELETED/
  * BOOKMARK/ERROR with any object, or a Status) fed to the informer's
- * on_event into a cache; every object also goes through cache_key_of and
+ * on_event into a cache (and into a second one through the Pod informer's
+ * reconcile_pod_view); every object also goes through cache_key_of and
  * reconcile_status (as if it were podresd's PodResources). Reaches the
  * static on_event by including informer.c. */
 #include "../../syncer/informer.c"
@@ -10,7 +11,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void one_line(struct watch_state *ws, const char *line, size_t n)
+static void one_line(struct watch_state *ws, struct watch_state *slim, const char *line,
+                     size_t n)
 {
     json_t *ev = json_loadb(line, n, 0, NULL), *st;
     json_t *obj;
@@ -19,6 +21,7 @@ static void one_line(struct watch_state *ws, const char *line, size_t n)
     if (!ev)
         return;
     (void)on_event(ws, ev);
+    (void)on_event(slim, ev);
     obj = json_object_get(ev, "object");
     (void)cache_key_of(obj ? obj : ev, key, sizeof(key));
     st = reconcile_status(obj ? obj : ev, "uid-1", "node-1");
@@ -30,21 +33,27 @@ static void one_line(struct watch_state *ws, const char *line, size_t n)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct informer inf = {.name = "fuzz", .path = "/x", .query = ""};
-    struct watch_state ws = {.inf = &inf};
+    struct informer pods = {.name = "pods", .path = "/x", .query = "", .slim = reconcile_pod_view};
+    struct watch_state ws = {.inf = &inf}, ws_pods = {.inf = &pods};
     const char *p = (const char *)data, *end = p + size, *nl;
 
     inf.cache = cache_new(NULL, NULL);
-    if (!inf.cache)
+    pods.cache = cache_new(NULL, NULL);
+    if (!inf.cache || !pods.cache) {
+        cache_free(inf.cache);
+        cache_free(pods.cache);
         return 0;
+    }
     while (p < end) {
         nl = memchr(p, '\n', (size_t)(end - p));
         if (!nl)
             nl = end;
-        one_line(&ws, p, (size_t)(nl - p));
+        one_line(&ws, &ws_pods, p, (size_t)(nl - p));
         p = nl + 1;
     }
-    if (strlen(inf.rv) >= sizeof(inf.rv))
+    if (strlen(inf.rv) >= sizeof(inf.rv) || strlen(pods.rv) >= sizeof(pods.rv))
         abort();
     cache_free(inf.cache);
+    cache_free(pods.cache);
     return 0;
 }
