@@ -65,9 +65,9 @@ static bool on_event(void *ctx, json_t *ev)
         snprintf(ws->inf->rv, sizeof(ws->inf->rv), "%s", rv);
     if (strcmp(type, "BOOKMARK") == 0 || !cache_key_of(obj, key, sizeof(key)))
         return true;
-    if (strcmp(type, "DELETED") == 0)
+    if (strcmp(type, "DELETED") == 0) {
         cache_del(ws->inf->cache, key);
-    else {
+    } else {
         json_t *keep = kept(ws->inf, obj);
 
         if (keep)
