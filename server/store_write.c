@@ -457,8 +457,10 @@ static err_t write_json(struct store *st, const char *key, json_body body, void 
     struct json_op o = {body, args, NULL};
     err_t rc = st_write(st, json_op_run, &o);
 
-    if (rc)
+    if (rc) {
+        json_decref(o.obj); /* set when only the COMMIT failed */
         return rc;
+    }
     *out = st_wrap(key, o.obj, store_revision(st));
     return *out ? ERR_OK : ERR_NOMEM;
 }
