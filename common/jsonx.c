@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* jsonx.c - jansson helpers: strict parsing and canonical dumping. */
 #include "common.h"
+#include "jsonw.h"
 #include "jsonx.h"
-#include "strbuf.h"
 
 err_t jsonx_parse(const char *buf, size_t len, json_t **out, char *msg, size_t cap)
 {
@@ -57,20 +57,12 @@ char *jsonx_dumps(const json_t *v)
     return json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
 }
 
-static int line_add(const char *data, size_t n, void *ctx)
-{
-    return strbuf_add(ctx, data, n) ? -1 : 0;
-}
-
 char *jsonx_dumps_line(const json_t *v, size_t *len)
 {
-    struct strbuf sb = STRBUF_INIT;
+    struct jsonw w = JSONW_INIT;
 
     /* one pass into the buffer: no copy, no sort */
-    if (json_dump_callback(v, line_add, &sb, JSON_COMPACT | JSON_ENCODE_ANY) != 0 || !sb.len ||
-        strbuf_add(&sb, "\n", 1)) {
-        strbuf_release(&sb);
-        return NULL;
-    }
-    return strbuf_detach(&sb, len);
+    jsonw_json(&w, v);
+    jsonw_lit(&w, "\n");
+    return jsonw_detach(&w, len);
 }

@@ -766,6 +766,14 @@ void st_write_discard(struct store *st)
     st->m_discard = true;
 }
 
+/* Roll the current member back to its savepoint, its events with it. */
+static void member_undo(struct store *st)
+{
+    sqlite3_exec(st->wdb, "ROLLBACK TO member; RELEASE member;", NULL, NULL, NULL);
+    free_pending_from(st, st->m_nev);
+    st->tx_rev = st->m_rev;
+}
+
 /* Run one queued write as a member; a failed one is rolled back to its
  * savepoint and answered at once, a good one waits for the batch's COMMIT. */
 static void run_op(struct store *st, struct wop *op)
@@ -780,9 +788,7 @@ static void run_op(struct store *st, struct wop *op)
     }
     rc = op->fn(st, op->ctx);
     if (!rc && st->m_discard) {
-        sqlite3_exec(st->wdb, "ROLLBACK TO member; RELEASE member;", NULL, NULL, NULL);
-        free_pending_from(st, st->m_nev);
-        st->tx_rev = st->m_rev;
+        member_undo(st);
         op->w.err = ERR_OK;
         sem_post(&op->w.done);
         return;
@@ -798,11 +804,8 @@ static void run_op(struct store *st, struct wop *op)
         st->tx_waiters = &op->w;
         return;
     }
-    if (!sqlite3_get_autocommit(st->wdb)) {
-        sqlite3_exec(st->wdb, "ROLLBACK TO member; RELEASE member;", NULL, NULL, NULL);
-        free_pending_from(st, st->m_nev);
-        st->tx_rev = st->m_rev;
-    }
+    if (!sqlite3_get_autocommit(st->wdb))
+        member_undo(st);
     if (sqlite3_get_autocommit(st->wdb)) {
         batch_end(st, ERR_UNAVAIL); /* SQLite dropped the batch: its members fail */
         pthread_mutex_lock(&st->wmu);

@@ -873,6 +873,7 @@ struct podrow {
     char uid[256];   /* its uid */
     char *containers; /* stored JSON; new */
     char *request;    /* stored allocate request or NULL; new */
+    uint64_t revision; /* its revision */
 };
 
 static err_t podrow_get(struct store *st, const char *ns, const char *name, struct podrow *p)
@@ -880,7 +881,7 @@ static err_t podrow_get(struct store *st, const char *ns, const char *name, stru
     sqlite3_stmt *s = NULL;
     bool row = false;
     err_t rc = st_prep(st->wdb, &s,
-                       "SELECT uid,containers,request FROM pods WHERE namespace=? AND name=?",
+                       "SELECT uid,containers,request,revision FROM pods WHERE namespace=? AND name=?",
                        "tt", ns, name);
 
     memset(p, 0, sizeof(*p));
@@ -892,6 +893,7 @@ static err_t podrow_get(struct store *st, const char *ns, const char *name, stru
         p->containers = strdup(st_text(s, 1));
         if (sqlite3_column_type(s, 2) != SQLITE_NULL)
             p->request = strdup(st_text(s, 2));
+        p->revision = (uint64_t)sqlite3_column_int64(s, 3);
         if (!p->containers)
             rc = ERR_NOMEM;
     }
@@ -907,7 +909,7 @@ static void podrow_release(struct podrow *p)
 }
 
 /* The shared body of bind and allocate, inside the caller's transaction.
- * When the pod changed, 'podtext' (if not NULL) gets its new state. */
+ * 'podtext' (if not NULL) gets the pod's state, new or unchanged. */
 static err_t bind_pod(struct store *st, const char *ns, const char *name, const char *uid,
                       const json_t *containers, const char *request, char *msg, size_t cap,
                       bool *created, bool *changed, struct jsonw *podtext)
@@ -927,8 +929,12 @@ static err_t bind_pod(struct store *st, const char *ns, const char *name, const 
         goto out;
     *created = !p.found || strcmp(p.uid, uid) != 0;
     *changed = *created || strcmp(p.containers, text) != 0;
-    if (rc || !*changed)
+    if (!*changed) {
+        if (podtext)
+            st_pod_text(podtext, ns, name, p.uid, p.containers, p.revision);
+        rc = podtext ? jsonw_done(podtext) : ERR_OK;
         goto out;
+    }
     rc = pod_devices(st, "bindings", ns, name, &before);
     if (!rc)
         rc = st_exec(st->wdb, "DELETE FROM bindings WHERE namespace=? AND pod=?", "tt", ns, name);
@@ -961,28 +967,6 @@ static err_t pod_result(struct store *st, const char *ns, const char *name, json
     return st_pod_json(st->wdb, ns, name, obj);
 }
 
-/* The pod as stored, as text (an unchanged pod's answer). */
-static err_t pod_result_text(struct store *st, const char *ns, const char *name, struct jsonw *w)
-{
-    sqlite3_stmt *s = NULL;
-    bool row = false;
-    err_t rc = st_prep(st->wdb, &s,
-                       "SELECT uid,containers,revision FROM pods WHERE namespace=? AND name=?",
-                       "tt", ns, name);
-
-    if (!rc)
-        rc = st_step(st->wdb, s, &row);
-    if (!rc && !row)
-        rc = ERR_NOTFOUND;
-    if (!rc) {
-        st_pod_text(w, ns, name, st_text(s, 0), st_text(s, 1),
-                    (uint64_t)sqlite3_column_int64(s, 2));
-        rc = jsonw_done(w);
-    }
-    st_done(s);
-    return rc;
-}
-
 struct bind_op {
     const char *ns, *name, *uid; /* the pod */
     const json_t *containers;    /* validated */
@@ -999,8 +983,6 @@ static err_t bind_run(struct store *st, void *ctx)
     err_t rc = bind_pod(st, b->ns, b->name, b->uid, b->containers, NULL, b->msg, b->cap,
                         &b->created, &b->changed, &pod);
 
-    if (!rc && !pod.sb.len)
-        rc = pod_result_text(st, b->ns, b->name, &pod);
     /* The answer is written before the COMMIT, with room for the revision
      * it gets after: once committed, nothing may fail. */
     if (!rc) {

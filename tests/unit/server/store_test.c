@@ -554,10 +554,16 @@ static void test_bind(void)
     CHECK_OK(bind(&f, "default", "a",
                   "{\"uid\":\"u1\",\"containers\":[{\"name\":\"main\",\"devices\":[{\"resourceName\":"
                   "\"" GPU "\",\"deviceIds\":[\"gpu-0\",\"gpu-2\"]}],\"cpuIds\":[1]}]}",
-                  &created, &changed, NULL));
+                  &created, &changed, &pod));
     CHECK(!created && !changed);
     CHECK_EQ_INT(store_revision(f.st), rev);
     CHECK_EQ_INT(fx_events(&f, ev, sizeof(ev)), 0);
+    /* ... and its answer is the pod as stored */
+    CHECK_OK(store_pod_get(f.st, "default", "a", &list));
+    CHECK(pod && list && json_equal(pod, json_object_get(list, "podResources")));
+    json_decref(pod);
+    json_decref(list);
+    pod = list = NULL;
 
     /* the same uid with another free device: changed, not created */
     CHECK_OK(bind(&f, "default", "a",
