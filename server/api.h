@@ -14,6 +14,7 @@
 #include "feed.h"
 #include "metrics.h"
 #include "store.h"
+#include "stream.h"
 
 #define API_MAX_SEGS 8
 #define API_MSG_MAX 1024
@@ -52,6 +53,11 @@ struct api_resp {
     size_t text_len;                 /* its length */
     struct MHD_Response *raw;        /* new, or NULL (takes precedence) */
     bool stream;                     /* a long-lived stream (left out of latency) */
+    /* A stream served by the stream loop (takes precedence over all above):
+     * http.c hands it the socket; src->free(src_cls) is its to call. */
+    const struct stream_src *src;
+    void *src_cls;
+    const char *content_type;        /* of the stream; static */
 };
 
 typedef err_t (*api_handler)(struct api_req *r, struct api_resp *out);

@@ -3,8 +3,9 @@
  * a cursor and a buffer of lines not yet sent. It reads the in-memory ring
  * while it keeps up, and the change log in short read transactions when it
  * is behind the ring (after a restart, or when slow); never does it hold a
- * read transaction while waiting. Runs on the connection's own thread: the
- * content reader blocks on the feed, which wakes it on every commit. */
+ * read transaction while waiting. It is a stream source (stream.h): the
+ * stream loop pulls it after every publish and when a bookmark is due, and
+ * it never blocks. */
 #define LOG_MOD "watch"
 #include "../common/common.h"
 #include "../common/jsonx.h"
@@ -15,10 +16,6 @@
 #define CATCHUP_ROWS 512       /* change-log rows per read transaction */
 #define NO_DEADLINE UINT64_MAX
 #define WATCH_BUF_KEEP 65536   /* a larger send buffer is freed once sent */
-/* libmicrohttpd 0.9.75 writes a chunked stream straight into the
- * connection's buffer: the response's own block is allocated per stream and
- * barely used, so it is kept small (8 KiB cost 7 KiB of RSS per watcher). */
-#define WATCH_BLOCK 1024
 
 struct watcher {
     struct api *api;           /* borrowed */
@@ -26,12 +23,13 @@ struct watcher {
     char ns[64];               /* filter, or "" */
     struct feed_filter flt;    /* points into kind/ns */
     uint64_t cursor;           /* last revision looked at */
-    char *buf;                 /* lines not yet sent */
-    size_t len, off, cap;      /* used, sent, allocated */
+    char *buf;                 /* lines not yet handed to the stream */
+    size_t len, cap;           /* used, allocated */
     uint64_t next_bookmark;    /* monotonic ms */
     uint64_t end_at;           /* monotonic ms, or NO_DEADLINE */
     bool from_log;             /* reading the change log, not the ring */
     bool ended;                /* send what is buffered, then end */
+    bool handed;               /* 'buf' was handed to the stream last pull */
 };
 
 static void watcher_free(void *cls)
@@ -81,15 +79,13 @@ static void add_expired(struct watcher *w)
     w->ended = true;
 }
 
-/* Fill the buffer with at least one line, or set 'ended'. */
-static void refill(struct watcher *w)
+/* Add at least one line if there is one now, or set 'ended'. */
+static void refill(struct watcher *w, uint64_t now)
 {
-    enum feed_wait_result r;
-    uint64_t now, deadline;
+    enum feed_read_result r;
     err_t rc;
 
     while (w->len == 0 && !w->ended) {
-        now = feed_now_ms();
         if (now >= w->end_at || w->api->stopping) {
             w->ended = true;
             break;
@@ -112,41 +108,45 @@ static void refill(struct watcher *w)
                 w->from_log = false;
             continue;
         }
-        deadline = w->next_bookmark < w->end_at ? w->next_bookmark : w->end_at;
-        r = feed_wait(w->api->feed, &w->cursor, &w->flt, deadline, &w->buf, &w->len, &w->cap);
+        r = feed_read(w->api->feed, &w->cursor, &w->flt, &w->buf, &w->len, &w->cap);
         if (r == FEED_BEHIND)
             w->from_log = true;
         else if (r == FEED_CLOSED)
             w->ended = true;
+        else if (r == FEED_EMPTY)
+            break;
     }
 }
 
-static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
+static enum stream_pull pull(void *cls, uint64_t now, const char **data, size_t *len,
+                             uint64_t *wake_ms)
 {
     struct watcher *w = cls;
-    size_t n;
 
-    (void)pos;
-    if (w->off == w->len) {
-        w->off = 0;
+    /* The bytes handed out last time have been written. */
+    if (w->handed)
         w->len = 0;
-        if (w->cap > WATCH_BUF_KEEP) {
-            /* The initial list can be large; a live stream needs little. */
-            free(w->buf);
-            w->buf = NULL;
-            w->cap = 0;
-        }
-        refill(w);
+    w->handed = false;
+    if (w->len == 0 && w->cap > WATCH_BUF_KEEP) {
+        /* The initial list can be large; a live stream needs little. */
+        free(w->buf);
+        w->buf = NULL;
+        w->cap = 0;
     }
-    if (w->off == w->len)
-        return MHD_CONTENT_READER_END_OF_STREAM;
-    n = w->len - w->off;
-    if (n > max)
-        n = max;
-    memcpy(out, w->buf + w->off, n);
-    w->off += n;
-    return (ssize_t)n;
+    refill(w, now);
+    if (w->len) {
+        *data = w->buf;
+        *len = w->len;
+        w->handed = true;
+        return STREAM_DATA;
+    }
+    if (w->ended)
+        return STREAM_END;
+    *wake_ms = w->next_bookmark < w->end_at ? w->next_bookmark : w->end_at;
+    return STREAM_IDLE;
 }
+
+static const struct stream_src watch_src = {pull, watcher_free};
 
 /* Parse and check the query; fills the filter fields. */
 static err_t parse_query(struct api_req *r, struct watcher *w, bool *has_since)
@@ -241,15 +241,10 @@ err_t api_watch(struct api_req *r, struct api_resp *out)
         return rc;
     }
     feed_watcher_add(w->api->feed, 1);
-    out->raw = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, WATCH_BLOCK, reader, w,
-                                                 watcher_free);
-    if (!out->raw) {
-        watcher_free(w);
-        return ERR_NOMEM;
-    }
-    MHD_add_response_header(out->raw, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-ndjson");
-    MHD_add_response_header(out->raw, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     out->status = 200;
     out->stream = true;
+    out->src = &watch_src;
+    out->src_cls = w;
+    out->content_type = "application/x-ndjson";
     return ERR_OK;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* feed.c - the ring of recent events and the watchers' wait. It holds no
- * SQLite handle: a watcher behind the ring reads the change log itself. */
+/* feed.c - the ring of recent events. It holds no SQLite handle and never
+ * blocks a reader: a watcher behind the ring reads the change log itself,
+ * and the stream loop learns of new events through the notify hook. */
 #define LOG_MOD "feed"
 #include "../common/common.h"
 #include "feed.h"
@@ -13,7 +14,8 @@
 /* Lock: 'mu' guards every field below it. */
 struct feed {
     pthread_mutex_t mu;
-    pthread_cond_t cond;     /* broadcast on publish and close */
+    void (*notify)(void *);  /* called on publish and close, or NULL */
+    void *notify_ctx;        /* its argument */
     struct feed_event *ring; /* 'cap' slots; slot = rev % cap */
     size_t cap;              /* ring size in events */
     size_t bytes;            /* line bytes held in the ring */
@@ -35,7 +37,6 @@ uint64_t feed_now_ms(void)
 struct feed *feed_new(size_t capacity, uint64_t head)
 {
     struct feed *f = calloc(1, sizeof(*f));
-    pthread_condattr_t ca;
 
     if (!f)
         return NULL;
@@ -48,10 +49,6 @@ struct feed *feed_new(size_t capacity, uint64_t head)
     f->head = head;
     f->first = head + 1;
     pthread_mutex_init(&f->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&f->cond, &ca);
-    pthread_condattr_destroy(&ca);
     return f;
 }
 
@@ -66,9 +63,16 @@ void feed_free(struct feed *f)
         free(f->ring[i].line);
     }
     free(f->ring);
-    pthread_cond_destroy(&f->cond);
     pthread_mutex_destroy(&f->mu);
     free(f);
+}
+
+void feed_set_notify(struct feed *f, void (*fn)(void *), void *ctx)
+{
+    pthread_mutex_lock(&f->mu);
+    f->notify = fn;
+    f->notify_ctx = ctx;
+    pthread_mutex_unlock(&f->mu);
 }
 
 void feed_limit_bytes(struct feed *f, size_t max_bytes)
@@ -114,7 +118,8 @@ void feed_publish(struct feed *f, struct feed_event *ev, size_t n)
      * a watcher that far behind reads the change log instead. */
     while (f->max_bytes && f->bytes > f->max_bytes && f->first < f->head)
         slot_clear(f, &f->ring[f->first++ % f->cap]);
-    pthread_cond_broadcast(&f->cond);
+    if (f->notify)
+        f->notify(f->notify_ctx);
     pthread_mutex_unlock(&f->mu);
 }
 
@@ -122,7 +127,8 @@ void feed_close(struct feed *f)
 {
     pthread_mutex_lock(&f->mu);
     f->closed = true;
-    pthread_cond_broadcast(&f->cond);
+    if (f->notify)
+        f->notify(f->notify_ctx);
     pthread_mutex_unlock(&f->mu);
 }
 
@@ -157,47 +163,32 @@ static int append(char **buf, size_t *len, size_t *cap, const char *line, size_t
     return 0;
 }
 
-/* Copy what is available; called with the lock held. */
-static enum feed_wait_result take(struct feed *f, uint64_t *cursor, const struct feed_filter *flt,
-                                  char **buf, size_t *len, size_t *cap)
+enum feed_read_result feed_read(struct feed *f, uint64_t *cursor, const struct feed_filter *flt,
+                                char **buf, size_t *len, size_t *cap)
 {
+    enum feed_read_result r = FEED_EMPTY;
     size_t start = *len;
 
-    if (*cursor + 1 < f->first)
-        return FEED_BEHIND;
-    while (*cursor < f->head) {
-        struct feed_event *e = &f->ring[(*cursor + 1) % f->cap];
-
-        if (feed_match(flt, e->kind, e->ns)) {
-            /* At most FEED_CHUNK bytes a call, but always one whole line. */
-            if (*len > start && *len - start + e->len > FEED_CHUNK)
-                break;
-            if (append(buf, len, cap, e->line, e->len))
-                break;
-        }
-        (*cursor)++;
-    }
-    return *len > start ? FEED_GOT : FEED_TIMEOUT;
-}
-
-enum feed_wait_result feed_wait(struct feed *f, uint64_t *cursor, const struct feed_filter *flt,
-                                uint64_t deadline_ms, char **buf, size_t *len, size_t *cap)
-{
-    enum feed_wait_result r;
-    struct timespec ts;
-
     pthread_mutex_lock(&f->mu);
-    for (;;) {
-        if (f->closed) {
-            r = FEED_CLOSED;
-            break;
+    if (f->closed) {
+        r = FEED_CLOSED;
+    } else if (*cursor + 1 < f->first) {
+        r = FEED_BEHIND;
+    } else {
+        while (*cursor < f->head) {
+            struct feed_event *e = &f->ring[(*cursor + 1) % f->cap];
+
+            if (feed_match(flt, e->kind, e->ns)) {
+                /* At most FEED_CHUNK bytes a call, but always one whole line. */
+                if (*len > start && *len - start + e->len > FEED_CHUNK)
+                    break;
+                if (append(buf, len, cap, e->line, e->len))
+                    break;
+            }
+            (*cursor)++;
         }
-        r = take(f, cursor, flt, buf, len, cap);
-        if (r != FEED_TIMEOUT || feed_now_ms() >= deadline_ms)
-            break;
-        ts.tv_sec = (time_t)(deadline_ms / 1000);
-        ts.tv_nsec = (long)(deadline_ms % 1000) * 1000000;
-        pthread_cond_timedwait(&f->cond, &f->mu, &ts);
+        if (*len > start)
+            r = FEED_GOT;
     }
     pthread_mutex_unlock(&f->mu);
     return r;

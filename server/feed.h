@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* feed.h - the change-feed hub: an in-memory ring of the most recent change
- * events (already serialised as NDJSON lines) and a condition variable that
- * wakes watchers. The store publishes after COMMIT; watchers keep only a
- * cursor (a revision) and copy lines out. Publishing never waits for a
- * watcher. Revisions in the ring are contiguous. Thread-safe: one mutex. */
+ * events (already serialised as NDJSON lines). The store publishes after
+ * COMMIT and the notify hook tells the stream loop; watchers keep only a
+ * cursor (a revision) and copy lines out, never waiting inside the feed.
+ * Publishing never waits for a watcher. Revisions in the ring are
+ * contiguous. Thread-safe: one mutex. */
 #ifndef PODRES_FEED_H
 #define PODRES_FEED_H
 #include <stddef.h>
@@ -26,9 +27,9 @@ struct feed_filter {
     const char *ns;   /* exact namespace or NULL */
 };
 
-enum feed_wait_result {
+enum feed_read_result {
     FEED_GOT,     /* lines were copied; *cursor advanced */
-    FEED_TIMEOUT, /* deadline passed with nothing new (cursor may have advanced over filtered events) */
+    FEED_EMPTY,   /* nothing new (the cursor may have advanced over filtered events) */
     FEED_BEHIND,  /* cursor is older than the ring: read the change log instead */
     FEED_CLOSED,  /* the hub is shutting down */
 };
@@ -47,16 +48,19 @@ void feed_limit_bytes(struct feed *f, size_t max_bytes);
  * line (the array itself stays the caller's). Wakes every watcher. */
 void feed_publish(struct feed *f, struct feed_event *ev, size_t n);
 
-/* Wake every watcher and make all waits return FEED_CLOSED from now on. */
+/* Make every read return FEED_CLOSED from now on, and notify. */
 void feed_close(struct feed *f);
+
+/* Call fn(ctx) after every publish and at close, under the feed's lock:
+ * fn must be quick and must not call into the feed. NULL fn: none. */
+void feed_set_notify(struct feed *f, void (*fn)(void *), void *ctx);
 
 /* Append the lines of events after *cursor that match 'flt' to the growable
  * buffer *buf (*len bytes used, *cap allocated; grown with realloc), about
  * 64 KiB a call but always whole lines, and advance *cursor over every event
- * looked at. Waits until 'deadline_ms' (CLOCK_MONOTONIC milliseconds) when
- * there is none. */
-enum feed_wait_result feed_wait(struct feed *f, uint64_t *cursor, const struct feed_filter *flt,
-                                uint64_t deadline_ms, char **buf, size_t *len, size_t *cap);
+ * looked at. Never waits. */
+enum feed_read_result feed_read(struct feed *f, uint64_t *cursor, const struct feed_filter *flt,
+                                char **buf, size_t *len, size_t *cap);
 
 /* The last published revision. */
 uint64_t feed_head(struct feed *f);

@@ -3,7 +3,14 @@
  * Responses are queued on the second call of the access handler, never the
  * first: 0.9.75 closes a keep-alive connection when a response is queued
  * before the request body phase. Only an oversize body is answered at once
- * (and the connection then closed) so it is never read. */
+ * (and the connection then closed) so it is never read.
+ * A watch stream is not left to libmicrohttpd, which would keep a thread
+ * (stack, malloc cache, connection pool: ~70 KiB) per stream for its whole
+ * life: once accepted, its socket is duplicated and handed to the stream
+ * loop (stream.h), and libmicrohttpd's descriptor is replaced (dup3) by a
+ * fresh unconnected socket: 0.9.75 calls shutdown(SHUT_WR) on a connection's
+ * descriptor when its thread ends, whatever the flags, and that must not
+ * reach the stream's socket. The stream writes its own response head. */
 #define LOG_MOD "http"
 #include "../common/common.h"
 #include "../common/jsonx.h"
@@ -15,6 +22,8 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
+
+#include "stream.h"
 #include <unistd.h>
 
 #define LISTEN_BACKLOG 1024 /* as many as the connection limit: bursts of clients wait, not fail */
@@ -29,8 +38,14 @@ struct http {
     struct api *api;         /* borrowed */
     struct listener unix_l;  /* the unix socket */
     struct listener tcp_l;   /* loopback TCP, if configured */
+    struct streams *streams; /* the watch streams of both listeners */
     char *socket_path;       /* to remove at stop */
 };
+
+/* Set on a connection's thread that has just handed its socket to the
+ * stream loop: libmicrohttpd's "closing connection" message that follows is
+ * not an error. Cleared by the completion callback. */
+static _Thread_local bool handed_over;
 
 /* Per request state, freed in the completion callback. */
 struct ctx {
@@ -365,8 +380,86 @@ static err_t check_body(struct MHD_Connection *conn, struct ctx *c, const struct
     return ERR_OK;
 }
 
+/* A descriptor of the connection's socket for the stream loop; the one
+ * libmicrohttpd holds then names a fresh socket that nobody reads, so its
+ * shutdown() and close() leave the stream alone. -1 on failure, with the
+ * connection untouched. */
+static int take_socket(int mhd_fd)
+{
+    int domain = AF_UNIX, fd, dummy;
+    socklen_t len = sizeof(domain);
+
+    if (getsockopt(mhd_fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0)
+        return -1;
+    fd = fcntl(mhd_fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    dummy = socket(domain, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (dummy < 0 || dup3(dummy, mhd_fd, O_CLOEXEC) < 0) {
+        if (dummy >= 0)
+            close(dummy);
+        close(fd);
+        return -1;
+    }
+    close(dummy);
+    return fd;
+}
+
+/* Give the connection's socket to the stream loop with the response head
+ * for 'out'; libmicrohttpd then closes its connection (MHD_NO). */
+static enum MHD_Result hand_over(struct listener *l, struct MHD_Connection *conn, struct ctx *c,
+                                 const char *method, const char *version, struct api_resp *out)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    bool chunked = strcmp(version, MHD_HTTP_VERSION_1_0) != 0;
+    char head[512], date[64];
+    struct tm tm;
+    time_t t = time(NULL);
+    err_t rc;
+    int fd;
+
+    if (strcmp(method, "HEAD") == 0) {
+        /* The head alone: libmicrohttpd answers it on this connection. */
+        struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+        enum MHD_Result ret;
+
+        out->src->free(out->src_cls);
+        if (!resp)
+            return MHD_NO;
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, out->content_type);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+        ret = MHD_queue_response(conn, (unsigned)out->status, resp);
+        MHD_destroy_response(resp);
+        c->answered = true;
+        c->status = out->status;
+        return ret;
+    }
+    fd = ci ? take_socket(ci->connect_fd) : -1;
+    if (fd < 0) {
+        out->src->free(out->src_cls);
+        return queue_error(conn, c, ERR_IO, "cannot take over the connection for the stream");
+    }
+    gmtime_r(&t, &tm);
+    strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    snprintf(head, sizeof(head),
+             "HTTP/1.1 %d OK\r\nDate: %s\r\nContent-Type: %s\r\nCache-Control: no-cache\r\n"
+             "Connection: close\r\n%s\r\n",
+             out->status, date, out->content_type,
+             chunked ? "Transfer-Encoding: chunked\r\n" : "");
+    rc = streams_adopt(l->h->streams, fd, head, chunked, out->src, out->src_cls);
+    if (rc)
+        return queue_error(conn, c, rc,
+                           rc == ERR_UNAVAIL ? "too many watch streams are open; retry later"
+                                             : "cannot start the stream");
+    c->answered = true;
+    c->status = out->status;
+    handed_over = true;
+    return MHD_NO;
+}
+
 static enum MHD_Result dispatch(struct listener *l, struct MHD_Connection *conn, struct ctx *c,
-                                const char *url, const char *method)
+                                const char *url, const char *method, const char *version)
 {
     struct api_req r;
     struct api_resp out = {0};
@@ -404,6 +497,8 @@ static enum MHD_Result dispatch(struct listener *l, struct MHD_Connection *conn,
         return queue_error(conn, c, rc, r.msg);
     }
     c->stream = out.stream;
+    if (out.src)
+        return hand_over(l, conn, c, method, version, &out);
     if (out.raw) {
         enum MHD_Result ret = MHD_queue_response(conn, (unsigned)out.status, out.raw);
 
@@ -464,7 +559,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     struct ctx *c = *con_cls;
     const char *cl;
 
-    (void)version;
     if (!c) {
         c = calloc(1, sizeof(*c));
         if (!c)
@@ -493,7 +587,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return too_large(conn, c);
     if (c->no_mem)
         return queue_error(conn, c, ERR_NOMEM, "out of memory reading the body");
-    return dispatch(l, conn, c, url, method);
+    return dispatch(l, conn, c, url, method, version);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -504,6 +598,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
     (void)conn;
     (void)toe;
+    handed_over = false;
     if (!c)
         return;
     if (c->answered)
@@ -520,6 +615,8 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     size_t n;
 
     (void)cls;
+    if (handed_over)
+        return;
     vsnprintf(msg, sizeof(msg), fmt, ap);
     n = strlen(msg);
     while (n && msg[n - 1] == '\n')
@@ -687,8 +784,7 @@ static err_t start_daemon(struct listener *l, int fd, const struct http_opts *o)
         MHD_OPTION_CONNECTION_LIMIT, o->conn_limit, MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->tcp ? o->conn_limit : 0,
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1024 * 1024),
-        /* 16 KiB per connection (default 32): headers beyond it get 431, and
-         * 100 idle watchers cost 1.6 MiB less. */
+        /* 16 KiB per connection (default 32): headers beyond it get 431. */
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024), MHD_OPTION_UNESCAPE_CALLBACK,
         unescape, NULL, MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, l, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
@@ -712,6 +808,13 @@ err_t http_start(struct api *api, const struct http_opts *opts, struct http **ou
     h->unix_l.h = h;
     h->tcp_l.h = h;
     h->tcp_l.tcp = true;
+    rc = streams_start(opts->conn_limit, opts->timeout_s, &h->streams);
+    if (rc) {
+        free(h);
+        return rc;
+    }
+    if (api->feed)
+        feed_set_notify(api->feed, streams_kick, h->streams);
     if (opts->socket_path) {
         rc = unix_listen(opts->socket_path, &fd);
         if (!rc) {
@@ -758,6 +861,9 @@ void http_stop(struct http *h)
         MHD_stop_daemon(h->unix_l.d);
     if (h->tcp_l.d)
         MHD_stop_daemon(h->tcp_l.d);
+    if (h->api->feed)
+        feed_set_notify(h->api->feed, NULL, NULL);
+    streams_stop(h->streams);
     if (h->socket_path)
         unlink(h->socket_path);
     free(h->socket_path);

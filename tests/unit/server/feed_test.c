@@ -4,7 +4,6 @@
 #include "../../../server/feed.h"
 #include "../test.h"
 
-#include <pthread.h>
 #include <time.h>
 
 /* Publish one event of 'kind' in namespace 'ns' with revision 'rev'. */
@@ -78,7 +77,7 @@ static void test_publish_wait(void)
     feed_publish(f, evs, 2);
     CHECK_EQ_INT(feed_head(f), 14);
 
-    CHECK_EQ_INT(feed_wait(f, &cur, NULL, feed_now_ms(), &buf, &len, &cap), FEED_GOT);
+    CHECK_EQ_INT(feed_read(f, &cur, NULL, &buf, &len, &cap), FEED_GOT);
     CHECK_EQ_INT(cur, 14);
     CHECK_EQ_INT(line_count(buf, len), 4);
     CHECK_EQ_INT(line_rev(buf, len, 0), 11);
@@ -90,14 +89,14 @@ static void test_publish_wait(void)
     /* from the middle */
     len = 0;
     cur = 12;
-    CHECK_EQ_INT(feed_wait(f, &cur, NULL, feed_now_ms(), &buf, &len, &cap), FEED_GOT);
+    CHECK_EQ_INT(feed_read(f, &cur, NULL, &buf, &len, &cap), FEED_GOT);
     CHECK_EQ_INT(cur, 14);
     CHECK_EQ_INT(line_count(buf, len), 2);
     CHECK_EQ_INT(line_rev(buf, len, 0), 13);
 
     /* nothing new: timeout, cursor unchanged */
     len = 0;
-    CHECK_EQ_INT(feed_wait(f, &cur, NULL, feed_now_ms() + 30, &buf, &len, &cap), FEED_TIMEOUT);
+    CHECK_EQ_INT(feed_read(f, &cur, NULL, &buf, &len, &cap), FEED_EMPTY);
     CHECK_EQ_INT(cur, 14);
     CHECK_EQ_INT(len, 0);
     free(buf);
@@ -118,7 +117,7 @@ static void test_filters(void)
     pub(f, 4, "Device", "");
     pub(f, 5, "Reservation", "default");
 
-    CHECK_EQ_INT(feed_wait(f, &cur, &dev, feed_now_ms(), &buf, &len, &cap), FEED_GOT);
+    CHECK_EQ_INT(feed_read(f, &cur, &dev, &buf, &len, &cap), FEED_GOT);
     CHECK_EQ_INT(line_count(buf, len), 2);
     CHECK_EQ_INT(line_rev(buf, len, 0), 1);
     CHECK_EQ_INT(line_rev(buf, len, 1), 4);
@@ -126,16 +125,16 @@ static void test_filters(void)
 
     len = 0;
     cur = 0;
-    CHECK_EQ_INT(feed_wait(f, &cur, &ns, feed_now_ms(), &buf, &len, &cap), FEED_GOT);
+    CHECK_EQ_INT(feed_read(f, &cur, &ns, &buf, &len, &cap), FEED_GOT);
     CHECK_EQ_INT(line_count(buf, len), 2);
     CHECK_EQ_INT(line_rev(buf, len, 0), 2);
     CHECK_EQ_INT(line_rev(buf, len, 1), 5);
     CHECK_EQ_INT(cur, 5);
 
-    /* only filtered events: TIMEOUT but the cursor moved over them */
+    /* only filtered events: EMPTY but the cursor moved over them */
     len = 0;
     cur = 0;
-    CHECK_EQ_INT(feed_wait(f, &cur, &both, feed_now_ms(), &buf, &len, &cap), FEED_TIMEOUT);
+    CHECK_EQ_INT(feed_read(f, &cur, &both, &buf, &len, &cap), FEED_EMPTY);
     CHECK_EQ_INT(cur, 5);
     CHECK_EQ_INT(len, 0);
 
@@ -161,12 +160,12 @@ static void test_behind(void)
         pub(f, r, "Device", "");
     /* the ring keeps 3..5 */
     cur = 1;
-    CHECK_EQ_INT(feed_wait(f, &cur, NULL, feed_now_ms(), &buf, &len, &cap), FEED_BEHIND);
+    CHECK_EQ_INT(feed_read(f, &cur, NULL, &buf, &len, &cap), FEED_BEHIND);
     CHECK_EQ_INT(cur, 1);
     cur = 0;
-    CHECK_EQ_INT(feed_wait(f, &cur, NULL, feed_now_ms(), &buf, &len, &cap), FEED_BEHIND);
+    CHECK_EQ_INT(feed_read(f, &cur, NULL, &buf, &len, &cap), FEED_BEHIND);
     cur = 2;
-    CHECK_EQ_INT(feed_wait(f, &cur, NULL, feed_now_ms(), &buf, &len, &cap), FEED_GOT);
+    CHECK_EQ_INT(feed_read(f, &cur, NULL, &buf, &len, &cap), FEED_GOT);
     CHECK_EQ_INT(line_count(buf, len), 3);
     CHECK_EQ_INT(line_rev(buf, len, 0), 3);
     CHECK_EQ_INT(line_rev(buf, len, 2), 5);
@@ -179,9 +178,9 @@ static void test_behind(void)
     buf = NULL;
     len = cap = 0;
     cur = 50;
-    CHECK_EQ_INT(feed_wait(f, &cur, NULL, feed_now_ms(), &buf, &len, &cap), FEED_BEHIND);
+    CHECK_EQ_INT(feed_read(f, &cur, NULL, &buf, &len, &cap), FEED_BEHIND);
     cur = 100;
-    CHECK_EQ_INT(feed_wait(f, &cur, NULL, feed_now_ms(), &buf, &len, &cap), FEED_TIMEOUT);
+    CHECK_EQ_INT(feed_read(f, &cur, NULL, &buf, &len, &cap), FEED_EMPTY);
     free(buf);
     feed_free(f);
 }
@@ -201,9 +200,9 @@ static void test_byte_budget(void)
     for (r = 1; r <= 9; r++)
         pub(f, r, "Device", "");
     cur = 5;
-    CHECK_EQ_INT(feed_wait(f, &cur, NULL, feed_now_ms(), &buf, &len, &cap), FEED_BEHIND);
+    CHECK_EQ_INT(feed_read(f, &cur, NULL, &buf, &len, &cap), FEED_BEHIND);
     cur = 6; /* 7..9 are kept */
-    CHECK_EQ_INT(feed_wait(f, &cur, NULL, feed_now_ms(), &buf, &len, &cap), FEED_GOT);
+    CHECK_EQ_INT(feed_read(f, &cur, NULL, &buf, &len, &cap), FEED_GOT);
     CHECK_EQ_INT(line_count(buf, len), 3);
     CHECK_EQ_INT(line_rev(buf, len, 0), 7);
     CHECK_EQ_INT(cur, 9);
@@ -211,10 +210,10 @@ static void test_byte_budget(void)
     feed_limit_bytes(f, 1);
     pub(f, 10, "Device", "");
     cur = 8;
-    CHECK_EQ_INT(feed_wait(f, &cur, NULL, feed_now_ms(), &buf, &len, &cap), FEED_BEHIND);
+    CHECK_EQ_INT(feed_read(f, &cur, NULL, &buf, &len, &cap), FEED_BEHIND);
     cur = 9;
     len = 0;
-    CHECK_EQ_INT(feed_wait(f, &cur, NULL, feed_now_ms(), &buf, &len, &cap), FEED_GOT);
+    CHECK_EQ_INT(feed_read(f, &cur, NULL, &buf, &len, &cap), FEED_GOT);
     CHECK_EQ_INT(line_count(buf, len), 1);
     CHECK_EQ_INT(line_rev(buf, len, 0), 10);
     /* no limit again: the ring fills to its event capacity */
@@ -223,7 +222,7 @@ static void test_byte_budget(void)
         pub(f, r, "Device", "");
     cur = 9;
     len = 0;
-    CHECK_EQ_INT(feed_wait(f, &cur, NULL, feed_now_ms(), &buf, &len, &cap), FEED_GOT);
+    CHECK_EQ_INT(feed_read(f, &cur, NULL, &buf, &len, &cap), FEED_GOT);
     CHECK_EQ_INT(line_count(buf, len), 11);
     free(buf);
     feed_free(f);
@@ -239,13 +238,13 @@ static void test_buffer_limit(void)
     pub(f, 1, "Device", "");
     pub(f, 2, "Device", "");
     /* a line longer than the buffer is still taken whole, one at a time */
-    CHECK_EQ_INT(feed_wait(f, &cur, NULL, feed_now_ms(), &buf, &len, &cap), FEED_GOT);
+    CHECK_EQ_INT(feed_read(f, &cur, NULL, &buf, &len, &cap), FEED_GOT);
     CHECK(len >= 1 && cap >= len);
     CHECK(line_count(buf, len) >= 1);
     CHECK_EQ_INT(line_rev(buf, len, 0), 1);
     CHECK(cur >= 1);
     while (cur < 2) {
-        CHECK_EQ_INT(feed_wait(f, &cur, NULL, feed_now_ms(), &buf, &len, &cap), FEED_GOT);
+        CHECK_EQ_INT(feed_read(f, &cur, NULL, &buf, &len, &cap), FEED_GOT);
     }
     CHECK_EQ_INT(line_count(buf, len), 2);
     CHECK_EQ_INT(line_rev(buf, len, 1), 2);
@@ -253,67 +252,38 @@ static void test_buffer_limit(void)
     feed_free(f);
 }
 
-struct later {
-    struct feed *f;
-    int close; /* close instead of publishing */
-};
-
-static void *publish_later(void *arg)
+static void count_notify(void *ctx)
 {
-    struct later *l = arg;
-    struct timespec ts = {0, 50 * 1000000};
-
-    nanosleep(&ts, NULL);
-    if (l->close) {
-        feed_close(l->f);
-    } else {
-        struct feed_event ev;
-
-        memset(&ev, 0, sizeof(ev));
-        ev.rev = feed_head(l->f) + 1;
-        snprintf(ev.kind, sizeof(ev.kind), "Device");
-        ev.ns = strdup("");
-        ev.line = strdup("{\"revision\":1}\n");
-        ev.len = strlen(ev.line);
-        feed_publish(l->f, &ev, 1);
-    }
-    return NULL;
+    (*(int *)ctx)++;
 }
 
-static void test_wake_close_timeout(void)
+static void test_notify_close(void)
 {
     struct feed *f = feed_new(8, 0);
-    struct later l = {f, 0};
-    pthread_t th;
     char *buf = NULL;
     size_t len = 0, cap = 0;
-    uint64_t cur = 0, t0;
+    uint64_t cur = 0;
+    int calls = 0;
 
-    /* a waiter is woken by a publish long before its deadline */
-    CHECK_OK(pthread_create(&th, NULL, publish_later, &l));
-    t0 = feed_now_ms();
-    CHECK_EQ_INT(feed_wait(f, &cur, NULL, t0 + 10000, &buf, &len, &cap), FEED_GOT);
-    CHECK(feed_now_ms() - t0 < 5000);
+    /* nothing yet: EMPTY at once */
+    CHECK_EQ_INT(feed_read(f, &cur, NULL, &buf, &len, &cap), FEED_EMPTY);
+    /* every publish calls the hook once, and the event is there to read */
+    feed_set_notify(f, count_notify, &calls);
+    pub(f, feed_head(f) + 1, "Device", "");
+    CHECK_EQ_INT(calls, 1);
+    CHECK_EQ_INT(feed_read(f, &cur, NULL, &buf, &len, &cap), FEED_GOT);
     CHECK_EQ_INT(cur, 1);
-    pthread_join(th, NULL);
-
-    /* the timeout is honoured */
-    len = 0;
-    t0 = feed_now_ms();
-    CHECK_EQ_INT(feed_wait(f, &cur, NULL, t0 + 100, &buf, &len, &cap), FEED_TIMEOUT);
-    CHECK(feed_now_ms() >= t0 + 100);
-    CHECK(feed_now_ms() - t0 < 5000);
-
-    /* feed_close wakes a waiter with CLOSED */
-    l.close = 1;
-    CHECK_OK(pthread_create(&th, NULL, publish_later, &l));
-    t0 = feed_now_ms();
-    CHECK_EQ_INT(feed_wait(f, &cur, NULL, t0 + 10000, &buf, &len, &cap), FEED_CLOSED);
-    CHECK(feed_now_ms() - t0 < 5000);
-    pthread_join(th, NULL);
-    /* and every later wait, even with events available */
+    CHECK_EQ_INT(feed_read(f, &cur, NULL, &buf, &len, &cap), FEED_EMPTY);
+    /* no hook, no call */
+    feed_set_notify(f, NULL, NULL);
+    pub(f, feed_head(f) + 1, "Device", "");
+    CHECK_EQ_INT(calls, 1);
+    /* close calls it too, and every later read is CLOSED, events or not */
+    feed_set_notify(f, count_notify, &calls);
+    feed_close(f);
+    CHECK_EQ_INT(calls, 2);
     cur = 0;
-    CHECK_EQ_INT(feed_wait(f, &cur, NULL, feed_now_ms() + 1000, &buf, &len, &cap), FEED_CLOSED);
+    CHECK_EQ_INT(feed_read(f, &cur, NULL, &buf, &len, &cap), FEED_CLOSED);
     free(buf);
     feed_free(f);
     feed_free(NULL);
@@ -335,4 +305,4 @@ static void test_watchers(void)
 }
 
 TEST_MAIN(test_publish_wait, test_filters, test_behind, test_byte_budget, test_buffer_limit,
-          test_wake_close_timeout, test_watchers)
+          test_notify_close, test_watchers)

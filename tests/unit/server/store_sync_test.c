@@ -69,8 +69,7 @@ static const char *events(struct fx *f, char *out, size_t cap)
     size_t at = 0, used = 0;
 
     f->len = 0;
-    feed_wait(f->feed, &f->cursor, &(struct feed_filter){0}, feed_now_ms(), &f->buf, &f->len,
-              &f->cap);
+    feed_read(f->feed, &f->cursor, &(struct feed_filter){0}, &f->buf, &f->len, &f->cap);
     out[0] = '\0';
     while (at < f->len) {
         const char *nl = memchr(f->buf + at, '\n', f->len - at);

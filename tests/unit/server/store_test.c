@@ -148,14 +148,14 @@ static int summarise(const char *buf, size_t len, uint64_t *chain, char *out, si
  * revisions must be consecutive and end at the store's revision. */
 static int fx_events(struct fx *f, char *out, size_t cap)
 {
-    enum feed_wait_result r;
+    enum feed_read_result r;
     int n;
 
     f->len = 0;
     do {
-        r = feed_wait(f->feed, &f->cursor, NULL, feed_now_ms(), &f->buf, &f->len, &f->cap);
+        r = feed_read(f->feed, &f->cursor, NULL, &f->buf, &f->len, &f->cap);
     } while (r == FEED_GOT && f->cursor < feed_head(f->feed));
-    CHECK(r == FEED_GOT || r == FEED_TIMEOUT);
+    CHECK(r == FEED_GOT || r == FEED_EMPTY);
     n = summarise(f->buf, f->len, &f->last_rev, out, cap);
     CHECK_EQ_INT(f->last_rev, store_revision(f->st));
     return n;

@@ -1,0 +1,424 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* stream.c - the stream loop: one thread, one epoll set, every watch stream.
+ * A stream costs its struct and whatever its source buffers; the kernel
+ * keeps the socket's bytes. Writes never block: what does not fit waits for
+ * EPOLLOUT, and nothing more is pulled from the source until it is out, so
+ * a slow client holds back only its own cursor. */
+#define LOG_MOD "stream"
+#include "../common/common.h"
+#include "stream.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PULLS_PER_TURN 16   /* then the other streams get their turn */
+#define EVENTS_PER_WAIT 64
+#define MAX_WAIT_MS 60000
+#define NEVER UINT64_MAX
+
+struct stream {
+    struct stream *prev, *next;   /* in 'live' (loop thread) or 'incoming' */
+    int fd;
+    const struct stream_src *src;
+    void *cls;
+    bool chunked;                 /* HTTP/1.1 chunks, else raw until close */
+    char *head;                   /* the response head, freed once written */
+    char size_line[24];           /* the current chunk's size line */
+    struct iovec iov[4];          /* bytes not yet written: head, size, data, CRLF */
+    int iov_at, iov_n;            /* first unwritten entry, entries used */
+    uint64_t wake_ms;             /* pull by then even without a kick */
+    uint64_t progress_ms;         /* last write that took bytes */
+    bool ending;                  /* the last bytes are queued: close when out */
+    bool want_out;                /* EPOLLOUT is in the interest set */
+    bool pull_now;                /* serve at the next turn */
+    bool dead;                    /* the client went away: close at this turn */
+};
+
+struct streams {
+    pthread_t th;
+    int ep;                       /* the epoll set */
+    int efd;                      /* eventfd: kicks, adoptions, stop */
+    size_t max;                   /* streams at most */
+    uint64_t stall_ms;            /* drop a client taking nothing this long */
+    pthread_mutex_t mu;           /* guards 'incoming' and 'stopping' */
+    struct stream *incoming;      /* adopted, not yet in the loop */
+    bool stopping;
+    atomic_size_t count;          /* adopted and not yet freed */
+    atomic_bool kicked;           /* a kick is pending in 'efd' */
+    struct stream *live;          /* the loop thread's own list */
+};
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void wake_loop(struct streams *s)
+{
+    uint64_t one = 1;
+
+    /* Only fails when the counter is full, and then the loop wakes anyway. */
+    if (write(s->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+        log_warn("cannot wake the stream loop: %s", strerror(errno));
+}
+
+void streams_kick(void *arg)
+{
+    struct streams *s = arg;
+
+    if (atomic_load(&s->count) == 0 || atomic_exchange(&s->kicked, true))
+        return;
+    wake_loop(s);
+}
+
+size_t streams_count(struct streams *s)
+{
+    return atomic_load(&s->count);
+}
+
+static void stream_free(struct streams *s, struct stream *st)
+{
+    close(st->fd);
+    st->src->free(st->cls);
+    free(st->head);
+    free(st);
+    atomic_fetch_sub(&s->count, 1);
+}
+
+static void unlink_live(struct streams *s, struct stream *st)
+{
+    if (st->prev)
+        st->prev->next = st->next;
+    else
+        s->live = st->next;
+    if (st->next)
+        st->next->prev = st->prev;
+}
+
+static void set_want_out(struct streams *s, struct stream *st, bool on)
+{
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | (on ? EPOLLOUT : 0u),
+                             .data.ptr = st};
+
+    if (st->want_out == on)
+        return;
+    if (epoll_ctl(s->ep, EPOLL_CTL_MOD, st->fd, &ev) == 0)
+        st->want_out = on;
+    else
+        st->dead = true;
+}
+
+/* Write what the socket takes. 1: all out; 0: some wait; -1: the client is gone. */
+static int flush(struct stream *st, uint64_t now)
+{
+    struct msghdr mh = {0};
+    ssize_t n;
+
+    while (st->iov_at < st->iov_n) {
+        mh.msg_iov = st->iov + st->iov_at;
+        mh.msg_iovlen = (size_t)(st->iov_n - st->iov_at);
+        n = sendmsg(st->fd, &mh, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+        }
+        st->progress_ms = now;
+        while (n > 0 && st->iov_at < st->iov_n) {
+            struct iovec *v = &st->iov[st->iov_at];
+            size_t k = (size_t)n < v->iov_len ? (size_t)n : v->iov_len;
+
+            v->iov_base = (char *)v->iov_base + k;
+            v->iov_len -= k;
+            n -= (ssize_t)k;
+            if (v->iov_len == 0)
+                st->iov_at++;
+        }
+    }
+    st->iov_at = st->iov_n = 0;
+    if (st->head) {
+        free(st->head);
+        st->head = NULL;
+    }
+    return 1;
+}
+
+static void queue(struct stream *st, const char *data, size_t len)
+{
+    if (st->chunked) {
+        int n = snprintf(st->size_line, sizeof(st->size_line), "%zx\r\n", len);
+
+        st->iov[st->iov_n++] = (struct iovec){st->size_line, (size_t)n};
+    }
+    st->iov[st->iov_n++] = (struct iovec){(void *)data, len};
+    if (st->chunked)
+        st->iov[st->iov_n++] = (struct iovec){(void *)"\r\n", 2};
+}
+
+/* Write, then pull and write while the socket takes it. May close 'st'. */
+static void serve(struct streams *s, struct stream *st, uint64_t now)
+{
+    const char *data;
+    size_t len;
+    int pulls = 0, r;
+
+    st->pull_now = false;
+    for (;;) {
+        if (st->iov_n) {
+            r = flush(st, now);
+            if (r < 0) {
+                st->dead = true;
+                return;
+            }
+            if (r == 0) {
+                set_want_out(s, st, true);
+                return;
+            }
+            if (st->ending) {
+                st->dead = true;
+                return;
+            }
+        }
+        set_want_out(s, st, false);
+        if (pulls++ == PULLS_PER_TURN) {
+            st->pull_now = true;
+            return;
+        }
+        st->wake_ms = NEVER;
+        data = NULL;
+        len = 0;
+        switch (st->src->pull(st->cls, now, &data, &len, &st->wake_ms)) {
+        case STREAM_DATA:
+            if (len)
+                queue(st, data, len);
+            break;
+        case STREAM_IDLE:
+            return;
+        case STREAM_END:
+            if (st->chunked)
+                st->iov[st->iov_n++] = (struct iovec){(void *)"0\r\n\r\n", 5};
+            st->ending = true;
+            if (!st->iov_n)
+                st->dead = true;
+            if (st->dead)
+                return;
+            break;
+        }
+    }
+}
+
+/* Read and drop what the client sends. False when it has gone. */
+static bool drain_input(struct stream *st)
+{
+    char buf[1024];
+    ssize_t n = recv(st->fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+    if (n > 0)
+        return true;
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+}
+
+/* Move adopted streams into the loop; returns the 'stopping' flag. */
+static bool take_incoming(struct streams *s, uint64_t now)
+{
+    struct stream *st, *next;
+    bool stopping;
+
+    pthread_mutex_lock(&s->mu);
+    st = s->incoming;
+    s->incoming = NULL;
+    stopping = s->stopping;
+    pthread_mutex_unlock(&s->mu);
+    for (; st; st = next) {
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = st};
+
+        next = st->next;
+        st->prev = NULL;
+        st->next = s->live;
+        if (s->live)
+            s->live->prev = st;
+        s->live = st;
+        st->progress_ms = now;
+        st->pull_now = true;
+        if (epoll_ctl(s->ep, EPOLL_CTL_ADD, st->fd, &ev) != 0)
+            st->dead = true;
+    }
+    return stopping;
+}
+
+static int wait_ms(struct streams *s, uint64_t now)
+{
+    uint64_t due = NEVER, t;
+    struct stream *st;
+
+    for (st = s->live; st; st = st->next) {
+        if (st->pull_now || st->dead)
+            return 0;
+        t = st->iov_n ? st->progress_ms + s->stall_ms : st->wake_ms;
+        if (t < due)
+            due = t;
+    }
+    if (due == NEVER)
+        return -1;
+    if (due <= now)
+        return 0;
+    return due - now > MAX_WAIT_MS ? MAX_WAIT_MS : (int)(due - now);
+}
+
+static void *loop(void *arg)
+{
+    struct streams *s = arg;
+    struct epoll_event ev[EVENTS_PER_WAIT];
+    struct stream *st, *next;
+    uint64_t now = now_ms(), junk;
+    bool kicked, stopping = false;
+    int i, n;
+
+    for (;;) {
+        n = epoll_wait(s->ep, ev, EVENTS_PER_WAIT, wait_ms(s, now));
+        now = now_ms();
+        kicked = false;
+        for (i = 0; i < n; i++) {
+            st = ev[i].data.ptr;
+            if (!st) {
+                if (read(s->efd, &junk, sizeof(junk)) < 0 && errno != EAGAIN)
+                    log_warn("cannot read the stream loop's eventfd: %s", strerror(errno));
+                /* Cleared before pulling: a publish from now on kicks again. */
+                atomic_store(&s->kicked, false);
+                kicked = true;
+                continue;
+            }
+            if (ev[i].events & (EPOLLERR | EPOLLHUP))
+                st->dead = true;
+            else if ((ev[i].events & (EPOLLIN | EPOLLRDHUP)) && !drain_input(st))
+                st->dead = true;
+            if (ev[i].events & EPOLLOUT)
+                st->pull_now = true;
+        }
+        if (kicked)
+            stopping = take_incoming(s, now);
+        for (st = s->live; st; st = next) {
+            next = st->next;
+            if (!st->dead && (kicked || stopping || st->pull_now ||
+                              (!st->iov_n && st->wake_ms <= now)))
+                serve(s, st, now);
+            if (!st->dead && st->iov_n && now - st->progress_ms >= s->stall_ms) {
+                log_debug("dropping a watch client that took nothing for %llu ms",
+                          (unsigned long long)s->stall_ms);
+                st->dead = true;
+            }
+            if (st->dead || stopping) {
+                unlink_live(s, st);
+                stream_free(s, st);
+            }
+        }
+        if (stopping)
+            return NULL;
+    }
+}
+
+err_t streams_start(size_t max, unsigned stall_s, struct streams **out)
+{
+    struct streams *s = calloc(1, sizeof(*s));
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+
+    if (!s)
+        return ERR_NOMEM;
+    s->max = max;
+    s->stall_ms = (uint64_t)stall_s * 1000;
+    s->ep = epoll_create1(EPOLL_CLOEXEC);
+    s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    pthread_mutex_init(&s->mu, NULL);
+    atomic_init(&s->count, 0);
+    atomic_init(&s->kicked, false);
+    if (s->ep < 0 || s->efd < 0 || epoll_ctl(s->ep, EPOLL_CTL_ADD, s->efd, &ev) != 0 ||
+        pthread_create(&s->th, NULL, loop, s) != 0) {
+        log_err("cannot start the stream loop: %s", strerror(errno));
+        if (s->ep >= 0)
+            close(s->ep);
+        if (s->efd >= 0)
+            close(s->efd);
+        pthread_mutex_destroy(&s->mu);
+        free(s);
+        return ERR_IO;
+    }
+    *out = s;
+    return ERR_OK;
+}
+
+err_t streams_adopt(struct streams *s, int fd, const char *head, bool chunked,
+                    const struct stream_src *src, void *cls)
+{
+    struct stream *st = fault_alloc_fails() ? NULL : calloc(1, sizeof(*st));
+    err_t rc = ERR_NOMEM;
+    int fl;
+
+    if (st)
+        st->head = strdup(head);
+    if (!st || !st->head)
+        goto fail;
+    fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+        rc = ERR_IO;
+        goto fail;
+    }
+    st->fd = fd;
+    st->src = src;
+    st->cls = cls;
+    st->chunked = chunked;
+    st->wake_ms = NEVER;
+    st->iov[st->iov_n++] = (struct iovec){st->head, strlen(st->head)};
+    pthread_mutex_lock(&s->mu);
+    if (s->stopping || atomic_load(&s->count) >= s->max) {
+        pthread_mutex_unlock(&s->mu);
+        rc = ERR_UNAVAIL;
+        goto fail;
+    }
+    atomic_fetch_add(&s->count, 1);
+    st->next = s->incoming;
+    s->incoming = st;
+    pthread_mutex_unlock(&s->mu);
+    atomic_store(&s->kicked, true);
+    wake_loop(s);
+    return ERR_OK;
+fail:
+    if (st)
+        free(st->head);
+    free(st);
+    close(fd);
+    src->free(cls);
+    return rc;
+}
+
+void streams_stop(struct streams *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = true;
+    pthread_mutex_unlock(&s->mu);
+    atomic_store(&s->kicked, true);
+    wake_loop(s);
+    pthread_join(s->th, NULL);
+    /* Adopted after the loop's last look: never served. */
+    while (s->incoming) {
+        struct stream *st = s->incoming;
+
+        s->incoming = st->next;
+        stream_free(s, st);
+    }
+    close(s->ep);
+    close(s->efd);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* stream.h - long-lived HTTP responses (the watch feed) served by one thread
+ * with epoll instead of a thread per connection. Once http.c has accepted a
+ * watch request it takes the socket over from libmicrohttpd and adopts it
+ * here; the loop writes the response head, then pulls bytes from the
+ * stream's source whenever the socket can take them and the source may have
+ * more: after streams_kick() (the feed calls it on every publish) and at the
+ * time the source asked for. A client that stops reading holds its stream
+ * for at most the stall timeout; one that closes frees it at once.
+ * Thread-safe: adopt and kick from any thread; sources run on the loop. */
+#ifndef PODRES_STREAM_H
+#define PODRES_STREAM_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/err.h"
+
+enum stream_pull {
+    STREAM_DATA, /* *data, *len: the next bytes; borrowed until the next pull */
+    STREAM_IDLE, /* nothing now: pull again after a kick or at *wake_ms */
+    STREAM_END,  /* the response is complete */
+};
+
+struct stream_src {
+    /* Called on the loop thread only. 'now_ms' is CLOCK_MONOTONIC. */
+    enum stream_pull (*pull)(void *cls, uint64_t now_ms, const char **data, size_t *len,
+                             uint64_t *wake_ms);
+    void (*free)(void *cls); /* the stream is gone; called once */
+};
+
+struct streams;
+
+/* At most 'max' streams at once; a client that takes nothing for
+ * 'stall_s' seconds while bytes wait is dropped. New, or an error. */
+err_t streams_start(size_t max, unsigned stall_s, struct streams **out);
+
+/* Serve 'fd' (a connected socket, now owned) with 'src'/'cls' (owned from
+ * here: freed through src->free even when this fails). 'head' is the
+ * response head up to and including the blank line; 'chunked' frames the
+ * body in HTTP/1.1 chunks, otherwise the body ends when the socket closes.
+ * ERR_UNAVAIL when 'max' streams are open or the loop is stopping. */
+err_t streams_adopt(struct streams *s, int fd, const char *head, bool chunked,
+                    const struct stream_src *src, void *cls);
+
+/* Pull every stream soon. Cheap when there are none; async-signal-unsafe
+ * but lock-free: fine under another module's lock. */
+void streams_kick(void *s);
+
+/* Streams open now. */
+size_t streams_count(struct streams *s);
+
+/* Give each stream a last pull (sources end once the service is stopping),
+ * write what fits without waiting, close them all and join the loop.
+ * NULL is a no-op. */
+void streams_stop(struct streams *s);
+
+#endif

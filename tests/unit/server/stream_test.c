@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* stream_test.c - the stream loop through stream.h, over socketpairs: the
+ * bytes on the wire (head, chunks, terminator), kicks and wake times, a
+ * client that leaves or stops reading, the limit, and stop. */
+#include "../../../common/common.h"
+#include "../../../server/stream.h"
+#include "../test.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NEVER UINT64_MAX
+
+/* A scripted source: hands out 'next' once, or 'big' forever; the test
+ * thread changes it under 'mu'. */
+struct src {
+    pthread_mutex_t mu;
+    char next[64];          /* handed out once, then cleared */
+    char out[64];           /* the copy handed out (borrowed by the loop) */
+    bool end;               /* END once 'next' is empty */
+    bool big;               /* 64 KiB on every pull */
+    uint64_t wake_ms;       /* asked wake time when idle */
+    int pulls;
+    bool freed;
+};
+
+static char big_block[65536];
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static enum stream_pull src_pull(void *cls, uint64_t now, const char **data, size_t *len,
+                                 uint64_t *wake)
+{
+    struct src *s = cls;
+    enum stream_pull r = STREAM_IDLE;
+
+    (void)now;
+    pthread_mutex_lock(&s->mu);
+    s->pulls++;
+    if (s->big) {
+        *data = big_block;
+        *len = sizeof(big_block);
+        r = STREAM_DATA;
+    } else if (s->next[0]) {
+        memcpy(s->out, s->next, sizeof(s->out));
+        s->next[0] = '\0';
+        *data = s->out;
+        *len = strlen(s->out);
+        r = STREAM_DATA;
+    } else if (s->end) {
+        r = STREAM_END;
+    } else {
+        *wake = s->wake_ms;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return r;
+}
+
+static void src_free(void *cls)
+{
+    struct src *s = cls;
+
+    pthread_mutex_lock(&s->mu);
+    s->freed = true;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static const struct stream_src test_src = {src_pull, src_free};
+
+static void src_init(struct src *s, const char *first)
+{
+    memset(s, 0, sizeof(*s));
+    pthread_mutex_init(&s->mu, NULL);
+    snprintf(s->next, sizeof(s->next), "%s", first);
+    s->wake_ms = NEVER;
+}
+
+static void src_set(struct src *s, const char *next, bool end)
+{
+    pthread_mutex_lock(&s->mu);
+    snprintf(s->next, sizeof(s->next), "%s", next);
+    s->end = end;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static bool src_freed(struct src *s, int within_ms)
+{
+    uint64_t until = mono_ms() + (uint64_t)within_ms;
+    struct timespec pause = {0, 5 * 1000000};
+    bool f;
+
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        f = s->freed;
+        pthread_mutex_unlock(&s->mu);
+        if (f || mono_ms() >= until)
+            return f;
+        nanosleep(&pause, NULL);
+    }
+}
+
+/* Read exactly strlen(want) bytes within 2 s and compare. */
+static void expect_bytes(int fd, const char *want)
+{
+    char got[512];
+    size_t n = strlen(want), have = 0;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    ssize_t r;
+
+    while (have < n && poll(&p, 1, 2000) == 1) {
+        r = read(fd, got + have, n - have);
+        if (r <= 0)
+            break;
+        have += (size_t)r;
+    }
+    got[have] = '\0';
+    CHECK_STREQ(got, want);
+}
+
+/* EOF within 2 s, nothing before it. */
+static void expect_eof(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    char c;
+
+    CHECK_EQ_INT(poll(&p, 1, 2000), 1);
+    CHECK_EQ_INT(read(fd, &c, 1), 0);
+}
+
+/* Nothing to read for 'ms'. */
+static void expect_quiet(int fd, int ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+
+    CHECK_EQ_INT(poll(&p, 1, ms), 0);
+}
+
+static void test_chunks_kick_end(void)
+{
+    struct streams *ss;
+    struct src s;
+    int sv[2];
+
+    CHECK_OK(streams_start(4, 30, &ss));
+    CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+    src_init(&s, "a\n");
+    CHECK_OK(streams_adopt(ss, sv[0], "HEAD\r\n\r\n", true, &test_src, &s));
+    /* the head, then what the source had at once */
+    expect_bytes(sv[1], "HEAD\r\n\r\n2\r\na\n\r\n");
+    CHECK_EQ_INT(streams_count(ss), 1);
+    /* idle until kicked */
+    src_set(&s, "bc\n", false);
+    expect_quiet(sv[1], 100);
+    streams_kick(ss);
+    expect_bytes(sv[1], "3\r\nbc\n\r\n");
+    /* the end: the last chunk, then the socket closes and the source goes */
+    src_set(&s, "", true);
+    streams_kick(ss);
+    expect_bytes(sv[1], "0\r\n\r\n");
+    expect_eof(sv[1]);
+    CHECK(src_freed(&s, 2000));
+    CHECK_EQ_INT(streams_count(ss), 0);
+    close(sv[1]);
+    streams_stop(ss);
+    streams_stop(NULL);
+}
+
+static void test_raw_and_wake_time(void)
+{
+    struct streams *ss;
+    struct src s;
+    int sv[2];
+    uint64_t t0;
+
+    CHECK_OK(streams_start(4, 30, &ss));
+    CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+    src_init(&s, "x\n");
+    t0 = mono_ms();
+    s.wake_ms = t0 + 150;
+    CHECK_OK(streams_adopt(ss, sv[0], "H\r\n\r\n", false, &test_src, &s));
+    /* not chunked: the bytes as they are */
+    expect_bytes(sv[1], "H\r\n\r\nx\n");
+    /* no kick: pulled again at the time the source asked for */
+    src_set(&s, "y\n", true);
+    expect_bytes(sv[1], "y\n");
+    CHECK(mono_ms() - t0 >= 140);
+    /* and the end is the socket closing, without a last chunk */
+    expect_eof(sv[1]);
+    CHECK(src_freed(&s, 2000));
+    close(sv[1]);
+    streams_stop(ss);
+}
+
+static void test_client_leaves(void)
+{
+    struct streams *ss;
+    struct src s;
+    int sv[2];
+
+    CHECK_OK(streams_start(4, 30, &ss));
+    CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+    src_init(&s, "");
+    CHECK_OK(streams_adopt(ss, sv[0], "H\r\n\r\n", true, &test_src, &s));
+    expect_bytes(sv[1], "H\r\n\r\n");
+    /* an idle stream whose client closes is freed without a write */
+    close(sv[1]);
+    CHECK(src_freed(&s, 2000));
+    CHECK_EQ_INT(streams_count(ss), 0);
+    streams_stop(ss);
+}
+
+static void test_stalled_client(void)
+{
+    struct streams *ss;
+    struct src s;
+    int sv[2];
+    uint64_t t0;
+
+    CHECK_OK(streams_start(4, 1, &ss));
+    CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+    src_init(&s, "");
+    s.big = true;
+    t0 = mono_ms();
+    CHECK_OK(streams_adopt(ss, sv[0], "H\r\n\r\n", true, &test_src, &s));
+    /* the client reads nothing: the socket fills, pulls stop, and after
+     * the stall time (1 s) the stream is dropped */
+    CHECK(src_freed(&s, 5000));
+    CHECK(mono_ms() - t0 >= 900);
+    pthread_mutex_lock(&s.mu);
+    CHECK(s.pulls < 200); /* no busy loop on a full socket */
+    pthread_mutex_unlock(&s.mu);
+    close(sv[1]);
+    streams_stop(ss);
+}
+
+static void test_limit_and_stop(void)
+{
+    struct streams *ss;
+    struct src a, b;
+    int sa[2], sb[2];
+
+    CHECK_OK(streams_start(1, 30, &ss));
+    CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sa));
+    CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sb));
+    src_init(&a, "");
+    src_init(&b, "");
+    CHECK_OK(streams_adopt(ss, sa[0], "A\r\n\r\n", true, &test_src, &a));
+    expect_bytes(sa[1], "A\r\n\r\n");
+    /* over the limit: refused, its socket closed and its source freed */
+    CHECK_EQ_INT(streams_adopt(ss, sb[0], "B\r\n\r\n", true, &test_src, &b), ERR_UNAVAIL);
+    CHECK(b.freed);
+    expect_eof(sb[1]);
+    /* stop: a last pull (this source ends), the last chunk, the close */
+    src_set(&a, "", true);
+    streams_stop(ss);
+    CHECK(a.freed);
+    expect_bytes(sa[1], "0\r\n\r\n");
+    expect_eof(sa[1]);
+    close(sa[1]);
+    close(sb[1]);
+}
+
+TEST_MAIN(test_chunks_kick_end, test_raw_and_wake_time, test_client_leaves, test_stalled_client,
+          test_limit_and_stop)
