@@ -20,7 +20,7 @@ bench-deps:
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-bench-tools: $(BENCH_DIR)/podbench $(BENCH_DIR)/sqlite_commit
+bench-tools: $(BENCH_DIR)/podbench $(BENCH_DIR)/sqlite_commit $(BENCH_DIR)/lib_floor
 
 $(BENCH_DIR)/podbench: tests/bench/podbench.c
 	@mkdir -p $(dir $@)
@@ -30,3 +30,9 @@ $(BENCH_DIR)/sqlite_commit: tests/bench/sqlite_commit.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -std=c11 -O2 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -o $@ $< \
 		$(shell pkg-config --cflags --libs sqlite3 2>/dev/null || echo -lsqlite3)
+
+# Linked exactly like podres-syncer (SYNCER_PKGS): the reference of row 6d.
+$(BENCH_DIR)/lib_floor: tests/bench/lib_floor.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -std=gnu11 -O2 -Wall -Wextra $(shell pkg-config --cflags $(SYNCER_PKGS)) -o $@ $< \
+		$(LDLIBS_SYNCER)

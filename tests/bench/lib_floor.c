@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* lib_floor.c - the reference for podres-syncer's RSS (bench row 6d): a
+ * program linked against the syncer's libraries (libcurl, libmicrohttpd,
+ * jansson, libyaml) that does only what touches them at start: libcurl
+ * initialised and one GET to the API server, a libmicrohttpd daemon on a
+ * loopback port (the syncer's /metrics), one JSON document parsed. It then
+ * prints "rss_kib=N anon_kib=N" and exits.
+ * Usage: lib_floor URL */
+#include <curl/curl.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <string.h>
+#include <yaml.h>
+
+static size_t sink(char *p, size_t size, size_t n, void *ud)
+{
+    (void)p;
+    (void)ud;
+    return size * n;
+}
+
+static enum MHD_Result on_http(void *cls, struct MHD_Connection *c, const char *url,
+                               const char *method, const char *version, const char *data,
+                               size_t *size, void **con_cls)
+{
+    (void)cls, (void)c, (void)url, (void)method, (void)version, (void)data, (void)size;
+    (void)con_cls;
+    return MHD_NO;
+}
+
+static long status_kib(const char *key)
+{
+    char line[256];
+    long v = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+
+    while (f && fgets(line, sizeof(line), f))
+        if (strncmp(line, key, strlen(key)) == 0)
+            sscanf(line + strlen(key), "%ld", &v);
+    if (f)
+        fclose(f);
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    struct MHD_Daemon *d;
+    yaml_parser_t yp;
+    json_t *j;
+    CURL *c;
+    long code = 0;
+
+    if (argc != 2) {
+        fprintf(stderr, "usage: lib_floor URL\n");
+        return 2;
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    c = curl_easy_init();
+    curl_easy_setopt(c, CURLOPT_URL, argv[1]);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
+    if (curl_easy_perform(c) == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL, NULL, on_http,
+                         NULL, MHD_OPTION_END);
+    j = json_loads("{\"kind\":\"DeviceBinding\",\"items\":[1,2,3]}", 0, NULL);
+    yaml_parser_initialize(&yp);
+    printf("rss_kib=%ld anon_kib=%ld http=%ld\n", status_kib("VmRSS:"), status_kib("RssAnon:"),
+           code);
+    yaml_parser_delete(&yp);
+    json_decref(j);
+    if (d)
+        MHD_stop_daemon(d);
+    curl_easy_cleanup(c);
+    curl_global_cleanup();
+    return code == 200 ? 0 : 1;
+}
