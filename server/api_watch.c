@@ -15,7 +15,6 @@
 #define BOOKMARK_MS 10000      /* a bookmark at least this often */
 #define CATCHUP_ROWS 512       /* change-log rows per read transaction */
 #define NO_DEADLINE UINT64_MAX
-#define WATCH_BUF_KEEP 65536   /* a larger send buffer is freed once sent */
 
 struct watcher {
     struct api *api;           /* borrowed */
@@ -123,16 +122,15 @@ static enum stream_pull pull(void *cls, uint64_t now, const char **data, size_t 
 {
     struct watcher *w = cls;
 
-    /* The bytes handed out last time have been written. */
-    if (w->handed)
-        w->len = 0;
-    w->handed = false;
-    if (w->len == 0 && w->cap > WATCH_BUF_KEEP) {
-        /* The initial list can be large; a live stream needs little. */
+    /* The bytes handed out last time have been written: the buffer goes,
+     * so an idle watcher holds none. */
+    if (w->handed) {
         free(w->buf);
         w->buf = NULL;
+        w->len = 0;
         w->cap = 0;
     }
+    w->handed = false;
     refill(w, now);
     if (w->len) {
         *data = w->buf;

@@ -23,7 +23,7 @@
 /* The feed's ring: at most this many events and bytes of lines; a watcher
  * further behind reads the change log (SQLite) until it catches up. */
 #define FEED_RING_MAX 1024
-#define FEED_RING_BYTES (256 * 1024)
+#define FEED_RING_BYTES (128 * 1024)
 
 static const char usage[] =
     "usage: podresd [--config FILE] [--db PATH] [--socket PATH] [--listen HOST:PORT]\n"

@@ -528,7 +528,7 @@ err_t store_open(const struct store_opts *opts, struct store **out)
      * walks and the rows of a node's worth of pods; the rest is the OS page
      * cache's (SQLite's default, 2 MB, was a fifth of podresd's memory). */
     if (!rc)
-        sqlite3_exec(st->wdb, "PRAGMA cache_size=-512;", NULL, NULL, NULL);
+        sqlite3_exec(st->wdb, "PRAGMA cache_size=-256;", NULL, NULL, NULL);
     if (!rc)
         rc = migrate(st->wdb);
     if (!rc)
