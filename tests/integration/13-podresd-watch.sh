@@ -42,6 +42,55 @@ timeout 5 curl -sN --unix-socket "$PD_SOCK" "http://localhost/v1/watch?kind=Devi
 [ "$(jq -r 'select(.type=="ADDED") | .kind' "$T/d" | sort -u)" = Device ] || fail "kind filter on the initial list"
 ok "kind and namespace filters"
 
+# The wire: the stream is served by podresd's stream loop, which writes its
+# own head. HTTP/1.1 gets chunks and a last chunk; HTTP/1.0 the raw lines
+# until the close; HEAD the head alone.
+python3 - "$PD_SOCK" <<'PY' || fail "watch wire format"
+import socket, sys
+def talk(req):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(5)
+    s.connect(sys.argv[1])
+    s.sendall(req)
+    data = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            return data
+        data += d
+q = b"GET /v1/watch?kind=Device&timeoutSeconds=1 HTTP/1.%d\r\nHost: localhost\r\n\r\n"
+r = talk(q % 1)
+head, body = r.split(b"\r\n\r\n", 1)
+h = head.decode().lower()
+assert h.startswith("http/1.1 200 ok"), h
+for want in ("content-type: application/x-ndjson", "transfer-encoding: chunked",
+             "connection: close", "cache-control: no-cache", "date: "):
+    assert want in h, (want, h)
+assert body.endswith(b"\r\n0\r\n\r\n"), body[-40:]
+r = talk(q % 0)
+head, body = r.split(b"\r\n\r\n", 1)
+assert b"chunked" not in head.lower(), head
+lines = body.decode().splitlines()
+assert lines and all(l.startswith("{") for l in lines), body[:200]
+assert '"initialEventsEnd":true' in body.decode(), body[-200:]
+r = talk(b"HEAD /v1/watch HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+head, body = r.split(b"\r\n\r\n", 1)
+assert head.startswith(b"HTTP/1.1 200") and b"application/x-ndjson" in head and body == b"", r
+PY
+ok "watch wire: chunked HTTP/1.1 with its last chunk, raw HTTP/1.0, HEAD"
+
+# A client that goes away frees its stream at once, without waiting for a
+# write to fail (the gauge podresd_watchers counts open streams).
+before=$(curl -s --unix-socket "$PD_SOCK" http://localhost/metrics | awk '/^podresd_watchers / {print $2}')
+curl -sN --unix-socket "$PD_SOCK" "http://localhost/v1/watch" > /dev/null &
+CPID=$!
+wait_until 5 sh -c "[ \"\$(curl -s --unix-socket '$PD_SOCK' http://localhost/metrics | awk '/^podresd_watchers / {print \$2}')\" = $((before + 1)) ]" ||
+    fail "the watcher was not counted"
+kill "$CPID"; wait "$CPID" 2>/dev/null || true
+wait_until 5 sh -c "[ \"\$(curl -s --unix-socket '$PD_SOCK' http://localhost/metrics | awk '/^podresd_watchers / {print \$2}')\" = $before ]" ||
+    fail "a closed watch client was not let go"
+ok "a watch client that closes is let go at once"
+
 # 410 beyond the kept history (history: 20).
 for i in $(seq 1 25); do req PATCH /v1/resources/example.com/gpu/devices/g0 "{\"health\":\"$([ $((i % 2)) = 0 ] && echo Healthy || echo Unhealthy)\"}"; done
 req GET "/v1/watch?since=1"
