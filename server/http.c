@@ -380,31 +380,6 @@ static err_t check_body(struct MHD_Connection *conn, struct ctx *c, const struct
     return ERR_OK;
 }
 
-/* A descriptor of the connection's socket for the stream loop; the one
- * libmicrohttpd holds then names a fresh socket that nobody reads, so its
- * shutdown() and close() leave the stream alone. -1 on failure, with the
- * connection untouched. */
-static int take_socket(int mhd_fd)
-{
-    int domain = AF_UNIX, fd, dummy;
-    socklen_t len = sizeof(domain);
-
-    if (getsockopt(mhd_fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0)
-        return -1;
-    fd = fcntl(mhd_fd, F_DUPFD_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    dummy = socket(domain, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (dummy < 0 || dup3(dummy, mhd_fd, O_CLOEXEC) < 0) {
-        if (dummy >= 0)
-            close(dummy);
-        close(fd);
-        return -1;
-    }
-    close(dummy);
-    return fd;
-}
-
 /* Give the connection's socket to the stream loop with the response head
  * for 'out'; libmicrohttpd then closes its connection (MHD_NO). */
 static enum MHD_Result hand_over(struct listener *l, struct MHD_Connection *conn, struct ctx *c,
@@ -416,12 +391,14 @@ static enum MHD_Result hand_over(struct listener *l, struct MHD_Connection *conn
     char head[512], date[64];
     struct tm tm;
     time_t t = time(NULL);
+    socklen_t dlen = sizeof(int);
+    int fd = -1, dummy = -1, domain = AF_UNIX;
     err_t rc;
-    int fd;
 
     if (strcmp(method, "HEAD") == 0) {
         /* The head alone: libmicrohttpd answers it on this connection. */
-        struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+        struct MHD_Response *resp =
+            MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
         enum MHD_Result ret;
 
         out->src->free(out->src_cls);
@@ -435,8 +412,14 @@ static enum MHD_Result hand_over(struct listener *l, struct MHD_Connection *conn
         c->status = out->status;
         return ret;
     }
-    fd = ci ? take_socket(ci->connect_fd) : -1;
-    if (fd < 0) {
+    /* A descriptor of the socket for the stream loop, and a fresh socket
+     * of the same kind that libmicrohttpd's descriptor will name once the
+     * loop has the stream: its shutdown() and close() then touch only that. */
+    if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) != 0 ||
+        (dummy = socket(domain, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+        (fd = fcntl(ci->connect_fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+        if (dummy >= 0)
+            close(dummy);
         out->src->free(out->src_cls);
         return queue_error(conn, c, ERR_IO, "cannot take over the connection for the stream");
     }
@@ -447,11 +430,18 @@ static enum MHD_Result hand_over(struct listener *l, struct MHD_Connection *conn
              "Connection: close\r\n%s\r\n",
              out->status, date, out->content_type,
              chunked ? "Transfer-Encoding: chunked\r\n" : "");
+    /* On failure 'fd' is closed and libmicrohttpd's descriptor is intact. */
     rc = streams_adopt(l->h->streams, fd, head, chunked, out->src, out->src_cls);
-    if (rc)
+    if (rc) {
+        close(dummy);
         return queue_error(conn, c, rc,
                            rc == ERR_UNAVAIL ? "too many watch streams are open; retry later"
                                              : "cannot start the stream");
+    }
+    /* Onto an open descriptor: needs no new slot, cannot fail for lack of one. */
+    if (dup3(dummy, ci->connect_fd, O_CLOEXEC) < 0)
+        log_warn("cannot detach a watch stream from libmicrohttpd: %s", strerror(errno));
+    close(dummy);
     c->answered = true;
     c->status = out->status;
     handed_over = true;
