@@ -29,6 +29,7 @@ struct watcher {
     bool from_log;             /* reading the change log, not the ring */
     bool ended;                /* send what is buffered, then end */
     bool handed;               /* 'buf' was handed to the stream last pull */
+    bool again;                /* more change log to read: pull again soon */
 };
 
 static void watcher_free(void *cls)
@@ -78,12 +79,16 @@ static void add_expired(struct watcher *w)
     w->ended = true;
 }
 
-/* Add at least one line if there is one now, or set 'ended'. */
+/* Add at least one line if there is one now, or set 'ended'. A filtered
+ * watcher far behind may read pages of the log that hold nothing for it:
+ * after a few it sets 'again' and lets the other streams have the loop. */
 static void refill(struct watcher *w, uint64_t now)
 {
     enum feed_read_result r;
+    int pages = 0;
     err_t rc;
 
+    w->again = false;
     while (w->len == 0 && !w->ended) {
         if (now >= w->end_at || w->api->stopping) {
             w->ended = true;
@@ -97,6 +102,10 @@ static void refill(struct watcher *w, uint64_t now)
             continue;
         }
         if (w->from_log) {
+            if (pages++ == 4) {
+                w->again = true;
+                break;
+            }
             rc = store_changes_after(w->api->store, &w->cursor, &w->flt, CATCHUP_ROWS, &w->buf,
                                      &w->len, &w->cap);
             if (rc == ERR_GONE)
@@ -140,7 +149,7 @@ static enum stream_pull pull(void *cls, uint64_t now, const char **data, size_t 
     }
     if (w->ended)
         return STREAM_END;
-    *wake_ms = w->next_bookmark < w->end_at ? w->next_bookmark : w->end_at;
+    *wake_ms = w->again ? now : w->next_bookmark < w->end_at ? w->next_bookmark : w->end_at;
     return STREAM_IDLE;
 }
 

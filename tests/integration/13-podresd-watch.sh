@@ -134,3 +134,37 @@ kill "$WPID" 2>/dev/null || true
 pd_stop
 wait "$QPID" || fail "the watch client saw an error at shutdown"
 ok "shutdown ends open watches cleanly"
+
+# A filtered watcher far behind the ring reads the change log page by page
+# (512 rows) and gives the stream loop back between pages: 2,100 device
+# changes, then one pod change; since= before them, filtered to pods.
+rm -f "$T/podresd.yaml"
+PD_DB=$T/db2/podresd.db
+mkdir -p "$T/db2"
+pd_config "history: 5000"
+pd_start
+register example.com/gpu '[{"id":"g0"},{"id":"g1"}]'
+r0=$(revision)
+python3 - "$PD_SOCK" <<'PY' || fail "2,100 writes"
+import http.client, socket, sys
+class C(http.client.HTTPConnection):
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.connect(sys.argv[1])
+c = C("localhost")
+for i in range(2100):
+    c.request("PATCH", "/v1/resources/example.com/gpu/devices/g0",
+              '{"health":"%s"}' % ("Unhealthy" if i % 2 == 0 else "Healthy"),
+              {"Content-Type": "application/json"})
+    r = c.getresponse(); r.read()
+    assert r.status == 200, r.status
+PY
+req PUT /v1/namespaces/far/pods/p '{"uid":"u","containers":[{"name":"c","devices":[{"resourceName":"example.com/gpu","deviceIds":["g1"]}]}]}'
+expect_code 201 "bind after 2,100 device changes"
+prev=$(jq -r .podResources.revision "$T/out")
+timeout 10 curl -sN --unix-socket "$PD_SOCK" "http://localhost/v1/watch?since=$r0&kind=PodResources&timeoutSeconds=2" > "$T/far"
+[ "$(jq -r 'select(.type!="BOOKMARK") | "\(.type)/\(.kind)/\(.revision)"' "$T/far")" = "ADDED/PodResources/$prev" ] ||
+    fail "far-behind filtered watcher: $(head -c 400 "$T/far")"
+ok "a filtered watcher 2,100 revisions behind gets exactly its one event"
+pd_stop
+
