@@ -89,10 +89,10 @@ size_t streams_count(struct streams *s)
 static void stream_free(struct streams *s, struct stream *st)
 {
     close(st->fd);
+    atomic_fetch_sub(&s->count, 1); /* before the source knows it is gone */
     st->src->free(st->cls);
     free(st->head);
     free(st);
-    atomic_fetch_sub(&s->count, 1);
 }
 
 static void unlink_live(struct streams *s, struct stream *st)

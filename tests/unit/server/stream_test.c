@@ -108,6 +108,24 @@ static bool src_freed(struct src *s, int within_ms)
     }
 }
 
+/* Wait (2 s at most) until the source has been pulled 'n' times. */
+static void wait_pulls(struct src *s, int n)
+{
+    uint64_t until = mono_ms() + 2000;
+    struct timespec pause = {0, 1000000};
+    int p;
+
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        p = s->pulls;
+        pthread_mutex_unlock(&s->mu);
+        if (p >= n || mono_ms() >= until)
+            break;
+        nanosleep(&pause, NULL);
+    }
+    CHECK(p >= n);
+}
+
 /* Read exactly strlen(want) bytes within 2 s and compare. */
 static void expect_bytes(int fd, const char *want)
 {
@@ -158,6 +176,7 @@ static void test_chunks_kick_end(void)
     expect_bytes(sv[1], "HEAD\r\n\r\n2\r\na\n\r\n");
     CHECK_EQ_INT(streams_count(ss), 1);
     /* idle until kicked */
+    wait_pulls(&s, 2);
     src_set(&s, "bc\n", false);
     expect_quiet(sv[1], 100);
     streams_kick(ss);
@@ -189,7 +208,8 @@ static void test_raw_and_wake_time(void)
     CHECK_OK(streams_adopt(ss, sv[0], "H\r\n\r\n", false, &test_src, &s));
     /* not chunked: the bytes as they are */
     expect_bytes(sv[1], "H\r\n\r\nx\n");
-    /* no kick: pulled again at the time the source asked for */
+    /* no kick: once idle, pulled again at the time the source asked for */
+    wait_pulls(&s, 2);
     src_set(&s, "y\n", true);
     expect_bytes(sv[1], "y\n");
     CHECK(mono_ms() - t0 >= 140);
