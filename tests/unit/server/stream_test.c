@@ -162,16 +162,26 @@ static void expect_quiet(int fd, int ms)
     CHECK_EQ_INT(poll(&p, 1, ms), 0);
 }
 
+/* A loop with one stream of 's' on a socketpair; sv[1] is the client's end. */
+static struct streams *one_stream(unsigned stall_s, struct src *s, bool chunked, const char *head,
+                                  int sv[2])
+{
+    struct streams *ss = NULL;
+
+    CHECK_OK(streams_start(4, stall_s, &ss));
+    CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+    CHECK_OK(streams_adopt(ss, sv[0], head, chunked, &test_src, s));
+    return ss;
+}
+
 static void test_chunks_kick_end(void)
 {
     struct streams *ss;
     struct src s;
     int sv[2];
 
-    CHECK_OK(streams_start(4, 30, &ss));
-    CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
     src_init(&s, "a\n");
-    CHECK_OK(streams_adopt(ss, sv[0], "HEAD\r\n\r\n", true, &test_src, &s));
+    ss = one_stream(30, &s, true, "HEAD\r\n\r\n", sv);
     /* the head, then what the source had at once */
     expect_bytes(sv[1], "HEAD\r\n\r\n2\r\na\n\r\n");
     CHECK_EQ_INT(streams_count(ss), 1);
@@ -200,12 +210,10 @@ static void test_raw_and_wake_time(void)
     int sv[2];
     uint64_t t0;
 
-    CHECK_OK(streams_start(4, 30, &ss));
-    CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
     src_init(&s, "x\n");
     t0 = mono_ms();
     s.wake_ms = t0 + 150;
-    CHECK_OK(streams_adopt(ss, sv[0], "H\r\n\r\n", false, &test_src, &s));
+    ss = one_stream(30, &s, false, "H\r\n\r\n", sv);
     /* not chunked: the bytes as they are */
     expect_bytes(sv[1], "H\r\n\r\nx\n");
     /* no kick: once idle, pulled again at the time the source asked for */
@@ -226,10 +234,8 @@ static void test_client_leaves(void)
     struct src s;
     int sv[2];
 
-    CHECK_OK(streams_start(4, 30, &ss));
-    CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
     src_init(&s, "");
-    CHECK_OK(streams_adopt(ss, sv[0], "H\r\n\r\n", true, &test_src, &s));
+    ss = one_stream(30, &s, true, "H\r\n\r\n", sv);
     expect_bytes(sv[1], "H\r\n\r\n");
     /* an idle stream whose client closes is freed without a write */
     close(sv[1]);
@@ -245,12 +251,10 @@ static void test_stalled_client(void)
     int sv[2];
     uint64_t t0;
 
-    CHECK_OK(streams_start(4, 1, &ss));
-    CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
     src_init(&s, "");
     s.big = true;
     t0 = mono_ms();
-    CHECK_OK(streams_adopt(ss, sv[0], "H\r\n\r\n", true, &test_src, &s));
+    ss = one_stream(1, &s, true, "H\r\n\r\n", sv);
     /* the client reads nothing: the socket fills, pulls stop, and after
      * the stall time (1 s) the stream is dropped */
     CHECK(src_freed(&s, 5000));
