@@ -524,7 +524,7 @@ err_t store_open(const struct store_opts *opts, struct store **out)
         goto out;
     }
     rc = open_db(st->path, &st->wdb);
-    /* The writer's page cache: 512 KiB holds the interior pages every write
+    /* The writer's page cache: 256 KiB holds the interior pages every write
      * walks and the rows of a node's worth of pods; the rest is the OS page
      * cache's (SQLite's default, 2 MB, was a fifth of podresd's memory). */
     if (!rc)
