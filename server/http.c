@@ -15,6 +15,7 @@
 #include "../common/common.h"
 #include "../common/jsonx.h"
 #include "http.h"
+#include "stream.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -22,8 +23,6 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
-
-#include "stream.h"
 #include <unistd.h>
 
 #define LISTEN_BACKLOG 1024 /* as many as the connection limit: bursts of clients wait, not fail */
