@@ -1471,6 +1471,82 @@ static size_t queued(struct store *st)
  * behind one combiner; released, it runs 64 in one batch and wakes the next
  * to run the rest. Failed members fail alone, the others are all there,
  * and a device write arriving meanwhile is queued behind them. */
+/* st_write ops for test_dropped_batch: write a meta row, or have SQLite
+ * drop the whole open batch (as it does on some I/O errors) and fail. */
+struct drop_arg {
+    struct store *st;
+    const char *key; /* the row to write, or NULL: drop the batch */
+    err_t rc;        /* st_write's result */
+};
+
+static err_t drop_op(struct store *st, void *ctx)
+{
+    struct drop_arg *a = ctx;
+
+    if (!a->key) {
+        sqlite3_exec(st->wdb, "ROLLBACK;", NULL, NULL, NULL);
+        return ERR_IO;
+    }
+    return st_exec(st->wdb, "INSERT INTO meta(key,value) VALUES(?,1)", "t", a->key);
+}
+
+static void *drop_writer(void *p)
+{
+    struct drop_arg *a = p;
+
+    a->rc = st_write(a->st, drop_op, a);
+    return NULL;
+}
+
+/* 1 when the meta row 'key' exists, 0 when not, -1 on an error. */
+static int meta_has(struct store *st, const char *key)
+{
+    sqlite3_stmt *s = NULL;
+    bool row = false;
+    err_t rc;
+
+    pthread_mutex_lock(&st->wmu);
+    rc = st_prep(st->wdb, &s, "SELECT 1 FROM meta WHERE key=?", "t", key);
+    if (!rc)
+        rc = st_step(st->wdb, s, &row);
+    st_done(s);
+    pthread_mutex_unlock(&st->wmu);
+    return rc ? -1 : row;
+}
+
+/* A member after which SQLite has dropped the batch: the members before it
+ * in that batch are answered 503 and their writes are gone, it gets its own
+ * error, and the writes queued after it run in a new batch. */
+static void test_dropped_batch(void)
+{
+    struct fx f;
+    struct drop_arg a[3];
+    pthread_t th[3];
+    int i, j;
+
+    if (fx_open(&f, 1000))
+        return;
+    a[0] = (struct drop_arg){f.st, "before", ERR_OK};
+    a[1] = (struct drop_arg){f.st, NULL, ERR_OK};
+    a[2] = (struct drop_arg){f.st, "after", ERR_OK};
+    pthread_mutex_lock(&f.st->wmu);
+    for (i = 0; i < 3; i++) {
+        CHECK_OK(pthread_create(&th[i], NULL, drop_writer, &a[i]));
+        for (j = 0; j < 2000 && queued(f.st) < (size_t)i + 1; j++)
+            usleep(1000);
+    }
+    CHECK_EQ_INT(queued(f.st), 3);
+    pthread_mutex_unlock(&f.st->wmu);
+    for (i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    CHECK_EQ_INT(a[0].rc, ERR_UNAVAIL);
+    CHECK_EQ_INT(a[1].rc, ERR_IO);
+    CHECK_OK(a[2].rc);
+    CHECK_EQ_INT(meta_has(f.st, "before"), 0);
+    CHECK_EQ_INT(meta_has(f.st, "after"), 1);
+    fx_close(&f);
+}
+
 static void test_combiner(void)
 {
     struct fx f;
@@ -1647,5 +1723,5 @@ static void test_group_commit(void)
 
 TEST_MAIN(quiet, test_open_schema, test_event_text, test_rebind_same_uid_conflict, test_register, test_bind, test_allocate, test_numa_preference,
           test_reservations, test_release, test_removed_bound_device, test_ttl,
-          test_changes_after, test_snapshot, test_persistence, test_combiner, test_group_commit,
+          test_changes_after, test_snapshot, test_persistence, test_combiner, test_dropped_batch, test_group_commit,
           test_statement_cache)
