@@ -88,6 +88,11 @@ size_t streams_count(struct streams *s)
 
 static void stream_free(struct streams *s, struct stream *st)
 {
+    /* epoll forgets a descriptor at close() only when no other descriptor
+     * names the same socket, and libmicrohttpd's may still (http.c swaps it
+     * out after the hand-over): without this, events for the freed stream
+     * keep coming. It fails harmlessly for one never added. */
+    epoll_ctl(s->ep, EPOLL_CTL_DEL, st->fd, NULL);
     close(st->fd);
     atomic_fetch_sub(&s->count, 1); /* before the source knows it is gone */
     st->src->free(st->cls);

@@ -23,8 +23,18 @@ trap cleanup EXIT
 
 fail() {
     echo "FAIL: $*" >&2
-    [ -f "$T/podresd.log" ] && { echo "--- podresd log" >&2; tail -n 20 "$T/podresd.log" >&2; }
-    [ -f "$T/syncer.log" ] && { echo "--- podres-syncer log" >&2; tail -n 30 "$T/syncer.log" >&2; }
+    local f
+    for f in "$T/podresd.log" "$T/syncer.log"; do
+        [ -f "$f" ] || continue
+        echo "--- ${f##*/}" >&2
+        # A sanitizer report is long and its useful part is its start: the
+        # runner keeps only the last 40 lines, so show the start alone.
+        if grep -qE '^==[0-9]+==ERROR|runtime error:' "$f"; then
+            grep -m1 -A24 -E '^==[0-9]+==ERROR|runtime error:' "$f" >&2
+        else
+            tail -n 20 "$f" >&2
+        fi
+    done
     exit 1
 }
 ok() { echo "ok - $*"; }
