@@ -763,13 +763,34 @@ static err_t tcp_listen(const char *spec, int *out)
     return ERR_OK;
 }
 
+/* Threads of a read-only listener: one per CPU, at most 4; 0 means
+ * libmicrohttpd's one polling thread alone. */
+static unsigned event_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+    if (n <= 1)
+        return 0;
+    return n > 4 ? 4 : (unsigned)n;
+}
+
+/* A listener that takes writes runs a thread per connection: a write waits
+ * for its COMMIT, and in a shared thread it would stall every connection
+ * there. The TCP listener without a token is read-only: its answers come
+ * from the cache or one short read, and a watch leaves for the stream loop,
+ * so a few polling threads serve all its connections. A monitoring agent
+ * that polls with a new connection each time then costs no thread start.
+ * poll, not epoll: epoll would keep a handed-over socket registered under
+ * libmicrohttpd's freed connection (see hand_over). */
 static err_t start_daemon(struct listener *l, int fd, const struct http_opts *o)
 {
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                     MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+    bool shared = l->tcp && !l->h->api->token;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG |
+                     MHD_USE_ITC | (shared ? 0u : (unsigned)MHD_USE_THREAD_PER_CONNECTION);
 
     l->d = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, l, MHD_OPTION_LISTEN_SOCKET, fd,
+        MHD_OPTION_THREAD_POOL_SIZE, shared ? event_threads() : 0u,
         MHD_OPTION_CONNECTION_LIMIT, o->conn_limit, MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->tcp ? o->conn_limit : 0,
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1024 * 1024),

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* http.h - podresd's libmicrohttpd glue: the unix socket and optional
  * loopback TCP listeners, routing, body limits, access rules and the
- * Kubernetes Status answer of every failure. Thread per connection: a
- * handler may block (watch streams wait on the feed). */
+ * Kubernetes Status answer of every failure. A listener that takes writes
+ * runs a thread per connection (a write waits for its COMMIT); the read-only
+ * TCP listener (no write token) shares a few polling threads. Watch streams
+ * of both go to one stream loop (stream.h). */
 #ifndef PODRES_HTTP_H
 #define PODRES_HTTP_H
 #include <stddef.h>
