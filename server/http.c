@@ -787,17 +787,24 @@ static err_t start_daemon(struct listener *l, int fd, const struct http_opts *o)
     bool shared = l->tcp && !l->h->api->token;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG |
                      MHD_USE_ITC | (shared ? 0u : (unsigned)MHD_USE_THREAD_PER_CONNECTION);
+    /* Only when there is a pool: libmicrohttpd warns about a size of 0. */
+    struct MHD_OptionItem pool[] = {{MHD_OPTION_THREAD_POOL_SIZE, 0, NULL},
+                                    {MHD_OPTION_END, 0, NULL}};
 
+    if (shared && event_threads() > 1)
+        pool[0].value = (intptr_t)event_threads();
+    else
+        pool[0].option = MHD_OPTION_END;
     l->d = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, l, MHD_OPTION_LISTEN_SOCKET, fd,
-        MHD_OPTION_THREAD_POOL_SIZE, shared ? event_threads() : 0u,
+        flags, 0, NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_ARRAY, pool,
         MHD_OPTION_CONNECTION_LIMIT, o->conn_limit, MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->tcp ? o->conn_limit : 0,
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1024 * 1024),
         /* 16 KiB per connection (default 32): headers beyond it get 431. */
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024), MHD_OPTION_UNESCAPE_CALLBACK,
         unescape, NULL, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, l, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+        on_completed, l, MHD_OPTION_END);
     if (!l->d) {
         log_err("cannot start the HTTP server");
         close(fd);
