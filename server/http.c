@@ -293,25 +293,28 @@ static err_t check_access(struct listener *l, struct MHD_Connection *conn,
                           const struct api_route *rt, char *msg, size_t cap)
 {
     struct api *api = l->h->api;
+    const char *why = NULL; /* for the debug log: no header's value, no token word */
 
     if (l->tcp && !host_ok(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host"))) {
         snprintf(msg, cap, "the Host header must name the loopback interface");
-        return ERR_FORBIDDEN;
-    }
-    if (!rt->write)
+        why = "Host is not loopback";
+    } else if (!rt->write) {
         return ERR_OK;
-    if (l->tcp && !api->token) {
+    } else if (l->tcp && !api->token) {
         snprintf(msg, cap, "writes over TCP are disabled: configure --write-token-file, or use "
                            "the unix socket");
-        return ERR_FORBIDDEN;
-    }
-    if (l->tcp &&
-        !token_ok(api->token, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"))) {
+        why = "TCP is read-only";
+    } else if (l->tcp && !token_ok(api->token, MHD_lookup_connection_value(
+                                                   conn, MHD_HEADER_KIND, "Authorization"))) {
         snprintf(msg, cap, "writes over TCP need a valid bearer token");
-        return ERR_FORBIDDEN;
-    }
-    if (rt->binding_write && api->kubelet_mode) {
+        why = "no valid write credential";
+    } else if (rt->binding_write && api->kubelet_mode) {
         snprintf(msg, cap, "devices and bindings are read-only with source kubelet");
+        why = "read-only with source kubelet";
+    }
+    if (why) {
+        log_debug("refused %s %s on %s: %s", rt->method, rt->label,
+                  l->tcp ? "TCP" : "the unix socket", why);
         return ERR_FORBIDDEN;
     }
     if (api->stopping) {
