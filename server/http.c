@@ -766,15 +766,16 @@ static err_t tcp_listen(const char *spec, int *out)
     return ERR_OK;
 }
 
-/* Threads of a read-only listener: one per CPU, at most 4; 0 means
- * libmicrohttpd's one polling thread alone. */
+/* Threads of a read-only listener: two per CPU, at least 2, at most 4.
+ * Measured on 2 CPUs (docs/BENCHMARKS.md, row 2): 1 or 2 threads accept
+ * fastest but a thread that the clients' load preempts stalls every
+ * connection it holds (keep-alive p99 2x nginx's); 8 wake all together on
+ * each new connection (close 0.7-0.8x nginx); 4 keep both near nginx. */
 static unsigned event_threads(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
 
-    if (n <= 1)
-        return 0;
-    return n > 4 ? 4 : (unsigned)n;
+    return n >= 2 ? 4 : 2;
 }
 
 /* A listener that takes writes runs a thread per connection: a write waits
@@ -790,11 +791,11 @@ static err_t start_daemon(struct listener *l, int fd, const struct http_opts *o)
     bool shared = l->tcp && !l->h->api->token;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG |
                      MHD_USE_ITC | (shared ? 0u : (unsigned)MHD_USE_THREAD_PER_CONNECTION);
-    /* Only when there is a pool: libmicrohttpd warns about a size of 0. */
+    /* Only with a pool: libmicrohttpd warns about a size of 0. */
     struct MHD_OptionItem pool[] = {{MHD_OPTION_THREAD_POOL_SIZE, 0, NULL},
                                     {MHD_OPTION_END, 0, NULL}};
 
-    if (shared && event_threads() > 1)
+    if (shared)
         pool[0].value = (intptr_t)event_threads();
     else
         pool[0].option = MHD_OPTION_END;
