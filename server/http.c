@@ -27,10 +27,13 @@
 
 #define LISTEN_BACKLOG 1024 /* as many as the connection limit: bursts of clients wait, not fail */
 
+#define SHARDS_MAX 8 /* daemons of the read-only TCP listener, see tcp_shards() */
+
 struct listener {
-    struct http *h;          /* back pointer */
-    struct MHD_Daemon *d;    /* the daemon */
-    bool tcp;                /* loopback TCP (token rules apply) */
+    struct http *h;                  /* back pointer */
+    struct MHD_Daemon *d[SHARDS_MAX]; /* one daemon, or the read-only listener's shards */
+    unsigned nd;                     /* daemons in d */
+    bool tcp;                        /* loopback TCP (token rules apply) */
 };
 
 struct http {
@@ -742,7 +745,9 @@ static err_t parse_listen(const char *spec, struct sockaddr_storage *ss, socklen
     return ERR_OK;
 }
 
-static err_t tcp_listen(const char *spec, int *out)
+/* A listening socket on 'spec'. With 'shard', SO_REUSEPORT: the kernel
+ * spreads new connections over every socket so bound (see tcp_shards). */
+static err_t tcp_listen(const char *spec, bool shard, int *out)
 {
     struct sockaddr_storage ss;
     socklen_t len = 0;
@@ -757,6 +762,11 @@ static err_t tcp_listen(const char *spec, int *out)
     if (fd < 0)
         return ERR_IO;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (shard && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
+        log_err("cannot listen on '%s': SO_REUSEPORT: %s", spec, strerror(errno));
+        close(fd);
+        return ERR_IO;
+    }
     if (bind(fd, (struct sockaddr *)&ss, len) != 0 || listen(fd, LISTEN_BACKLOG) != 0) {
         log_err("cannot listen on '%s': %s", spec, strerror(errno));
         close(fd);
@@ -766,55 +776,72 @@ static err_t tcp_listen(const char *spec, int *out)
     return ERR_OK;
 }
 
-/* Threads of a read-only listener: two per CPU, at least 2, at most 4.
- * Measured on 2 CPUs (docs/BENCHMARKS.md, row 2): 1 or 2 threads accept
- * fastest but a thread that the clients' load preempts stalls every
- * connection it holds (keep-alive p99 2x nginx's); 8 wake all together on
- * each new connection (close 0.7-0.8x nginx); 4 keep both near nginx. */
-static unsigned event_threads(void)
+/* Shards of the read-only TCP listener: four per CPU, at most SHARDS_MAX.
+ * Each is a daemon with one polling thread and its own SO_REUSEPORT socket,
+ * so a new connection wakes one thread. Measured on 2 CPUs (docs/
+ * BENCHMARKS.md, row 2): with fewer threads, one that the clients' load
+ * preempts stalls every connection it holds (keep-alive p99 up to 2x
+ * nginx's); libmicrohttpd's own pool shares one socket and wakes every
+ * thread on each new connection (8 threads: close 0.7-0.8x nginx). */
+static unsigned tcp_shards(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
 
-    return n >= 2 ? 4 : 2;
+    return n < 1 ? 4 : n * 4 >= SHARDS_MAX ? SHARDS_MAX : (unsigned)n * 4;
 }
 
-/* A listener that takes writes runs a thread per connection: a write waits
- * for its COMMIT, and in a shared thread it would stall every connection
- * there. The TCP listener without a token is read-only: its answers come
- * from the cache or one short read, and a watch leaves for the stream loop,
- * so a few polling threads serve all its connections. A monitoring agent
- * that polls with a new connection each time then costs no thread start.
- * poll, not epoll: epoll would keep a handed-over socket registered under
- * libmicrohttpd's freed connection (see hand_over). */
-static err_t start_daemon(struct listener *l, int fd, const struct http_opts *o)
+/* Add a daemon on 'fd' to 'l'. A listener that takes writes runs a thread
+ * per connection: a write waits for its COMMIT, and in a shared thread it
+ * would stall every connection there. The TCP listener without a token is
+ * read-only: its answers come from the cache or one short read, and a
+ * watch leaves for the stream loop, so each shard's one polling thread
+ * serves all its connections, and a monitoring agent that polls with a new
+ * connection each time costs no thread start. poll, not epoll: epoll would
+ * keep a handed-over socket registered under libmicrohttpd's freed
+ * connection (see hand_over). 'limit': connections of this daemon. */
+static err_t start_daemon(struct listener *l, int fd, bool shared, unsigned limit,
+                          const struct http_opts *o)
 {
-    bool shared = l->tcp && !l->h->api->token;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG |
                      MHD_USE_ITC | (shared ? 0u : (unsigned)MHD_USE_THREAD_PER_CONNECTION);
-    /* Only with a pool: libmicrohttpd warns about a size of 0. */
-    struct MHD_OptionItem pool[] = {{MHD_OPTION_THREAD_POOL_SIZE, 0, NULL},
-                                    {MHD_OPTION_END, 0, NULL}};
-
-    if (shared)
-        pool[0].value = (intptr_t)event_threads();
-    else
-        pool[0].option = MHD_OPTION_END;
-    l->d = MHD_start_daemon(
+    struct MHD_Daemon *d = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_ARRAY, pool,
-        MHD_OPTION_CONNECTION_LIMIT, o->conn_limit, MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->tcp ? o->conn_limit : 0,
+        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, limit,
+        MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->tcp ? limit : 0,
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1024 * 1024),
         /* 16 KiB per connection (default 32): headers beyond it get 431. */
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024), MHD_OPTION_UNESCAPE_CALLBACK,
-        unescape, NULL, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, l, MHD_OPTION_END);
-    if (!l->d) {
+        unescape, NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, l, MHD_OPTION_END);
+
+    if (!d) {
         log_err("cannot start the HTTP server");
         close(fd);
         return ERR_IO;
     }
+    l->d[l->nd++] = d;
     return ERR_OK;
+}
+
+/* The TCP listener: one daemon with a thread per connection when it takes
+ * writes (a token is configured), else tcp_shards() polling shards. A
+ * plain bind first: the port must be free, not shared with another
+ * SO_REUSEPORT listener of the same user (a second podresd). */
+static err_t start_tcp(struct listener *l, const struct http_opts *o)
+{
+    unsigned n = l->h->api->token ? 1 : tcp_shards(), i;
+    int fd = -1;
+    err_t rc = tcp_listen(o->listen, false, &fd);
+
+    if (rc || n == 1)
+        return rc ? rc : start_daemon(l, fd, false, o->conn_limit, o);
+    close(fd);
+    for (i = 0; !rc && i < n; i++) {
+        rc = tcp_listen(o->listen, true, &fd);
+        if (!rc)
+            rc = start_daemon(l, fd, true, (o->conn_limit + n - 1) / n, o);
+    }
+    return rc;
 }
 
 err_t http_start(struct api *api, const struct http_opts *opts, struct http **out)
@@ -840,14 +867,11 @@ err_t http_start(struct api *api, const struct http_opts *opts, struct http **ou
         rc = unix_listen(opts->socket_path, &fd);
         if (!rc) {
             h->socket_path = strdup(opts->socket_path);
-            rc = start_daemon(&h->unix_l, fd, opts);
+            rc = start_daemon(&h->unix_l, fd, false, opts->conn_limit, opts);
         }
     }
-    if (!rc && opts->listen) {
-        rc = tcp_listen(opts->listen, &fd);
-        if (!rc)
-            rc = start_daemon(&h->tcp_l, fd, opts);
-    }
+    if (!rc && opts->listen)
+        rc = start_tcp(&h->tcp_l, opts);
     if (rc) {
         http_stop(h);
         return rc;
@@ -856,32 +880,34 @@ err_t http_start(struct api *api, const struct http_opts *opts, struct http **ou
     return ERR_OK;
 }
 
-void http_quiesce(struct http *h)
+static void quiesce(struct listener *l)
 {
     MHD_socket fd;
+    unsigned i;
 
+    for (i = 0; i < l->nd; i++) {
+        fd = MHD_quiesce_daemon(l->d[i]);
+        if (fd != MHD_INVALID_SOCKET)
+            close(fd);
+    }
+}
+
+void http_quiesce(struct http *h)
+{
     if (!h)
         return;
-    if (h->unix_l.d) {
-        fd = MHD_quiesce_daemon(h->unix_l.d);
-        if (fd != MHD_INVALID_SOCKET)
-            close(fd);
-    }
-    if (h->tcp_l.d) {
-        fd = MHD_quiesce_daemon(h->tcp_l.d);
-        if (fd != MHD_INVALID_SOCKET)
-            close(fd);
-    }
+    quiesce(&h->unix_l);
+    quiesce(&h->tcp_l);
 }
 
 void http_stop(struct http *h)
 {
     if (!h)
         return;
-    if (h->unix_l.d)
-        MHD_stop_daemon(h->unix_l.d);
-    if (h->tcp_l.d)
-        MHD_stop_daemon(h->tcp_l.d);
+    while (h->unix_l.nd)
+        MHD_stop_daemon(h->unix_l.d[--h->unix_l.nd]);
+    while (h->tcp_l.nd)
+        MHD_stop_daemon(h->tcp_l.d[--h->tcp_l.nd]);
     if (h->api->feed)
         feed_set_notify(h->api->feed, NULL, NULL);
     streams_stop(h->streams);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The read-only TCP listener (no write token) serves its connections from a
-# few shared polling threads, not a thread each: 100 open keep-alive
+# few polling threads (shards on one port), not a thread each: 100 open keep-alive
 # connections add no threads, partial requests held open do not stall other
 # clients, keep-alive, Connection: close and HTTP/1.0 answer as before,
 # writes get 403, and a watch over TCP is handed to the stream loop and sees
@@ -152,6 +152,23 @@ s.close()
 print("ok - a watch over TCP gets the event of a write")
 PY
 python3 "$T/tcp.py" "$PD_PORT" "$PD_PID" "$PD_SOCK" || fail "TCP listener checks"
+
+# The shards share their port through SO_REUSEPORT, but a second podresd
+# (same user) asking for that port is refused, not let in to share it.
+mkdir -p "$T/two"
+cat > "$T/two/podresd.yaml" <<YAML
+db: $T/two/podresd.db
+socket: $T/two/run/podresd.sock
+listen: 127.0.0.1:$PD_PORT
+node_name: test-node
+YAML
+rc=0
+timeout 10 "$PODRES_BIN/podresd" --config "$T/two/podresd.yaml" > "$T/two/log" 2>&1 || rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a second podresd on the same TCP port: exit $rc"
+grep -q "cannot listen on '127.0.0.1:$PD_PORT'" "$T/two/log" || fail "second podresd: $(cat "$T/two/log")"
+tcp GET /healthz
+expect_code 200 "the first podresd after the second one's attempt"
+ok "a second podresd on the same TCP port is refused"
 
 # The watch client left: the stream is let go.
 wait_until 5 sh -c "curl -s --unix-socket '$PD_SOCK' http://localhost/metrics | grep -qx 'podresd_watchers 0'" ||
