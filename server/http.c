@@ -823,18 +823,27 @@ static err_t start_daemon(struct listener *l, int fd, bool shared, unsigned limi
     return ERR_OK;
 }
 
+/* True for "HOST:0": a port the kernel picks, different for every socket. */
+static bool port_zero(const char *spec)
+{
+    const char *colon = strrchr(spec, ':');
+
+    return colon && strtol(colon + 1, NULL, 10) == 0;
+}
+
 /* The TCP listener: one daemon with a thread per connection when it takes
- * writes (a token is configured), else tcp_shards() polling shards. A
- * plain bind first: the port must be free, not shared with another
- * SO_REUSEPORT listener of the same user (a second podresd). */
+ * writes (a token is configured), else tcp_shards() polling shards (one on
+ * port 0). A plain bind first: the port must be free, not shared with
+ * another SO_REUSEPORT listener of the same user (a second podresd). */
 static err_t start_tcp(struct listener *l, const struct http_opts *o)
 {
-    unsigned n = l->h->api->token ? 1 : tcp_shards(), i;
+    bool writable = l->h->api->token != NULL;
+    unsigned n = writable || port_zero(o->listen) ? 1 : tcp_shards(), i;
     int fd = -1;
     err_t rc = tcp_listen(o->listen, false, &fd);
 
     if (rc || n == 1)
-        return rc ? rc : start_daemon(l, fd, false, o->conn_limit, o);
+        return rc ? rc : start_daemon(l, fd, !writable, o->conn_limit, o);
     close(fd);
     for (i = 0; !rc && i < n; i++) {
         rc = tcp_listen(o->listen, true, &fd);

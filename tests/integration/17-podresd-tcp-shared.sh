@@ -170,6 +170,46 @@ tcp GET /healthz
 expect_code 200 "the first podresd after the second one's attempt"
 ok "a second podresd on the same TCP port is refused"
 
+# Every listening TCP socket of a podresd (its shards) is on one port; with
+# port 0 (a port the kernel picks) there is one socket.
+listening_ports() {
+    python3 - "$1" <<'PY'
+import os, sys
+pid = sys.argv[1]
+inodes = set()
+for fd in os.listdir("/proc/%s/fd" % pid):
+    try:
+        t = os.readlink("/proc/%s/fd/%s" % (pid, fd))
+    except OSError:
+        continue
+    if t.startswith("socket:["):
+        inodes.add(t[8:-1])
+ports = []
+for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    with open(table) as f:
+        next(f)
+        for line in f:
+            c = line.split()
+            if c[3] == "0A" and c[9] in inodes:
+                ports.append(int(c[1].split(":")[1], 16))
+print(" ".join(str(p) for p in sorted(ports)))
+PY
+}
+ports=$(listening_ports "$PD_PID")
+[ "$(echo "$ports" | tr ' ' '\n' | sort -u)" = "$PD_PORT" ] && [ "$(echo "$ports" | wc -w)" -ge 2 ] ||
+    fail "the shards' sockets: ports '$ports', want several on $PD_PORT"
+sed -i "s/^listen: .*/listen: 127.0.0.1:0/" "$T/two/podresd.yaml"
+"$PODRES_BIN/podresd" --config "$T/two/podresd.yaml" > "$T/two/log" 2>&1 &
+TWO=$!
+PIDS+=("$TWO")
+wait_until 10 curl -sf --unix-socket "$T/two/run/podresd.sock" http://localhost/healthz ||
+    fail "podresd on port 0 did not start: $(cat "$T/two/log")"
+ports=$(listening_ports "$TWO")
+[ "$(echo "$ports" | wc -w)" = 1 ] && curl -sf "http://127.0.0.1:$ports/healthz" > /dev/null ||
+    fail "podresd on port 0 listens on '$ports', want one port that answers"
+kill -TERM "$TWO"; wait "$TWO" || fail "podresd on port 0 exited $? after SIGTERM"
+ok "the shards share one port; on port 0 there is one listening socket"
+
 # The watch client left: the stream is let go.
 wait_until 5 sh -c "curl -s --unix-socket '$PD_SOCK' http://localhost/metrics | grep -qx 'podresd_watchers 0'" ||
     fail "the TCP watch was not let go"
