@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The read-only TCP listener (no write token) serves its connections from a
-# few polling threads (shards on one port), not a thread each: 100 open keep-alive
-# connections add no threads, partial requests held open do not stall other
-# clients, keep-alive, Connection: close and HTTP/1.0 answer as before,
-# writes get 403, and a watch over TCP is handed to the stream loop and sees
-# events. With a write token the listener goes back to a thread per
-# connection (test 10 and 12 cover its writes).
+# few polling threads (SO_REUSEPORT shards on one port), not a thread each:
+# 100 open keep-alive connections add no threads, partial requests held open
+# do not stall other clients, keep-alive, Connection: close and HTTP/1.0
+# answer as before, writes get 403, and a watch over TCP is handed to the
+# stream loop and sees events. A second podresd cannot join the port; on
+# port 0 there is one socket. With a write token the listener goes back to
+# a thread per connection (test 10 and 12 cover its writes).
 . "$(dirname "$0")/lib.sh"
 
 pd_start
