@@ -7,8 +7,11 @@
 #ifndef PODRES_MEM_H
 #define PODRES_MEM_H
 
-/* Blocks of at least this size are mmap()ed and unmapped on free(). */
-#define MEM_MMAP_THRESHOLD (64 * 1024)
+/* Blocks of at least this size are mmap()ed and unmapped on free(). Above
+ * 64 KiB + 16: SQLite's b-tree rebalance takes a scratch block of that size,
+ * and at 64 KiB every rebalance in a write paid an mmap, ~17 page faults and a
+ * munmap (4.5 page faults a write under 16 writers; docs/BENCHMARKS.md). */
+#define MEM_MMAP_THRESHOLD (128 * 1024)
 
 /* Cap arenas at 2, fix the mmap threshold at MEM_MMAP_THRESHOLD and the trim
  * threshold at 128 KiB. Call first in main(), before any thread starts. */
