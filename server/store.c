@@ -300,12 +300,16 @@ json_t *st_json(sqlite3_stmt *stmt, int col)
     return v ? v : json_object();
 }
 
-/* Connection settings shared by the writer and readers. */
+/* Connection settings shared by the writer and readers. Debian builds
+ * SQLite with secure_delete on: every deleted or rewritten cell (a pod row
+ * at each bind) is zeroed first. Nothing podresd stores is secret (a token
+ * never is), so it is off, as in SQLite's own default build. */
 static err_t configure(sqlite3 *db)
 {
     static const char *const pragmas =
         "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;"
-        "PRAGMA journal_size_limit=16777216;"; /* a restarted WAL shrinks back to 16 MiB */
+        "PRAGMA journal_size_limit=16777216;" /* a restarted WAL shrinks back to 16 MiB */
+        "PRAGMA secure_delete=OFF;";
     int rc;
 
     sqlite3_busy_timeout(db, 5000);
@@ -313,15 +317,29 @@ static err_t configure(sqlite3 *db)
     return rc == SQLITE_OK ? ERR_OK : st_dberr(db, rc, "configure the database");
 }
 
+/* Process-wide SQLite settings, before SQLite initialises. Debian's build
+ * has no lookaside allocator (SQLITE_OMIT_LOOKASIDE), so each statement
+ * makes ~100 small mallocs; with memory statistics on (the default) each
+ * one also takes a global mutex that every connection shares. podresd reads
+ * no SQLite memory statistics and sets no heap limit. If SQLite is already
+ * initialised (a program using it before store_open), this changes nothing. */
+static void sqlite_setup(void)
+{
+    (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 static err_t open_db(const char *path, sqlite3 **out)
 {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
     sqlite3 *db = NULL;
-    int rc = sqlite3_open_v2(path, &db,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
-                                 SQLITE_OPEN_NOFOLLOW,
-                             NULL);
+    int rc;
     err_t e;
 
+    pthread_once(&once, sqlite_setup);
+    rc = sqlite3_open_v2(path, &db,
+                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
+                             SQLITE_OPEN_NOFOLLOW,
+                         NULL);
     if (rc != SQLITE_OK) {
         log_err("cannot open database '%s': %s", path, db ? sqlite3_errmsg(db) : "out of memory");
         sqlite3_close(db);

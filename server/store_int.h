@@ -137,6 +137,16 @@ err_t st_resv_refresh_all(struct store *st) WARN_UNUSED;
 json_t *st_topology(const json_t *numa_ids);
 err_t st_device_json(sqlite3 *db, const char *resource, const char *id, json_t **out) WARN_UNUSED;
 err_t st_pod_json(sqlite3 *db, const char *ns, const char *name, json_t **out) WARN_UNUSED;
+/* A device object's fields as stored: numa and properties are the stored
+ * JSON text; a NULL holder_ns / resv_ns is no holder / no reservation. */
+struct devtext {
+    const char *resource, *id, *health, *numa, *properties;
+    const char *holder_ns, *holder_name, *holder_uid, *holder_container;
+    const char *resv_ns, *resv_name;
+    uint64_t revision;
+};
+/* Append the text of the device object 'd' (st_device_json()'s shape). */
+void st_devtext(struct jsonw *w, const struct devtext *d);
 /* The text of st_device_json()'s object, byte for byte what serialising it
  * gives, appended to 'w' without building a json_t: the write path's events.
  * A 'rev' other than 0 stands in for the row's revision (a DELETED event). */

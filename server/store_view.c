@@ -85,15 +85,6 @@ err_t st_device_json(sqlite3 *db, const char *a, const char *b, json_t **out)
     return one_row(db, DEVICE_VIEW_SQL "WHERE d.resource=? AND d.id=?", device_row, a, b, out);
 }
 
-/* Stored JSON text of column 'col' as it is: written by jsonx_dumps, it is
- * already what loading and serialising it again would give. */
-static void stored_json(struct jsonw *w, sqlite3_stmt *s, int col, const char *empty)
-{
-    const char *t = st_text(s, col);
-
-    jsonw_lit(w, t[0] ? t : empty);
-}
-
 /* "[0,1]" -> {"nodes":[{"ID":0},{"ID":1}]} as st_topology() gives it; any
  * other stored shape goes through jansson. */
 static void topology_text(struct jsonw *w, const char *numa)
@@ -137,19 +128,57 @@ slow:
     json_decref(ids);
 }
 
-/* null when column 'ns' is NULL (and false), else the start of a pod
- * reference {"namespace":..,"name":.. left open for more fields (and true). */
-static bool pod_ref_open(struct jsonw *w, sqlite3_stmt *s, int ns, int name)
+/* The start of a pod reference {"namespace":..,"name":.. left open for
+ * more fields. */
+static void pod_ref(struct jsonw *w, const char *ns, const char *name)
 {
-    if (sqlite3_column_type(s, ns) == SQLITE_NULL) {
-        jsonw_lit(w, "null");
-        return false;
-    }
     jsonw_lit(w, "{\"namespace\":");
-    jsonw_str(w, st_text(s, ns));
+    jsonw_str(w, ns);
     jsonw_lit(w, ",\"name\":");
-    jsonw_str(w, st_text(s, name));
-    return true;
+    jsonw_str(w, name);
+}
+
+void st_devtext(struct jsonw *w, const struct devtext *d)
+{
+    jsonw_lit(w, "{\"resourceName\":");
+    jsonw_str(w, d->resource);
+    jsonw_lit(w, ",\"id\":");
+    jsonw_str(w, d->id);
+    jsonw_lit(w, ",\"health\":");
+    jsonw_str(w, d->health);
+    jsonw_lit(w, ",\"topology\":");
+    topology_text(w, d->numa);
+    jsonw_lit(w, ",\"properties\":");
+    /* as stored: written by jsonx_dumps, it is already what loading and
+     * serialising it again would give */
+    jsonw_lit(w, d->properties[0] ? d->properties : "{}");
+    jsonw_lit(w, ",\"holder\":");
+    if (d->holder_ns) {
+        pod_ref(w, d->holder_ns, d->holder_name);
+        jsonw_lit(w, ",\"uid\":");
+        jsonw_str(w, d->holder_uid);
+        jsonw_lit(w, ",\"container\":");
+        jsonw_str(w, d->holder_container);
+        jsonw_lit(w, "}");
+    } else {
+        jsonw_lit(w, "null");
+    }
+    jsonw_lit(w, ",\"reservedFor\":");
+    if (d->resv_ns) {
+        pod_ref(w, d->resv_ns, d->resv_name);
+        jsonw_lit(w, "}");
+    } else {
+        jsonw_lit(w, "null");
+    }
+    jsonw_lit(w, ",\"revision\":");
+    jsonw_u64(w, d->revision);
+    jsonw_lit(w, "}");
+}
+
+/* Column 'col' as a C string, NULL for SQL NULL. */
+static const char *text_or_null(sqlite3_stmt *s, int col)
+{
+    return sqlite3_column_type(s, col) == SQLITE_NULL ? NULL : st_text(s, col);
 }
 
 err_t st_device_text(sqlite3 *db, const char *resource, const char *id, uint64_t rev,
@@ -163,36 +192,27 @@ err_t st_device_text(sqlite3 *db, const char *resource, const char *id, uint64_t
         rc = st_step(db, s, &row);
     if (!rc && !row)
         rc = ERR_NOTFOUND;
-    if (rc) {
-        st_done(s);
-        return rc;
+    if (!rc) {
+        struct devtext d = {
+            .resource = st_text(s, 0),
+            .id = st_text(s, 1),
+            .health = st_text(s, 2),
+            .numa = st_text(s, 3),
+            .properties = st_text(s, 4),
+            .revision = rev ? rev : (uint64_t)sqlite3_column_int64(s, 5),
+            .holder_ns = text_or_null(s, 6),
+            .holder_name = st_text(s, 7),
+            .holder_container = st_text(s, 8),
+            .holder_uid = st_text(s, 9),
+            .resv_ns = text_or_null(s, 10),
+            .resv_name = st_text(s, 11),
+        };
+
+        st_devtext(w, &d);
+        rc = jsonw_done(w);
     }
-    jsonw_lit(w, "{\"resourceName\":");
-    jsonw_str(w, st_text(s, 0));
-    jsonw_lit(w, ",\"id\":");
-    jsonw_str(w, st_text(s, 1));
-    jsonw_lit(w, ",\"health\":");
-    jsonw_str(w, st_text(s, 2));
-    jsonw_lit(w, ",\"topology\":");
-    topology_text(w, st_text(s, 3));
-    jsonw_lit(w, ",\"properties\":");
-    stored_json(w, s, 4, "{}");
-    jsonw_lit(w, ",\"holder\":");
-    if (pod_ref_open(w, s, 6, 7)) {
-        jsonw_lit(w, ",\"uid\":");
-        jsonw_str(w, st_text(s, 9));
-        jsonw_lit(w, ",\"container\":");
-        jsonw_str(w, st_text(s, 8));
-        jsonw_lit(w, "}");
-    }
-    jsonw_lit(w, ",\"reservedFor\":");
-    if (pod_ref_open(w, s, 10, 11))
-        jsonw_lit(w, "}");
-    jsonw_lit(w, ",\"revision\":");
-    jsonw_u64(w, rev ? rev : (uint64_t)sqlite3_column_int64(s, 5));
-    jsonw_lit(w, "}");
     st_done(s);
-    return jsonw_done(w);
+    return rc;
 }
 
 void st_pod_text(struct jsonw *w, const char *ns, const char *name, const char *uid,

@@ -406,6 +406,19 @@ static void test_open_schema(void)
         return;
     CHECK_EQ_INT(store_revision(f.st), 0);
     CHECK(store_schema_version() >= 1);
+    /* SQLite's memory statistics are off (a global mutex per malloc):
+     * with them on, the open store's connections would count here */
+    CHECK_EQ_INT(sqlite3_memory_used(), 0);
+    {
+        int sd = -1;
+
+        CHECK_OK(st_prep(f.st->wdb, &s, "PRAGMA secure_delete", NULL));
+        if (sqlite3_step(s) == SQLITE_ROW)
+            sd = sqlite3_column_int(s, 0);
+        st_done(s);
+        s = NULL;
+        CHECK_EQ_INT(sd, 0);
+    }
     CHECK_EQ_INT(sqlite3_open_v2(f.path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     CHECK_EQ_INT(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL), SQLITE_OK);
     if (sqlite3_step(s) == SQLITE_ROW)
@@ -1029,6 +1042,119 @@ static void test_event_text(void)
     jsonw_release(&w);
     jsonw_release(&want);
     json_decref(obj);
+    fx_close(&f);
+}
+
+/* Drain the feed and check every Device event against the row: a MODIFIED
+ * object is byte for byte the device's view now (each write gives a device
+ * one event at most); after DELETED the row is gone. Summary into 'out'. */
+static void check_device_events(struct fx *f, char *out, size_t cap)
+{
+    size_t at;
+
+    fx_events(f, out, cap);
+    for (at = 0; at < f->len;) {
+        const char *line = f->buf + at, *nl = memchr(line, '\n', f->len - at);
+        const char *obj = nl ? strstr(line, "\"object\":") : NULL;
+        json_t *ev = nl ? json_loadb(line, (size_t)(nl - line), 0, NULL) : NULL;
+        json_t *o = json_object_get(ev, "object");
+        const char *type = json_string_value(json_object_get(ev, "type"));
+        const char *res = json_string_value(json_object_get(o, "resourceName"));
+        const char *id = json_string_value(json_object_get(o, "id"));
+        struct jsonw w = JSONW_INIT;
+        err_t rc;
+
+        CHECK(ev != NULL && obj != NULL && obj < nl);
+        if (!ev || !obj || obj >= nl) {
+            json_decref(ev);
+            break;
+        }
+        obj += strlen("\"object\":");
+        if (strcmp(json_string_value(json_object_get(ev, "kind")), "Device") == 0) {
+            rc = st_device_text(f->st->wdb, res, id, 0, &w);
+            if (strcmp(type, "DELETED") == 0) {
+                CHECK_EQ_INT(rc, ERR_NOTFOUND);
+                CHECK(json_is_null(json_object_get(o, "holder")));
+            } else {
+                CHECK_OK(rc);
+                CHECK(!rc && w.sb.len == (size_t)(nl - obj - 1) &&
+                      memcmp(w.sb.buf, obj, w.sb.len) == 0);
+                if (!rc && (w.sb.len != (size_t)(nl - obj - 1) ||
+                            memcmp(w.sb.buf, obj, w.sb.len) != 0))
+                    fprintf(stderr, "# event %.*s\n# view  %s\n", (int)(nl - obj - 1), obj,
+                            w.sb.buf);
+            }
+        }
+        jsonw_release(&w);
+        json_decref(ev);
+        at = (size_t)(nl - f->buf) + 1;
+    }
+}
+
+/* Binds read each device they move in the UPDATE that bumps its revision
+ * and write its event from that and the holder they know: the events must
+ * be what the view of the row says, holder, reservation and all. */
+static void test_rebind_event_text(void)
+{
+    struct fx f;
+    json_t *r = NULL;
+    char ev[2048];
+
+    if (fx_open(&f, 100))
+        return;
+    CHECK_OK(put_devices(&f, GPU,
+                         "{\"devices\":[{\"id\":\"gpu-0\",\"topology\":{\"nodes\":[{\"ID\":0},{\"ID\":"
+                         "12}]}},{\"id\":\"gpu-1\",\"properties\":{\"b\":\"q\\\"\\\\\\n\",\"a\":"
+                         "\"caf\\u00e9\"}},{\"id\":\"gpu-2\"},{\"id\":\"gpu-3\"}]}",
+                         NULL));
+    CHECK_OK(reserve(&f, "ns", "r",
+                     "{\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":\"" GPU
+                     "\",\"deviceIds\":[\"gpu-1\"]}]}]}",
+                     &r));
+    json_decref(r);
+    fx_some_events(&f, 1);
+    /* held and reserved for the same pod */
+    CHECK_OK(bind(&f, "ns", "r",
+                  "{\"uid\":\"u1\",\"containers\":[{\"name\":\"c\",\"devices\":[{"
+                  "\"resourceName\":\"" GPU "\",\"deviceIds\":[\"gpu-1\",\"gpu-0\"]}]}]}",
+                  NULL, NULL, NULL));
+    check_device_events(&f, ev, sizeof(ev));
+    CHECK_STREQ(ev, "ADDED PodResources ns/r;MODIFIED Device gpu-0;MODIFIED Device gpu-1;"
+                    "MODIFIED Reservation ns/r");
+    /* a new uid: every device again, one moves to another container */
+    CHECK_OK(bind(&f, "ns", "r",
+                  "{\"uid\":\"u2\",\"containers\":[{\"name\":\"c\",\"devices\":[{"
+                  "\"resourceName\":\"" GPU "\",\"deviceIds\":[\"gpu-1\"]}]},{\"name\":\"d\","
+                  "\"devices\":[{\"resourceName\":\"" GPU "\",\"deviceIds\":[\"gpu-0\"]}]}]}",
+                  NULL, NULL, NULL));
+    check_device_events(&f, ev, sizeof(ev));
+    CHECK_STREQ(ev, "MODIFIED PodResources ns/r;MODIFIED Device gpu-1;MODIFIED Device gpu-0;"
+                    "MODIFIED Reservation ns/r");
+    /* gpu-1 let go, still reserved; gpu-0 stays; gpu-2 taken */
+    CHECK_OK(bind(&f, "ns", "r",
+                  "{\"uid\":\"u2\",\"containers\":[{\"name\":\"d\",\"devices\":[{"
+                  "\"resourceName\":\"" GPU "\",\"deviceIds\":[\"gpu-0\",\"gpu-2\"]}]}]}",
+                  NULL, NULL, NULL));
+    check_device_events(&f, ev, sizeof(ev));
+    CHECK_STREQ(ev, "MODIFIED PodResources ns/r;MODIFIED Device gpu-2;MODIFIED Device gpu-1;"
+                    "MODIFIED Reservation ns/r");
+    /* gpu-2 leaves the set while bound; let go, it is DELETED */
+    CHECK_OK(put_devices(&f, GPU,
+                         "{\"devices\":[{\"id\":\"gpu-0\"},{\"id\":\"gpu-1\"},{\"id\":\"gpu-3\"}]}",
+                         NULL));
+    check_device_events(&f, ev, sizeof(ev));
+    CHECK_OK(bind(&f, "ns", "r",
+                  "{\"uid\":\"u2\",\"containers\":[{\"name\":\"d\",\"devices\":[{"
+                  "\"resourceName\":\"" GPU "\",\"deviceIds\":[\"gpu-0\",\"gpu-3\"]}]}]}",
+                  NULL, NULL, NULL));
+    check_device_events(&f, ev, sizeof(ev));
+    CHECK_STREQ(ev, "MODIFIED PodResources ns/r;MODIFIED Device gpu-3;DELETED Device gpu-2;"
+                    "MODIFIED Reservation ns/r");
+    /* release: every device let go */
+    CHECK_OK(release(&f, "ns", "r", NULL));
+    check_device_events(&f, ev, sizeof(ev));
+    CHECK_STREQ(ev, "DELETED PodResources ns/r;MODIFIED Device gpu-0;MODIFIED Device gpu-3;"
+                    "MODIFIED Reservation ns/r");
     fx_close(&f);
 }
 
@@ -1721,7 +1847,7 @@ static void test_group_commit(void)
     fx_close(&f);
 }
 
-TEST_MAIN(quiet, test_open_schema, test_event_text, test_rebind_same_uid_conflict, test_register, test_bind, test_allocate, test_numa_preference,
+TEST_MAIN(quiet, test_open_schema, test_event_text, test_rebind_event_text, test_rebind_same_uid_conflict, test_register, test_bind, test_allocate, test_numa_preference,
           test_reservations, test_release, test_removed_bound_device, test_ttl,
           test_changes_after, test_snapshot, test_persistence, test_combiner, test_dropped_batch, test_group_commit,
           test_statement_cache)
