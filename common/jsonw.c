@@ -77,6 +77,106 @@ void jsonw_json(struct jsonw *w, const json_t *v)
         w->err = w->err ? w->err : ERR_NOMEM;
 }
 
+/* jansson's own writer, for what the fast path leaves to it. */
+static void via_jansson(struct jsonw *w, const json_t *v, size_t flags)
+{
+    if (!w->err && json_dump_callback(v, add_cb, w, JSON_COMPACT | JSON_ENCODE_ANY | flags) != 0)
+        w->err = ERR_NOMEM;
+}
+
+struct member {
+    const char *key;
+    const json_t *value;
+};
+
+static int member_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct member *)a)->key, ((const struct member *)b)->key);
+}
+
+static void sorted_object(struct jsonw *w, const json_t *obj)
+{
+    struct member few[16], *m = few;
+    size_t n = json_object_size(obj), i = 0;
+    void *it;
+
+    if (n > ARRAY_SIZE(few)) {
+        m = malloc(n * sizeof(*m));
+        if (!m) {
+            w->err = ERR_NOMEM;
+            return;
+        }
+    }
+    for (it = json_object_iter((json_t *)obj); it && i < n;
+         it = json_object_iter_next((json_t *)obj, it)) {
+        m[i].key = json_object_iter_key(it);
+        m[i].value = json_object_iter_value(it);
+        if (json_object_iter_key_len(it) != strlen(m[i].key))
+            break; /* a key with a NUL byte: jansson compares whole keys */
+        i++;
+    }
+    if (i != n) {
+        via_jansson(w, obj, JSON_SORT_KEYS);
+    } else {
+        qsort(m, n, sizeof(*m), member_cmp);
+        jsonw_raw(w, "{", 1);
+        for (i = 0; i < n; i++) {
+            if (i)
+                jsonw_raw(w, ",", 1);
+            jsonw_str(w, m[i].key);
+            jsonw_raw(w, ":", 1);
+            jsonw_sorted(w, m[i].value);
+        }
+        jsonw_raw(w, "}", 1);
+    }
+    if (m != few)
+        free(m);
+}
+
+void jsonw_sorted(struct jsonw *w, const json_t *v)
+{
+    char num[32];
+    size_t i;
+
+    if (w->err)
+        return;
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        sorted_object(w, v);
+        break;
+    case JSON_ARRAY:
+        jsonw_raw(w, "[", 1);
+        for (i = 0; i < json_array_size(v); i++) {
+            if (i)
+                jsonw_raw(w, ",", 1);
+            jsonw_sorted(w, json_array_get(v, i));
+        }
+        jsonw_raw(w, "]", 1);
+        break;
+    case JSON_STRING:
+        if (json_string_length(v) == strlen(json_string_value(v)))
+            jsonw_str(w, json_string_value(v));
+        else
+            via_jansson(w, v, 0); /* holds a NUL byte */
+        break;
+    case JSON_INTEGER:
+        snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        jsonw_lit(w, num);
+        break;
+    case JSON_TRUE:
+        jsonw_lit(w, "true");
+        break;
+    case JSON_FALSE:
+        jsonw_lit(w, "false");
+        break;
+    case JSON_NULL:
+        jsonw_lit(w, "null");
+        break;
+    default:
+        via_jansson(w, v, 0); /* a real: jansson's number format */
+    }
+}
+
 void jsonw_reserve(struct jsonw *w, size_t n)
 {
     if (!w->err)

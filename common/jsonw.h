@@ -29,6 +29,10 @@ void jsonw_str(struct jsonw *w, const char *s);
 void jsonw_u64(struct jsonw *w, uint64_t v);
 /* Any json_t, compact, in its objects' insertion order. */
 void jsonw_json(struct jsonw *w, const json_t *v);
+/* Any json_t, compact, object keys sorted: byte for byte what jansson's
+ * JSON_COMPACT | JSON_SORT_KEYS writes, without its per-object key arrays
+ * and lookups (the canonical form of stored JSON, jsonx_dumps). */
+void jsonw_sorted(struct jsonw *w, const json_t *v);
 /* Room for 'n' more bytes (strbuf_reserve): writes of up to 'n' bytes in
  * all then cannot fail. */
 void jsonw_reserve(struct jsonw *w, size_t n);

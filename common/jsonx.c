@@ -54,7 +54,12 @@ char *jsonx_dumps(const json_t *v)
 {
     if (fault_alloc_fails())
         return NULL;
-    return json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    struct jsonw w = JSONW_INIT;
+
+    if (!v)
+        return NULL;
+    jsonw_sorted(&w, v);
+    return jsonw_detach(&w, NULL);
 }
 
 char *jsonx_dumps_line(const json_t *v, size_t *len)

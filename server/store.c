@@ -50,7 +50,10 @@ err_t st_dberr(sqlite3 *db, int rc, const char *what)
     return ERR_DB;
 }
 
-static err_t bind_args(sqlite3 *db, sqlite3_stmt *stmt, const char *fmt, va_list ap)
+/* Texts are bound with 'text_life': SQLITE_STATIC when they outlive the
+ * statement's use (st_exec), which saves SQLite a malloc and a copy each. */
+static err_t bind_args(sqlite3 *db, sqlite3_stmt *stmt, sqlite3_destructor_type text_life,
+                       const char *fmt, va_list ap)
 {
     int i, rc = SQLITE_OK;
 
@@ -58,7 +61,7 @@ static err_t bind_args(sqlite3 *db, sqlite3_stmt *stmt, const char *fmt, va_list
         if (fmt[i] == 't') {
             const char *s = va_arg(ap, const char *);
 
-            rc = s ? sqlite3_bind_text(stmt, i + 1, s, -1, SQLITE_TRANSIENT)
+            rc = s ? sqlite3_bind_text(stmt, i + 1, s, -1, text_life)
                    : sqlite3_bind_null(stmt, i + 1);
         } else if (fmt[i] == 'i') {
             rc = sqlite3_bind_int64(stmt, i + 1, va_arg(ap, int64_t));
@@ -222,8 +225,8 @@ void st_done(sqlite3_stmt *stmt)
     sqlite3_finalize(stmt); /* not cached: the cache was full */
 }
 
-static err_t prep_va(sqlite3 *db, sqlite3_stmt **stmt, const char *sql, const char *fmt,
-                     va_list ap)
+static err_t prep_va(sqlite3 *db, sqlite3_stmt **stmt, sqlite3_destructor_type text_life,
+                     const char *sql, const char *fmt, va_list ap)
 {
     sqlite3_stmt *s = NULL;
     int rc;
@@ -234,7 +237,7 @@ static err_t prep_va(sqlite3 *db, sqlite3_stmt **stmt, const char *sql, const ch
     rc = stmt_get(db, sql, &s);
     if (rc != SQLITE_OK)
         return st_dberr(db, rc, "prepare a statement");
-    e = bind_args(db, s, fmt, ap);
+    e = bind_args(db, s, text_life, fmt, ap);
     if (e) {
         st_done(s);
         return e;
@@ -249,7 +252,7 @@ err_t st_prep(sqlite3 *db, sqlite3_stmt **stmt, const char *sql, const char *fmt
     err_t rc;
 
     va_start(ap, fmt);
-    rc = prep_va(db, stmt, sql, fmt, ap);
+    rc = prep_va(db, stmt, SQLITE_TRANSIENT, sql, fmt, ap);
     va_end(ap);
     return rc;
 }
@@ -262,7 +265,7 @@ err_t st_exec(sqlite3 *db, const char *sql, const char *fmt, ...)
     err_t rc;
 
     va_start(ap, fmt);
-    rc = prep_va(db, &stmt, sql, fmt, ap);
+    rc = prep_va(db, &stmt, SQLITE_STATIC, sql, fmt, ap); /* the args outlive it */
     va_end(ap);
     if (!rc)
         rc = st_step(db, stmt, &row);

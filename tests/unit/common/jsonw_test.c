@@ -142,5 +142,103 @@ static void test_reserve(void) {
   jsonw_release(&w);
 }
 
+/* jsonw_sorted must write what jansson's JSON_SORT_KEYS writes. */
+static void check_sorted(const json_t *v) {
+  struct jsonw w = JSONW_INIT;
+  char *want = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY), *got;
+
+  jsonw_sorted(&w, v);
+  got = jsonw_detach(&w, NULL);
+  CHECK(want != NULL && got != NULL);
+  if (want && got && strcmp(got, want) != 0)
+    CHECK_STREQ(got, want);
+  free(want);
+  free(got);
+}
+
+static unsigned rnd(unsigned *seed, unsigned n) {
+  *seed = *seed * 1103515245u + 12345u;
+  return (*seed >> 16) % n;
+}
+
+/* A random value: objects of up to 20 keys (more than the writer keeps on
+ * its stack), keys that share prefixes, UTF-8 and escapes, every type. */
+static json_t *random_json(unsigned *seed, int depth) {
+  static const char *const keys[] = {"a", "ab", "b", "B", "_", "a b", "\xc3\xa9", "z\"q",
+                                     "\t", "", "deviceIds", "topology", "nodes", "ID"};
+  json_t *v, *c;
+  unsigned i, n;
+  char k[16];
+
+  switch (depth > 3 ? 2 + rnd(seed, 6) : rnd(seed, 8)) {
+  case 0:
+    v = json_object();
+    n = rnd(seed, 21);
+    for (i = 0; i < n; i++) {
+      c = random_json(seed, depth + 1);
+      if (rnd(seed, 2))
+        json_object_set_new(v, keys[rnd(seed, ARRAY_SIZE(keys))], c);
+      else {
+        snprintf(k, sizeof(k), "k%u", rnd(seed, 40));
+        json_object_set_new(v, k, c);
+      }
+    }
+    return v;
+  case 1:
+    v = json_array();
+    n = rnd(seed, 5);
+    for (i = 0; i < n; i++)
+      json_array_append_new(v, random_json(seed, depth + 1));
+    return v;
+  case 2:
+    return json_string(keys[rnd(seed, ARRAY_SIZE(keys))]);
+  case 3:
+    return json_integer((json_int_t)rnd(seed, 2000000) - 1000000);
+  case 4:
+    return json_real((double)rnd(seed, 100000) / 7.0);
+  case 5:
+    return json_true();
+  case 6:
+    return json_false();
+  default:
+    return json_null();
+  }
+}
+
+static void test_sorted(void) {
+  static const char *const texts[] = {
+      "{}", "[]", "\"x\"", "0", "-9223372036854775807", "1.5", "1e300", "true", "null",
+      "[{\"name\":\"main\",\"devices\":[{\"resourceName\":\"vendor.com/gpu\","
+      "\"deviceIds\":[\"gpu-1\",\"gpu-0\"],\"topology\":{\"nodes\":[{\"ID\":0}]}}]}]",
+      "{\"b\":1,\"a\":{\"d\":[1,{\"f\":2,\"e\":3}],\"c\":\"\\u0001\\\"\"},\"\\u00e9\":0,"
+      "\"A\":null}",
+  };
+  json_t *v;
+  unsigned seed = 4242;
+  size_t i;
+
+  for (i = 0; i < ARRAY_SIZE(texts); i++) {
+    v = json_loads(texts[i], JSON_DECODE_ANY, NULL);
+    CHECK(v != NULL);
+    if (v)
+      check_sorted(v);
+    json_decref(v);
+  }
+  /* a string and a key with a NUL byte go through jansson itself */
+  v = json_pack("{s:s#}", "k", "a\0b", (size_t)3);
+  json_object_setn_new(v, "n\0ul", 4, json_integer(1));
+  json_object_set_new(v, "n", json_integer(2));
+  check_sorted(v);
+  json_decref(v);
+  v = json_pack("[s#,{s:s#}]", "a\0b", (size_t)3, "k", "\0", (size_t)1);
+  check_sorted(v);
+  json_decref(v);
+  for (i = 0; i < 3000; i++) {
+    v = random_json(&seed, 0);
+    check_sorted(v);
+    json_decref(v);
+  }
+}
+
 TEST_MAIN(test_reserve, test_strings, test_strings_random, test_numbers_and_json,
-          test_empty_and_release, test_sticky_error)
+          test_empty_and_release, test_sticky_error, test_sorted)
