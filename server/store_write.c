@@ -730,46 +730,91 @@ err_t store_expire_ttls(struct store *st, uint64_t now_ms, int *expired)
 
 /* ---- pods ---- */
 
+/* A new object with the members of 'obj' (the values shared, not copied). */
+static json_t *shallow_copy(const json_t *obj)
+{
+    json_t *o = json_object();
+
+    if (o && json_object_update(o, (json_t *)obj) != 0) {
+        json_decref(o);
+        o = NULL;
+    }
+    return o;
+}
+
+/* Check one device of group 'r' for pod 'self' ("ns/name"), adding its NUMA
+ * ids to 'numa'. */
+static err_t check_device(struct store *st, const char *self, const char *r, const char *id,
+                          json_t *numa, char *msg, size_t cap)
+{
+    struct devrow d;
+    err_t rc = devrow_get(st, r, id, &d);
+
+    if (!rc && (!d.found || (d.removed && strcmp(d.holder, self) != 0))) {
+        snprintf(msg, cap, "unknown device %s %s", r, id);
+        rc = ERR_UNPROCESSABLE;
+    } else if (!rc && d.holder[0] && strcmp(d.holder, self) != 0) {
+        snprintf(msg, cap, "device %s %s is held by pod %s (container %s)", r, id, d.holder,
+                 d.container);
+        rc = ERR_CONFLICT;
+    } else if (!rc && d.reserved[0] && strcmp(d.reserved, self) != 0) {
+        snprintf(msg, cap, "device %s %s is reserved for pod %s", r, id, d.reserved);
+        rc = ERR_CONFLICT;
+    }
+    if (!rc)
+        numa_union(numa, d.numa);
+    json_decref(d.numa);
+    return rc;
+}
+
 /* Check every device of 'containers' for this pod and build the stored form
- * (sorted ids, topology added). */
+ * (sorted ids, topology added). The input is not changed: the stored form
+ * has new container and group objects that share its other values. */
 static err_t resolve_containers(struct store *st, const char *ns, const char *name,
                                 const json_t *containers, char *msg, size_t cap, json_t **out)
 {
-    json_t *res = json_deep_copy(containers), *c, *g, *id, *numa;
+    json_t *res = json_array(), *c, *g, *id, *numa, *nc, *ng, *groups, *devs;
     char self[512];
-    struct devrow d;
     size_t i, j, k;
     err_t rc = res ? ERR_OK : ERR_NOMEM;
 
     snprintf(self, sizeof(self), "%s/%s", ns, name);
-    json_array_foreach(res, i, c) {
-        json_array_foreach(json_object_get(c, "devices"), j, g) {
+    json_array_foreach(containers, i, c) {
+        if (rc)
+            break;
+        nc = shallow_copy(c);
+        if (!nc || json_array_append_new(res, nc) != 0) {
+            rc = ERR_NOMEM;
+            break;
+        }
+        devs = json_object_get(c, "devices");
+        if (!devs)
+            continue;
+        groups = json_array();
+        if (!groups || json_object_set_new(nc, "devices", groups) != 0) {
+            rc = ERR_NOMEM;
+            break;
+        }
+        json_array_foreach(devs, j, g) {
             const char *r = json_string_value(json_object_get(g, "resourceName"));
 
+            ng = shallow_copy(g);
             numa = json_array();
+            if (!ng || !numa || json_array_append(groups, ng) != 0)
+                rc = ERR_NOMEM;
             json_array_foreach(json_object_get(g, "deviceIds"), k, id) {
                 if (rc)
                     break;
-                rc = devrow_get(st, r, json_string_value(id), &d);
-                if (!rc && (!d.found || (d.removed && strcmp(d.holder, self) != 0))) {
-                    snprintf(msg, cap, "unknown device %s %s", r, json_string_value(id));
-                    rc = ERR_UNPROCESSABLE;
-                } else if (!rc && d.holder[0] && strcmp(d.holder, self) != 0) {
-                    snprintf(msg, cap, "device %s %s is held by pod %s (container %s)", r,
-                             json_string_value(id), d.holder, d.container);
-                    rc = ERR_CONFLICT;
-                } else if (!rc && d.reserved[0] && strcmp(d.reserved, self) != 0) {
-                    snprintf(msg, cap, "device %s %s is reserved for pod %s", r,
-                             json_string_value(id), d.reserved);
-                    rc = ERR_CONFLICT;
-                }
-                if (!rc)
-                    numa_union(numa, d.numa);
-                json_decref(d.numa);
+                rc = check_device(st, self, r, json_string_value(id), numa, msg, cap);
             }
-            json_object_set_new(g, "deviceIds", sorted_strings(json_object_get(g, "deviceIds")));
-            json_object_set_new(g, "topology", st_topology(numa));
+            if (!rc && (json_object_set_new(ng, "deviceIds",
+                                            sorted_strings(json_object_get(g, "deviceIds"))) ||
+                        json_object_set_new(ng, "topology", st_topology(numa))))
+                rc = ERR_NOMEM;
+            json_decref(ng);
             json_decref(numa);
+            if (rc)
+                break;
         }
     }
     if (rc) {
