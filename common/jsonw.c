@@ -140,6 +140,10 @@ void jsonw_sorted(struct jsonw *w, const json_t *v)
 
     if (w->err)
         return;
+    if (!v) {
+        w->err = ERR_NOMEM; /* not a value: as jsonw_json() */
+        return;
+    }
     switch (json_typeof(v)) {
     case JSON_OBJECT:
         sorted_object(w, v);

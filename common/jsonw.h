@@ -31,7 +31,7 @@ void jsonw_u64(struct jsonw *w, uint64_t v);
 void jsonw_json(struct jsonw *w, const json_t *v);
 /* Any json_t, compact, object keys sorted: byte for byte what jansson's
  * JSON_COMPACT | JSON_SORT_KEYS writes, without its per-object key arrays
- * and lookups (the canonical form of stored JSON, jsonx_dumps). */
+ * and lookups (the canonical form of stored JSON, jsonx_dumps). NULL fails. */
 void jsonw_sorted(struct jsonw *w, const json_t *v);
 /* Room for 'n' more bytes (strbuf_reserve): writes of up to 'n' bytes in
  * all then cannot fail. */

@@ -52,13 +52,11 @@ err_t jsonx_check_keys(const json_t *obj, const char *const *allowed, const char
 
 char *jsonx_dumps(const json_t *v)
 {
-    if (fault_alloc_fails())
-        return NULL;
     struct jsonw w = JSONW_INIT;
 
-    if (!v)
+    if (fault_alloc_fails())
         return NULL;
-    jsonw_sorted(&w, v);
+    jsonw_sorted(&w, v); /* NULL is an error, as in jansson */
     return jsonw_detach(&w, NULL);
 }
 

@@ -1373,7 +1373,8 @@ static err_t release_run(struct store *st, void *ctx)
         rc = st_exec(st->wdb, "DELETE FROM pods WHERE namespace=? AND name=?", "tt", o->ns,
                      o->name);
     if (!rc)
-        rc = emit_key_changes(st, before, none, false, &(struct pod_key){o->ns, o->name, NULL});
+        rc = emit_key_changes(st, before, none, false,
+                              &(struct pod_key){o->ns, o->name, NULL}); /* no 'after': no uid */
     if (!rc)
         rc = resv_refresh(st, o->ns, o->name);
     if (none)

@@ -233,6 +233,13 @@ static void test_sorted(void) {
   v = json_pack("[s#,{s:s#}]", "a\0b", (size_t)3, "k", "\0", (size_t)1);
   check_sorted(v);
   json_decref(v);
+  {
+    struct jsonw w = JSONW_INIT;
+
+    jsonw_sorted(&w, NULL); /* not a value: fails, as jsonw_json */
+    CHECK_EQ_INT(jsonw_done(&w), ERR_NOMEM);
+    CHECK(jsonw_detach(&w, NULL) == NULL);
+  }
   for (i = 0; i < 3000; i++) {
     v = random_json(&seed, 0);
     check_sorted(v);
