@@ -295,6 +295,11 @@ const char *st_text(sqlite3_stmt *stmt, int col)
     return s ? (const char *)s : "";
 }
 
+const char *st_text_or_null(sqlite3_stmt *stmt, int col)
+{
+    return sqlite3_column_type(stmt, col) == SQLITE_NULL ? NULL : st_text(stmt, col);
+}
+
 json_t *st_json(sqlite3_stmt *stmt, int col)
 {
     const char *s = st_text(stmt, col);

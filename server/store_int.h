@@ -99,6 +99,8 @@ err_t st_exec(sqlite3 *db, const char *sql, const char *fmt, ...) WARN_UNUSED;
 err_t st_step(sqlite3 *db, sqlite3_stmt *stmt, bool *row) WARN_UNUSED;
 /* Column as a C string ("" for NULL). */
 const char *st_text(sqlite3_stmt *stmt, int col);
+/* Column as a C string, NULL for NULL. */
+const char *st_text_or_null(sqlite3_stmt *stmt, int col);
 /* Column holding JSON text as a new value (an empty object/array on bad JSON). */
 json_t *st_json(sqlite3_stmt *stmt, int col);
 

@@ -175,12 +175,6 @@ void st_devtext(struct jsonw *w, const struct devtext *d)
     jsonw_lit(w, "}");
 }
 
-/* Column 'col' as a C string, NULL for SQL NULL. */
-static const char *text_or_null(sqlite3_stmt *s, int col)
-{
-    return sqlite3_column_type(s, col) == SQLITE_NULL ? NULL : st_text(s, col);
-}
-
 err_t st_device_text(sqlite3 *db, const char *resource, const char *id, uint64_t rev,
                      struct jsonw *w)
 {
@@ -200,11 +194,11 @@ err_t st_device_text(sqlite3 *db, const char *resource, const char *id, uint64_t
             .numa = st_text(s, 3),
             .properties = st_text(s, 4),
             .revision = rev ? rev : (uint64_t)sqlite3_column_int64(s, 5),
-            .holder_ns = text_or_null(s, 6),
+            .holder_ns = st_text_or_null(s, 6),
             .holder_name = st_text(s, 7),
             .holder_container = st_text(s, 8),
             .holder_uid = st_text(s, 9),
-            .resv_ns = text_or_null(s, 10),
+            .resv_ns = st_text_or_null(s, 10),
             .resv_name = st_text(s, 11),
         };
 

@@ -730,18 +730,6 @@ err_t store_expire_ttls(struct store *st, uint64_t now_ms, int *expired)
 
 /* ---- pods ---- */
 
-/* A new object with the members of 'obj' (the values shared, not copied). */
-static json_t *shallow_copy(const json_t *obj)
-{
-    json_t *o = json_object();
-
-    if (o && json_object_update(o, (json_t *)obj) != 0) {
-        json_decref(o);
-        o = NULL;
-    }
-    return o;
-}
-
 /* Check one device of group 'r' for pod 'self' ("ns/name"), adding its NUMA
  * ids to 'numa'. */
 static err_t check_device(struct store *st, const char *self, const char *r, const char *id,
@@ -782,7 +770,7 @@ static err_t resolve_containers(struct store *st, const char *ns, const char *na
     json_array_foreach(containers, i, c) {
         if (rc)
             break;
-        nc = shallow_copy(c);
+        nc = json_copy((json_t *)c); /* shallow: the values are shared */
         if (!nc || json_array_append_new(res, nc) != 0) {
             rc = ERR_NOMEM;
             break;
@@ -798,7 +786,7 @@ static err_t resolve_containers(struct store *st, const char *ns, const char *na
         json_array_foreach(devs, j, g) {
             const char *r = json_string_value(json_object_get(g, "resourceName"));
 
-            ng = shallow_copy(g);
+            ng = json_copy((json_t *)g);
             numa = json_array();
             if (!ng || !numa || json_array_append(groups, ng) != 0)
                 rc = ERR_NOMEM;
@@ -868,7 +856,7 @@ static err_t emit_rebound(struct store *st, const char *resource, const char *id
                        .holder_name = by ? by->name : NULL,
                        .holder_uid = by ? by->uid : NULL,
                        .holder_container = container,
-                       .resv_ns = sqlite3_column_type(s, 4) == SQLITE_NULL ? NULL : st_text(s, 4),
+                       .resv_ns = st_text_or_null(s, 4),
                        .resv_name = st_text(s, 5),
                        .revision = st_tx_next(st),
                    });
