@@ -7,6 +7,7 @@
 #include "../common/jsonw.h"
 #include "store_int.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <time.h>
 
@@ -80,7 +81,6 @@ static err_t bind_args(sqlite3 *db, sqlite3_stmt *stmt, sqlite3_destructor_type 
  * registry that maps a connection to its cache is scanned without a lock:
  * caches are never freed, a slot is claimed by compare-and-swap on 'db'. */
 #define STMT_CACHE_MAX 96 /* statements per connection */
-#define TRIM_STEP 64      /* change-log revisions between trims */
 #define STMT_REG_MAX 64   /* connections with a cache, process-wide */
 
 struct stmt_slot {
@@ -363,13 +363,15 @@ static err_t open_db(const char *path, sqlite3 **out)
     return ERR_OK;
 }
 
-/* Apply every migration newer than PRAGMA user_version, each in its own
- * transaction together with the new user_version. */
+/* Apply every migration newer than PRAGMA user_version, all in one
+ * transaction together with the new user_version: a database is at the
+ * version it had or at the newest, never in between (a SIGKILL or a failing
+ * migration leaves it as it was). */
 static err_t migrate(sqlite3 *db)
 {
     sqlite3_stmt *stmt = NULL;
     char sql[64];
-    int ver = 0, i, rc;
+    int ver = 0, n = store_schema_version(), i, rc;
     bool row;
     err_t e = st_prep(db, &stmt, "PRAGMA user_version", NULL);
 
@@ -380,48 +382,187 @@ static err_t migrate(sqlite3 *db)
     st_done(stmt);
     if (e)
         return e;
-    if (ver > store_schema_version()) {
-        log_err("database schema version %d is newer than this podresd (%d)", ver,
-                store_schema_version());
+    if (ver > n) {
+        log_err("database schema version %d is newer than this podresd (%d)", ver, n);
         return ERR_DB;
     }
-    for (i = ver; store_migrations[i]; i++) {
-        snprintf(sql, sizeof(sql), "PRAGMA user_version=%d; COMMIT;", i + 1);
-        rc = sqlite3_exec(db, "BEGIN IMMEDIATE;", NULL, NULL, NULL);
-        if (rc == SQLITE_OK)
-            rc = sqlite3_exec(db, store_migrations[i], NULL, NULL, NULL);
-        if (rc == SQLITE_OK)
-            rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
-        if (rc != SQLITE_OK) {
-            e = st_dberr(db, rc, "apply a schema migration");
-            sqlite3_exec(db, "ROLLBACK;", NULL, NULL, NULL);
-            return e;
-        }
-        log_info("applied schema migration %d", i + 1);
+    if (ver == n)
+        return ERR_OK;
+    snprintf(sql, sizeof(sql), "PRAGMA user_version=%d; COMMIT;", n);
+    rc = sqlite3_exec(db, "BEGIN IMMEDIATE;", NULL, NULL, NULL);
+    for (i = ver; rc == SQLITE_OK && i < n; i++)
+        rc = sqlite3_exec(db, store_migrations[i], NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        e = st_dberr(db, rc, "apply a schema migration");
+        sqlite3_exec(db, "ROLLBACK;", NULL, NULL, NULL);
+        return e;
     }
+    log_info("applied schema migrations %d to %d", ver + 1, n);
     return ERR_OK;
 }
 
-/* The revision: the newest change-log row. meta.revision is what schema 1
- * wrote on every commit; it is still read for a database whose log is empty
- * (or was written so), never written. */
-err_t st_db_revision(sqlite3 *db, uint64_t *rev)
+/* ---- the change log: a ring ----
+ * Revision r is kept in row r % ring of 'changes' (its slot), ring being the
+ * configured history (schema/0002_change_ring.sql): a write overwrites the
+ * row 'ring' revisions older in place. Nothing is trimmed, and once the ring
+ * is full no page is freed or allocated. (With a DELETE every 64 revisions,
+ * the trims, the pages they freed and the header page were 5 of a 16-client
+ * batch's 13 WAL pages.)
+ *
+ * The rows kept are one run of revisions lo..head (head - lo < ring), each
+ * in its slot. So the newest is found from a guess: if the guess's slot holds
+ * the guess and the next slot does not hold the next revision, the guess is
+ * the newest. Else slot 0: without a row there, the run does not wrap and
+ * the newest is in the last slot; with one, that row (a multiple of ring)
+ * starts the newest lap, and a binary search finds the lap's end. */
+
+#define GUESS_AHEAD 8 /* revisions past the guess tried before the search */
+
+/* The revision in 'slot', 0 when the slot has no row (revisions start at 1). */
+static err_t slot_rev(sqlite3 *db, uint64_t slot, uint64_t *rev)
 {
-    sqlite3_stmt *stmt = NULL;
+    sqlite3_stmt *s = NULL;
     bool row = false;
-    err_t rc = st_prep(db, &stmt,
-                       "SELECT max((SELECT value FROM meta WHERE key='revision'),"
-                       "coalesce((SELECT max(revision) FROM changes),0))",
-                       NULL);
+    err_t rc = st_prep(db, &s, "SELECT revision FROM changes WHERE slot=?", "u", slot);
 
     if (!rc)
-        rc = st_step(db, stmt, &row);
-    if (!rc && row)
-        *rev = (uint64_t)sqlite3_column_int64(stmt, 0);
-    if (!rc && !row)
-        rc = ERR_DB;
-    st_done(stmt);
+        rc = st_step(db, s, &row);
+    *rev = !rc && row ? (uint64_t)sqlite3_column_int64(s, 0) : 0;
+    st_done(s);
     return rc;
+}
+
+/* The revision in the highest slot, 0 when there is no row. */
+static err_t last_slot_rev(sqlite3 *db, uint64_t *rev)
+{
+    sqlite3_stmt *s = NULL;
+    bool row = false;
+    err_t rc = st_prep(db, &s, "SELECT revision FROM changes ORDER BY slot DESC LIMIT 1", NULL);
+
+    if (!rc)
+        rc = st_step(db, s, &row);
+    *rev = !rc && row ? (uint64_t)sqlite3_column_int64(s, 0) : 0;
+    st_done(s);
+    return rc;
+}
+
+err_t st_ring_head(sqlite3 *db, uint64_t ring, uint64_t guess, uint64_t *head)
+{
+    uint64_t r = 0, r0 = 0, m, lo, hi, mid;
+    int i;
+    err_t rc = ERR_OK;
+
+    if (guess > 0) {
+        rc = slot_rev(db, guess % ring, &r);
+        for (i = 0; !rc && r == guess && i < GUESS_AHEAD; i++) {
+            rc = slot_rev(db, (guess + 1) % ring, &r);
+            if (!rc && r != guess + 1) {
+                *head = guess;
+                return ERR_OK;
+            }
+            guess++;
+        }
+    }
+    if (!rc)
+        rc = slot_rev(db, 0, &r0);
+    if (!rc && r0 == 0) {
+        rc = last_slot_rev(db, &r);
+    } else if (!rc) {
+        /* slots 0..lo hold the newest lap (revisions >= r0), hi.. do not */
+        lo = 0;
+        hi = ring;
+        r = r0;
+        while (!rc && hi - lo > 1) {
+            mid = lo + (hi - lo) / 2;
+            rc = slot_rev(db, mid, &m);
+            if (!rc && m >= r0) {
+                lo = mid;
+                r = m;
+            } else {
+                hi = mid;
+            }
+        }
+    }
+    if (!rc)
+        *head = r;
+    return rc;
+}
+
+static err_t meta_get(sqlite3 *db, const char *key, uint64_t *v)
+{
+    sqlite3_stmt *s = NULL;
+    bool row = false;
+    err_t rc = st_prep(db, &s, "SELECT value FROM meta WHERE key=?", "t", key);
+
+    if (!rc)
+        rc = st_step(db, s, &row);
+    *v = !rc && row ? (uint64_t)sqlite3_column_int64(s, 0) : 0;
+    st_done(s);
+    return rc;
+}
+
+/* With an empty log, meta.revision: what schema 1 wrote on every commit,
+ * never written since (ring_open keeps a log that is behind it empty). */
+err_t st_db_revision(struct store *st, sqlite3 *db, uint64_t *rev)
+{
+    err_t rc = st_ring_head(db, st->history, store_revision(st), rev);
+
+    if (!rc && *rev == 0)
+        rc = meta_get(db, "revision", rev);
+    return rc;
+}
+
+/* At open, on the write connection: find the revision, and lay the ring out
+ * for 'history' slots if it was laid out for another number (or not yet:
+ * ring 0, slot = revision, as the migration left it), keeping the newest
+ * revisions that fit. A log that ends before meta.revision (a schema 1
+ * database) is emptied: the run of revisions must end at the revision.
+ * One transaction; it writes nothing when the layout is already right. */
+static err_t ring_open(struct store *st)
+{
+    sqlite3 *db = st->wdb;
+    uint64_t was = 0, head = 0, floor = 0, n = st->history;
+    char sql[512];
+    int rc;
+    err_t e;
+
+    rc = sqlite3_exec(db, "BEGIN IMMEDIATE;", NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return st_dberr(db, rc, "open the change log");
+    e = meta_get(db, "ring", &was);
+    /* ring 0 (slot = revision) reads as a ring larger than any revision */
+    if (!e)
+        e = st_ring_head(db, was ? was : UINT64_MAX, 0, &head);
+    if (!e)
+        e = meta_get(db, "revision", &floor);
+    if (!e && head < floor) {
+        e = st_exec(db, "DELETE FROM changes", NULL);
+        head = floor;
+    }
+    if (!e && was != n) {
+        snprintf(sql, sizeof(sql),
+                 "CREATE TABLE changes_ring (slot INTEGER PRIMARY KEY, revision INTEGER NOT NULL,"
+                 " kind TEXT NOT NULL, namespace TEXT NOT NULL DEFAULT '', event TEXT NOT NULL);"
+                 "INSERT INTO changes_ring SELECT revision %% %" PRIu64 ",revision,kind,namespace,"
+                 "event FROM changes WHERE revision > %" PRIu64 ";"
+                 "DROP TABLE changes; ALTER TABLE changes_ring RENAME TO changes;"
+                 "UPDATE meta SET value=%" PRIu64 " WHERE key='ring';",
+                 n, head > n ? head - n : 0, n);
+        rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+            e = st_dberr(db, rc, "lay out the change log");
+    }
+    rc = sqlite3_exec(db, e ? "ROLLBACK;" : "COMMIT;", NULL, NULL, NULL);
+    if (!e && rc != SQLITE_OK)
+        e = st_dberr(db, rc, "open the change log");
+    if (!e && was != n && (was != 0 || head > 0)) /* not for a new database */
+        log_info("change log laid out as a ring of %" PRIu64 " revisions (was %" PRIu64 ")", n,
+                 was);
+    if (!e)
+        st->rev = head;
+    return e;
 }
 
 static void free_pending_from(struct store *st, size_t from);
@@ -558,7 +699,7 @@ err_t store_open(const struct store_opts *opts, struct store **out)
     if (!rc)
         rc = migrate(st->wdb);
     if (!rc)
-        rc = st_db_revision(st->wdb, &st->rev);
+        rc = ring_open(st);
     if (!rc)
         rc = start_checkpointer(st);
 out:
@@ -716,13 +857,8 @@ static err_t batch_end(struct store *st, err_t e)
 
     if (!e && sqlite3_get_autocommit(st->wdb))
         e = ERR_UNAVAIL; /* SQLite rolled the whole transaction back on an error */
-    /* The revision is the last row of the change log (see st_db_revision),
-     * so a commit writes no counter. The log is trimmed in steps of
-     * TRIM_STEP revisions, not every commit: a page fewer per small write.
-     * Rows kept beyond 'history' are not served (store_changes_after). */
-    if (!e && st->tx_rev / TRIM_STEP != st->rev / TRIM_STEP && st->tx_rev > st->history)
-        e = st_exec(st->wdb, "DELETE FROM changes WHERE revision<=?", "u",
-                    st->tx_rev - st->history);
+    /* No counter is written: the revision is the newest row of the change
+     * log (st_db_revision), a ring that is never trimmed. */
     if (!e) {
         rc = tx_exec(st, "COMMIT");
         if (rc != SQLITE_OK)
@@ -964,8 +1100,10 @@ static err_t emit_line(struct store *st, const char *kind, const char *ns, struc
     if (!line)
         return ERR_NOMEM;
     line[len - 1] = '\0';
-    rc = st_exec(st->wdb, "INSERT INTO changes(revision,kind,namespace,event) VALUES(?,?,?,?)",
-                 "uttt", rev, kind, ns ? ns : "", line);
+    rc = st_exec(st->wdb,
+                 "INSERT OR REPLACE INTO changes(slot,revision,kind,namespace,event) "
+                 "VALUES(?,?,?,?,?)",
+                 "uuttt", rev % st->history, rev, kind, ns ? ns : "", line);
     line[len - 1] = '\n';
     if (!rc)
         rc = push_event(st, kind, ns, line, len);
@@ -1023,41 +1161,32 @@ err_t store_changes_after(struct store *st, uint64_t *cursor, const struct feed_
     sqlite3 *db = NULL;
     sqlite3_stmt *stmt = NULL;
     uint64_t cur = *cursor, head = 0, rev;
-    bool row;
+    bool row = false;
     err_t rc = st_read_begin(st, &db);
 
     if (!rc)
-        rc = st_db_revision(db, &head);
-    if (!rc && head > st->history && cur < head - st->history)
-        rc = ERR_GONE; /* older than the history, though maybe not trimmed yet */
-    if (!rc)
-        rc = st_prep(db, &stmt,
-                     "SELECT revision,kind,namespace,event FROM changes WHERE revision>? "
-                     "ORDER BY revision LIMIT ?",
-                     "ui", cur, (int64_t)limit);
-    while (!rc) {
-        rc = st_step(db, stmt, &row);
-        if (rc || !row)
-            break;
-        rev = (uint64_t)sqlite3_column_int64(stmt, 0);
-        if (rev != cur + 1) {
+        rc = st_db_revision(st, db, &head);
+    if (!rc && (cur > head || (head > st->history && cur < head - st->history)))
+        rc = ERR_GONE; /* ahead of the store, or older than the history */
+    /* Each revision from its slot. A slot holding another revision: the one
+     * asked for was overwritten, or not kept when the ring was laid out. */
+    for (rev = cur + 1; !rc && rev <= head && rev - *cursor <= limit; rev++) {
+        rc = st_prep(db, &stmt, "SELECT revision,kind,namespace,event FROM changes WHERE slot=?",
+                     "u", rev % st->history);
+        if (!rc)
+            rc = st_step(db, stmt, &row);
+        if (!rc && (!row || (uint64_t)sqlite3_column_int64(stmt, 0) != rev))
             rc = ERR_GONE;
-            break;
-        }
-        if (feed_match(flt, st_text(stmt, 1), st_text(stmt, 2))) {
+        if (!rc && feed_match(flt, st_text(stmt, 1), st_text(stmt, 2))) {
             rc = buf_add(buf, len, cap, st_text(stmt, 3), (size_t)sqlite3_column_bytes(stmt, 3));
             if (!rc)
                 rc = buf_add(buf, len, cap, "\n", 1);
         }
+        st_done(stmt);
+        stmt = NULL;
         if (!rc)
             cur = rev;
     }
-    if (!rc && cur < head && cur == *cursor)
-        rc = ERR_GONE;
-
-    if (!rc && *cursor > head)
-        rc = ERR_GONE;
-    st_done(stmt);
     st_read_end(st, db);
     if (!rc)
         *cursor = cur;
@@ -1129,7 +1258,7 @@ err_t store_snapshot(struct store *st, const struct feed_filter *flt, char **buf
     err_t rc = st_read_begin(st, &db);
 
     if (!rc)
-        rc = st_db_revision(db, rev);
+        rc = st_db_revision(st, db, rev);
     for (i = 0; !rc && i < ARRAY_SIZE(snap_kinds); i++)
         rc = snapshot_kind(db, &snap_kinds[i], flt, buf, len, cap);
     st_read_end(st, db);

@@ -107,8 +107,12 @@ json_t *st_json(sqlite3_stmt *stmt, int col);
 /* Read connections: borrow and give back. */
 err_t st_read_begin(struct store *st, sqlite3 **db) WARN_UNUSED;
 void st_read_end(struct store *st, sqlite3 *db);
-/* The revision as stored in the database (inside a read transaction). */
-err_t st_db_revision(sqlite3 *db, uint64_t *rev) WARN_UNUSED;
+/* The revision as stored in the database (inside a read transaction on
+ * 'db'): the newest row of the change log, looked for from store_revision(). */
+err_t st_db_revision(struct store *st, sqlite3 *db, uint64_t *rev) WARN_UNUSED;
+/* The newest revision in a change log laid out as a ring of 'ring' slots
+ * (store.c), looked for first at 'guess' and a few after it; 0 when empty. */
+err_t st_ring_head(sqlite3 *db, uint64_t ring, uint64_t guess, uint64_t *head) WARN_UNUSED;
 
 /* Run fn(st, ctx) as one write of a batch and return its result once the
  * batch's COMMIT holds it (or at once when it fails: then nothing of it is

@@ -288,7 +288,7 @@ static err_t read_list(struct store *st, const char *key, json_t *(*conv)(sqlite
     err_t rc = st_read_begin(st, &db);
 
     if (!rc)
-        rc = st_db_revision(db, &rev);
+        rc = st_db_revision(st, db, &rev);
     if (!rc)
         rc = st_prep(db, &s, sql, fmt, a, b, c);
     if (!rc)
@@ -337,7 +337,7 @@ static err_t read_one(struct store *st, const char *key,
     err_t rc = st_read_begin(st, &db);
 
     if (!rc)
-        rc = st_db_revision(db, &rev);
+        rc = st_db_revision(st, db, &rev);
     if (!rc)
         rc = view(db, a, b, &obj);
     st_read_end(st, db);

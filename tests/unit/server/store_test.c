@@ -11,6 +11,7 @@
 #include "../../../server/validate.h"
 #include "../test.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -1332,6 +1333,184 @@ static void test_changes_after(void)
     fx_close(&f);
 }
 
+/* st_ring_head against every layout the ring can have: ring sizes 1..16,
+ * heads 0..3 rings on, a full run or a shorter one (a ring laid out anew),
+ * and every guess from 0 to past the head. */
+static void test_ring_head(void)
+{
+    static const uint64_t rings[] = {1, 2, 3, 7, 16};
+    struct fx f;
+    sqlite3 *db;
+    uint64_t n, head, len, lo, r, guess, got;
+    size_t i;
+    int bad = 0, cases = 0;
+
+    if (fx_open(&f, 100))
+        return;
+    db = f.st->wdb;
+    for (i = 0; i < ARRAY_SIZE(rings); i++) {
+        n = rings[i];
+        for (head = 0; head <= 3 * n + 2; head++) {
+            for (len = 1; len <= n; len = len < n && len * 2 > n ? n : len * 2) {
+                CHECK_OK(st_exec(db, "DELETE FROM changes", NULL));
+                lo = head >= len ? head - len + 1 : 1;
+                for (r = lo; head > 0 && r <= head; r++)
+                    CHECK_OK(st_exec(db,
+                                     "INSERT INTO changes(slot,revision,kind,event) "
+                                     "VALUES(?,?,'Device','{}')",
+                                     "uu", r % n, r));
+                for (guess = 0; guess <= head + n + 2; guess++) {
+                    got = 999999;
+                    CHECK_OK(st_ring_head(db, n, guess, &got));
+                    cases++;
+                    if (got != head && bad++ < 5)
+                        printf("# ring %" PRIu64 " run %" PRIu64 "..%" PRIu64 " guess %" PRIu64
+                               ": head %" PRIu64 "\n",
+                               n, lo, head, guess, got);
+                }
+                if (len == n)
+                    break;
+            }
+        }
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK(cases > 1000);
+    CHECK_OK(st_exec(db, "DELETE FROM changes", NULL));
+    fx_close(&f);
+}
+
+/* Open a database with another --history: the ring is laid out anew with the
+ * newest revisions that fit, served and extended as before. Then a schema 1
+ * database: its log is served after the migration. */
+static void test_ring_layout(void)
+{
+    struct fx f;
+    struct store_opts o = {0};
+    char *buf = NULL, sum[1024];
+    size_t len = 0, cap = 0;
+    uint64_t cur, chain;
+    sqlite3 *db = NULL;
+    int i;
+
+    if (fx_open(&f, 5))
+        return;
+    CHECK_OK(put_devices(&f, GPU, FOUR_GPUS, NULL));                         /* 1..4 */
+    CHECK_OK(put_devices(&f, NIC, "{\"devices\":[{\"id\":\"nic-0\"}]}", NULL)); /* 5 */
+    CHECK_OK(bind(&f, "ns", "a",
+                  "{\"uid\":\"ua\",\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":"
+                  "\"" GPU "\",\"deviceIds\":[\"gpu-0\"]}]}]}",
+                  NULL, NULL, NULL)); /* 6, 7 */
+    CHECK_OK(release(&f, "ns", "a", NULL)); /* 8, 9 */
+    fx_close_store(&f);
+
+    /* fewer slots: 7..9 kept */
+    o.path = f.path;
+    o.history = 3;
+    CHECK_OK(store_open(&o, &f.st));
+    if (!f.st)
+        return;
+    CHECK_EQ_INT(store_revision(f.st), 9);
+    cur = 6;
+    CHECK_OK(store_changes_after(f.st, &cur, NULL, 100, &buf, &len, &cap));
+    chain = 6;
+    CHECK_EQ_INT(summarise(buf, len, &chain, sum, sizeof(sum)), 3);
+    CHECK_STREQ(sum, "MODIFIED Device gpu-0;DELETED PodResources ns/a;MODIFIED Device gpu-0");
+    cur = 5;
+    CHECK_EQ_INT(store_changes_after(f.st, &cur, NULL, 100, &buf, &len, &cap), ERR_GONE);
+    fx_close_store(&f);
+
+    /* more slots: still 7..9, then new revisions after them */
+    o.history = 50;
+    CHECK_OK(store_open(&o, &f.st));
+    if (!f.st)
+        return;
+    fx_attach_feed(&f);
+    CHECK_EQ_INT(store_revision(f.st), 9);
+    cur = 5;
+    CHECK_EQ_INT(store_changes_after(f.st, &cur, NULL, 100, &buf, &len, &cap), ERR_GONE);
+    CHECK_EQ_INT(cur, 5);
+    for (i = 0; i < 60; i++)
+        CHECK_OK(put_devices(&f, NIC,
+                             i % 2 ? "{\"devices\":[{\"id\":\"nic-0\"}]}"
+                                   : "{\"devices\":[{\"id\":\"nic-0\",\"health\":\"Unhealthy\"}]}",
+                             NULL)); /* 10..69 */
+    CHECK_EQ_INT(store_revision(f.st), 69);
+    len = 0;
+    cur = 19;
+    CHECK_OK(store_changes_after(f.st, &cur, NULL, 100, &buf, &len, &cap));
+    CHECK_EQ_INT(cur, 69);
+    chain = 19;
+    CHECK_EQ_INT(summarise(buf, len, &chain, sum, sizeof(sum)), 50);
+    cur = 18;
+    CHECK_EQ_INT(store_changes_after(f.st, &cur, NULL, 100, &buf, &len, &cap), ERR_GONE);
+    fx_close(&f);
+
+    /* schema 1, as an older podresd left it: rows 3..7, meta.revision 7 */
+    if (fx_open(&f, 5))
+        return;
+    fx_close_store(&f);
+    CHECK_EQ_INT(sqlite3_open_v2(f.path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    CHECK_EQ_INT(sqlite3_exec(db,
+                              "DROP TABLE changes; CREATE TABLE changes (revision INTEGER PRIMARY "
+                              "KEY, kind TEXT NOT NULL, namespace TEXT NOT NULL DEFAULT '', event "
+                              "TEXT NOT NULL); DELETE FROM meta WHERE key='ring';"
+                              "UPDATE meta SET value=7 WHERE key='revision';"
+                              "WITH RECURSIVE r(n) AS (SELECT 3 UNION ALL SELECT n+1 FROM r WHERE "
+                              "n<7) INSERT INTO changes SELECT n,'Device','','{\"revision\":'||n||"
+                              "'}' FROM r; PRAGMA user_version=1;",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(db);
+    o.history = 4;
+    CHECK_OK(store_open(&o, &f.st));
+    if (!f.st)
+        return;
+    fx_attach_feed(&f);
+    CHECK_EQ_INT(store_revision(f.st), 7);
+    len = 0;
+    cur = 3;
+    CHECK_OK(store_changes_after(f.st, &cur, NULL, 100, &buf, &len, &cap));
+    CHECK_EQ_INT(cur, 7);
+    CHECK(len > 0 && strstr(buf, "{\"revision\":4}\n{\"revision\":5}\n") == buf);
+    cur = 2;
+    CHECK_EQ_INT(store_changes_after(f.st, &cur, NULL, 100, &buf, &len, &cap), ERR_GONE);
+    CHECK_OK(put_devices(&f, NIC, "{\"devices\":[{\"id\":\"nic-0\"}]}", NULL)); /* 8 */
+    CHECK_EQ_INT(store_revision(f.st), 8);
+    fx_close_store(&f);
+
+    /* a schema 1 log that ends before meta.revision is not served */
+    CHECK_EQ_INT(sqlite3_open_v2(f.path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    CHECK_EQ_INT(sqlite3_exec(db,
+                              "DROP TABLE changes; CREATE TABLE changes (revision INTEGER PRIMARY "
+                              "KEY, kind TEXT NOT NULL, namespace TEXT NOT NULL DEFAULT '', event "
+                              "TEXT NOT NULL); DELETE FROM meta WHERE key='ring';"
+                              "UPDATE meta SET value=20 WHERE key='revision';"
+                              "INSERT INTO changes VALUES(17,'Device','','{}'),"
+                              "(18,'Device','','{}');"
+                              "PRAGMA user_version=1;",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(db);
+    CHECK_OK(store_open(&o, &f.st));
+    if (!f.st)
+        return;
+    fx_attach_feed(&f);
+    CHECK_EQ_INT(store_revision(f.st), 20);
+    cur = 19;
+    CHECK_EQ_INT(store_changes_after(f.st, &cur, NULL, 100, &buf, &len, &cap), ERR_GONE);
+    cur = 20;
+    len = 0;
+    CHECK_OK(store_changes_after(f.st, &cur, NULL, 100, &buf, &len, &cap));
+    CHECK_EQ_INT(len, 0);
+    CHECK_OK(put_devices(&f, NIC, "{\"devices\":[{\"id\":\"nic-0\",\"health\":\"Unhealthy\"}]}",
+                         NULL)); /* 21 */
+    cur = 20;
+    CHECK_OK(store_changes_after(f.st, &cur, NULL, 100, &buf, &len, &cap));
+    CHECK_EQ_INT(cur, 21);
+    free(buf);
+    fx_close(&f);
+}
+
 static void test_snapshot(void)
 {
     struct fx f;
@@ -1849,5 +2028,5 @@ static void test_group_commit(void)
 
 TEST_MAIN(quiet, test_open_schema, test_event_text, test_rebind_event_text, test_rebind_same_uid_conflict, test_register, test_bind, test_allocate, test_numa_preference,
           test_reservations, test_release, test_removed_bound_device, test_ttl,
-          test_changes_after, test_snapshot, test_persistence, test_combiner, test_dropped_batch, test_group_commit,
+          test_changes_after, test_ring_head, test_ring_layout, test_snapshot, test_persistence, test_combiner, test_dropped_batch, test_group_commit,
           test_statement_cache)
