@@ -517,13 +517,15 @@ err_t st_db_revision(struct store *st, sqlite3 *db, uint64_t *rev)
 /* At open, on the write connection: find the revision, and lay the ring out
  * for 'history' slots if it was laid out for another number (or not yet:
  * ring 0, slot = revision, as the migration left it), keeping the newest
- * revisions that fit. A log that ends before meta.revision (a schema 1
- * database) is emptied: the run of revisions must end at the revision.
- * One transaction; it writes nothing when the layout is already right. */
+ * revisions that fit (an empty log only takes the new number: no DDL, whose
+ * schema reload costs memory). A log that ends before meta.revision (a
+ * schema 1 database) is emptied: the run of revisions must end at the
+ * revision. One transaction; it writes nothing when the layout is right. */
 static err_t ring_open(struct store *st)
 {
     sqlite3 *db = st->wdb;
     uint64_t was = 0, head = 0, floor = 0, n = st->history;
+    bool empty;
     char sql[512];
     int rc;
     err_t e;
@@ -537,11 +539,15 @@ static err_t ring_open(struct store *st)
         e = st_ring_head(db, was ? was : UINT64_MAX, 0, &head);
     if (!e)
         e = meta_get(db, "revision", &floor);
+    empty = head == 0;
     if (!e && head < floor) {
         e = st_exec(db, "DELETE FROM changes", NULL);
         head = floor;
+        empty = true;
     }
-    if (!e && was != n) {
+    if (!e && was != n && empty) {
+        e = st_exec(db, "UPDATE meta SET value=? WHERE key='ring'", "u", n);
+    } else if (!e && was != n) {
         snprintf(sql, sizeof(sql),
                  "CREATE TABLE changes_ring (slot INTEGER PRIMARY KEY, revision INTEGER NOT NULL,"
                  " kind TEXT NOT NULL, namespace TEXT NOT NULL DEFAULT '', event TEXT NOT NULL);"
