@@ -5,6 +5,7 @@
 #include "../common/common.h"
 #include "../common/jsonx.h"
 #include "../common/jsonw.h"
+#include "sqlmem.h"
 #include "store_int.h"
 
 #include <inttypes.h>
@@ -334,6 +335,7 @@ static err_t configure(sqlite3 *db)
 static void sqlite_setup(void)
 {
     (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    (void)sqlmem_install();
 }
 
 static err_t open_db(const char *path, sqlite3 **out)
@@ -989,6 +991,9 @@ static void combine(struct store *st)
 {
     struct wop *op, *heir = NULL;
 
+    /* SQLite's small blocks, kept from member to member and batch to batch
+     * on a thread that combines (sqlmem.h), till it exits */
+    sqlmem_thread_cache(true);
     pthread_mutex_lock(&st->wmu);
     for (;;) {
         pthread_mutex_lock(&st->qmu);
