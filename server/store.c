@@ -422,32 +422,35 @@ static err_t migrate(sqlite3 *db)
 
 #define GUESS_AHEAD 8 /* revisions past the guess tried before the search */
 
+/* Finish a one-column integer query that st_prep() gave 'rc' for: its
+ * value in *v, 0 when there is no row. */
+static err_t step_u64(sqlite3 *db, sqlite3_stmt *s, err_t rc, uint64_t *v)
+{
+    bool row = false;
+
+    if (!rc)
+        rc = st_step(db, s, &row);
+    *v = !rc && row ? (uint64_t)sqlite3_column_int64(s, 0) : 0;
+    st_done(s);
+    return rc;
+}
+
 /* The revision in 'slot', 0 when the slot has no row (revisions start at 1). */
 static err_t slot_rev(sqlite3 *db, uint64_t slot, uint64_t *rev)
 {
     sqlite3_stmt *s = NULL;
-    bool row = false;
     err_t rc = st_prep(db, &s, "SELECT revision FROM changes WHERE slot=?", "u", slot);
 
-    if (!rc)
-        rc = st_step(db, s, &row);
-    *rev = !rc && row ? (uint64_t)sqlite3_column_int64(s, 0) : 0;
-    st_done(s);
-    return rc;
+    return step_u64(db, s, rc, rev);
 }
 
 /* The revision in the highest slot, 0 when there is no row. */
 static err_t last_slot_rev(sqlite3 *db, uint64_t *rev)
 {
     sqlite3_stmt *s = NULL;
-    bool row = false;
     err_t rc = st_prep(db, &s, "SELECT revision FROM changes ORDER BY slot DESC LIMIT 1", NULL);
 
-    if (!rc)
-        rc = st_step(db, s, &row);
-    *rev = !rc && row ? (uint64_t)sqlite3_column_int64(s, 0) : 0;
-    st_done(s);
-    return rc;
+    return step_u64(db, s, rc, rev);
 }
 
 err_t st_ring_head(sqlite3 *db, uint64_t ring, uint64_t guess, uint64_t *head)
@@ -495,14 +498,9 @@ err_t st_ring_head(sqlite3 *db, uint64_t ring, uint64_t guess, uint64_t *head)
 static err_t meta_get(sqlite3 *db, const char *key, uint64_t *v)
 {
     sqlite3_stmt *s = NULL;
-    bool row = false;
     err_t rc = st_prep(db, &s, "SELECT value FROM meta WHERE key=?", "t", key);
 
-    if (!rc)
-        rc = st_step(db, s, &row);
-    *v = !rc && row ? (uint64_t)sqlite3_column_int64(s, 0) : 0;
-    st_done(s);
-    return rc;
+    return step_u64(db, s, rc, v);
 }
 
 /* With an empty log, meta.revision: what schema 1 wrote on every commit,

@@ -1263,6 +1263,17 @@ static void test_ttl(void)
     fx_close(&f);
 }
 
+/* Revisions 1..7: four GPUs, a NIC, then pod ns/a bound to gpu-0. */
+static void seed_bound(struct fx *f)
+{
+    CHECK_OK(put_devices(f, GPU, FOUR_GPUS, NULL));                         /* 1..4 */
+    CHECK_OK(put_devices(f, NIC, "{\"devices\":[{\"id\":\"nic-0\"}]}", NULL)); /* 5 */
+    CHECK_OK(bind(f, "ns", "a",
+                  "{\"uid\":\"ua\",\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":"
+                  "\"" GPU "\",\"deviceIds\":[\"gpu-0\"]}]}]}",
+                  NULL, NULL, NULL)); /* 6, 7 */
+}
+
 static void test_changes_after(void)
 {
     struct fx f;
@@ -1273,12 +1284,7 @@ static void test_changes_after(void)
 
     if (fx_open(&f, 5))
         return;
-    CHECK_OK(put_devices(&f, GPU, FOUR_GPUS, NULL));                         /* 1..4 */
-    CHECK_OK(put_devices(&f, NIC, "{\"devices\":[{\"id\":\"nic-0\"}]}", NULL)); /* 5 */
-    CHECK_OK(bind(&f, "ns", "a",
-                  "{\"uid\":\"ua\",\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":"
-                  "\"" GPU "\",\"deviceIds\":[\"gpu-0\"]}]}]}",
-                  NULL, NULL, NULL)); /* 6, 7 */
+    seed_bound(&f); /* 1..7 */
     CHECK_OK(reserve(&f, "ns", "r",
                      "{\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":\"" GPU
                      "\",\"deviceIds\":[\"gpu-1\"]}]}]}",
@@ -1379,35 +1385,57 @@ static void test_ring_head(void)
     fx_close(&f);
 }
 
+/* Close the store and open the same files with another history. */
+static int fx_reopen(struct fx *f, uint64_t history)
+{
+    struct store_opts o = {.path = f->path, .history = history};
+
+    fx_close_store(f);
+    CHECK_OK(store_open(&o, &f->st));
+    if (!f->st)
+        return -1;
+    fx_attach_feed(f);
+    return 0;
+}
+
+/* Close the store and turn its file into a schema 1 database, as an older
+ * podresd left it: meta.revision 'rev' and the change log 'rows' inserts. */
+static void fx_schema1(struct fx *f, uint64_t rev, const char *rows)
+{
+    sqlite3 *db = NULL;
+    char sql[1024];
+
+    fx_close_store(f);
+    snprintf(sql, sizeof(sql),
+             "DROP TABLE changes; CREATE TABLE changes (revision INTEGER PRIMARY KEY, kind TEXT "
+             "NOT NULL, namespace TEXT NOT NULL DEFAULT '', event TEXT NOT NULL);"
+             "DELETE FROM meta WHERE key='ring'; UPDATE meta SET value=%" PRIu64
+             " WHERE key='revision'; %s PRAGMA user_version=1;",
+             rev, rows);
+    CHECK_EQ_INT(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    CHECK_EQ_INT(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
 /* Open a database with another --history: the ring is laid out anew with the
- * newest revisions that fit, served and extended as before. Then a schema 1
- * database: its log is served after the migration. */
+ * newest revisions that fit, served and extended as before. Then schema 1
+ * databases: their log is served after the migration, unless it ends before
+ * their revision. */
 static void test_ring_layout(void)
 {
     struct fx f;
-    struct store_opts o = {0};
     char *buf = NULL, sum[1024];
     size_t len = 0, cap = 0;
     uint64_t cur, chain;
-    sqlite3 *db = NULL;
     int i;
 
     if (fx_open(&f, 5))
         return;
-    CHECK_OK(put_devices(&f, GPU, FOUR_GPUS, NULL));                         /* 1..4 */
-    CHECK_OK(put_devices(&f, NIC, "{\"devices\":[{\"id\":\"nic-0\"}]}", NULL)); /* 5 */
-    CHECK_OK(bind(&f, "ns", "a",
-                  "{\"uid\":\"ua\",\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":"
-                  "\"" GPU "\",\"deviceIds\":[\"gpu-0\"]}]}]}",
-                  NULL, NULL, NULL)); /* 6, 7 */
+    seed_bound(&f);                         /* 1..7 */
     CHECK_OK(release(&f, "ns", "a", NULL)); /* 8, 9 */
-    fx_close_store(&f);
 
     /* fewer slots: 7..9 kept */
-    o.path = f.path;
-    o.history = 3;
-    CHECK_OK(store_open(&o, &f.st));
-    if (!f.st)
+    if (fx_reopen(&f, 3))
         return;
     CHECK_EQ_INT(store_revision(f.st), 9);
     cur = 6;
@@ -1417,14 +1445,10 @@ static void test_ring_layout(void)
     CHECK_STREQ(sum, "MODIFIED Device gpu-0;DELETED PodResources ns/a;MODIFIED Device gpu-0");
     cur = 5;
     CHECK_EQ_INT(store_changes_after(f.st, &cur, NULL, 100, &buf, &len, &cap), ERR_GONE);
-    fx_close_store(&f);
 
     /* more slots: still 7..9, then new revisions after them */
-    o.history = 50;
-    CHECK_OK(store_open(&o, &f.st));
-    if (!f.st)
+    if (fx_reopen(&f, 50))
         return;
-    fx_attach_feed(&f);
     CHECK_EQ_INT(store_revision(f.st), 9);
     cur = 5;
     CHECK_EQ_INT(store_changes_after(f.st, &cur, NULL, 100, &buf, &len, &cap), ERR_GONE);
@@ -1443,29 +1467,13 @@ static void test_ring_layout(void)
     CHECK_EQ_INT(summarise(buf, len, &chain, sum, sizeof(sum)), 50);
     cur = 18;
     CHECK_EQ_INT(store_changes_after(f.st, &cur, NULL, 100, &buf, &len, &cap), ERR_GONE);
-    fx_close(&f);
 
-    /* schema 1, as an older podresd left it: rows 3..7, meta.revision 7 */
-    if (fx_open(&f, 5))
+    /* schema 1: rows 3..7, meta.revision 7 */
+    fx_schema1(&f, 7,
+               "WITH RECURSIVE r(n) AS (SELECT 3 UNION ALL SELECT n+1 FROM r WHERE n<7) INSERT "
+               "INTO changes SELECT n,'Device','','{\"revision\":'||n||'}' FROM r;");
+    if (fx_reopen(&f, 4))
         return;
-    fx_close_store(&f);
-    CHECK_EQ_INT(sqlite3_open_v2(f.path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-    CHECK_EQ_INT(sqlite3_exec(db,
-                              "DROP TABLE changes; CREATE TABLE changes (revision INTEGER PRIMARY "
-                              "KEY, kind TEXT NOT NULL, namespace TEXT NOT NULL DEFAULT '', event "
-                              "TEXT NOT NULL); DELETE FROM meta WHERE key='ring';"
-                              "UPDATE meta SET value=7 WHERE key='revision';"
-                              "WITH RECURSIVE r(n) AS (SELECT 3 UNION ALL SELECT n+1 FROM r WHERE "
-                              "n<7) INSERT INTO changes SELECT n,'Device','','{\"revision\":'||n||"
-                              "'}' FROM r; PRAGMA user_version=1;",
-                              NULL, NULL, NULL),
-                 SQLITE_OK);
-    sqlite3_close(db);
-    o.history = 4;
-    CHECK_OK(store_open(&o, &f.st));
-    if (!f.st)
-        return;
-    fx_attach_feed(&f);
     CHECK_EQ_INT(store_revision(f.st), 7);
     len = 0;
     cur = 3;
@@ -1474,27 +1482,14 @@ static void test_ring_layout(void)
     CHECK(len > 0 && strstr(buf, "{\"revision\":4}\n{\"revision\":5}\n") == buf);
     cur = 2;
     CHECK_EQ_INT(store_changes_after(f.st, &cur, NULL, 100, &buf, &len, &cap), ERR_GONE);
-    CHECK_OK(put_devices(&f, NIC, "{\"devices\":[{\"id\":\"nic-0\"}]}", NULL)); /* 8 */
+    CHECK_OK(put_devices(&f, NIC, "{\"devices\":[{\"id\":\"nic-0\",\"health\":\"Unhealthy\"}]}",
+                         NULL)); /* 8 */
     CHECK_EQ_INT(store_revision(f.st), 8);
-    fx_close_store(&f);
 
     /* a schema 1 log that ends before meta.revision is not served */
-    CHECK_EQ_INT(sqlite3_open_v2(f.path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-    CHECK_EQ_INT(sqlite3_exec(db,
-                              "DROP TABLE changes; CREATE TABLE changes (revision INTEGER PRIMARY "
-                              "KEY, kind TEXT NOT NULL, namespace TEXT NOT NULL DEFAULT '', event "
-                              "TEXT NOT NULL); DELETE FROM meta WHERE key='ring';"
-                              "UPDATE meta SET value=20 WHERE key='revision';"
-                              "INSERT INTO changes VALUES(17,'Device','','{}'),"
-                              "(18,'Device','','{}');"
-                              "PRAGMA user_version=1;",
-                              NULL, NULL, NULL),
-                 SQLITE_OK);
-    sqlite3_close(db);
-    CHECK_OK(store_open(&o, &f.st));
-    if (!f.st)
+    fx_schema1(&f, 20, "INSERT INTO changes VALUES(17,'Device','','{}'),(18,'Device','','{}');");
+    if (fx_reopen(&f, 4))
         return;
-    fx_attach_feed(&f);
     CHECK_EQ_INT(store_revision(f.st), 20);
     cur = 19;
     CHECK_EQ_INT(store_changes_after(f.st, &cur, NULL, 100, &buf, &len, &cap), ERR_GONE);
@@ -1502,8 +1497,7 @@ static void test_ring_layout(void)
     len = 0;
     CHECK_OK(store_changes_after(f.st, &cur, NULL, 100, &buf, &len, &cap));
     CHECK_EQ_INT(len, 0);
-    CHECK_OK(put_devices(&f, NIC, "{\"devices\":[{\"id\":\"nic-0\",\"health\":\"Unhealthy\"}]}",
-                         NULL)); /* 21 */
+    CHECK_OK(put_devices(&f, NIC, "{\"devices\":[{\"id\":\"nic-0\"}]}", NULL)); /* 21 */
     cur = 20;
     CHECK_OK(store_changes_after(f.st, &cur, NULL, 100, &buf, &len, &cap));
     CHECK_EQ_INT(cur, 21);
