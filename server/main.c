@@ -277,9 +277,9 @@ int main(int argc, char **argv)
         return 1;
     }
     fault_arm();
-    /* What start-up freed (a new database's migrations and the change log's
-     * layout parse the schema again: ~0.5 MiB) goes back now, not at the
-     * first 10 s housekeeping. */
+    /* What start-up freed (a new database's migrations parse the schema
+     * again after each DDL) goes back now, not at the first 10 s
+     * housekeeping. */
     mem_trim();
     run(&d, &sigs);
     stop(&d);
