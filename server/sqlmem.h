@@ -8,11 +8,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Under AddressSanitizer nothing is cached, so that it sees every block's
- * use after free. */
+/* Under AddressSanitizer (gcc's macro, clang's feature test) nothing is
+ * cached, so that it sees every block's use after free. */
 #if defined(__SANITIZE_ADDRESS__)
 #define SQLMEM_CACHING 0
-#else
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SQLMEM_CACHING 0
+#endif
+#endif
+#ifndef SQLMEM_CACHING
 #define SQLMEM_CACHING 1
 #endif
 
