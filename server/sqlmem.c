@@ -61,9 +61,17 @@ static void tcache_drop(void *arg)
     t->keyed = false;
 }
 
+/* At thread exit: give the blocks back, and keep no more (another key's
+ * destructor may still free SQLite memory on this thread). */
+static void tcache_exit(void *arg)
+{
+    tc_on = false;
+    tcache_drop(arg);
+}
+
 static void key_init(void)
 {
-    key_ok = pthread_key_create(&exit_key, tcache_drop) == 0;
+    key_ok = pthread_key_create(&exit_key, tcache_exit) == 0;
 }
 
 static size_t *hdr_of(void *p)
