@@ -517,16 +517,15 @@ err_t st_db_revision(struct store *st, sqlite3 *db, uint64_t *rev)
 /* At open, on the write connection: find the revision, and lay the ring out
  * for 'history' slots if it was laid out for another number (or not yet:
  * ring 0, slot = revision, as the migration left it), keeping the newest
- * revisions that fit (an empty log only takes the new number: no DDL, whose
- * schema reload costs memory). A log that ends before meta.revision (a
- * schema 1 database) is emptied: the run of revisions must end at the
- * revision. One transaction; it writes nothing when the layout is right. */
+ * revisions that fit. The rows move in place, through negative slots, so no
+ * two share a slot on the way (the kept revisions are fewer than 'history'
+ * apart). A log that ends before meta.revision (a schema 1 database) is
+ * emptied: the run of revisions must end at the revision. One transaction;
+ * it writes nothing when the layout is already right. */
 static err_t ring_open(struct store *st)
 {
     sqlite3 *db = st->wdb;
     uint64_t was = 0, head = 0, floor = 0, n = st->history;
-    bool empty;
-    char sql[512];
     int rc;
     err_t e;
 
@@ -539,27 +538,18 @@ static err_t ring_open(struct store *st)
         e = st_ring_head(db, was ? was : UINT64_MAX, 0, &head);
     if (!e)
         e = meta_get(db, "revision", &floor);
-    empty = head == 0;
     if (!e && head < floor) {
         e = st_exec(db, "DELETE FROM changes", NULL);
         head = floor;
-        empty = true;
     }
-    if (!e && was != n && empty) {
+    if (!e && was != n)
+        e = st_exec(db, "DELETE FROM changes WHERE revision<=?", "u", head > n ? head - n : 0);
+    if (!e && was != n)
+        e = st_exec(db, "UPDATE changes SET slot=-1-(revision%?)", "u", n);
+    if (!e && was != n)
+        e = st_exec(db, "UPDATE changes SET slot=-1-slot", NULL);
+    if (!e && was != n)
         e = st_exec(db, "UPDATE meta SET value=? WHERE key='ring'", "u", n);
-    } else if (!e && was != n) {
-        snprintf(sql, sizeof(sql),
-                 "CREATE TABLE changes_ring (slot INTEGER PRIMARY KEY, revision INTEGER NOT NULL,"
-                 " kind TEXT NOT NULL, namespace TEXT NOT NULL DEFAULT '', event TEXT NOT NULL);"
-                 "INSERT INTO changes_ring SELECT revision %% %" PRIu64 ",revision,kind,namespace,"
-                 "event FROM changes WHERE revision > %" PRIu64 ";"
-                 "DROP TABLE changes; ALTER TABLE changes_ring RENAME TO changes;"
-                 "UPDATE meta SET value=%" PRIu64 " WHERE key='ring';",
-                 n, head > n ? head - n : 0, n);
-        rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
-        if (rc != SQLITE_OK)
-            e = st_dberr(db, rc, "lay out the change log");
-    }
     rc = sqlite3_exec(db, e ? "ROLLBACK;" : "COMMIT;", NULL, NULL, NULL);
     if (!e && rc != SQLITE_OK)
         e = st_dberr(db, rc, "open the change log");
