@@ -844,8 +844,8 @@ static int tx_exec(struct store *st, const char *sql)
 }
 
 /* End the open batch: COMMIT it (or roll it back when 'e' is set or SQLite
- * already did), publish its events, and tell every waiting member. Called
- * with wmu held; unlocks it. */
+ * already did), publish its events, and tell every waiting member. Called,
+ * and returns, with wmu held. */
 static err_t batch_end(struct store *st, err_t e)
 {
     struct tx_waiter *w, *next, *waiters;
@@ -878,7 +878,6 @@ static err_t batch_end(struct store *st, err_t e)
     st->tx_members = 0;
     waiters = st->tx_waiters;
     st->tx_waiters = NULL;
-    pthread_mutex_unlock(&st->wmu);
     for (w = waiters; w; w = next) {
         next = w->next; /* 'w' is gone once posted */
         w->err = e;
@@ -891,7 +890,7 @@ static err_t batch_end(struct store *st, err_t e)
 
 /* Open a member of the batch (the batch too, if none is open) for the
  * combiner, who holds wmu. On failure nothing of it is left open; the batch
- * may have ended (then wmu was let go and is taken again). */
+ * may have ended. */
 static err_t member_begin(struct store *st)
 {
     int rc;
@@ -909,8 +908,7 @@ static err_t member_begin(struct store *st)
     if (rc != SQLITE_OK) {
         err_t e = st_dberr(st->wdb, rc, "begin a write transaction");
 
-        batch_end(st, st->tx_members > 0 ? ERR_OK : e); /* unlocks */
-        pthread_mutex_lock(&st->wmu);
+        batch_end(st, st->tx_members > 0 ? ERR_OK : e);
         return e;
     }
     st->m_rev = st->tx_rev;
@@ -964,20 +962,24 @@ static void run_op(struct store *st, struct wop *op)
     }
     if (!sqlite3_get_autocommit(st->wdb))
         member_undo(st);
-    if (sqlite3_get_autocommit(st->wdb)) {
+    if (sqlite3_get_autocommit(st->wdb))
         batch_end(st, ERR_UNAVAIL); /* SQLite dropped the batch: its members fail */
-        pthread_mutex_lock(&st->wmu);
-    }
     op->w.err = rc;
     sem_post(&op->w.done);
 }
 
 /* The combiner: holding wmu, run the queued writes back to back (at most
- * BATCH_MAX in one batch), COMMIT once, answer them all. Writes still queued
- * then get a new combiner: the first of them is woken to be it. */
+ * BATCH_MAX in one batch), COMMIT once, answer them all. Writes that queued
+ * up meanwhile ('combining' stays set through the COMMIT, so they wait on
+ * their semaphores rather than on wmu) are the next batch, up to
+ * COMBINE_BATCHES in a row; writes still queued then get a new combiner: the
+ * first of them is woken to be it. Handing over costs the lock a thread's
+ * wake-up (~100 µs idle a batch on a busy 2-CPU VM); a second batch costs
+ * this thread's own answer one batch's time (docs/BENCHMARKS.md, 3). */
 static void combine(struct store *st)
 {
     struct wop *op, *heir = NULL;
+    int batches = 0;
 
     /* SQLite's small blocks, kept from member to member and batch to batch
      * on a thread that combines (sqlmem.h), till it exits */
@@ -991,20 +993,28 @@ static void combine(struct store *st)
             if (!st->qhead)
                 st->qtail = NULL;
             op->next = NULL;
-        } else if (st->qhead) {
-            heir = st->qhead; /* stays queued; 'combining' stays set for it */
-        } else {
-            st->combining = false;
+        } else if (!st->qhead && !st->tx_open) {
+            st->combining = false; /* nothing queued, nothing to commit */
         }
         pthread_mutex_unlock(&st->qmu);
-        if (!op)
+        if (op) {
+            run_op(st, op);
+            continue;
+        }
+        if (!st->tx_open)
             break;
-        run_op(st, op);
+        batch_end(st, ERR_OK); /* answers the members */
+        if (++batches < COMBINE_BATCHES)
+            continue;
+        pthread_mutex_lock(&st->qmu);
+        if (st->qhead)
+            heir = st->qhead; /* stays queued; 'combining' stays set for it */
+        else
+            st->combining = false;
+        pthread_mutex_unlock(&st->qmu);
+        break;
     }
-    if (st->tx_open)
-        batch_end(st, ERR_OK); /* unlocks wmu, answers the members */
-    else
-        pthread_mutex_unlock(&st->wmu);
+    pthread_mutex_unlock(&st->wmu);
     if (heir) {
         __atomic_add_fetch(&st->nheirs, 1, __ATOMIC_RELAXED);
         heir->lead = true;

@@ -13,6 +13,7 @@
 #define READ_POOL_MAX 16
 #define READ_POOL_WARM 2 /* idle read connections that keep their page cache */
 #define BATCH_MAX 64 /* writes at most in one group commit */
+#define COMBINE_BATCHES 2 /* batches a combiner runs in a row before it hands over */
 
 /* A write's answer, given after the COMMIT of its batch (on its stack). */
 struct tx_waiter {
@@ -33,11 +34,12 @@ struct wop {
 /* Group commit (st_write): every write is a function run as a SAVEPOINT
  * inside a batch, one BEGIN IMMEDIATE .. COMMIT. Writes queue on 'qmu'; the
  * first in an empty queue is the combiner: it takes 'wmu', runs the queued
- * writes back to back (at most BATCH_MAX), commits once, lets go of 'wmu'
- * and posts each member's answer. A write is acknowledged only after the
- * COMMIT that holds it; a failed member rolls back to its savepoint, is
- * answered at once and leaves the others in. Writes still queued wake the
- * first of them to combine the next batch.
+ * writes back to back (at most BATCH_MAX), commits once and posts each
+ * member's answer. Writes queued meanwhile (during the COMMIT's sync) are
+ * its next batch, up to COMBINE_BATCHES batches in a row; then the first
+ * write still queued is woken to combine. A write is acknowledged only after
+ * the COMMIT that holds it; a failed member rolls back to its savepoint, is
+ * answered at once and leaves the others in.
  *
  * Lock: 'wmu' guards the write connection and every tx_* and m_* field (the
  * combiner holds it); 'qmu' the queue of writes; 'pmu' the read pool, 'nbusy'
@@ -63,7 +65,7 @@ struct store {
     bool m_discard;               /* the current write asked to be rolled back (st_write) */
     pthread_mutex_t qmu;          /* guards the st_write queue: qhead, qtail, combining */
     struct wop *qhead, *qtail;    /* writes waiting for a combiner */
-    bool combining;               /* a combiner runs (or is woken to) */
+    bool combining;               /* a combiner runs (or is woken to), its COMMITs included */
     uint64_t nheirs;              /* combiners woken to run a queue (atomic; for tests) */
     pthread_mutex_t cmu;          /* the checkpointer's lock: ckpt_want, ckpt_stop */
     pthread_cond_t ccv;           /* wakes the checkpointer */

@@ -1733,7 +1733,10 @@ static void *gc_writer(void *p)
     return NULL;
 }
 
-#define CB_THREADS 100 /* more than a batch (BATCH_MAX 64) */
+/* Two thirds of them succeed: more than a combiner's batches in a row
+ * (COMBINE_BATCHES full batches of BATCH_MAX members), so the first
+ * combiner runs that many and one heir the rest */
+#define CB_THREADS (COMBINE_BATCHES * BATCH_MAX * 3 / 2 + 60)
 
 struct cb_arg {
     struct store *st;
@@ -1853,7 +1856,7 @@ static void test_combiner(void)
     pthread_t th[CB_THREADS];
     struct strbuf body = STRBUF_INIT;
     json_t *pod;
-    uint64_t rev0, heirs0, cur = 0, chain = 0;
+    uint64_t rev0, heirs0, commits0, cur = 0, chain = 0;
     char *buf = NULL, *text, sum[64], name[32];
     size_t len = 0, cap = 0;
     int i, t, ok = 0;
@@ -1872,6 +1875,7 @@ static void test_combiner(void)
     fx_some_events(&f, 1);
     rev0 = store_revision(f.st);
     heirs0 = f.st->nheirs;
+    commits0 = f.st->ncommits;
 
     pthread_mutex_lock(&f.st->wmu);
     for (t = 0; t < CB_THREADS; t++) {
@@ -1887,7 +1891,11 @@ static void test_combiner(void)
     for (t = 0; t < CB_THREADS; t++)
         pthread_join(th[t], NULL);
 
-    CHECK(f.st->nheirs > heirs0);
+    /* the first combiner ran COMBINE_BATCHES full batches without handing
+     * over, then woke exactly one heir for the rest (and the device write,
+     * unless that came after, on its own) */
+    CHECK_EQ_INT(f.st->nheirs - heirs0, 1);
+    CHECK(f.st->ncommits - commits0 >= 3 && f.st->ncommits - commits0 <= 4);
     for (t = 0; t < CB_THREADS; t++) {
         if (t % 3 == 0) {
             CHECK_EQ_INT(args[t].rc, ERR_CONFLICT);
