@@ -207,7 +207,7 @@ static int cmd_put(char **a)
     long max = atol(a[3]), done = 0, errors = 0; /* max: requests per client */
     struct putc *c = calloc((size_t)clients, sizeof(*c));
     double *lat = calloc((size_t)clients * (size_t)max + 1, sizeof(double));
-    int ep = epoll_create1(EPOLL_CLOEXEC), open = clients;
+    int ep = epoll_create1(EPOLL_CLOEXEC), busy; /* clients with a request in flight */
     struct epoll_event evs[64];
     double t0 = now_ms(), until = t0 + secs * 1e3;
 
@@ -224,8 +224,8 @@ static int cmd_put(char **a)
     }
     for (int i = 0; i < clients && max > 0; i++)
         put_send(&c[i]);
-    open = max > 0 ? clients : 0;
-    while (open > 0) {
+    busy = max > 0 ? clients : 0;
+    while (busy > 0) {
         int n = epoll_wait(ep, evs, 64, 10000);
         if (n < 0 && errno == EINTR)
             continue;
@@ -250,7 +250,7 @@ static int cmd_put(char **a)
             if (p->k < max && now_ms() < until)
                 put_send(p);
             else
-                open--;
+                busy--;
         }
     }
     double el = now_ms() - t0;
