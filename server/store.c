@@ -7,6 +7,7 @@
 #include "../common/jsonw.h"
 #include "sqlmem.h"
 #include "store_int.h"
+#include "walvfs.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -336,6 +337,10 @@ static void sqlite_setup(void)
 {
     (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
     (void)sqlmem_install();
+    /* last: registering a VFS initialises SQLite, after which the two
+     * settings above would be refused */
+    if (walvfs_install() != SQLITE_OK)
+        log_warn("cannot register the WAL-gathering VFS; SQLite's own is used");
 }
 
 static err_t open_db(const char *path, sqlite3 **out)
