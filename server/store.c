@@ -332,7 +332,8 @@ static err_t configure(sqlite3 *db)
  * makes ~100 small mallocs; with memory statistics on (the default) each
  * one also takes a global mutex that every connection shares. podresd reads
  * no SQLite memory statistics and sets no heap limit. If SQLite is already
- * initialised (a program using it before store_open), this changes nothing. */
+ * initialised (a program using it before store_open), those two change
+ * nothing. walvfs gathers each transaction's WAL writes (walvfs.h). */
 static void sqlite_setup(void)
 {
     (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
