@@ -528,6 +528,21 @@ err_t st_db_revision(struct store *st, sqlite3 *db, uint64_t *rev)
  * apart). A log that ends before meta.revision (a schema 1 database) is
  * emptied: the run of revisions must end at the revision. One transaction;
  * it writes nothing when the layout is already right. */
+/* Move the log's rows to the slots of a ring of n (ring_open), keeping the
+ * revisions after head - n, and record n. */
+static err_t ring_relayout(sqlite3 *db, uint64_t head, uint64_t n)
+{
+    err_t rc = st_exec(db, "DELETE FROM changes WHERE revision<=?", "u", head > n ? head - n : 0);
+
+    if (!rc)
+        rc = st_exec(db, "UPDATE changes SET slot=-1-(revision%?)", "u", n);
+    if (!rc)
+        rc = st_exec(db, "UPDATE changes SET slot=-1-slot", NULL);
+    if (!rc)
+        rc = st_exec(db, "UPDATE meta SET value=? WHERE key='ring'", "u", n);
+    return rc;
+}
+
 static err_t ring_open(struct store *st)
 {
     sqlite3 *db = st->wdb;
@@ -549,13 +564,7 @@ static err_t ring_open(struct store *st)
         head = floor;
     }
     if (!e && was != n)
-        e = st_exec(db, "DELETE FROM changes WHERE revision<=?", "u", head > n ? head - n : 0);
-    if (!e && was != n)
-        e = st_exec(db, "UPDATE changes SET slot=-1-(revision%?)", "u", n);
-    if (!e && was != n)
-        e = st_exec(db, "UPDATE changes SET slot=-1-slot", NULL);
-    if (!e && was != n)
-        e = st_exec(db, "UPDATE meta SET value=? WHERE key='ring'", "u", n);
+        e = ring_relayout(db, head, n);
     rc = sqlite3_exec(db, e ? "ROLLBACK;" : "COMMIT;", NULL, NULL, NULL);
     if (!e && rc != SQLITE_OK)
         e = st_dberr(db, rc, "open the change log");

@@ -12,7 +12,9 @@
  * default, once per process; databases opened before keep the VFS they had.
  * A file of the VFS below must have every method of version 3 (unix's do),
  * else its open fails with SQLITE_CANTOPEN. 0 on success, else SQLite's
- * error code. */
+ * error code. Not thread-safe: call it once, before any thread opens a
+ * database (podresd: store.c's one-time SQLite setup). A file is used by one
+ * connection, as SQLite's own are. */
 int walvfs_install(void);
 
 #endif

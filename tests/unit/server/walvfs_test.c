@@ -208,6 +208,16 @@ static void test_install(void)
     CHECK(sqlite3_vfs_find(NULL) == sqlite3_vfs_find(WALVFS_NAME));
 }
 
+/* A file the VFS below cannot open fails to open through it, cleanly. */
+static void test_open_fails(void)
+{
+    sqlite3 *db = NULL;
+
+    CHECK_EQ_INT(sqlite3_open_v2("/nonexistent/dir/t.db", &db, SQLITE_OPEN_READWRITE, NULL),
+                 SQLITE_CANTOPEN);
+    sqlite3_close(db);
+}
+
 /* A COMMIT of many pages reaches the file as one write before its sync,
  * where SQLite makes two per page; the rows are all there, for this
  * connection, another one, and after both are closed. */
@@ -282,4 +292,4 @@ static void test_cleanup(void)
     CHECK_OK(system(cmd));
 }
 
-TEST_MAIN(test_install, test_one_write_a_commit, test_spill_and_read_back, test_cleanup)
+TEST_MAIN(test_install, test_open_fails, test_one_write_a_commit, test_spill_and_read_back, test_cleanup)
