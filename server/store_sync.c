@@ -273,7 +273,9 @@ static err_t load_have(struct sync *s)
     st_done(q);
     q = NULL;
     if (!rc)
-        rc = st_prep(db, &q, "SELECT resource,device_id,namespace,pod,container FROM bindings",
+        rc = st_prep(db, &q,
+                     "SELECT resource,device_id,namespace,pod,container FROM bindings "
+                     "WHERE pod<>''", /* not the let-go devices' rows (schema 3) */
                      NULL);
     while (!rc && !(rc = st_step(db, q, &row)) && row) {
         key2(key, st_text(q, 0), st_text(q, 1));
@@ -354,8 +356,8 @@ static err_t rebind(struct sync *s)
         if (rc || same_owner(v, json_object_get(s->have_bind, key)))
             continue;
         rc = st_exec(s->st->wdb,
-                     "INSERT INTO bindings(resource,device_id,namespace,pod,container) "
-                     "VALUES(?,?,?,?,?)",
+                     "INSERT OR REPLACE INTO bindings(resource,device_id,namespace,pod,"
+                     "container) VALUES(?,?,?,?,?)",
                      "ttttt", fld(v, "r"), fld(v, "i"), fld(v, "ns"), fld(v, "pod"), fld(v, "c"));
         if (!rc && json_object_set_new(s->touched, key, json_true()))
             rc = ERR_NOMEM;
@@ -376,6 +378,9 @@ static err_t drop_devices(struct sync *s)
         if (!rc)
             rc = st_exec(s->st->wdb, "DELETE FROM devices WHERE resource=? AND id=?", "tt",
                          fld(d, "r"), fld(d, "i"));
+        if (!rc) /* a let-go row left by the write API */
+            rc = st_exec(s->st->wdb, "DELETE FROM bindings WHERE resource=? AND device_id=? AND "
+                         "pod=''", "tt", fld(d, "r"), fld(d, "i"));
     }
     return rc;
 }

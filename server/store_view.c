@@ -6,10 +6,12 @@
 
 #include <ctype.h>
 
+/* A device's revision is the newer of its row's and its bindings row's (schema
+ * 3: a let-go device keeps its bindings row, with pod ''). */
 #define DEVICE_VIEW_SQL                                                                            \
-    "SELECT d.resource,d.id,d.health,d.numa,d.properties,d.revision,"                              \
-    "b.namespace,b.pod,b.container,p.uid,r.namespace,r.pod FROM devices d "                        \
-    "LEFT JOIN bindings b ON b.resource=d.resource AND b.device_id=d.id "                          \
+    "SELECT d.resource,d.id,d.health,d.numa,d.properties,max(d.revision,ifnull(b.revision,0)),"    \
+    "NULLIF(b.namespace,''),NULLIF(b.pod,''),NULLIF(b.container,''),p.uid,r.namespace,r.pod "      \
+    "FROM devices d LEFT JOIN bindings b ON b.resource=d.resource AND b.device_id=d.id "           \
     "LEFT JOIN pods p ON p.namespace=b.namespace AND p.name=b.pod "                                \
     "LEFT JOIN reserved r ON r.resource=d.resource AND r.device_id=d.id "
 
@@ -304,9 +306,9 @@ static err_t read_list(struct store *st, const char *key, json_t *(*conv)(sqlite
 err_t store_pods_list(struct store *st, const char *ns, const char *resource, json_t **out)
 {
     return read_list(st, "podResources", pod_row,
-                     POD_SQL "WHERE (?1 IS NULL OR namespace=?1) AND (?2 IS NULL OR EXISTS "
-                             "(SELECT 1 FROM bindings b WHERE b.namespace=pods.namespace AND "
-                             "b.pod=pods.name AND b.resource=?2)) ORDER BY namespace,name",
+                     POD_SQL "WHERE (?1 IS NULL OR namespace=?1) AND (?2 IS NULL OR "
+                             "(namespace,name) IN (SELECT namespace,pod FROM bindings WHERE "
+                             "resource=?2)) ORDER BY namespace,name",
                      "tt", ns, resource, NULL, out);
 }
 
@@ -316,7 +318,7 @@ err_t store_devices_list(struct store *st, const char *resource, const char *hea
     return read_list(st, "devices", device_row,
                      DEVICE_VIEW_SQL "WHERE (?1 IS NULL OR d.resource=?1) AND "
                                      "(?2 IS NULL OR d.health=?2) AND (?3 IS NULL OR "
-                                     "(b.pod IS NULL AND r.pod IS NULL)) ORDER BY d.resource,d.id",
+                                     "(ifnull(b.pod,'')='' AND r.pod IS NULL)) ORDER BY d.resource,d.id",
                      "ttt", resource, health, free_only ? "1" : NULL, out);
 }
 
@@ -397,7 +399,9 @@ err_t store_stats(struct store *st, json_t **out)
 
     if (!rc)
         rc = st_prep(db, &s,
-                     "SELECT (SELECT count(*) FROM pods),(SELECT count(*) FROM bindings)", NULL);
+                     "SELECT (SELECT count(*) FROM pods),"
+                     "(SELECT count(*) FROM bindings WHERE pod<>'')",
+                     NULL);
     if (!rc)
         rc = st_step(db, s, &row);
     if (!rc && row) {

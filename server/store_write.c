@@ -41,7 +41,8 @@ static err_t emit_device(struct store *st, const char *type, const char *resourc
     return rc;
 }
 
-/* Emit DELETED with the last state, then remove the row. */
+/* Emit DELETED with the last state of an unbound device, then remove its
+ * row and its let-go bindings row, if any. */
 static err_t emit_device_deleted(struct store *st, const char *resource, const char *id)
 {
     struct jsonw w = JSONW_INIT;
@@ -51,6 +52,9 @@ static err_t emit_device_deleted(struct store *st, const char *resource, const c
         rc = st_emit_text(st, "DELETED", "Device", "", w.sb.buf, w.sb.len);
     if (!rc)
         rc = st_exec(st->wdb, "DELETE FROM devices WHERE resource=? AND id=?", "tt", resource, id);
+    if (!rc)
+        rc = st_exec(st->wdb, "DELETE FROM bindings WHERE resource=? AND device_id=?", "tt",
+                     resource, id);
     jsonw_release(&w);
     return rc;
 }
@@ -106,7 +110,7 @@ static err_t devrow_get(struct store *st, const char *resource, const char *id, 
     err_t rc = st_prep(st->wdb, &s,
                        "SELECT d.health,d.removed,d.numa,b.namespace||'/'||b.pod,b.container,"
                        "r.namespace||'/'||r.pod FROM devices d LEFT JOIN bindings b ON "
-                       "b.resource=d.resource AND b.device_id=d.id LEFT JOIN reserved r ON "
+                       "b.resource=d.resource AND b.device_id=d.id AND b.pod<>'' LEFT JOIN reserved r ON "
                        "r.resource=d.resource AND r.device_id=d.id WHERE d.resource=? AND d.id=?",
                        "tt", resource, id);
 
@@ -126,7 +130,8 @@ static err_t devrow_get(struct store *st, const char *resource, const char *id, 
     return rc;
 }
 
-/* Holder / reservation of a device when not in the devices table. */
+/* Holder / reservation of a device when not in the devices table (a let-go
+ * device's bindings row has pod ''; no reserved row has). */
 static err_t holder_get(struct store *st, const char *table, const char *resource, const char *id,
                         char *who, size_t cap)
 {
@@ -136,7 +141,8 @@ static err_t holder_get(struct store *st, const char *table, const char *resourc
     err_t rc;
 
     snprintf(sql, sizeof(sql),
-             "SELECT namespace||'/'||pod FROM %s WHERE resource=? AND device_id=?", table);
+             "SELECT namespace||'/'||pod FROM %s WHERE resource=? AND device_id=? AND pod<>''",
+             table);
     rc = st_prep(st->wdb, &s, sql, "tt", resource, id);
     who[0] = '\0';
     if (!rc)
@@ -147,20 +153,19 @@ static err_t holder_get(struct store *st, const char *table, const char *resourc
     return rc;
 }
 
-/* Map key -> container of the devices bound to a pod (or reserved: table). */
-static err_t pod_devices(struct store *st, const char *table, const char *ns, const char *name,
-                         json_t **out)
+/* Map key -> "" of the devices reserved for a pod. */
+static err_t pod_reserved(struct store *st, const char *ns, const char *name, json_t **out)
 {
-    char sql[200], key[KEY_MAX];
+    char key[KEY_MAX];
     sqlite3_stmt *s = NULL;
     json_t *map = json_object();
     bool row;
     err_t rc = map ? ERR_OK : ERR_NOMEM;
 
-    snprintf(sql, sizeof(sql), "SELECT resource,device_id,%s FROM %s WHERE namespace=? AND pod=?",
-             strcmp(table, "bindings") == 0 ? "container" : "''", table);
     if (!rc)
-        rc = st_prep(st->wdb, &s, sql, "tt", ns, name);
+        rc = st_prep(st->wdb, &s,
+                     "SELECT resource,device_id,'' FROM reserved WHERE namespace=? AND pod=?", "tt",
+                     ns, name);
     while (!rc) {
         rc = st_step(st->wdb, s, &row);
         if (rc || !row)
@@ -818,34 +823,48 @@ struct pod_key {
     const char *ns, *name, *uid;
 };
 
-/* Bump a device's revision and emit its event. The holder is known to the
- * caller (the pod 'by', in 'container', or none when 'by' is NULL), so the
- * row is read without the joins of the device view. Without a holder a
- * removed device is DELETED. A device that is not there has no event.
- * (UPDATE .. RETURNING would read it in the same statement, but costs SQLite
- * 3.40 four times an UPDATE and a SELECT: it goes through a temporary table.) */
+/* Write a device's new holder (the pod 'by', in 'container', or none when
+ * 'by' is NULL) into its bindings row, stamped with the next revision, and
+ * emit the device's event. The device's own row is not written: its
+ * revision is the newer of the two (schema 3). A let-go device keeps its
+ * row with pod '', unless it is removed, or not registered at all: then the
+ * row goes, and a removed device is DELETED. A device that is not there has
+ * no event. Its row is read without the joins of the device view: the
+ * holder is known. (UPDATE .. RETURNING would read it in the same statement,
+ * but costs SQLite 3.40 four times an UPDATE and a SELECT: it goes through a
+ * temporary table.) */
 static err_t emit_rebound(struct store *st, const char *resource, const char *id,
                           const struct pod_key *by, const char *container)
 {
     sqlite3_stmt *s = NULL;
     struct jsonw w = JSONW_INIT;
     bool row = false, gone;
-    err_t rc = st_exec(st->wdb, "UPDATE devices SET revision=? WHERE resource=? AND id=?", "utt",
-                       st_tx_next(st), resource, id);
+    err_t rc = st_prep(st->wdb, &s,
+                       "SELECT health,numa,properties,removed,r.namespace,r.pod FROM devices d "
+                       "LEFT JOIN reserved r ON r.resource=d.resource AND r.device_id=d.id "
+                       "WHERE d.resource=? AND d.id=?",
+                       "tt", resource, id);
 
     if (!rc)
-        rc = st_prep(st->wdb, &s,
-                     "SELECT health,numa,properties,removed,r.namespace,r.pod FROM devices d "
-                     "LEFT JOIN reserved r ON r.resource=d.resource AND r.device_id=d.id "
-                     "WHERE d.resource=? AND d.id=?",
-                     "tt", resource, id);
-    if (!rc)
         rc = st_step(st->wdb, s, &row);
+    gone = !by && (!row || sqlite3_column_int(s, 3) != 0);
+    if (!rc && by)
+        rc = st_exec(st->wdb,
+                     "INSERT OR REPLACE INTO bindings(resource,device_id,namespace,pod,container,"
+                     "revision) VALUES(?,?,?,?,?,?)",
+                     "tttttu", resource, id, by->ns, by->name, container, st_tx_next(st));
+    else if (!rc && gone)
+        rc = st_exec(st->wdb, "DELETE FROM bindings WHERE resource=? AND device_id=?", "tt",
+                     resource, id);
+    else if (!rc)
+        rc = st_exec(st->wdb,
+                     "UPDATE bindings SET namespace='',pod='',container='',revision=? WHERE "
+                     "resource=? AND device_id=?",
+                     "utt", st_tx_next(st), resource, id);
     if (rc || !row) {
         st_done(s);
         return rc;
     }
-    gone = !by && sqlite3_column_int(s, 3) != 0;
     st_devtext(&w, &(struct devtext){
                        .resource = resource,
                        .id = id,
@@ -874,8 +893,9 @@ static err_t emit_rebound(struct store *st, const char *resource, const char *id
  * between 'before' and 'after': MODIFIED for keys new in 'after', with
  * another value, or all of them when 'force'; for keys only in 'before',
  * DELETED when the device is removed and now unbound, else MODIFIED. With
- * 'bound', the maps are that pod's bindings, just rewritten: it holds the
- * keys of 'after' and nobody the others. */
+ * 'bound', the maps are that pod's bindings before and after the write:
+ * the bindings rows of the keys that changed are written here (it holds the
+ * keys of 'after', nobody the others), the others are already right. */
 static err_t emit_key_changes(struct store *st, json_t *before, json_t *after, bool force,
                               const struct pod_key *bound)
 {
@@ -925,8 +945,8 @@ static err_t map_binding(struct store *st, const char *container, const char *re
     return json_object_set_new(ctx, key, json_string(container)) ? ERR_NOMEM : ERR_OK;
 }
 
-/* pod_devices(st, "bindings", ...) of a pod whose bindings were just
- * written from 'containers', without reading them back. */
+/* Map key -> container of the devices listed in 'containers' (a pod's
+ * stored form). */
 static err_t binding_map(const json_t *containers, json_t **out)
 {
     json_t *map = json_object();
@@ -940,21 +960,52 @@ static err_t binding_map(const json_t *containers, json_t **out)
     return ERR_OK;
 }
 
+/* Map key -> container of the devices bound to pod ns/name, whose stored
+ * containers are 'text'. A pod's bindings are always of devices its stored
+ * containers list (a bind and the kubelet reconcile write both together),
+ * so each of those is looked up by its key: the bindings table has no index
+ * by pod (schema 3). */
+static err_t pod_bound(struct store *st, const char *ns, const char *name, const char *text,
+                       json_t **out)
+{
+    json_t *listed = NULL, *map = NULL, *stored = json_loads(text, 0, NULL), *v;
+    const char *key;
+    char k[KEY_MAX];
+    sqlite3_stmt *s = NULL;
+    bool row;
+    err_t rc = stored ? binding_map(stored, &listed) : ERR_NOMEM;
+
+    json_decref(stored);
+    if (!rc && !(map = json_object()))
+        rc = ERR_NOMEM;
+    json_object_foreach(listed, key, v) {
+        if (rc)
+            break;
+        snprintf(k, sizeof(k), "%s", key);
+        rc = st_prep(st->wdb, &s,
+                     "SELECT container FROM bindings WHERE resource=? AND device_id=? AND "
+                     "namespace=? AND pod=?",
+                     "tttt", k, key_split(k), ns, name);
+        if (!rc)
+            rc = st_step(st->wdb, s, &row);
+        if (!rc && row && json_object_set_new(map, key, json_string(st_text(s, 0))))
+            rc = ERR_NOMEM;
+        st_done(s);
+        s = NULL;
+    }
+    json_decref(listed);
+    if (rc) {
+        json_decref(map);
+        return rc;
+    }
+    *out = map;
+    return ERR_OK;
+}
+
 struct owner {
     const char *ns;   /* the pod's namespace */
     const char *name; /* the pod's name */
 };
-
-static err_t insert_binding(struct store *st, const char *container, const char *resource,
-                            const char *id, void *ctx)
-{
-    const struct owner *o = ctx;
-
-    return st_exec(st->wdb,
-                   "INSERT INTO bindings(resource,device_id,namespace,pod,container) "
-                   "VALUES(?,?,?,?,?)",
-                   "ttttt", resource, id, o->ns, o->name, container);
-}
 
 static err_t insert_reserved(struct store *st, const char *container, const char *resource,
                              const char *id, void *ctx)
@@ -1035,11 +1086,10 @@ static err_t bind_pod(struct store *st, const char *ns, const char *name, const 
         rc = podtext ? jsonw_done(podtext) : ERR_OK;
         goto out;
     }
-    rc = pod_devices(st, "bindings", ns, name, &before);
-    if (!rc)
-        rc = st_exec(st->wdb, "DELETE FROM bindings WHERE namespace=? AND pod=?", "tt", ns, name);
-    if (!rc)
-        rc = each_device(st, stored, insert_binding, &(struct owner){ns, name});
+    /* the bindings rows are written by emit_key_changes: those that changed */
+    rc = p.found ? pod_bound(st, ns, name, p.containers, &before) : ERR_OK;
+    if (!rc && !before && !(before = json_object()))
+        rc = ERR_NOMEM;
     if (!rc)
         rc = st_exec(st->wdb,
                      "INSERT OR REPLACE INTO pods(namespace,name,uid,containers,request,revision) "
@@ -1130,7 +1180,8 @@ static err_t candidates(struct store *st, const char *ns, const char *name, cons
         st->wdb, &s,
         "SELECT d.id,d.numa FROM devices d WHERE d.resource=?1 AND d.health='Healthy' AND "
         "d.removed=0 AND NOT EXISTS (SELECT 1 FROM bindings b WHERE b.resource=d.resource AND "
-        "b.device_id=d.id AND NOT (b.namespace=?2 AND b.pod=?3)) AND NOT EXISTS (SELECT 1 FROM "
+        "b.device_id=d.id AND b.pod<>'' AND NOT (b.namespace=?2 AND b.pod=?3)) AND NOT EXISTS "
+        "(SELECT 1 FROM "
         "reserved r WHERE r.resource=d.resource AND r.device_id=d.id AND NOT (r.namespace=?2 AND "
         "r.pod=?3)) ORDER BY d.id",
         "ttt", resource, ns, name);
@@ -1346,7 +1397,7 @@ static err_t release_run(struct store *st, void *ctx)
         rc = ERR_CONFLICT;
     }
     if (!rc)
-        rc = pod_devices(st, "bindings", o->ns, o->name, &before);
+        rc = pod_bound(st, o->ns, o->name, p.containers, &before);
     if (!rc)
         rc = st_pod_json(st->wdb, o->ns, o->name, &o->obj);
     if (!rc &&
@@ -1354,9 +1405,6 @@ static err_t release_run(struct store *st, void *ctx)
         rc = ERR_NOMEM;
     if (!rc)
         rc = st_emit(st, "DELETED", "PodResources", o->ns, o->obj);
-    if (!rc)
-        rc = st_exec(st->wdb, "DELETE FROM bindings WHERE namespace=? AND pod=?", "tt", o->ns,
-                     o->name);
     if (!rc)
         rc = st_exec(st->wdb, "DELETE FROM pods WHERE namespace=? AND name=?", "tt", o->ns,
                      o->name);
@@ -1443,7 +1491,7 @@ static err_t resv_write(struct store *st, const char *ns, const char *name, cons
     json_t *before = NULL, *after = NULL;
     const char *state = "Pending";
     char msg[700];
-    err_t rc = pod_devices(st, "reserved", ns, name, &before);
+    err_t rc = pod_reserved(st, ns, name, &before);
 
     if (!rc)
         rc = st_exec(st->wdb, "DELETE FROM reserved WHERE namespace=? AND pod=?", "tt", ns, name);
@@ -1459,7 +1507,7 @@ static err_t resv_write(struct store *st, const char *ns, const char *name, cons
     if (!rc)
         rc = emit_reservation(st, exists ? "MODIFIED" : "ADDED", ns, name);
     if (!rc)
-        rc = pod_devices(st, "reserved", ns, name, &after);
+        rc = pod_reserved(st, ns, name, &after);
     if (!rc)
         rc = emit_key_changes(st, before, after, false, NULL);
     json_decref(before);
@@ -1539,7 +1587,7 @@ static err_t resv_delete_run(struct store *st, void *args, json_t **obj)
     if (!rc)
         rc = st_emit(st, "DELETED", "Reservation", ns, *obj);
     if (!rc)
-        rc = pod_devices(st, "reserved", ns, name, &before);
+        rc = pod_reserved(st, ns, name, &before);
     if (!rc)
         rc = st_exec(st->wdb, "DELETE FROM reserved WHERE namespace=? AND pod=?", "tt", ns, name);
     if (!rc)

@@ -6,6 +6,7 @@
 #include "../../../common/common.h"
 #include "../../../server/feed.h"
 #include "../../../server/store.h"
+#include "../../../server/validate.h"
 #include "../test.h"
 
 #include <unistd.h>
@@ -226,4 +227,69 @@ static void test_double_listing(void)
     fx_close(&f);
 }
 
-TEST_MAIN(test_first_and_same, test_changes_only, test_bad_snapshots, test_double_listing)
+/* A database the write API used first has let-go bindings rows (schema 3:
+ * pod ''). The reconcile neither takes them for bindings nor trips over
+ * them when it binds their devices, and drops them with their devices. */
+static void test_after_api_mode(void)
+{
+    struct fx f;
+    char ev[2048], msg[256];
+    bool changed = false, created = false;
+    json_t *b, *devs = NULL, *cs = NULL, *out = NULL;
+    const char *uid = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    uint64_t ttl = 0;
+
+    fx_open(&f);
+    b = json_loads("{\"devices\":[{\"id\":\"g0\"},{\"id\":\"g1\"}]}", 0, NULL);
+    CHECK_OK(validate_devices_put(b, &devs, &ttl, msg, sizeof(msg)));
+    CHECK_OK(store_resource_put(f.st, "example.com/gpu", devs, 0, msg, sizeof(msg), &out,
+                                &changed));
+    json_decref(out);
+    json_decref(devs);
+    json_decref(b);
+    b = json_loads("{\"uid\":\"u\",\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":"
+                   "\"example.com/gpu\",\"deviceIds\":[\"g0\",\"g1\"]}]}]}",
+                   0, NULL);
+    CHECK_OK(validate_pod_put(b, &uid, &cs, msg, sizeof(msg)));
+    CHECK_OK(store_pod_bind(f.st, "api", "p", uid, cs, msg, sizeof(msg), &text, &len, &created,
+                            &changed));
+    free(text);
+    json_decref(cs);
+    json_decref(b);
+    out = NULL;
+    CHECK_OK(store_pod_release(f.st, "api", "p", NULL, msg, sizeof(msg), &out));
+    json_decref(out);
+    events(&f, ev, sizeof(ev));
+    /* now the kubelet's view: g0 held by ml/a, g1 not listed any more */
+    CHECK_OK(sync_text(&f,
+                       "{\"pods\":[" POD_A("[\"g0\"]", "[]") "],\"devices\":[{\"resourceName\":"
+                       "\"example.com/gpu\",\"id\":\"g0\",\"topology\":{\"nodes\":[]}}]}",
+                       &changed));
+    CHECK(changed);
+    CHECK_STREQ(events(&f, ev, sizeof(ev)),
+                "DELETED Device g1;ADDED PodResources a;MODIFIED Device g0");
+    out = NULL;
+    CHECK_OK(store_devices_list(f.st, NULL, NULL, false, &out));
+    CHECK_EQ_INT(json_array_size(json_object_get(out, "devices")), 1);
+    CHECK_STREQ(json_string_value(json_object_get(
+                    json_object_get(json_array_get(json_object_get(out, "devices"), 0), "holder"),
+                    "name")),
+                "a");
+    json_decref(out);
+    out = NULL;
+    CHECK_OK(store_stats(f.st, &out));
+    CHECK_EQ_INT(json_integer_value(json_object_get(out, "boundDevices")), 1);
+    json_decref(out);
+    /* the same snapshot again: nothing to do */
+    CHECK_OK(sync_text(&f,
+                       "{\"pods\":[" POD_A("[\"g0\"]", "[]") "],\"devices\":[{\"resourceName\":"
+                       "\"example.com/gpu\",\"id\":\"g0\",\"topology\":{\"nodes\":[]}}]}",
+                       &changed));
+    CHECK(!changed);
+    fx_close(&f);
+}
+
+TEST_MAIN(test_first_and_same, test_changes_only, test_bad_snapshots, test_double_listing,
+          test_after_api_mode)

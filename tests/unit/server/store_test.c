@@ -1216,6 +1216,104 @@ static void test_removed_bound_device(void)
     fx_close(&f);
 }
 
+/* The single integer 'sql' gives on the write connection, -1 on an error
+ * (no CHECK here: it is called inside CHECKs). */
+static int64_t sql_int(struct fx *f, const char *sql)
+{
+    sqlite3_stmt *s = NULL;
+    int64_t v = -1;
+
+    if (st_prep(f->st->wdb, &s, sql, NULL) == ERR_OK && sqlite3_step(s) == SQLITE_ROW)
+        v = sqlite3_column_int64(s, 0);
+    st_done(s);
+    return v;
+}
+
+/* Schema 3: a let-go device keeps its bindings row (pod '') with the
+ * revision of the change; a bind writes only the rows of devices whose
+ * holder changed. Every read must see a let-go row as free, and the
+ * device's revision must be the revision of its last event. */
+static void test_let_go_rows(void)
+{
+    struct fx f;
+    char ev[1024], b[128];
+    json_t *d, *list = NULL, *stats = NULL;
+    uint64_t rev;
+
+    if (fx_open(&f, 100))
+        return;
+    CHECK_OK(put_devices(&f, GPU, FOUR_GPUS, NULL));
+    CHECK_OK(bind(&f, "ns", "a",
+                  "{\"uid\":\"ua\",\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":"
+                  "\"" GPU "\",\"deviceIds\":[\"gpu-0\",\"gpu-1\"]}]}]}",
+                  NULL, NULL, NULL));
+    fx_some_events(&f, 1);
+    /* gpu-0 let go, gpu-1 kept (no event, row untouched), gpu-2 taken */
+    CHECK_OK(bind(&f, "ns", "a",
+                  "{\"uid\":\"ua\",\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":"
+                  "\"" GPU "\",\"deviceIds\":[\"gpu-1\",\"gpu-2\"]}]}]}",
+                  NULL, NULL, NULL));
+    CHECK_EQ_INT(fx_events(&f, ev, sizeof(ev)), 3);
+    CHECK_STREQ(ev, "MODIFIED PodResources ns/a;MODIFIED Device gpu-2;MODIFIED Device gpu-0");
+    rev = store_revision(f.st);
+    CHECK_EQ_INT(sql_int(&f, "SELECT count(*) FROM bindings WHERE pod=''"), 1);
+    CHECK_EQ_INT(sql_int(&f, "SELECT revision FROM bindings WHERE device_id='gpu-0'"), (int64_t)rev);
+    CHECK_EQ_INT(sql_int(&f, "SELECT revision FROM bindings WHERE device_id='gpu-2'"),
+                 (int64_t)rev - 1);
+    /* the device's revision is its last event's, though its own row is older */
+    d = device(&f, GPU, "gpu-0");
+    CHECK(d && json_integer_value(json_object_get(d, "revision")) == (json_int_t)rev);
+    CHECK(d && json_is_null(json_object_get(d, "holder")));
+    json_decref(d);
+    CHECK(sql_int(&f, "SELECT revision FROM devices WHERE id='gpu-0'") < (int64_t)rev);
+    /* free devices: gpu-0 (let go) and gpu-3 */
+    CHECK_OK(store_devices_list(f.st, GPU, NULL, true, &list));
+    CHECK_EQ_INT(json_array_size(json_object_get(list, "devices")), 2);
+    json_decref(list);
+    list = NULL;
+    CHECK_OK(store_stats(f.st, &stats));
+    CHECK_EQ_INT(json_integer_value(json_object_get(stats, "boundDevices")), 2);
+    json_decref(stats);
+    stats = NULL;
+    /* the pods list by resource finds ns/a, not a pod named by a let-go row */
+    CHECK_OK(store_pods_list(f.st, NULL, GPU, &list));
+    CHECK_EQ_INT(json_array_size(json_object_get(list, "podResources")), 1);
+    json_decref(list);
+    list = NULL;
+    /* another pod can bind, reserve and allocate a let-go device */
+    CHECK_OK(reserve(&f, "ns", "r", "{\"containers\":[{\"name\":\"c\",\"devices\":[{"
+                                    "\"resourceName\":\"" GPU "\",\"deviceIds\":[\"gpu-0\"]}]}]}",
+                     NULL));
+    CHECK_OK(store_reservation_delete(f.st, "ns", "r", f.msg, sizeof(f.msg), &list));
+    json_decref(list);
+    list = NULL;
+    CHECK_OK(allocate(&f, "ns", "b",
+                      "{\"uid\":\"ub\",\"containers\":[{\"name\":\"c\",\"requests\":{\"" GPU
+                      "\":2}}]}",
+                      NULL, NULL, NULL));
+    CHECK_STREQ(holder(&f, GPU, "gpu-0", b, sizeof(b)), "ns/b/c");
+    CHECK_STREQ(holder(&f, GPU, "gpu-3", b, sizeof(b)), "ns/b/c");
+    fx_some_events(&f, 1);
+    /* a release lets every device of the pod go, and only those */
+    CHECK_OK(release(&f, "ns", "a", NULL));
+    CHECK_EQ_INT(fx_events(&f, ev, sizeof(ev)), 3);
+    CHECK_STREQ(ev, "DELETED PodResources ns/a;MODIFIED Device gpu-1;MODIFIED Device gpu-2");
+    CHECK_STREQ(holder(&f, GPU, "gpu-1", b, sizeof(b)), "-");
+    CHECK_STREQ(holder(&f, GPU, "gpu-0", b, sizeof(b)), "ns/b/c");
+    CHECK_EQ_INT(sql_int(&f, "SELECT count(*) FROM bindings WHERE pod=''"), 2);
+    /* a let-go device that leaves the set is DELETED, its row with it */
+    CHECK_OK(put_devices(&f, GPU,
+                         "{\"devices\":[{\"id\":\"gpu-0\",\"topology\":{\"nodes\":[{\"ID\":0}]}},"
+                         "{\"id\":\"gpu-3\",\"topology\":{\"nodes\":[{\"ID\":1}]},"
+                         "\"properties\":{\"model\":\"x\"}}]}",
+                         NULL));
+    CHECK_EQ_INT(fx_events(&f, ev, sizeof(ev)), 2);
+    CHECK_STREQ(ev, "DELETED Device gpu-1;DELETED Device gpu-2");
+    CHECK_EQ_INT(sql_int(&f, "SELECT count(*) FROM bindings WHERE pod=''"), 0);
+    CHECK_EQ_INT(sql_int(&f, "SELECT count(*) FROM bindings"), 2);
+    fx_close(&f);
+}
+
 static void test_ttl(void)
 {
     struct fx f;
@@ -1403,13 +1501,15 @@ static int fx_reopen(struct fx *f, uint64_t history)
 static void fx_schema1(struct fx *f, uint64_t rev, const char *rows)
 {
     sqlite3 *db = NULL;
-    char sql[1024];
+    char sql[2048];
 
     fx_close_store(f);
     snprintf(sql, sizeof(sql),
              "DROP TABLE changes; CREATE TABLE changes (revision INTEGER PRIMARY KEY, kind TEXT "
              "NOT NULL, namespace TEXT NOT NULL DEFAULT '', event TEXT NOT NULL);"
-             "DELETE FROM meta WHERE key='ring'; UPDATE meta SET value=%" PRIu64
+             "DELETE FROM meta WHERE key='ring'; DELETE FROM bindings WHERE pod='';"
+             "ALTER TABLE bindings DROP COLUMN revision;"
+             "CREATE INDEX bindings_pod ON bindings(namespace, pod); UPDATE meta SET value=%" PRIu64
              " WHERE key='revision'; %s PRAGMA user_version=1;",
              rev, rows);
     CHECK_EQ_INT(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
@@ -2029,6 +2129,6 @@ static void test_group_commit(void)
 }
 
 TEST_MAIN(quiet, test_open_schema, test_event_text, test_rebind_event_text, test_rebind_same_uid_conflict, test_register, test_bind, test_allocate, test_numa_preference,
-          test_reservations, test_release, test_removed_bound_device, test_ttl,
+          test_reservations, test_release, test_removed_bound_device, test_let_go_rows, test_ttl,
           test_changes_after, test_ring_head, test_ring_layout, test_snapshot, test_persistence, test_combiner, test_dropped_batch, test_group_commit,
           test_statement_cache)
