@@ -964,36 +964,34 @@ static err_t binding_map(const json_t *containers, json_t **out)
  * containers are 'text'. A pod's bindings are always of devices its stored
  * containers list (a bind and the kubelet reconcile write both together),
  * so each of those is looked up by its key: the bindings table has no index
- * by pod (schema 3). */
+ * by pod (schema 3). SQLite walks the JSON (half the instructions of
+ * jansson's json_loads here); CROSS JOIN keeps the lookups last, by key. */
 static err_t pod_bound(struct store *st, const char *ns, const char *name, const char *text,
                        json_t **out)
 {
-    json_t *listed = NULL, *map = NULL, *stored = json_loads(text, 0, NULL), *v;
-    const char *key;
-    char k[KEY_MAX];
+    char key[KEY_MAX];
     sqlite3_stmt *s = NULL;
+    json_t *map = json_object();
     bool row;
-    err_t rc = stored ? binding_map(stored, &listed) : ERR_NOMEM;
+    err_t rc = map ? ERR_OK : ERR_NOMEM;
 
-    json_decref(stored);
-    if (!rc && !(map = json_object()))
-        rc = ERR_NOMEM;
-    json_object_foreach(listed, key, v) {
-        if (rc)
-            break;
-        snprintf(k, sizeof(k), "%s", key);
+    if (!rc)
         rc = st_prep(st->wdb, &s,
-                     "SELECT container FROM bindings WHERE resource=? AND device_id=? AND "
-                     "namespace=? AND pod=?",
-                     "tttt", k, key_split(k), ns, name);
-        if (!rc)
-            rc = st_step(st->wdb, s, &row);
-        if (!rc && row && json_object_set_new(map, key, json_string(st_text(s, 0))))
+                     "SELECT b.resource,b.device_id,b.container FROM json_each(?1) c CROSS "
+                     "JOIN json_each(c.value,'$.devices') g CROSS JOIN json_each(g.value,"
+                     "'$.deviceIds') i CROSS JOIN bindings b WHERE b.resource=json_extract("
+                     "g.value,'$.resourceName') AND b.device_id=i.value AND b.namespace=?2 AND "
+                     "b.pod=?3",
+                     "ttt", text, ns, name);
+    while (!rc) {
+        rc = st_step(st->wdb, s, &row);
+        if (rc || !row)
+            break;
+        dev_key(key, st_text(s, 0), st_text(s, 1));
+        if (json_object_set_new(map, key, json_string(st_text(s, 2))))
             rc = ERR_NOMEM;
-        st_done(s);
-        s = NULL;
     }
-    json_decref(listed);
+    st_done(s);
     if (rc) {
         json_decref(map);
         return rc;
