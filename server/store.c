@@ -904,13 +904,16 @@ static err_t batch_end(struct store *st, err_t e)
 /* ---- combined writes (st_write) ---- */
 
 /* Open a member of the batch (the batch too, if none is open) for the
- * combiner, who holds wmu. On failure nothing of it is left open; the batch
- * may have ended. */
+ * combiner, who holds wmu. A member that opens the batch needs no savepoint:
+ * undoing it is rolling the batch back (one client's writes are all such,
+ * two statements fewer each). On failure nothing of it is left open; the
+ * batch may have ended. */
 static err_t member_begin(struct store *st)
 {
     int rc;
 
-    if (!st->tx_open) {
+    st->m_whole = !st->tx_open;
+    if (st->m_whole) {
         rc = tx_exec(st, "BEGIN IMMEDIATE");
         if (rc != SQLITE_OK)
             return st_dberr(st->wdb, rc, "begin a write transaction");
@@ -918,9 +921,7 @@ static err_t member_begin(struct store *st)
         st->tx_rev = st->rev;
         st->tx_members = 0;
         free_pending_from(st, 0);
-    }
-    rc = tx_exec(st, "SAVEPOINT member");
-    if (rc != SQLITE_OK) {
+    } else if ((rc = tx_exec(st, "SAVEPOINT member")) != SQLITE_OK) {
         err_t e = st_dberr(st->wdb, rc, "begin a write transaction");
 
         batch_end(st, st->tx_members > 0 ? ERR_OK : e);
@@ -937,10 +938,16 @@ void st_write_discard(struct store *st)
     st->m_discard = true;
 }
 
-/* Roll the current member back to its savepoint, its events with it. */
+/* Roll the current member back to its savepoint, its events with it; a
+ * member that opened the batch rolls the batch back. */
 static void member_undo(struct store *st)
 {
-    sqlite3_exec(st->wdb, "ROLLBACK TO member; RELEASE member;", NULL, NULL, NULL);
+    if (st->m_whole) {
+        sqlite3_exec(st->wdb, "ROLLBACK;", NULL, NULL, NULL);
+        st->tx_open = false;
+    } else {
+        sqlite3_exec(st->wdb, "ROLLBACK TO member; RELEASE member;", NULL, NULL, NULL);
+    }
     free_pending_from(st, st->m_nev);
     st->tx_rev = st->m_rev;
 }
@@ -964,7 +971,7 @@ static void run_op(struct store *st, struct wop *op)
         sem_post(&op->w.done);
         return;
     }
-    if (!rc) {
+    if (!rc && !st->m_whole) {
         r = tx_exec(st, "RELEASE member");
         if (r != SQLITE_OK)
             rc = st_dberr(st->wdb, r, "commit");
@@ -976,8 +983,8 @@ static void run_op(struct store *st, struct wop *op)
         return;
     }
     if (!sqlite3_get_autocommit(st->wdb))
-        member_undo(st);
-    if (sqlite3_get_autocommit(st->wdb))
+        member_undo(st); /* ends the batch if the member opened it */
+    if (st->tx_open && sqlite3_get_autocommit(st->wdb))
         batch_end(st, ERR_UNAVAIL); /* SQLite dropped the batch: its members fail */
     op->w.err = rc;
     sem_post(&op->w.done);

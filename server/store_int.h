@@ -63,6 +63,7 @@ struct store {
     uint64_t m_rev;               /* tx_rev when the current write began */
     size_t m_nev;                 /* tx_nev when the current write began */
     bool m_discard;               /* the current write asked to be rolled back (st_write) */
+    bool m_whole;                 /* it opened the batch: no savepoint, the batch is its own */
     pthread_mutex_t qmu;          /* guards the st_write queue: qhead, qtail, combining */
     struct wop *qhead, *qtail;    /* writes waiting for a combiner */
     bool combining;               /* a combiner runs (or is woken to), its COMMITs included */

@@ -1949,6 +1949,87 @@ static void test_dropped_batch(void)
     fx_close(&f);
 }
 
+struct first_arg {
+    struct store *st;
+    const char *key; /* the row to write */
+    err_t fail;      /* then fail with this, or ERR_OK */
+    bool discard;    /* then ask to be rolled back */
+    err_t rc;        /* st_write's result */
+};
+
+static err_t first_op(struct store *st, void *ctx)
+{
+    struct first_arg *a = ctx;
+    err_t rc = st_exec(st->wdb, "INSERT INTO meta(key,value) VALUES(?,1)", "t", a->key);
+
+    if (!rc && a->discard)
+        st_write_discard(st);
+    return rc ? rc : a->fail;
+}
+
+static void *first_writer(void *p)
+{
+    struct first_arg *a = p;
+
+    a->rc = st_write(a->st, first_op, a);
+    return NULL;
+}
+
+/* A member that opens the batch has no savepoint: failing, or discarding
+ * itself, it rolls the batch back, and the next write opens a new one. A
+ * later member that fails goes back to its savepoint only. Queued: a (fails
+ * first), b (discards itself, first again), c (first, good), d (fails after
+ * c): only c's row is written, in one COMMIT, and no transaction is left. */
+static void test_first_member(void)
+{
+    struct fx f;
+    struct first_arg a[4];
+    pthread_t th[4];
+    static const char *const keys[] = {"a", "b", "c", "d"};
+    uint64_t commits0;
+    int i, j, open_tx;
+
+    if (fx_open(&f, 1000))
+        return;
+    for (i = 0; i < 4; i++)
+        a[i] = (struct first_arg){f.st, keys[i], i == 0 || i == 3 ? ERR_CONFLICT : ERR_OK, i == 1,
+                                  ERR_OK};
+    commits0 = f.st->ncommits;
+    pthread_mutex_lock(&f.st->wmu);
+    for (i = 0; i < 4; i++) {
+        CHECK_OK(pthread_create(&th[i], NULL, first_writer, &a[i]));
+        for (j = 0; j < 2000 && queued(f.st) < (size_t)i + 1; j++)
+            usleep(1000);
+    }
+    CHECK_EQ_INT(queued(f.st), 4);
+    pthread_mutex_unlock(&f.st->wmu);
+    for (i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    CHECK_EQ_INT(a[0].rc, ERR_CONFLICT);
+    CHECK_OK(a[1].rc);
+    CHECK_OK(a[2].rc);
+    CHECK_EQ_INT(a[3].rc, ERR_CONFLICT);
+    CHECK_EQ_INT(meta_has(f.st, "a"), 0);
+    CHECK_EQ_INT(meta_has(f.st, "b"), 0);
+    CHECK_EQ_INT(meta_has(f.st, "c"), 1);
+    CHECK_EQ_INT(meta_has(f.st, "d"), 0);
+    CHECK_EQ_INT(f.st->ncommits - commits0, 1);
+    pthread_mutex_lock(&f.st->wmu);
+    open_tx = !sqlite3_get_autocommit(f.st->wdb) || f.st->tx_open;
+    pthread_mutex_unlock(&f.st->wmu);
+    CHECK_EQ_INT(open_tx, 0);
+    /* a lone failing write, then a lone good one */
+    a[0].key = "e";
+    first_writer(&a[0]);
+    CHECK_EQ_INT(a[0].rc, ERR_CONFLICT);
+    a[2].key = "f";
+    first_writer(&a[2]);
+    CHECK_OK(a[2].rc);
+    CHECK_EQ_INT(meta_has(f.st, "e"), 0);
+    CHECK_EQ_INT(meta_has(f.st, "f"), 1);
+    fx_close(&f);
+}
+
 static void test_combiner(void)
 {
     struct fx f;
@@ -2130,5 +2211,5 @@ static void test_group_commit(void)
 
 TEST_MAIN(quiet, test_open_schema, test_event_text, test_rebind_event_text, test_rebind_same_uid_conflict, test_register, test_bind, test_allocate, test_numa_preference,
           test_reservations, test_release, test_removed_bound_device, test_let_go_rows, test_ttl,
-          test_changes_after, test_ring_head, test_ring_layout, test_snapshot, test_persistence, test_combiner, test_dropped_batch, test_group_commit,
+          test_changes_after, test_ring_head, test_ring_layout, test_snapshot, test_persistence, test_combiner, test_dropped_batch, test_first_member, test_group_commit,
           test_statement_cache)
