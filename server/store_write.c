@@ -960,22 +960,58 @@ static err_t binding_map(const json_t *containers, json_t **out)
     return ERR_OK;
 }
 
-/* Map key -> container of the devices bound to pod ns/name, whose stored
- * containers are 'text'. A pod's bindings are always of devices its stored
- * containers list (a bind and the kubelet reconcile write both together),
- * so each of those is looked up by its key: the bindings table has no index
- * by pod (schema 3). SQLite walks the JSON (half the instructions of
- * jansson's json_loads here); CROSS JOIN keeps the lookups last, by key. */
-static err_t pod_bound(struct store *st, const char *ns, const char *name, const char *text,
-                       json_t **out)
+/* Add 'key' -> its bindings row's container to 'map' when pod ns/name holds it. */
+static err_t held_by(struct store *st, const char *ns, const char *name, const char *key,
+                     json_t *map)
+{
+    char k[KEY_MAX];
+    sqlite3_stmt *s = NULL;
+    bool row = false;
+    err_t rc;
+
+    if (strlen(key) >= sizeof(k) || !strchr(key, '|'))
+        return st_dberr(NULL, SQLITE_CORRUPT, "read a pod's device keys");
+    snprintf(k, sizeof(k), "%s", key);
+    rc = st_prep(st->wdb, &s,
+                 "SELECT container FROM bindings WHERE resource=? AND device_id=? AND "
+                 "namespace=? AND pod=?",
+                 "tttt", k, key_split(k), ns, name);
+    if (!rc)
+        rc = st_step(st->wdb, s, &row);
+    if (!rc && row && json_object_set_new(map, key, json_string(st_text(s, 0))))
+        rc = ERR_NOMEM;
+    st_done(s);
+    return rc;
+}
+
+/* Map key -> container of the devices bound to pod ns/name, whose row lists
+ * its devices' keys in 'keys' ("resource|id" lines; NULL: not recorded) and
+ * its stored containers in 'text'. A pod's bindings are always of devices
+ * its stored containers list (a bind and the kubelet reconcile write both
+ * together), so each of those is looked up by its key: the bindings table
+ * has no index by pod (schema 3). Without the key lines SQLite walks the
+ * JSON (half the instructions of jansson's json_loads here, and ~25 k more
+ * than the lines); CROSS JOIN keeps the lookups last, by key. */
+static err_t pod_bound(struct store *st, const char *ns, const char *name, const char *keys,
+                       const char *text, json_t **out)
 {
     char key[KEY_MAX];
+    const char *at, *nl;
     sqlite3_stmt *s = NULL;
     json_t *map = json_object();
     bool row;
     err_t rc = map ? ERR_OK : ERR_NOMEM;
 
-    if (!rc)
+    for (at = keys; !rc && at && *at; at = nl ? nl + 1 : at + strlen(at)) {
+        nl = strchr(at, '\n');
+        if ((size_t)(nl ? nl - at : (ptrdiff_t)strlen(at)) >= sizeof(key)) {
+            rc = st_dberr(NULL, SQLITE_CORRUPT, "read a pod's device keys");
+            break;
+        }
+        snprintf(key, sizeof(key), "%.*s", (int)(nl ? nl - at : (ptrdiff_t)strlen(at)), at);
+        rc = held_by(st, ns, name, key, map);
+    }
+    if (!rc && !keys)
         rc = st_prep(st->wdb, &s,
                      "SELECT b.resource,b.device_id,b.container FROM json_each(?1) c CROSS "
                      "JOIN json_each(c.value,'$.devices') g CROSS JOIN json_each(g.value,"
@@ -983,7 +1019,7 @@ static err_t pod_bound(struct store *st, const char *ns, const char *name, const
                      "g.value,'$.resourceName') AND b.device_id=i.value AND b.namespace=?2 AND "
                      "b.pod=?3",
                      "ttt", text, ns, name);
-    while (!rc) {
+    while (!rc && s) {
         rc = st_step(st->wdb, s, &row);
         if (rc || !row)
             break;
@@ -998,6 +1034,27 @@ static err_t pod_bound(struct store *st, const char *ns, const char *name, const
     }
     *out = map;
     return ERR_OK;
+}
+
+/* The keys of 'map' as "resource|id" lines (pods.device_keys); new. */
+static char *key_lines(const json_t *map)
+{
+    struct strbuf sb = STRBUF_INIT;
+    const char *key;
+    json_t *v;
+    err_t rc = strbuf_add(&sb, "", 0);
+
+    json_object_foreach((json_t *)map, key, v) {
+        if (!rc && sb.len)
+            rc = strbuf_add(&sb, "\n", 1);
+        if (!rc)
+            rc = strbuf_add(&sb, key, strlen(key));
+    }
+    if (rc) {
+        strbuf_release(&sb);
+        return NULL;
+    }
+    return strbuf_detach(&sb, NULL);
 }
 
 struct owner {
@@ -1021,6 +1078,7 @@ struct podrow {
     bool found;      /* the pod exists */
     char uid[256];   /* its uid */
     char *containers; /* stored JSON; new */
+    char *keys;       /* its devices' keys as "resource|id" lines, or NULL; new */
     char *request;    /* stored allocate request or NULL; new */
     uint64_t revision; /* its revision */
 };
@@ -1030,7 +1088,8 @@ static err_t podrow_get(struct store *st, const char *ns, const char *name, stru
     sqlite3_stmt *s = NULL;
     bool row = false;
     err_t rc = st_prep(st->wdb, &s,
-                       "SELECT uid,containers,request,revision FROM pods WHERE namespace=? AND name=?",
+                       "SELECT uid,containers,request,revision,device_keys FROM pods WHERE "
+                       "namespace=? AND name=?",
                        "tt", ns, name);
 
     memset(p, 0, sizeof(*p));
@@ -1043,7 +1102,9 @@ static err_t podrow_get(struct store *st, const char *ns, const char *name, stru
         if (sqlite3_column_type(s, 2) != SQLITE_NULL)
             p->request = strdup(st_text(s, 2));
         p->revision = (uint64_t)sqlite3_column_int64(s, 3);
-        if (!p->containers)
+        if (sqlite3_column_type(s, 4) != SQLITE_NULL)
+            p->keys = strdup(st_text(s, 4));
+        if (!p->containers || (sqlite3_column_type(s, 4) != SQLITE_NULL && !p->keys))
             rc = ERR_NOMEM;
     }
     st_done(s);
@@ -1053,6 +1114,7 @@ static err_t podrow_get(struct store *st, const char *ns, const char *name, stru
 static void podrow_release(struct podrow *p)
 {
     free(p->containers);
+    free(p->keys);
     free(p->request);
     memset(p, 0, sizeof(*p));
 }
@@ -1065,7 +1127,7 @@ static err_t bind_pod(struct store *st, const char *ns, const char *name, const 
 {
     struct podrow p;
     json_t *stored = NULL, *before = NULL, *after = NULL;
-    char *text = NULL;
+    char *text = NULL, *keys = NULL;
     err_t rc = podrow_get(st, ns, name, &p);
 
     if (!rc)
@@ -1085,18 +1147,20 @@ static err_t bind_pod(struct store *st, const char *ns, const char *name, const 
         goto out;
     }
     /* the bindings rows are written by emit_key_changes: those that changed */
-    rc = p.found ? pod_bound(st, ns, name, p.containers, &before) : ERR_OK;
+    rc = p.found ? pod_bound(st, ns, name, p.keys, p.containers, &before) : ERR_OK;
     if (!rc && !before && !(before = json_object()))
         rc = ERR_NOMEM;
     if (!rc)
+        rc = binding_map(stored, &after);
+    if (!rc && !(keys = key_lines(after)))
+        rc = ERR_NOMEM;
+    if (!rc)
         rc = st_exec(st->wdb,
-                     "INSERT OR REPLACE INTO pods(namespace,name,uid,containers,request,revision) "
-                     "VALUES(?,?,?,?,?,?)",
-                     "tttttu", ns, name, uid, text, request, st_tx_next(st));
+                     "INSERT OR REPLACE INTO pods(namespace,name,uid,containers,request,revision,"
+                     "device_keys) VALUES(?,?,?,?,?,?,?)",
+                     "tttttut", ns, name, uid, text, request, st_tx_next(st), keys);
     if (!rc)
         rc = emit_pod(st, p.found ? "MODIFIED" : "ADDED", ns, name, uid, text, podtext);
-    if (!rc)
-        rc = binding_map(stored, &after);
     if (!rc)
         rc = emit_key_changes(st, before, after, p.found && strcmp(p.uid, uid) != 0,
                               &(struct pod_key){ns, name, uid});
@@ -1108,6 +1172,7 @@ out:
     json_decref(before);
     json_decref(after);
     free(text);
+    free(keys);
     return rc;
 }
 
@@ -1395,7 +1460,7 @@ static err_t release_run(struct store *st, void *ctx)
         rc = ERR_CONFLICT;
     }
     if (!rc)
-        rc = pod_bound(st, o->ns, o->name, p.containers, &before);
+        rc = pod_bound(st, o->ns, o->name, p.keys, p.containers, &before);
     if (!rc)
         rc = st_pod_json(st->wdb, o->ns, o->name, &o->obj);
     if (!rc &&

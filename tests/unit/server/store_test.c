@@ -1248,6 +1248,12 @@ static void test_let_go_rows(void)
                   "\"" GPU "\",\"deviceIds\":[\"gpu-0\",\"gpu-1\"]}]}]}",
                   NULL, NULL, NULL));
     fx_some_events(&f, 1);
+    CHECK_EQ_INT(sql_int(&f, "SELECT count(*) FROM pods WHERE device_keys="
+                             "'" GPU "|gpu-0\n" GPU "|gpu-1'"),
+                 1);
+    /* a row without key lines (schema 2's, the kubelet mirror's): its
+     * containers are walked instead */
+    CHECK_OK(st_exec(f.st->wdb, "UPDATE pods SET device_keys=NULL", NULL));
     /* gpu-0 let go, gpu-1 kept (no event, row untouched), gpu-2 taken */
     CHECK_OK(bind(&f, "ns", "a",
                   "{\"uid\":\"ua\",\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":"
@@ -1294,6 +1300,14 @@ static void test_let_go_rows(void)
     CHECK_STREQ(holder(&f, GPU, "gpu-0", b, sizeof(b)), "ns/b/c");
     CHECK_STREQ(holder(&f, GPU, "gpu-3", b, sizeof(b)), "ns/b/c");
     fx_some_events(&f, 1);
+    /* malformed key lines: the write fails and changes nothing */
+    rev = store_revision(f.st);
+    CHECK_OK(st_exec(f.st->wdb, "UPDATE pods SET device_keys='nobar' WHERE name='a'", NULL));
+    CHECK_EQ_INT(release(&f, "ns", "a", NULL), ERR_DB);
+    CHECK_EQ_INT(store_revision(f.st), rev);
+    CHECK_STREQ(holder(&f, GPU, "gpu-1", b, sizeof(b)), "ns/a/c");
+    CHECK_OK(st_exec(f.st->wdb, "UPDATE pods SET device_keys=? WHERE name='a'", "t",
+                     GPU "|gpu-1\n" GPU "|gpu-2"));
     /* a release lets every device of the pod go, and only those */
     CHECK_OK(release(&f, "ns", "a", NULL));
     CHECK_EQ_INT(fx_events(&f, ev, sizeof(ev)), 3);
@@ -1508,7 +1522,7 @@ static void fx_schema1(struct fx *f, uint64_t rev, const char *rows)
              "DROP TABLE changes; CREATE TABLE changes (revision INTEGER PRIMARY KEY, kind TEXT "
              "NOT NULL, namespace TEXT NOT NULL DEFAULT '', event TEXT NOT NULL);"
              "DELETE FROM meta WHERE key='ring'; DELETE FROM bindings WHERE pod='';"
-             "ALTER TABLE bindings DROP COLUMN revision;"
+             "ALTER TABLE bindings DROP COLUMN revision; ALTER TABLE pods DROP COLUMN device_keys;"
              "CREATE INDEX bindings_pod ON bindings(namespace, pod); UPDATE meta SET value=%" PRIu64
              " WHERE key='revision'; %s PRAGMA user_version=1;",
              rev, rows);
