@@ -153,20 +153,15 @@ static err_t holder_get(struct store *st, const char *table, const char *resourc
     return rc;
 }
 
-/* Map key -> "" of the devices reserved for a pod. */
-static err_t pod_reserved(struct store *st, const char *ns, const char *name, json_t **out)
+/* Add the rows (resource, id, value) of 's' to 'map' as key -> value; 's'
+ * (may be NULL: nothing to add) is done with. */
+static err_t map_rows(struct store *st, sqlite3_stmt *s, json_t *map)
 {
     char key[KEY_MAX];
-    sqlite3_stmt *s = NULL;
-    json_t *map = json_object();
     bool row;
-    err_t rc = map ? ERR_OK : ERR_NOMEM;
+    err_t rc = ERR_OK;
 
-    if (!rc)
-        rc = st_prep(st->wdb, &s,
-                     "SELECT resource,device_id,'' FROM reserved WHERE namespace=? AND pod=?", "tt",
-                     ns, name);
-    while (!rc) {
+    while (s && !rc) {
         rc = st_step(st->wdb, s, &row);
         if (rc || !row)
             break;
@@ -175,12 +170,34 @@ static err_t pod_reserved(struct store *st, const char *ns, const char *name, js
             rc = ERR_NOMEM;
     }
     st_done(s);
+    return rc;
+}
+
+/* *out = 'map' when 'rc' is ERR_OK, else 'map' is freed; returns 'rc'. */
+static err_t map_out(err_t rc, json_t *map, json_t **out)
+{
     if (rc) {
         json_decref(map);
         return rc;
     }
     *out = map;
     return ERR_OK;
+}
+
+/* Map key -> "" of the devices reserved for a pod. */
+static err_t pod_reserved(struct store *st, const char *ns, const char *name, json_t **out)
+{
+    sqlite3_stmt *s = NULL;
+    json_t *map = json_object();
+    err_t rc = map ? ERR_OK : ERR_NOMEM;
+
+    if (!rc)
+        rc = st_prep(st->wdb, &s,
+                     "SELECT resource,device_id,'' FROM reserved WHERE namespace=? AND pod=?", "tt",
+                     ns, name);
+    if (!rc)
+        rc = map_rows(st, s, map);
+    return map_out(rc, map, out);
 }
 
 /* Sum of NUMA ids of 'ids' into sorted unique 'numa'. */
@@ -999,7 +1016,6 @@ static err_t pod_bound(struct store *st, const char *ns, const char *name, const
     const char *at, *nl;
     sqlite3_stmt *s = NULL;
     json_t *map = json_object();
-    bool row;
     err_t rc = map ? ERR_OK : ERR_NOMEM;
 
     for (at = keys; !rc && at && *at; at = nl ? nl + 1 : at + strlen(at)) {
@@ -1019,21 +1035,9 @@ static err_t pod_bound(struct store *st, const char *ns, const char *name, const
                      "g.value,'$.resourceName') AND b.device_id=i.value AND b.namespace=?2 AND "
                      "b.pod=?3",
                      "ttt", text, ns, name);
-    while (!rc && s) {
-        rc = st_step(st->wdb, s, &row);
-        if (rc || !row)
-            break;
-        dev_key(key, st_text(s, 0), st_text(s, 1));
-        if (json_object_set_new(map, key, json_string(st_text(s, 2))))
-            rc = ERR_NOMEM;
-    }
-    st_done(s);
-    if (rc) {
-        json_decref(map);
-        return rc;
-    }
-    *out = map;
-    return ERR_OK;
+    if (!rc)
+        rc = map_rows(st, s, map);
+    return map_out(rc, map, out);
 }
 
 /* The keys of 'map' as "resource|id" lines (pods.device_keys); new. */

@@ -942,20 +942,33 @@ static void test_reservations(void)
     fx_close(&f);
 }
 
+/* A store with FOUR_GPUS and pod ns/a (uid ua, container c) bound to the
+ * GPUs of 'ids' (a JSON array), its events read; 0, or -1 when it cannot
+ * be opened. */
+static int fx_bound_a(struct fx *f, const char *ids)
+{
+    char body[256];
+
+    if (fx_open(f, 100))
+        return -1;
+    CHECK_OK(put_devices(f, GPU, FOUR_GPUS, NULL));
+    snprintf(body, sizeof(body),
+             "{\"uid\":\"ua\",\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":"
+             "\"" GPU "\",\"deviceIds\":%s}]}]}",
+             ids);
+    CHECK_OK(bind(f, "ns", "a", body, NULL, NULL, NULL));
+    fx_some_events(f, 1);
+    return 0;
+}
+
 static void test_release(void)
 {
     struct fx f;
     char ev[1024], b[128];
     uint64_t rev;
 
-    if (fx_open(&f, 100))
+    if (fx_bound_a(&f, "[\"gpu-0\"]"))
         return;
-    CHECK_OK(put_devices(&f, GPU, FOUR_GPUS, NULL));
-    CHECK_OK(bind(&f, "ns", "a",
-                  "{\"uid\":\"ua\",\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":"
-                  "\"" GPU "\",\"deviceIds\":[\"gpu-0\"]}]}]}",
-                  NULL, NULL, NULL));
-    fx_some_events(&f, 1);
     rev = store_revision(f.st);
     CHECK_EQ_INT(release(&f, "ns", "nobody", NULL), ERR_NOTFOUND);
     CHECK(strstr(f.msg, "ns/nobody") != NULL);
@@ -1240,14 +1253,8 @@ static void test_let_go_rows(void)
     json_t *d, *list = NULL, *stats = NULL;
     uint64_t rev;
 
-    if (fx_open(&f, 100))
+    if (fx_bound_a(&f, "[\"gpu-0\",\"gpu-1\"]"))
         return;
-    CHECK_OK(put_devices(&f, GPU, FOUR_GPUS, NULL));
-    CHECK_OK(bind(&f, "ns", "a",
-                  "{\"uid\":\"ua\",\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":"
-                  "\"" GPU "\",\"deviceIds\":[\"gpu-0\",\"gpu-1\"]}]}]}",
-                  NULL, NULL, NULL));
-    fx_some_events(&f, 1);
     CHECK_EQ_INT(sql_int(&f, "SELECT count(*) FROM pods WHERE device_keys="
                              "'" GPU "|gpu-0\n" GPU "|gpu-1'"),
                  1);
@@ -1930,6 +1937,28 @@ static int meta_has(struct store *st, const char *key)
     return rc ? -1 : row;
 }
 
+/* Start a thread of 'fn' for each of the 'n' arguments at 'args' ('size'
+ * bytes apart) while the write lock is held, each queued before the next
+ * starts, so they run in that order in one combiner's batches; then let go
+ * and join them. */
+static void run_queued(struct store *st, void *(*fn)(void *), void *args, size_t size, int n)
+{
+    pthread_t th[8];
+    int i, j;
+
+    CHECK(n <= (int)ARRAY_SIZE(th));
+    pthread_mutex_lock(&st->wmu);
+    for (i = 0; i < n && i < (int)ARRAY_SIZE(th); i++) {
+        CHECK_OK(pthread_create(&th[i], NULL, fn, (char *)args + (size_t)i * size));
+        for (j = 0; j < 2000 && queued(st) < (size_t)i + 1; j++)
+            usleep(1000);
+    }
+    CHECK_EQ_INT(queued(st), n);
+    pthread_mutex_unlock(&st->wmu);
+    while (i-- > 0)
+        pthread_join(th[i], NULL);
+}
+
 /* A member after which SQLite has dropped the batch: the members before it
  * in that batch are answered 503 and their writes are gone, it gets its own
  * error, and the writes queued after it run in a new batch. */
@@ -1937,24 +1966,13 @@ static void test_dropped_batch(void)
 {
     struct fx f;
     struct drop_arg a[3];
-    pthread_t th[3];
-    int i, j;
 
     if (fx_open(&f, 1000))
         return;
     a[0] = (struct drop_arg){f.st, "before", ERR_OK};
     a[1] = (struct drop_arg){f.st, NULL, ERR_OK};
     a[2] = (struct drop_arg){f.st, "after", ERR_OK};
-    pthread_mutex_lock(&f.st->wmu);
-    for (i = 0; i < 3; i++) {
-        CHECK_OK(pthread_create(&th[i], NULL, drop_writer, &a[i]));
-        for (j = 0; j < 2000 && queued(f.st) < (size_t)i + 1; j++)
-            usleep(1000);
-    }
-    CHECK_EQ_INT(queued(f.st), 3);
-    pthread_mutex_unlock(&f.st->wmu);
-    for (i = 0; i < 3; i++)
-        pthread_join(th[i], NULL);
+    run_queued(f.st, drop_writer, a, sizeof(a[0]), 3);
     CHECK_EQ_INT(a[0].rc, ERR_UNAVAIL);
     CHECK_EQ_INT(a[1].rc, ERR_IO);
     CHECK_OK(a[2].rc);
@@ -1998,10 +2016,9 @@ static void test_first_member(void)
 {
     struct fx f;
     struct first_arg a[4];
-    pthread_t th[4];
     static const char *const keys[] = {"a", "b", "c", "d"};
     uint64_t commits0;
-    int i, j, open_tx;
+    int i, open_tx;
 
     if (fx_open(&f, 1000))
         return;
@@ -2009,16 +2026,7 @@ static void test_first_member(void)
         a[i] = (struct first_arg){f.st, keys[i], i == 0 || i == 3 ? ERR_CONFLICT : ERR_OK, i == 1,
                                   ERR_OK};
     commits0 = f.st->ncommits;
-    pthread_mutex_lock(&f.st->wmu);
-    for (i = 0; i < 4; i++) {
-        CHECK_OK(pthread_create(&th[i], NULL, first_writer, &a[i]));
-        for (j = 0; j < 2000 && queued(f.st) < (size_t)i + 1; j++)
-            usleep(1000);
-    }
-    CHECK_EQ_INT(queued(f.st), 4);
-    pthread_mutex_unlock(&f.st->wmu);
-    for (i = 0; i < 4; i++)
-        pthread_join(th[i], NULL);
+    run_queued(f.st, first_writer, a, sizeof(a[0]), 4);
     CHECK_EQ_INT(a[0].rc, ERR_CONFLICT);
     CHECK_OK(a[1].rc);
     CHECK_OK(a[2].rc);
