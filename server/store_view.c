@@ -318,7 +318,8 @@ err_t store_devices_list(struct store *st, const char *resource, const char *hea
     return read_list(st, "devices", device_row,
                      DEVICE_VIEW_SQL "WHERE (?1 IS NULL OR d.resource=?1) AND "
                                      "(?2 IS NULL OR d.health=?2) AND (?3 IS NULL OR "
-                                     "(ifnull(b.pod,'')='' AND r.pod IS NULL)) ORDER BY d.resource,d.id",
+                                     "(ifnull(b.pod,'')='' AND r.pod IS NULL)) "
+                                     "ORDER BY d.resource,d.id",
                      "ttt", resource, health, free_only ? "1" : NULL, out);
 }
 

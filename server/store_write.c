@@ -53,7 +53,8 @@ static err_t emit_device_deleted(struct store *st, const char *resource, const c
     if (!rc)
         rc = st_exec(st->wdb, "DELETE FROM devices WHERE resource=? AND id=?", "tt", resource, id);
     if (!rc)
-        rc = st_exec(st->wdb, "DELETE FROM bindings WHERE resource=? AND device_id=?", "tt",
+        rc = st_exec(st->wdb,
+                     "DELETE FROM bindings WHERE resource=? AND device_id=? AND pod=''", "tt",
                      resource, id);
     jsonw_release(&w);
     return rc;
@@ -110,8 +111,9 @@ static err_t devrow_get(struct store *st, const char *resource, const char *id, 
     err_t rc = st_prep(st->wdb, &s,
                        "SELECT d.health,d.removed,d.numa,b.namespace||'/'||b.pod,b.container,"
                        "r.namespace||'/'||r.pod FROM devices d LEFT JOIN bindings b ON "
-                       "b.resource=d.resource AND b.device_id=d.id AND b.pod<>'' LEFT JOIN reserved r ON "
-                       "r.resource=d.resource AND r.device_id=d.id WHERE d.resource=? AND d.id=?",
+                       "b.resource=d.resource AND b.device_id=d.id AND b.pod<>'' LEFT JOIN "
+                       "reserved r ON r.resource=d.resource AND r.device_id=d.id WHERE "
+                       "d.resource=? AND d.id=?",
                        "tt", resource, id);
 
     memset(d, 0, sizeof(*d));
