@@ -520,16 +520,10 @@ err_t st_db_revision(struct store *st, sqlite3 *db, uint64_t *rev)
     return rc;
 }
 
-/* At open, on the write connection: find the revision, and lay the ring out
- * for 'history' slots if it was laid out for another number (or not yet:
- * ring 0, slot = revision, as the migration left it), keeping the newest
- * revisions that fit. The rows move in place, through negative slots, so no
- * two share a slot on the way (the kept revisions are fewer than 'history'
- * apart). A log that ends before meta.revision (a schema 1 database) is
- * emptied: the run of revisions must end at the revision. One transaction;
- * it writes nothing when the layout is already right. */
 /* Move the log's rows to the slots of a ring of n (ring_open), keeping the
- * revisions after head - n, and record n. */
+ * revisions after head - n, and record n. The rows move in place, through
+ * negative slots, so no two share a slot on the way (the kept revisions are
+ * fewer than n apart). */
 static err_t ring_relayout(sqlite3 *db, uint64_t head, uint64_t n)
 {
     err_t rc = st_exec(db, "DELETE FROM changes WHERE revision<=?", "u", head > n ? head - n : 0);
@@ -543,6 +537,12 @@ static err_t ring_relayout(sqlite3 *db, uint64_t head, uint64_t n)
     return rc;
 }
 
+/* At open, on the write connection: find the revision, and lay the ring out
+ * for 'history' slots if it was laid out for another number (or not yet:
+ * ring 0, slot = revision, as the migration left it), keeping the newest
+ * revisions that fit. A log that ends before meta.revision (a schema 1
+ * database) is emptied: the run of revisions must end at the revision. One
+ * transaction; it writes nothing when the layout is already right. */
 static err_t ring_open(struct store *st)
 {
     sqlite3 *db = st->wdb;

@@ -979,7 +979,8 @@ static err_t binding_map(const json_t *containers, json_t **out)
     return ERR_OK;
 }
 
-/* Add 'key' -> its bindings row's container to 'map' when pod ns/name holds it. */
+/* Add 'key' ("resource|id") -> its bindings row's container to 'map' when
+ * pod ns/name holds it. */
 static err_t held_by(struct store *st, const char *ns, const char *name, const char *key,
                      json_t *map)
 {
@@ -988,8 +989,6 @@ static err_t held_by(struct store *st, const char *ns, const char *name, const c
     bool row = false;
     err_t rc;
 
-    if (strlen(key) >= sizeof(k) || !strchr(key, '|'))
-        return st_dberr(NULL, SQLITE_CORRUPT, "read a pod's device keys");
     snprintf(k, sizeof(k), "%s", key);
     rc = st_prep(st->wdb, &s,
                  "SELECT container FROM bindings WHERE resource=? AND device_id=? AND "
@@ -1016,17 +1015,20 @@ static err_t pod_bound(struct store *st, const char *ns, const char *name, const
 {
     char key[KEY_MAX];
     const char *at, *nl;
+    size_t len;
     sqlite3_stmt *s = NULL;
     json_t *map = json_object();
     err_t rc = map ? ERR_OK : ERR_NOMEM;
 
-    for (at = keys; !rc && at && *at; at = nl ? nl + 1 : at + strlen(at)) {
+    for (at = keys; !rc && at && *at; at += len + (at[len] == '\n')) {
         nl = strchr(at, '\n');
-        if ((size_t)(nl ? nl - at : (ptrdiff_t)strlen(at)) >= sizeof(key)) {
+        len = nl ? (size_t)(nl - at) : strlen(at);
+        if (len >= sizeof(key) || !memchr(at, '|', len)) {
             rc = st_dberr(NULL, SQLITE_CORRUPT, "read a pod's device keys");
             break;
         }
-        snprintf(key, sizeof(key), "%.*s", (int)(nl ? nl - at : (ptrdiff_t)strlen(at)), at);
+        memcpy(key, at, len);
+        key[len] = '\0';
         rc = held_by(st, ns, name, key, map);
     }
     if (!rc && !keys)
