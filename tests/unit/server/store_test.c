@@ -2185,7 +2185,7 @@ static void test_group_commit(void)
           json_integer_value(json_object_get(stats, "writes")));
     json_decref(stats);
     /* 200 more writes, each its own COMMIT of several pages: over 1000 WAL
-     * frames, so the checkpoint thread has run (or soon will) */
+     * frames, so a checkpoint has run (or the thread's soon will) */
     for (i = 0; i < 200; i++) {
         snprintf(name, sizeof(name), "s-%d", i);
         CHECK_OK(gc_bind(f.st, name, name, NULL));
@@ -2231,7 +2231,44 @@ static void test_group_commit(void)
     fx_close(&f);
 }
 
+/* One writer at a time: the COMMIT that takes the WAL past 1000 frames finds
+ * no write queued and checkpoints itself; the log then starts over, so the
+ * checkpoint thread is never woken. 400 binds of new pods write 3-4 pages
+ * each: past 1000 frames, short of 4000 (where a COMMIT checkpoints anyway). */
+static void test_checkpoint_in_commit(void)
+{
+    struct fx f;
+    struct strbuf body = STRBUF_INIT;
+    json_t *stats = NULL;
+    uint64_t rev0;
+    char *text, name[32];
+    size_t len = 0;
+    int i;
+
+    if (fx_open(&f, 100000))
+        return;
+    CHECK_OK(strbuf_printf(&body, "{\"devices\":[{\"id\":\"s-0\"}"));
+    for (i = 1; i < 400; i++)
+        CHECK_OK(strbuf_printf(&body, ",{\"id\":\"s-%d\"}", i));
+    CHECK_OK(strbuf_printf(&body, "]}"));
+    text = strbuf_detach(&body, &len);
+    CHECK_OK(put_devices(&f, NIC, text, NULL));
+    free(text);
+    rev0 = store_revision(f.st);
+    for (i = 0; i < 400; i++) {
+        snprintf(name, sizeof(name), "s-%d", i);
+        CHECK_OK(gc_bind(f.st, name, name, NULL));
+    }
+    CHECK(__atomic_load_n(&f.st->nckpts_commit, __ATOMIC_RELAXED) >= 1);
+    CHECK_OK(store_stats(f.st, &stats));
+    CHECK_EQ_INT(json_integer_value(json_object_get(stats, "checkpoints")),
+                 (int)__atomic_load_n(&f.st->nckpts_commit, __ATOMIC_RELAXED));
+    json_decref(stats);
+    CHECK_EQ_INT(store_revision(f.st), rev0 + 400 * 2); /* each: the pod, its device */
+    fx_close(&f);
+}
+
 TEST_MAIN(quiet, test_open_schema, test_event_text, test_rebind_event_text, test_rebind_same_uid_conflict, test_register, test_bind, test_allocate, test_numa_preference,
           test_reservations, test_release, test_removed_bound_device, test_let_go_rows, test_ttl,
           test_changes_after, test_ring_head, test_ring_layout, test_snapshot, test_persistence, test_combiner, test_dropped_batch, test_first_member, test_group_commit,
-          test_statement_cache)
+          test_checkpoint_in_commit, test_statement_cache)
