@@ -586,7 +586,7 @@ static void free_pending_from(struct store *st, size_t from);
  * a thread of the store's own, which checkpoints PASSIVE on a connection of
  * its own while writes go on. With one writer at a time, a checkpoint beside
  * the writes only competed with them for the disk and the CPUs (1 client:
- * +1.8 % to +5.5 % with it in the COMMIT, docs/BENCHMARKS.md). Durability is
+ * +1.8 % to +7.5 % with it in the COMMIT, docs/BENCHMARKS.md). Durability is
  * unchanged: a COMMIT is on disk once the WAL is synced. */
 #define CKPT_FRAMES 1000       /* checkpoint every this many new frames */
 #define CKPT_FRAMES_MAX 4000   /* ~16 MiB of WAL: checkpoint inside the COMMIT */
