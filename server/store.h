@@ -60,7 +60,8 @@ void store_release_idle(struct store *st);
 /* For /metrics: {"pods":N,"boundDevices":N,"devices":[{"resource","health","count"}],
  * "commits":N,"writes":N,"checkpoints":N}: COMMITs of write batches since
  * open, the writes they held (writes/commits is the mean group-commit size),
- * and the WAL checkpoints of the store's checkpoint thread. */
+ * and the WAL checkpoints done since open (in a COMMIT or on the store's
+ * checkpoint thread). */
 err_t store_stats(struct store *st, json_t **out) WARN_UNUSED;
 
 /* ---- the change feed ---- */

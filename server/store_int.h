@@ -76,7 +76,7 @@ struct store {
     bool ckpt_want;               /* the WAL has CKPT_FRAMES frames or more */
     bool ckpt_stop;               /* store_free() is waiting for it */
     bool ckpt_failing;            /* the last checkpoint failed (logged once) */
-    uint64_t nckpts;              /* checkpoints done (atomic) */
+    uint64_t nckpts;              /* checkpoints done, either way (atomic) */
     uint64_t nckpts_commit;       /* of those, done in a COMMIT (atomic; for tests) */
     uint64_t ckpt_next;           /* WAL frames at which to wake it next (under wmu) */
     uint64_t ckpt_seen;           /* WAL frames after the last COMMIT (under wmu) */
