@@ -1252,9 +1252,8 @@ static err_t candidates(struct store *st, const char *ns, const char *name, cons
         "SELECT d.id,d.numa FROM devices d WHERE d.resource=?1 AND d.health='Healthy' AND "
         "d.removed=0 AND NOT EXISTS (SELECT 1 FROM bindings b WHERE b.resource=d.resource AND "
         "b.device_id=d.id AND b.pod<>'' AND NOT (b.namespace=?2 AND b.pod=?3)) AND NOT EXISTS "
-        "(SELECT 1 FROM "
-        "reserved r WHERE r.resource=d.resource AND r.device_id=d.id AND NOT (r.namespace=?2 AND "
-        "r.pod=?3)) ORDER BY d.id",
+        "(SELECT 1 FROM reserved r WHERE r.resource=d.resource AND r.device_id=d.id AND NOT "
+        "(r.namespace=?2 AND r.pod=?3)) ORDER BY d.id",
         "ttt", resource, ns, name);
 
     while (!rc) {
