@@ -434,6 +434,10 @@ static void set_tls(struct kube *k)
         curl_easy_setopt(k->curl, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(k->curl, CURLOPT_SSL_VERIFYHOST, 0L);
     }
+    /* A kubeconfig's CA is trusted alone, as kubectl does: libcurl's default
+     * bundle and directory would add every CA of the system to it. Without
+     * one, the system's bundle (libcurl's default CAINFO) is used. */
+    curl_easy_setopt(k->curl, CURLOPT_CAPATH, NULL);
     if (kc->ca_data) {
         blob = (struct curl_blob){kc->ca_data, kc->ca_data_len, CURL_BLOB_COPY};
         curl_easy_setopt(k->curl, CURLOPT_CAINFO_BLOB, &blob);

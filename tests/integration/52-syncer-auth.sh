@@ -43,6 +43,37 @@ timeout 20 "$PODRES_BIN/podres-syncer" --once --node-name test-node --podresd-so
 grep -qi "certificate\|SSL" "$T/once.log" || fail "the refusal does not say why: $(cat "$T/once.log")"
 ok "a server certificate from another CA is refused"
 
+# 2b. ... even when the system's CA store trusts it: a kubeconfig that names a
+# CA trusts that CA alone, as kubectl does. The server's CA goes into
+# /etc/ssl/certs (a private mount namespace), as a hashed file and in the bundle.
+mkdir -p "$T/sysca" "$T/pki3"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "/CN=another-ca" \
+    -keyout "$T/pki3/ca.key" -out "$T/pki3/ca.crt" 2> /dev/null
+cp "$T/pki/ca.crt" "$T/sysca/podres-test.pem"
+cp "$T/pki/ca.crt" "$T/sysca/ca-certificates.crt"
+ln -s podres-test.pem "$T/sysca/$(openssl x509 -noout -subject_hash -in "$T/pki/ca.crt").0"
+cat > "$T/sysca.sh" <<SH
+mount --bind "$T/sysca" /etc/ssl/certs
+exec timeout 20 "$PODRES_BIN/podres-syncer" --once --node-name test-node --podresd-socket "$PD_SOCK" "\$@"
+SH
+rc=0
+unshare -m --propagation private bash "$T/sysca.sh" --kubeconfig "$T/wrongca" > "$T/once.log" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "--once trusted the system CA store over the kubeconfig's CA (exit $rc): $(cat "$T/once.log")"
+grep -qi "certificate\|SSL" "$T/once.log" || fail "the refusal does not say why: $(cat "$T/once.log")"
+sed "s|certificate-authority-data: .*|certificate-authority-data: $(base64 -w0 < "$T/pki3/ca.crt")|" "$EMU_KCFG" > "$T/wrongca3"
+rc=0
+unshare -m --propagation private bash "$T/sysca.sh" --kubeconfig "$T/wrongca3" > "$T/once.log" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "--once trusted the system CA store over the kubeconfig's CA data (exit $rc): $(cat "$T/once.log")"
+sed "s|certificate-authority-data: .*|certificate-authority: $T/pki3/ca.crt|" "$EMU_KCFG" > "$T/wrongcafile"
+rc=0
+unshare -m --propagation private bash "$T/sysca.sh" --kubeconfig "$T/wrongcafile" > "$T/once.log" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "--once trusted the system CA store over the kubeconfig's CA file (exit $rc): $(cat "$T/once.log")"
+sed '/certificate-authority-data/d' "$EMU_KCFG" > "$T/noca"
+rc=0
+unshare -m --propagation private bash "$T/sysca.sh" --kubeconfig "$T/noca" > "$T/once.log" 2>&1 || rc=$?
+[ "$rc" = 0 ] || fail "--once without a CA in the kubeconfig did not use the system's CAs (exit $rc): $(cat "$T/once.log")"
+ok "a kubeconfig's CA is trusted alone, the system's CAs only without one"
+
 # 3. In-cluster: KUBERNETES_SERVICE_HOST/PORT and the service-account files,
 # mounted where a pod has them (a private mount namespace), and token rotation.
 cat > "$T/incluster.sh" <<SH
