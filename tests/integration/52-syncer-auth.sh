@@ -10,6 +10,7 @@ pd_start
 register example.com/gpu '[{"id":"g0"},{"id":"g1"},{"id":"g2"}]'
 mkdir -p "$T/sa"
 emu_start --tls-cert "$T/pki/server.crt" --tls-key "$T/pki/server.key" --ca-cert "$T/pki/ca.crt" \
+    --client-ca "$T/pki/ca.crt" \
     --token tok-1 --serviceaccount-dir "$T/sa"
 case "$EMU_URL" in https://*) ;; *) fail "the emulator is not serving TLS" ;; esac
 grep -q "certificate-authority-data" "$EMU_KCFG" || fail "the kubeconfig has no CA data"
@@ -73,6 +74,31 @@ rc=0
 unshare -m --propagation private bash "$T/sysca.sh" --kubeconfig "$T/noca" > "$T/once.log" 2>&1 || rc=$?
 [ "$rc" = 0 ] || fail "--once without a CA in the kubeconfig did not use the system's CAs (exit $rc): $(cat "$T/once.log")"
 ok "a kubeconfig's CA is trusted alone, the system's CAs only without one"
+
+# 2c. A client certificate and key, embedded (client-certificate-data,
+# client-key-data) or as files, authenticate instead of the token.
+once() {
+    rc=0
+    timeout 20 "$PODRES_BIN/podres-syncer" --once --node-name test-node --podresd-socket "$PD_SOCK" \
+        --kubeconfig "$1" > "$T/once.log" 2>&1 || rc=$?
+}
+grep -q "^    token: " "$EMU_KCFG" || fail "the emulator's kubeconfig has no token line"
+sed "s|^    token: .*|    client-certificate-data: $(base64 -w0 < "$T/pki/client.crt")\n    client-key-data: $(base64 -w0 < "$T/pki/client.key")|" \
+    "$EMU_KCFG" > "$T/certdata"
+sed "s|^    token: .*|    client-certificate: $T/pki/client.crt\n    client-key: $T/pki/client.key|" \
+    "$EMU_KCFG" > "$T/certfile"
+sed "s|^    token: .*|    client-certificate: $T/pki/client.crt\n    client-key: $T/pki/server.key|" \
+    "$EMU_KCFG" > "$T/wrongkey"
+sed -e '/^    token: /d' -e 's/^  user:$/  user: {}/' "$EMU_KCFG" > "$T/nouser"
+once "$T/nouser"
+[ "$rc" = 1 ] || fail "--once with neither a token nor a certificate exited $rc: $(cat "$T/once.log")"
+for kc in certdata certfile; do
+    once "$T/$kc"
+    [ "$rc" = 0 ] || fail "--once with a client certificate ($kc) exited $rc: $(cat "$T/once.log")"
+done
+once "$T/wrongkey"
+[ "$rc" = 1 ] || fail "--once with a key that does not match the certificate exited $rc: $(cat "$T/once.log")"
+ok "a client certificate, embedded or from files, authenticates; a mismatched key is refused"
 
 # 3. In-cluster: KUBERNETES_SERVICE_HOST/PORT and the service-account files,
 # mounted where a pod has them (a private mount namespace), and token rotation.
