@@ -426,7 +426,6 @@ static int on_progress(void *cls, curl_off_t a, curl_off_t b, curl_off_t c, curl
 static void set_tls(struct kube *k)
 {
     const struct kubeconfig *kc = k->kc;
-    struct curl_blob blob;
 
     if (!kc)
         return;
@@ -435,27 +434,16 @@ static void set_tls(struct kube *k)
         curl_easy_setopt(k->curl, CURLOPT_SSL_VERIFYHOST, 0L);
     }
     /* A kubeconfig's CA is trusted alone, as kubectl does: libcurl's default
-     * bundle and directory would add every CA of the system to it. Without
-     * one, the system's bundle (libcurl's default CAINFO) is used. */
+     * CA directory would add every CA of the system to it. Without one, the
+     * system's bundle (libcurl's default CAINFO) is used. Embedded data is in
+     * memory files by now (kubeconfig_data_to_files). */
     curl_easy_setopt(k->curl, CURLOPT_CAPATH, NULL);
-    if (kc->ca_data) {
-        blob = (struct curl_blob){kc->ca_data, kc->ca_data_len, CURL_BLOB_COPY};
-        curl_easy_setopt(k->curl, CURLOPT_CAINFO_BLOB, &blob);
-    } else if (kc->ca_file) {
+    if (kc->ca_file)
         curl_easy_setopt(k->curl, CURLOPT_CAINFO, kc->ca_file);
-    }
-    if (kc->cert_data) {
-        blob = (struct curl_blob){kc->cert_data, kc->cert_data_len, CURL_BLOB_COPY};
-        curl_easy_setopt(k->curl, CURLOPT_SSLCERT_BLOB, &blob);
-    } else if (kc->cert_file) {
+    if (kc->cert_file)
         curl_easy_setopt(k->curl, CURLOPT_SSLCERT, kc->cert_file);
-    }
-    if (kc->key_data) {
-        blob = (struct curl_blob){kc->key_data, kc->key_data_len, CURL_BLOB_COPY};
-        curl_easy_setopt(k->curl, CURLOPT_SSLKEY_BLOB, &blob);
-    } else if (kc->key_file) {
+    if (kc->key_file)
         curl_easy_setopt(k->curl, CURLOPT_SSLKEY, kc->key_file);
-    }
 }
 
 /* Set up one transfer; returns the header list to free after it. */

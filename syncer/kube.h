@@ -39,7 +39,8 @@ void kube_stats_free(struct kube_stats *s); /* NULL is a no-op */
 err_t kube_stats_render(struct kube_stats *s, struct strbuf *sb) WARN_UNUSED;
 
 struct kube_opts {
-    const struct kubeconfig *kc; /* borrowed; must outlive the client */
+    const struct kubeconfig *kc; /* borrowed; must outlive the client; its *_data are
+                                  * read only as files (kubeconfig_data_to_files) */
     const char *unix_socket;     /* connect here instead (podresd), or NULL */
     struct kube_gate *gate;      /* borrowed, or NULL for no limits (podresd) */
     struct kube_stats *stats;    /* borrowed, or NULL */

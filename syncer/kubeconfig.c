@@ -10,7 +10,9 @@
 #include "../common/cfg.h"
 #include "kubeconfig.h"
 
+#include <fcntl.h>
 #include <stdarg.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -592,10 +594,71 @@ err_t kubeconfig_in_cluster(const char *sa_dir, struct kubeconfig *out, char *ms
     return ERR_OK;
 }
 
+/* '*data' (of '*len' bytes) into a new sealed memory file named 'name';
+ * '*file' becomes its /proc/self/fd path and '*data' is freed. */
+static err_t data_to_file(struct kubeconfig *kc, const char *name, char **data, size_t *len,
+                          char **file, char *msg, size_t cap)
+{
+    const int seals = F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
+    size_t off = 0;
+    ssize_t n;
+    int fd;
+
+    if (!*data)
+        return ERR_OK;
+    fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) {
+        snprintf(msg, cap, "%s: memfd_create: %s", name, strerror(errno));
+        return ERR_IO;
+    }
+    while (off < *len) {
+        n = write(fd, *data + off, *len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            snprintf(msg, cap, "%s: write to a memory file: %s", name, strerror(errno));
+            close(fd);
+            return ERR_IO;
+        }
+        off += (size_t)n;
+    }
+    free(*file);
+    *file = xprintf("/proc/self/fd/%d", fd);
+    if (!*file || fcntl(fd, F_ADD_SEALS, seals) != 0) {
+        snprintf(msg, cap, "%s: %s", name, *file ? strerror(errno) : "out of memory");
+        close(fd);
+        return *file ? ERR_IO : ERR_NOMEM;
+    }
+    kc->data_fds[kc->ndata_fds++] = fd;
+    explicit_bzero(*data, *len);
+    free(*data);
+    *data = NULL;
+    *len = 0;
+    return ERR_OK;
+}
+
+err_t kubeconfig_data_to_files(struct kubeconfig *kc, char *msg, size_t cap)
+{
+    err_t rc = data_to_file(kc, "podres-ca", &kc->ca_data, &kc->ca_data_len, &kc->ca_file, msg,
+                            cap);
+
+    if (!rc)
+        rc = data_to_file(kc, "podres-client-cert", &kc->cert_data, &kc->cert_data_len,
+                          &kc->cert_file, msg, cap);
+    if (!rc)
+        rc = data_to_file(kc, "podres-client-key", &kc->key_data, &kc->key_data_len,
+                          &kc->key_file, msg, cap);
+    return rc;
+}
+
 void kubeconfig_release(struct kubeconfig *kc)
 {
+    int i;
+
     if (!kc)
         return;
+    for (i = 0; i < kc->ndata_fds; i++)
+        close(kc->data_fds[i]);
     free(kc->server);
     free(kc->ca_file);
     free(kc->ca_data);

@@ -29,6 +29,8 @@ struct kubeconfig {
     char *key_data;         /* client-key-data, decoded PEM */
     size_t key_data_len;    /* its length */
     char *source;           /* where it came from, for the log: a path or "in-cluster" */
+    int data_fds[3];        /* memory files kubeconfig_data_to_files made */
+    int ndata_fds;          /* how many */
 };
 
 /* Resolve as described above. 'path' is --kubeconfig or NULL. On failure
@@ -46,6 +48,13 @@ err_t kubeconfig_parse(const char *text, size_t len, const char *dir, struct kub
  * KUBERNETES_SERVICE_HOST is unset. */
 err_t kubeconfig_in_cluster(const char *sa_dir, struct kubeconfig *out, char *msg,
                             size_t cap) WARN_UNUSED;
-void kubeconfig_release(struct kubeconfig *kc); /* on a zeroed or filled struct */
+/* Move each '*_data' into a sealed memory file (memfd_create) and point the
+ * matching '*_file' at it ("/proc/self/fd/N"); the '*_data' are freed. The
+ * syncer's libcurl (Debian's GnuTLS build) reads CAs, certificates and keys
+ * from files only, and the key material must not touch a disk. ERR_IO with
+ * 'msg' when a memory file cannot be made. */
+err_t kubeconfig_data_to_files(struct kubeconfig *kc, char *msg, size_t cap) WARN_UNUSED;
+/* On a zeroed or filled struct; closes the memory files. */
+void kubeconfig_release(struct kubeconfig *kc);
 
 #endif

@@ -441,6 +441,8 @@ static err_t setup(struct syncer *s)
     char msg[512], sel[300];
     err_t rc = kubeconfig_load(s->set.kubeconfig, &s->kc, msg, sizeof(msg));
 
+    if (!rc)
+        rc = kubeconfig_data_to_files(&s->kc, msg, sizeof(msg));
     if (rc) {
         log_err("no usable Kubernetes configuration: %s", msg);
         return rc;

@@ -5,6 +5,7 @@
 #include "../../../syncer/kubeconfig.h"
 #include "../test.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -172,6 +173,65 @@ static void test_data_fields(void)
     CHECK_OK(parse(text, &kc, msg, sizeof(msg)));
     CHECK_EQ_INT(kc.ca_data_len, 3);
     CHECK(kc.ca_data && memcmp(kc.ca_data, "\0\xff\0", 3) == 0);
+    kubeconfig_release(&kc);
+}
+
+/* The whole content of 'path' into 'buf'; its length, or -1. */
+static ssize_t slurp(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY);
+    ssize_t n;
+
+    if (fd < 0)
+        return -1;
+    n = read(fd, buf, cap);
+    close(fd);
+    return n;
+}
+
+static void test_data_to_files(void)
+{
+    struct kubeconfig kc;
+    char text[2048], msg[256] = "", buf[64];
+    int fds[3], i;
+
+    /* CA 0x00 0xff 0x00 (binary), "CERT\n", "KEY"; the token stays as it is. */
+    kc_yaml(text, sizeof(text), "    certificate-authority-data: AP8A\n",
+            "    client-certificate-data: Q0VSVAo=\n"
+            "    client-key-data: S0VZ\n");
+    CHECK_OK(parse(text, &kc, msg, sizeof(msg)));
+    CHECK_OK(kubeconfig_data_to_files(&kc, msg, sizeof(msg)));
+    CHECK(kc.ca_data == NULL && kc.cert_data == NULL && kc.key_data == NULL);
+    CHECK(kc.ca_data_len == 0 && kc.cert_data_len == 0 && kc.key_data_len == 0);
+    CHECK_EQ_INT(kc.ndata_fds, 3);
+    CHECK(kc.ca_file && strncmp(kc.ca_file, "/proc/self/fd/", 14) == 0);
+    CHECK_EQ_INT(slurp(kc.ca_file, buf, sizeof(buf)), 3);
+    CHECK(memcmp(buf, "\0\xff\0", 3) == 0);
+    CHECK_EQ_INT(slurp(kc.cert_file, buf, sizeof(buf)), 5);
+    CHECK(memcmp(buf, "CERT\n", 5) == 0);
+    CHECK_EQ_INT(slurp(kc.key_file, buf, sizeof(buf)), 3);
+    CHECK(memcmp(buf, "KEY", 3) == 0);
+    /* Sealed: nobody changes what the client reads. */
+    i = open(kc.key_file, O_WRONLY);
+    CHECK(i < 0 || write(i, "X", 1) < 0);
+    if (i >= 0)
+        close(i);
+    CHECK_EQ_INT(slurp(kc.key_file, buf, sizeof(buf)), 3);
+    for (i = 0; i < 3; i++) {
+        fds[i] = kc.data_fds[i];
+        CHECK(fcntl(fds[i], F_GETFD) & FD_CLOEXEC);
+    }
+    kubeconfig_release(&kc);
+    for (i = 0; i < 3; i++)
+        CHECK(fcntl(fds[i], F_GETFD) < 0); /* closed */
+
+    /* File paths and no data: nothing changes, nothing is opened. */
+    kc_yaml(text, sizeof(text), "    certificate-authority: /etc/ca.crt\n", "    token: t\n");
+    CHECK_OK(parse(text, &kc, msg, sizeof(msg)));
+    CHECK_OK(kubeconfig_data_to_files(&kc, msg, sizeof(msg)));
+    CHECK_EQ_INT(kc.ndata_fds, 0);
+    CHECK_STREQ(kc.ca_file, "/etc/ca.crt");
+    CHECK(kc.cert_file == NULL && kc.key_file == NULL);
     kubeconfig_release(&kc);
 }
 
@@ -468,7 +528,7 @@ static void cleanup(void)
 }
 
 TEST_MAIN(setup, test_current_context, test_token_file_and_paths, test_data_fields,
-          test_bad_base64, test_insecure_and_server, test_missing_references,
+          test_data_to_files, test_bad_base64, test_insecure_and_server, test_missing_references,
           test_unsupported_users, test_inconsistent_user, test_load_file, test_env_list,
           test_in_cluster, test_home_fallback, test_no_token_in_messages, test_release_zeroed,
           cleanup)
