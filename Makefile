@@ -7,9 +7,13 @@ VERSION := 0.1.0
 CC ?= cc
 PKGS := libmicrohttpd sqlite3 jansson yaml-0.1 libcurl libprotobuf-c
 # What each daemon links: podresd loads libcurl at run time (server/curlfn.h),
-# the syncer needs neither SQLite nor protobuf-c.
+# the syncer needs neither SQLite nor protobuf-c. The syncer links Debian's
+# GnuTLS build of libcurl (libcurl3-gnutls; same API and headers): GnuTLS is
+# loaded and started by libcurl's LDAP and RTMP dependencies anyway, so TLS
+# through it adds less than OpenSSL's (docs/SYNCER.md, "TLS toward the API server").
 PODRESD_PKGS := libmicrohttpd sqlite3 jansson yaml-0.1 libprotobuf-c
-SYNCER_PKGS := libmicrohttpd jansson yaml-0.1 libcurl
+SYNCER_PKGS := libmicrohttpd jansson yaml-0.1
+SYNCER_CURL := -l:libcurl-gnutls.so.4
 
 ifeq ($(SANITIZE),)
   B := build/default
@@ -27,7 +31,8 @@ CFLAGS_ALL = -std=c11 $(OPT) $(WARN) -MMD -MP -DPODRES_VERSION='"$(VERSION)"' -I
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(CFLAGS)
 LDLIBS_ALL = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread $(LDLIBS)
 LDLIBS_PODRESD = $(shell pkg-config --libs $(PODRESD_PKGS) 2>/dev/null) -ldl -lpthread $(LDLIBS)
-LDLIBS_SYNCER = $(shell pkg-config --libs $(SYNCER_PKGS) 2>/dev/null) -lpthread $(LDLIBS)
+LDLIBS_SYNCER = $(shell pkg-config --libs $(SYNCER_PKGS) 2>/dev/null) $(SYNCER_CURL) -lpthread \
+                $(LDLIBS)
 LDFLAGS_ALL = $(OPT) $(LDFLAGS)
 
 ifeq ($(V),1)
@@ -54,7 +59,7 @@ UNIT_SRCS := $(sort $(wildcard tests/unit/*/*_test.c))
 UNIT_BINS := $(UNIT_SRCS:%.c=$(B)/%)
 PROGS := $(BIN)/podresd $(if $(wildcard syncer/main.c),$(BIN)/podres-syncer)
 
-DEBIAN_PKGS := gcc make pkg-config libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev \
+DEBIAN_PKGS := gcc make pkg-config libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libcurl3-gnutls \
 	libyaml-dev libsqlite3-dev sqlite3 curl jq python3 python3-kubernetes python3-yaml openssl \
 	protobuf-c-compiler libprotobuf-c-dev python3-grpcio python3-grpc-tools perl
 
@@ -114,7 +119,7 @@ $(B)/tests/unit/syncer/%_test: tests/unit/syncer/%_test.c tests/unit/test.h $(B)
 	@mkdir -p $(dir $@)
 	@test "$(V)" = 1 || echo "  TEST-CC $<"
 	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -o $@ $< $(B)/libsyncer.a $(B)/libcommon.a \
-		$(LDLIBS_ALL)
+		$(LDLIBS_SYNCER)
 
 deps:
 	@missing=""; for p in $(DEBIAN_PKGS); do \

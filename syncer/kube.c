@@ -8,6 +8,7 @@
 #include "kube.h"
 
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -261,6 +262,37 @@ struct kube {
     char errbuf[CURL_ERROR_SIZE]; /* libcurl's message */
 };
 
+#define SSH2_INIT_NO_CRYPTO 1 /* LIBSSH2_INIT_NO_CRYPTO of <libssh2.h> */
+
+static bool ssh2_inited;
+
+err_t kube_global_init(void)
+{
+    /* int libssh2_init(int flags): libssh2 initialises on its first call
+     * only, so this one decides; curl_global_init's call just counts. */
+    void *p = dlsym(RTLD_DEFAULT, "libssh2_init");
+    int (*ssh2_init)(int);
+
+    if (p) {
+        memcpy(&ssh2_init, &p, sizeof(p));
+        ssh2_inited = ssh2_init(SSH2_INIT_NO_CRYPTO) == 0;
+    }
+    return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? ERR_OK : ERR_UNAVAIL;
+}
+
+void kube_global_cleanup(void)
+{
+    void *p = ssh2_inited ? dlsym(RTLD_DEFAULT, "libssh2_exit") : NULL;
+    void (*ssh2_exit)(void);
+
+    curl_global_cleanup();
+    if (p) {
+        memcpy(&ssh2_exit, &p, sizeof(p));
+        ssh2_exit(); /* the count kube_global_init added */
+    }
+    ssh2_inited = false;
+}
+
 struct kube *kube_new(const struct kube_opts *o)
 {
     struct kube *k = calloc(1, sizeof(*k));
@@ -434,12 +466,13 @@ static void set_tls(struct kube *k)
         curl_easy_setopt(k->curl, CURLOPT_SSL_VERIFYHOST, 0L);
     }
     /* A kubeconfig's CA is trusted alone, as kubectl does: libcurl's default
-     * CA directory would add every CA of the system to it. Without one, the
-     * system's bundle (libcurl's default CAINFO) is used. Embedded data is in
-     * memory files by now (kubeconfig_data_to_files). */
-    curl_easy_setopt(k->curl, CURLOPT_CAPATH, NULL);
-    if (kc->ca_file)
+     * CA directory would add every CA of the system to it. Without one,
+     * libcurl's defaults are the system's CAs (/etc/ssl/certs). Embedded data
+     * is in memory files by now (kubeconfig_data_to_files). */
+    if (kc->ca_file) {
+        curl_easy_setopt(k->curl, CURLOPT_CAPATH, NULL);
         curl_easy_setopt(k->curl, CURLOPT_CAINFO, kc->ca_file);
+    }
     if (kc->cert_file)
         curl_easy_setopt(k->curl, CURLOPT_SSLCERT, kc->cert_file);
     if (kc->key_file)

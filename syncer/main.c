@@ -581,12 +581,17 @@ int main(int argc, char **argv)
     sigaddset(&sigs, SIGINT);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
-    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (kube_global_init()) {
+        log_err("cannot initialise libcurl");
+        opts_release(opt_table, NOPTS, &s.set);
+        pthread_mutex_destroy(&s.lag.mu);
+        return 1;
+    }
     srand((unsigned)time(NULL) ^ (unsigned)getpid());
     if (setup(&s) || (!s.once && start_http(&s))) {
         log_err("start-up failed; exiting");
         teardown(&s);
-        curl_global_cleanup();
+        kube_global_cleanup();
         return 1;
     }
     fault_arm();
@@ -597,7 +602,7 @@ int main(int argc, char **argv)
         r = 0;
     }
     teardown(&s);
-    curl_global_cleanup();
+    kube_global_cleanup();
     log_info("stopped");
     return r;
 }

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* lib_floor.c - the reference for podres-syncer's RSS (bench row 6d): a
- * program linked against the syncer's libraries (libcurl, libmicrohttpd,
- * jansson, libyaml) that does only what touches them at start: libcurl
- * initialised and one GET to the API server, a libmicrohttpd daemon on a
- * loopback port (the syncer's /metrics), one JSON document parsed. It then
- * prints "rss_kib=N anon_kib=N" and exits.
+ * program linked against the syncer's libraries (libcurl's GnuTLS build,
+ * libmicrohttpd, jansson, libyaml) that does only what touches them at
+ * start: libcurl initialised as the syncer does it (kube_global_init: libssh2
+ * first, without its crypto) and one GET to the API server, a libmicrohttpd
+ * daemon on a loopback port (the syncer's /metrics), one JSON document
+ * parsed. It then prints "rss_kib=N anon_kib=N" and exits.
  * Usage: lib_floor URL */
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <stdio.h>
@@ -50,10 +52,17 @@ int main(int argc, char **argv)
     json_t *j;
     CURL *c;
     long code = 0;
+    int (*ssh2_init)(int);
+    void *p;
 
     if (argc != 2) {
         fprintf(stderr, "usage: lib_floor URL\n");
         return 2;
+    }
+    p = dlsym(RTLD_DEFAULT, "libssh2_init"); /* as syncer/kube.c kube_global_init */
+    if (p) {
+        memcpy(&ssh2_init, &p, sizeof(p));
+        ssh2_init(1); /* LIBSSH2_INIT_NO_CRYPTO */
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
     c = curl_easy_init();

@@ -351,8 +351,9 @@ pkg_of() {  # pkg_of PATH: the Debian package that ships it (without :arch)
 pkgs=$(sed -n 's/^PKGS *:= *//p' Makefile)
 multi=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 declare -A linkable=()
-for l in $(pkg-config --libs-only-l $pkgs); do
-    so=/usr/lib/$multi/lib${l#-l}.so
+# ... and the syncer's libcurl (SYNCER_CURL: -l:libcurl-gnutls.so.4, a file name)
+for l in $(pkg-config --libs-only-l $pkgs) $(sed -n 's/^SYNCER_CURL *:= *//p' Makefile); do
+    case $l in -l:*) so=/usr/lib/$multi/${l#-l:} ;; *) so=/usr/lib/$multi/lib${l#-l}.so ;; esac
     [ -e "$so" ] || fail "link library $so not found"
     linkable[$(pkg_of "$(readlink -f "$so")")]=1
 done
@@ -386,11 +387,11 @@ for p in "${!linkable[@]}"; do
 done
 pass "Dockerfile runtime libraries = the link line's (${!linkable[*]}); ldd needs $(printf '%s\n' "${needed_pkgs[@]}" | sort -u | tr '\n' ' ')- all installed"
 for p in $(sed -n '/^DEBIAN_PKGS/,/^$/p' Makefile | tr -d '\\' | sed 's/^DEBIAN_PKGS *:= *//'); do
-    case $p in *-dev|gcc|make|pkg-config|protobuf-c-compiler)
+    case $p in *-dev|gcc|make|pkg-config|protobuf-c-compiler|libcurl3-gnutls)  # the last: linked by name
         [[ " ${build[*]} " == *" $p "* ]] || fail "the build stage lacks $p (Makefile DEBIAN_PKGS)";;
     esac
 done
-pass "the build stage installs every compiler/-dev package of the Makefile's DEBIAN_PKGS"
+pass "the build stage installs every compiler/-dev package of the Makefile's DEBIAN_PKGS (and libcurl3-gnutls)"
 
 # ---- 8. systemd units
 $PY - <<'EOF' || fail "systemd units: structural check failed"

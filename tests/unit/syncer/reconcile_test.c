@@ -251,7 +251,7 @@ static void check_quiet(struct world *w, const char *key, int line) {
 static void test_key_nothing_to_do(void) {
   struct world w;
 
-  CHECK_OK(curl_global_init(CURL_GLOBAL_DEFAULT));
+  CHECK_OK(kube_global_init());
   world_new(&w);
   /* nothing anywhere */
   CHECK_QUIET(&w, "d/p");
@@ -321,7 +321,7 @@ static void test_key_write_fails_loudly(void) {
                ERR_UPSTREAM);
   CHECK(!wrote);
   world_free(&w);
-  curl_global_cleanup();
+  kube_global_cleanup();
 }
 
 /* The Pod informer keeps metadata name, namespace, uid and resourceVersion. */
