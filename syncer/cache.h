@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* cache.h - a thread-safe map "namespace/name" -> JSON object, the local copy
- * an informer or the podresd feed keeps. Objects are never modified once
- * stored: readers get a reference (json_incref'd). A cache says whether its
- * first full list has arrived ("synced"). */
+ * an informer or the podresd feed keeps. Objects are stored as compact text
+ * (a copy: the caller keeps its object) and read back as new objects the
+ * caller owns. A cache says whether its first full list has arrived
+ * ("synced"). */
 #ifndef PODRES_CACHE_H
 #define PODRES_CACHE_H
 #include <jansson.h>
@@ -18,12 +19,13 @@ typedef void (*cache_notify_fn)(void *ctx, const char *key);
 struct cache *cache_new(cache_notify_fn fn, void *ctx);
 void cache_free(struct cache *c); /* NULL is a no-op */
 
-/* Store 'obj' (borrowed; a reference is kept) under 'key'. When 'newer_only'
- * and both carry a numeric metadata.resourceVersion, an older one is ignored.
- * Notifies when the stored object changed. */
+/* Store a copy of 'obj' (borrowed) under 'key'. When 'newer_only' and both
+ * carry a numeric metadata.resourceVersion, an older one is ignored.
+ * Notifies when the stored object changed (json_equal's sense). */
 void cache_set(struct cache *c, const char *key, json_t *obj, bool newer_only);
 void cache_del(struct cache *c, const char *key);
-/* A new reference to the object, or NULL. */
+/* A new object, equal to the stored one and the caller's to change and
+ * json_decref; NULL when absent. */
 json_t *cache_get(struct cache *c, const char *key);
 /* Replace everything by 'all' (an object key -> obj; borrowed); notifies for
  * each difference; marks the cache synced. */

@@ -52,12 +52,33 @@ static void test_set_get_del(void) {
   CHECK_STREQ(s.keys[0], "ns/a");
   CHECK_EQ_INT(cache_size(c), 1);
   got = cache_get(c, "ns/a");
-  CHECK(got == a); /* the same object, a new reference */
+  CHECK(got != NULL && got != a); /* a copy, the caller's own */
+  CHECK(json_equal(got, a2));
+  json_object_set_new(got, "v", json_integer(99)); /* changes the copy only */
+  json_decref(got);
+  json_object_set_new(a, "v", json_integer(98)); /* and the caller's object is not kept */
+  got = cache_get(c, "ns/a");
   CHECK(json_equal(got, a2));
   json_decref(got);
 
   cache_set(c, "ns/a", a2, false); /* equal content: no notification */
   CHECK_EQ_INT(s.n, 1);
+  /* Equal whatever the key order: the same keys inserted the other way round. */
+  got = json_object();
+  json_object_set_new(got, "v", json_integer(1));
+  json_object_set(got, "metadata", json_object_get(a2, "metadata"));
+  cache_set(c, "ns/a", got, false);
+  json_decref(got);
+  CHECK_EQ_INT(s.n, 1);
+  /* 1 and 1.0 differ, as for json_equal. */
+  got = json_deep_copy(a2);
+  json_object_set_new(got, "v", json_real(1.0));
+  cache_set(c, "ns/a", got, false);
+  CHECK_EQ_INT(s.n, 2);
+  cache_set(c, "ns/a", a2, false);
+  CHECK_EQ_INT(s.n, 3);
+  json_decref(got);
+  s.n = 1; /* the two notifications above aside, as before */
   cache_set(c, "ns/a", b, false); /* changed */
   CHECK_EQ_INT(s.n, 2);
   got = cache_get(c, "ns/a");
