@@ -31,7 +31,7 @@ $(BENCH_DIR)/sqlite_commit: tests/bench/sqlite_commit.c
 	$(Q)$(CC) -std=c11 -O2 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -o $@ $< \
 		$(shell pkg-config --cflags --libs sqlite3 2>/dev/null || echo -lsqlite3)
 
-# Linked exactly like podres-syncer (SYNCER_PKGS): the reference of row 6d.
+# Linked exactly like podres-syncer (LDLIBS_SYNCER): the reference of row 6d.
 $(BENCH_DIR)/lib_floor: tests/bench/lib_floor.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -std=gnu11 -O2 -Wall -Wextra $(shell pkg-config --cflags $(SYNCER_PKGS)) -o $@ $< \

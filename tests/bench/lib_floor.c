@@ -5,8 +5,9 @@
  * start: libcurl initialised as the syncer does it (kube_global_init: libssh2
  * first, without its crypto) and one GET to the API server, a libmicrohttpd
  * daemon on a loopback port (the syncer's /metrics), one JSON document
- * parsed. It then prints "rss_kib=N anon_kib=N" and exits.
- * Usage: lib_floor URL */
+ * parsed. It then prints "rss_kib=N anon_kib=N" and exits. With CAFILE, the
+ * GET goes over TLS trusting that CA alone, as the syncer does (row 6e).
+ * Usage: lib_floor URL [CAFILE] */
 #include <curl/curl.h>
 #include <dlfcn.h>
 #include <jansson.h>
@@ -55,8 +56,8 @@ int main(int argc, char **argv)
     int (*ssh2_init)(int);
     void *p;
 
-    if (argc != 2) {
-        fprintf(stderr, "usage: lib_floor URL\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: lib_floor URL [CAFILE]\n");
         return 2;
     }
     p = dlsym(RTLD_DEFAULT, "libssh2_init"); /* as syncer/kube.c kube_global_init */
@@ -67,6 +68,10 @@ int main(int argc, char **argv)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     c = curl_easy_init();
     curl_easy_setopt(c, CURLOPT_URL, argv[1]);
+    if (argc == 3) { /* as syncer/kube.c set_tls */
+        curl_easy_setopt(c, CURLOPT_CAPATH, NULL);
+        curl_easy_setopt(c, CURLOPT_CAINFO, argv[2]);
+    }
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
     if (curl_easy_perform(c) == CURLE_OK)
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);

@@ -286,6 +286,35 @@ kill -TERM "$SY_PID" 2>/dev/null || true; wait "$SY_PID" 2>/dev/null || true
 kill -TERM "$EMU_PID" 2>/dev/null || true; wait "$EMU_PID" 2>/dev/null || true
 pd_stop "$S_PID"
 
+# 6e: the syncer's RSS as in a cluster, over TLS (the emulator serving https with a
+# throw-away CA, the kubeconfig carrying its CA data); its floor: lib_floor URL CAFILE.
+pd_start syncer-tls
+S_SOCK=$PD_SOCK S_PID=$PD_PID
+mkdir -p "$T/emut"
+"$ROOT/tests/fixtures/make-test-certs" "$T/emut/pki" > /dev/null || die "make-test-certs failed"
+/usr/bin/python3 "$ROOT/tests/fixtures/kube-apiserver-emulator" --listen 127.0.0.1:0 --port-file "$T/emut/port" \
+    --kubeconfig-out "$T/emut/kubeconfig" --crd "$ROOT/deploy/crd-devicebinding.yaml" \
+    --tls-cert "$T/emut/pki/server.crt" --tls-key "$T/emut/pki/server.key" --ca-cert "$T/emut/pki/ca.crt" \
+    >> "$T/emut/log" 2>&1 &
+EMU_PID=$!; PIDS+=("$EMU_PID")
+wait_until 10 test -s "$T/emut/port" || die "the TLS emulator did not start"
+EMU=https://127.0.0.1:$(cat "$T/emut/port")
+wait_until 10 curl -sf --cacert "$T/emut/pki/ca.crt" "$EMU/_emulator/state" || die "the TLS emulator does not answer"
+SY_PORT=$(free_port)
+"$BIN/podres-syncer" --node-name bench-node --podresd-socket "$S_SOCK" --kubeconfig "$T/emut/kubeconfig" \
+    --metrics-listen "127.0.0.1:$SY_PORT" --qps 1000 --burst 1000 >> "$T/emut/syncer.log" 2>&1 &
+SY_PID=$!; PIDS+=("$SY_PID")
+wait_until 10 curl -sf "http://127.0.0.1:$SY_PORT/healthz" || die "the TLS syncer did not start"
+python3 "$BENCH/syncer_lag.py" setup "$S_SOCK" "$EMU" bench-node 110 >&2 || die "the syncer did not sync 110 pods over TLS"
+sleep 1
+RSS_SYT=$(rss_kib "$SY_PID") AN_SYT=$(anon_kib "$SY_PID")
+l=$("$TOOLS/lib_floor" "$EMU/version" "$T/emut/pki/ca.crt") || die "lib_floor over TLS: $l"
+FLOOR_SYT=$(kv rss_kib "$l") FLOOR_ANT=$(kv anon_kib "$l")
+log "  over TLS: syncer RSS $(mib "$RSS_SYT") MiB; lib_floor $(mib "$FLOOR_SYT") MiB ($(mib "$FLOOR_ANT") anonymous)"
+kill -TERM "$SY_PID" 2>/dev/null || true; wait "$SY_PID" 2>/dev/null || true
+kill -TERM "$EMU_PID" 2>/dev/null || true; wait "$EMU_PID" 2>/dev/null || true
+pd_stop "$S_PID"
+
 fi
 
 if want get; then
@@ -294,6 +323,7 @@ row 6b "podresd RSS with 110 pods MiB (anonymous)" "$(mib "$RSS_110") ($(mib "$A
 row 6c "podresd RSS 110 pods + 100 watchers MiB (anonymous)" "$(mib "$RSS_W") ($(mib "$AN_W"))" "-" "-" "≤ 10" "$(meets "$RSS_W <= 10240")"
 fi
 want syncer && row 6d "podres-syncer RSS with 110 pods MiB (anonymous)" "$(mib "$RSS_SY") ($(mib "$AN_SY"))" "$(mib "$FLOOR_SY") ($(mib "$FLOOR_AN")) (lib_floor: its libraries started, nothing else)" "$(ratio "$RSS_SY" "$FLOOR_SY")" "≤ 10" "$(meets "$RSS_SY <= 10240")"
+want syncer && row 6e "podres-syncer RSS with 110 pods over TLS MiB (anonymous)" "$(mib "$RSS_SYT") ($(mib "$AN_SYT"))" "$(mib "$FLOOR_SYT") ($(mib "$FLOOR_ANT")) (lib_floor over TLS)" "$(ratio "$RSS_SYT" "$FLOOR_SYT")" "-" "-"
 
 # ---------------------------------------------------------------------------
 # 7: restart to ready after SIGKILL with 10k bindings
