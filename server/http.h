@@ -13,6 +13,9 @@
 #include "api.h"
 
 #define HTTP_BODY_MAX (1024 * 1024) /* bytes; larger bodies get 413 */
+/* A declared body up to this size, over HTTP_BODY_MAX, is read and dropped
+ * before the 413, so that a client still sending sees the answer. */
+#define HTTP_DRAIN_MAX (16 * HTTP_BODY_MAX)
 
 struct http_opts {
     const char *socket_path; /* unix socket, or NULL */

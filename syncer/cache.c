@@ -9,6 +9,7 @@
  * equal text (json_equal's meaning: key order aside, the same types and
  * values), so a change is a strcmp. cache_get parses a fresh copy; the
  * reconciler reads a key's four objects once per reconcile. */
+#define LOG_MOD "cache"
 #include "../common/common.h"
 #include "cache.h"
 
