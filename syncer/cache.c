@@ -111,7 +111,7 @@ void cache_set(struct cache *c, const char *key, json_t *obj, bool newer_only)
     bool changed = false;
 
     if (!text) {
-        log_warn("cache: out of memory storing %s", key);
+        log_warn("out of memory storing %s", key);
         return;
     }
     pthread_mutex_lock(&c->mu);

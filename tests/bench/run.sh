@@ -80,6 +80,37 @@ YAML
 }
 pd_stop() { kill -TERM "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 
+# syncer_up NAME [EMULATOR_ARGS...] - podresd NAME, the API server emulator (https with
+# --tls-cert) and podres-syncer, in $T/NAME; returns once the node's 110 pods are synced.
+# Sets S_SOCK S_PID EMU EMU_PID SY_PORT SY_PID.
+syncer_up() {
+    local name=$1 d=$T/$1 scheme=http
+    shift
+    [[ " $* " == *" --tls-cert "* ]] && scheme=https
+    pd_start "$name"
+    S_SOCK=$PD_SOCK S_PID=$PD_PID
+    /usr/bin/python3 "$ROOT/tests/fixtures/kube-apiserver-emulator" --listen 127.0.0.1:0 \
+        --port-file "$d/emu.port" --kubeconfig-out "$d/kubeconfig" \
+        --crd "$ROOT/deploy/crd-devicebinding.yaml" "$@" >> "$d/emu.log" 2>&1 &
+    EMU_PID=$!; PIDS+=("$EMU_PID")
+    wait_until 10 test -s "$d/emu.port" || die "the emulator did not start"
+    EMU=$scheme://127.0.0.1:$(cat "$d/emu.port")
+    wait_until 10 curl -skf "$EMU/_emulator/state" || die "the emulator does not answer"
+    SY_PORT=$(free_port)
+    "$BIN/podres-syncer" --node-name bench-node --podresd-socket "$S_SOCK" --kubeconfig "$d/kubeconfig" \
+        --metrics-listen "127.0.0.1:$SY_PORT" --qps 1000 --burst 1000 >> "$d/syncer.log" 2>&1 &
+    SY_PID=$!; PIDS+=("$SY_PID")
+    wait_until 10 curl -sf "http://127.0.0.1:$SY_PORT/healthz" || die "the syncer did not start"
+    python3 "$BENCH/syncer_lag.py" setup "$S_SOCK" "$EMU" bench-node 110 >&2 ||
+        die "the syncer did not sync 110 pods ($scheme)"
+    sleep 1
+}
+syncer_down() {
+    kill -TERM "$SY_PID" 2>/dev/null || true; wait "$SY_PID" 2>/dev/null || true
+    kill -TERM "$EMU_PID" 2>/dev/null || true; wait "$EMU_PID" 2>/dev/null || true
+    pd_stop "$S_PID"
+}
+
 START=$(date +%s)
 log "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 
@@ -238,22 +269,7 @@ fi
 # 5, 6: podres-syncer against the emulator
 if want syncer; then
 log "5/6: podres-syncer"
-pd_start syncer
-S_SOCK=$PD_SOCK S_PID=$PD_PID
-mkdir -p "$T/emu"
-/usr/bin/python3 "$ROOT/tests/fixtures/kube-apiserver-emulator" --listen 127.0.0.1:0 --port-file "$T/emu/port" \
-    --kubeconfig-out "$T/emu/kubeconfig" --crd "$ROOT/deploy/crd-devicebinding.yaml" >> "$T/emu/log" 2>&1 &
-EMU_PID=$!; PIDS+=("$EMU_PID")
-wait_until 10 test -s "$T/emu/port" || die "the emulator did not start"
-EMU=http://127.0.0.1:$(cat "$T/emu/port")
-wait_until 10 curl -sf "$EMU/_emulator/state" || die "the emulator does not answer"
-SY_PORT=$(free_port)
-"$BIN/podres-syncer" --node-name bench-node --podresd-socket "$S_SOCK" --kubeconfig "$T/emu/kubeconfig" \
-    --metrics-listen "127.0.0.1:$SY_PORT" --qps 1000 --burst 1000 >> "$T/emu/syncer.log" 2>&1 &
-SY_PID=$!; PIDS+=("$SY_PID")
-wait_until 10 curl -sf "http://127.0.0.1:$SY_PORT/healthz" || die "the syncer did not start"
-python3 "$BENCH/syncer_lag.py" setup "$S_SOCK" "$EMU" bench-node 110 >&2 || die "the syncer did not sync 110 pods"
-sleep 1
+syncer_up syncer
 RSS_SY=$(rss_kib "$SY_PID") AN_SY=$(anon_kib "$SY_PID")
 # The floor under 6d: the syncer's libraries linked and started, nothing else.
 l=$("$TOOLS/lib_floor" "$EMU/version") || die "lib_floor: $l"
@@ -282,38 +298,18 @@ a=$(median "${l99[@]}")
 row 5b "syncer lag p99 ms (emulator: POST sent → own watch event p50 $ewm ms; syncer's sync_lag mean $SYLAG ms)" "$a" "$cm (curl POST p50)" "$(ratio "$a" "$cm")" "-" "-"
 a=$(median "${per[@]}")
 row 5c "syncer API requests per pod lifecycle" "$a" "1 (curl POST)" "-" "≤ 3" "$(meets "$a <= 3")"
-kill -TERM "$SY_PID" 2>/dev/null || true; wait "$SY_PID" 2>/dev/null || true
-kill -TERM "$EMU_PID" 2>/dev/null || true; wait "$EMU_PID" 2>/dev/null || true
-pd_stop "$S_PID"
+syncer_down
 
 # 6e: the syncer's RSS as in a cluster, over TLS (the emulator serving https with a
 # throw-away CA, the kubeconfig carrying its CA data); its floor: lib_floor URL CAFILE.
-pd_start syncer-tls
-S_SOCK=$PD_SOCK S_PID=$PD_PID
-mkdir -p "$T/emut"
-"$ROOT/tests/fixtures/make-test-certs" "$T/emut/pki" > /dev/null || die "make-test-certs failed"
-/usr/bin/python3 "$ROOT/tests/fixtures/kube-apiserver-emulator" --listen 127.0.0.1:0 --port-file "$T/emut/port" \
-    --kubeconfig-out "$T/emut/kubeconfig" --crd "$ROOT/deploy/crd-devicebinding.yaml" \
-    --tls-cert "$T/emut/pki/server.crt" --tls-key "$T/emut/pki/server.key" --ca-cert "$T/emut/pki/ca.crt" \
-    >> "$T/emut/log" 2>&1 &
-EMU_PID=$!; PIDS+=("$EMU_PID")
-wait_until 10 test -s "$T/emut/port" || die "the TLS emulator did not start"
-EMU=https://127.0.0.1:$(cat "$T/emut/port")
-wait_until 10 curl -sf --cacert "$T/emut/pki/ca.crt" "$EMU/_emulator/state" || die "the TLS emulator does not answer"
-SY_PORT=$(free_port)
-"$BIN/podres-syncer" --node-name bench-node --podresd-socket "$S_SOCK" --kubeconfig "$T/emut/kubeconfig" \
-    --metrics-listen "127.0.0.1:$SY_PORT" --qps 1000 --burst 1000 >> "$T/emut/syncer.log" 2>&1 &
-SY_PID=$!; PIDS+=("$SY_PID")
-wait_until 10 curl -sf "http://127.0.0.1:$SY_PORT/healthz" || die "the TLS syncer did not start"
-python3 "$BENCH/syncer_lag.py" setup "$S_SOCK" "$EMU" bench-node 110 >&2 || die "the syncer did not sync 110 pods over TLS"
-sleep 1
+mkdir -p "$T/pki"
+"$ROOT/tests/fixtures/make-test-certs" "$T/pki" > /dev/null || die "make-test-certs failed"
+syncer_up syncer-tls --tls-cert "$T/pki/server.crt" --tls-key "$T/pki/server.key" --ca-cert "$T/pki/ca.crt"
 RSS_SYT=$(rss_kib "$SY_PID") AN_SYT=$(anon_kib "$SY_PID")
-l=$("$TOOLS/lib_floor" "$EMU/version" "$T/emut/pki/ca.crt") || die "lib_floor over TLS: $l"
+l=$("$TOOLS/lib_floor" "$EMU/version" "$T/pki/ca.crt") || die "lib_floor over TLS: $l"
 FLOOR_SYT=$(kv rss_kib "$l") FLOOR_ANT=$(kv anon_kib "$l")
 log "  over TLS: syncer RSS $(mib "$RSS_SYT") MiB; lib_floor $(mib "$FLOOR_SYT") MiB ($(mib "$FLOOR_ANT") anonymous)"
-kill -TERM "$SY_PID" 2>/dev/null || true; wait "$SY_PID" 2>/dev/null || true
-kill -TERM "$EMU_PID" 2>/dev/null || true; wait "$EMU_PID" 2>/dev/null || true
-pd_stop "$S_PID"
+syncer_down
 
 fi
 
