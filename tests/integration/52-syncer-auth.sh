@@ -2,7 +2,8 @@
 # podres-syncer's access to the API server: TLS with CA verification and a
 # bearer token from a kubeconfig; in-cluster configuration from the
 # environment and the service-account files; a rotated token file is picked
-# up; a server certificate from another CA is refused.
+# up; a server certificate from another CA is refused, even when the system's
+# CA store trusts it; client certificates, embedded or from files.
 . "$(dirname "$0")/lib.sh"
 
 "$PODRES_ROOT/tests/fixtures/make-test-certs" "$T/pki" > /dev/null
