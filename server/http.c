@@ -545,17 +545,22 @@ static enum MHD_Result too_large(struct MHD_Connection *conn, struct ctx *c)
     return queue_error(conn, c, ERR_TOOLARGE, msg);
 }
 
-/* A declared Content-Length over HTTP_BODY_MAX. Answering before the body
- * is clean only when the client waits for the answer (Expect: 100-continue):
- * one still sending when libmicrohttpd closes the connection with unread data
- * gets a reset, and curl then reports no answer at all (7 of 200 tries).
- * So a body up to HTTP_DRAIN_MAX is read and dropped, and 413 answered at
- * its end; beyond that, or with Expect, 413 goes at once. */
-static enum MHD_Result refuse_body(struct MHD_Connection *conn, struct ctx *c,
-                                   unsigned long long declared)
+/* The first call of a request: a body its Content-Length declares over
+ * HTTP_BODY_MAX is refused. Answering before the body is clean only when
+ * the client waits for the answer (Expect: 100-continue): one still sending
+ * when libmicrohttpd closes the connection with unread data gets a reset,
+ * and curl then reports no answer at all (7 of 200 tries). So a body up to
+ * HTTP_DRAIN_MAX is read and dropped, and 413 answered at its end; beyond
+ * that, or with Expect, 413 goes at once. */
+static enum MHD_Result check_declared(struct MHD_Connection *conn, struct ctx *c)
 {
-    const char *ex = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Expect");
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+    unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
+    const char *ex;
 
+    if (declared <= HTTP_BODY_MAX)
+        return MHD_YES;
+    ex = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Expect");
     if ((ex && strcasecmp(ex, "100-continue") == 0) || declared > HTTP_DRAIN_MAX)
         return too_large(conn, c);
     c->too_large = true; /* the body is dropped as it comes */
@@ -569,7 +574,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 {
     struct listener *l = cls;
     struct ctx *c = *con_cls;
-    const char *cl;
 
     if (!c) {
         c = calloc(1, sizeof(*c));
@@ -578,10 +582,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         c->t0_us = now_us();
         c->route = api_nroutes;
         *con_cls = c;
-        cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
-        if (cl && strtoull(cl, NULL, 10) > HTTP_BODY_MAX)
-            return refuse_body(conn, c, strtoull(cl, NULL, 10));
-        return MHD_YES;
+        return check_declared(conn, c);
     }
     if (c->answered) {
         *upload_data_size = 0; /* discard */

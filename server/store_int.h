@@ -35,9 +35,10 @@ struct wop {
  * one BEGIN IMMEDIATE .. COMMIT, each write after the batch's first as a
  * SAVEPOINT. Writes queue on 'qmu'; the first in an empty queue is the
  * combiner: it takes 'wmu', runs the queued writes back to back (at most
- * BATCH_MAX), commits once and posts each member's answer. Writes queued meanwhile (during the COMMIT's sync) are
- * its next batch, up to COMBINE_BATCHES batches in a row; then the first
- * write still queued is woken to combine. A write is acknowledged only after
+ * BATCH_MAX), commits once and posts each member's answer. Writes queued
+ * meanwhile (during the COMMIT's sync) are its next batch, up to
+ * COMBINE_BATCHES batches in a row; then the first write still queued is
+ * woken to combine. A write is acknowledged only after
  * the COMMIT that holds it; a failed member rolls back to its savepoint (the
  * first, the batch it opened), is answered at once and leaves the others in.
  *

@@ -35,12 +35,20 @@ grep -q "tok-1" "$T/syncer.log" && fail "the token appears in the log"
 sy_stop
 ok "TLS with CA verification and a bearer token from a kubeconfig"
 
+# once KUBECONFIG [WRAPPER...] - podres-syncer --once (run by WRAPPER): exit
+# status in $rc, output in $T/once.log.
+once() {
+    local kc=$1
+    shift
+    rc=0
+    "$@" timeout 20 "$PODRES_BIN/podres-syncer" --once --node-name test-node \
+        --podresd-socket "$PD_SOCK" --kubeconfig "$kc" > "$T/once.log" 2>&1 || rc=$?
+}
+
 # 2. A server certificate signed by another CA is refused.
 "$PODRES_ROOT/tests/fixtures/make-test-certs" "$T/pki2" > /dev/null
 sed "s|certificate-authority-data: .*|certificate-authority-data: $(base64 -w0 < "$T/pki2/ca.crt")|" "$EMU_KCFG" > "$T/wrongca"
-rc=0
-timeout 20 "$PODRES_BIN/podres-syncer" --once --node-name test-node --podresd-socket "$PD_SOCK" \
-    --kubeconfig "$T/wrongca" > "$T/once.log" 2>&1 || rc=$?
+once "$T/wrongca"
 [ "$rc" = 1 ] || fail "--once against an untrusted server exited $rc: $(cat "$T/once.log")"
 grep -qi "certificate\|SSL" "$T/once.log" || fail "the refusal does not say why: $(cat "$T/once.log")"
 ok "a server certificate from another CA is refused"
@@ -56,33 +64,25 @@ cp "$T/pki/ca.crt" "$T/sysca/ca-certificates.crt"
 ln -s podres-test.pem "$T/sysca/$(openssl x509 -noout -subject_hash -in "$T/pki/ca.crt").0"
 cat > "$T/sysca.sh" <<SH
 mount --bind "$T/sysca" /etc/ssl/certs
-exec timeout 20 "$PODRES_BIN/podres-syncer" --once --node-name test-node --podresd-socket "$PD_SOCK" "\$@"
+exec "\$@"
 SH
-rc=0
-unshare -m --propagation private bash "$T/sysca.sh" --kubeconfig "$T/wrongca" > "$T/once.log" 2>&1 || rc=$?
+sysca=(unshare -m --propagation private bash "$T/sysca.sh")
+once "$T/wrongca" "${sysca[@]}"
 [ "$rc" = 1 ] || fail "--once trusted the system CA store over the kubeconfig's CA (exit $rc): $(cat "$T/once.log")"
 grep -qi "certificate\|SSL" "$T/once.log" || fail "the refusal does not say why: $(cat "$T/once.log")"
 sed "s|certificate-authority-data: .*|certificate-authority-data: $(base64 -w0 < "$T/pki3/ca.crt")|" "$EMU_KCFG" > "$T/wrongca3"
-rc=0
-unshare -m --propagation private bash "$T/sysca.sh" --kubeconfig "$T/wrongca3" > "$T/once.log" 2>&1 || rc=$?
+once "$T/wrongca3" "${sysca[@]}"
 [ "$rc" = 1 ] || fail "--once trusted the system CA store over the kubeconfig's CA data (exit $rc): $(cat "$T/once.log")"
 sed "s|certificate-authority-data: .*|certificate-authority: $T/pki3/ca.crt|" "$EMU_KCFG" > "$T/wrongcafile"
-rc=0
-unshare -m --propagation private bash "$T/sysca.sh" --kubeconfig "$T/wrongcafile" > "$T/once.log" 2>&1 || rc=$?
+once "$T/wrongcafile" "${sysca[@]}"
 [ "$rc" = 1 ] || fail "--once trusted the system CA store over the kubeconfig's CA file (exit $rc): $(cat "$T/once.log")"
 sed '/certificate-authority-data/d' "$EMU_KCFG" > "$T/noca"
-rc=0
-unshare -m --propagation private bash "$T/sysca.sh" --kubeconfig "$T/noca" > "$T/once.log" 2>&1 || rc=$?
+once "$T/noca" "${sysca[@]}"
 [ "$rc" = 0 ] || fail "--once without a CA in the kubeconfig did not use the system's CAs (exit $rc): $(cat "$T/once.log")"
 ok "a kubeconfig's CA is trusted alone, the system's CAs only without one"
 
 # 2c. A client certificate and key, embedded (client-certificate-data,
 # client-key-data) or as files, authenticate instead of the token.
-once() {
-    rc=0
-    timeout 20 "$PODRES_BIN/podres-syncer" --once --node-name test-node --podresd-socket "$PD_SOCK" \
-        --kubeconfig "$1" > "$T/once.log" 2>&1 || rc=$?
-}
 grep -q "^    token: " "$EMU_KCFG" || fail "the emulator's kubeconfig has no token line"
 sed "s|^    token: .*|    client-certificate-data: $(base64 -w0 < "$T/pki/client.crt")\n    client-key-data: $(base64 -w0 < "$T/pki/client.key")|" \
     "$EMU_KCFG" > "$T/certdata"

@@ -2268,7 +2268,9 @@ static void test_checkpoint_in_commit(void)
     fx_close(&f);
 }
 
-TEST_MAIN(quiet, test_open_schema, test_event_text, test_rebind_event_text, test_rebind_same_uid_conflict, test_register, test_bind, test_allocate, test_numa_preference,
-          test_reservations, test_release, test_removed_bound_device, test_let_go_rows, test_ttl,
-          test_changes_after, test_ring_head, test_ring_layout, test_snapshot, test_persistence, test_combiner, test_dropped_batch, test_first_member, test_group_commit,
-          test_checkpoint_in_commit, test_statement_cache)
+TEST_MAIN(quiet, test_open_schema, test_event_text, test_rebind_event_text,
+          test_rebind_same_uid_conflict, test_register, test_bind, test_allocate,
+          test_numa_preference, test_reservations, test_release, test_removed_bound_device,
+          test_let_go_rows, test_ttl, test_changes_after, test_ring_head, test_ring_layout,
+          test_snapshot, test_persistence, test_combiner, test_dropped_batch, test_first_member,
+          test_group_commit, test_checkpoint_in_commit, test_statement_cache)
