@@ -31,5 +31,32 @@ static inline int hexval(char c)
     return -1;
 }
 
+/* 'src' into 'dst' of 'cap' bytes (cap > 0), cut to fit and always
+ * terminated: snprintf(dst, cap, "%s", src) without a format to parse (the
+ * write path copies a dozen column values a request). */
+static inline void str_copy(char *dst, size_t cap, const char *src)
+{
+    size_t n = strnlen(src, cap - 1);
+
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+/* "a<sep>b" into 'dst' of 'cap' bytes (cap > 0), cut to fit as
+ * snprintf(dst, cap, "%s|%s", a, b) cuts it when 'sep' is '|'. */
+static inline void str_join(char *dst, size_t cap, const char *a, char sep, const char *b)
+{
+    size_t n = strnlen(a, cap - 1), m;
+
+    memcpy(dst, a, n);
+    if (n < cap - 1) {
+        dst[n++] = sep;
+        m = strnlen(b, cap - 1 - n);
+        memcpy(dst + n, b, m);
+        n += m;
+    }
+    dst[n] = '\0';
+}
+
 #include "banned.h"
 #endif

@@ -14,7 +14,8 @@ void jsonw_lit(struct jsonw *w, const char *s)
     jsonw_raw(w, s, strlen(s));
 }
 
-void jsonw_str(struct jsonw *w, const char *s)
+/* 's' with its escapes, a run at a time. */
+static void str_escaped(struct jsonw *w, const char *s)
 {
     static const char hex[] = "0123456789ABCDEF";
     const char *run = s;
@@ -48,6 +49,32 @@ void jsonw_str(struct jsonw *w, const char *s)
     }
     jsonw_raw(w, run, (size_t)(s - run));
     jsonw_raw(w, "\"", 1);
+}
+
+void jsonw_str(struct jsonw *w, const char *s)
+{
+    const char *e = s;
+    char *p;
+    size_t n;
+
+    while ((unsigned char)*e >= 0x20 && *e != '"' && *e != '\\')
+        e++;
+    if (*e) {
+        str_escaped(w, s);
+        return;
+    }
+    /* Nothing to escape, the usual case: quotes and bytes in one copy. */
+    n = (size_t)(e - s);
+    if (!w->err)
+        w->err = strbuf_reserve(&w->sb, n + 2);
+    if (w->err)
+        return;
+    p = w->sb.buf + w->sb.len;
+    p[0] = '"';
+    memcpy(p + 1, s, n);
+    p[n + 1] = '"';
+    p[n + 2] = '\0';
+    w->sb.len += n + 2;
 }
 
 void jsonw_u64(struct jsonw *w, uint64_t v)

@@ -4,6 +4,8 @@
 #include "jsonw.h"
 #include "jsonx.h"
 
+#include <stdarg.h>
+
 err_t jsonx_parse(const char *buf, size_t len, json_t **out, char *msg, size_t cap)
 {
     json_error_t jerr;
@@ -22,6 +24,32 @@ err_t jsonx_parse(const char *buf, size_t len, json_t **out, char *msg, size_t c
     }
     *out = v;
     return ERR_OK;
+}
+
+json_t *jsonx_object(const char *key, json_t *value, ...)
+{
+    json_t *obj = json_object();
+    bool ok = obj != NULL;
+    va_list ap;
+
+    va_start(ap, value);
+    while (key) {
+        if (!ok || !value) {
+            json_decref(value);
+            ok = false;
+        } else if (json_object_set_new_nocheck(obj, key, value) != 0) { /* takes 'value' */
+            ok = false;
+        }
+        key = va_arg(ap, const char *);
+        if (key)
+            value = va_arg(ap, json_t *);
+    }
+    va_end(ap);
+    if (!ok) {
+        json_decref(obj);
+        return NULL;
+    }
+    return obj;
 }
 
 err_t jsonx_check_keys(const json_t *obj, const char *const *allowed, const char *where, char *msg,

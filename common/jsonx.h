@@ -17,6 +17,14 @@ err_t jsonx_parse(const char *buf, size_t len, json_t **out, char *msg, size_t c
 err_t jsonx_check_keys(const json_t *obj, const char *const *allowed, const char *where, char *msg,
                        size_t cap) WARN_UNUSED;
 
+/* A new object of the key/value pairs up to a NULL key: what
+ * json_pack("{s:o,s:o,...}") builds, without parsing a format (validation
+ * builds a few a request). Each value is a new reference that the call
+ * takes, on failure too (pass json_incref(v) where json_pack has "O"); keys
+ * are literals, not checked for UTF-8. NULL if a value is NULL or memory
+ * runs out. */
+json_t *jsonx_object(const char *key, json_t *value, ...);
+
 /* Compact serialisation with sorted keys; new, free() it; NULL if out of memory. */
 char *jsonx_dumps(const json_t *v);
 

@@ -1119,7 +1119,7 @@ static err_t push_event(struct store *st, const char *kind, const char *ns, char
     if (!ev->ns)
         return ERR_NOMEM;
     ev->rev = st->tx_rev + 1;
-    snprintf(ev->kind, sizeof(ev->kind), "%s", kind);
+    str_copy(ev->kind, sizeof(ev->kind), kind);
     ev->line = line;
     ev->len = len;
     st->tx_nev++;

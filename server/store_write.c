@@ -13,7 +13,7 @@
 
 static void dev_key(char *key, const char *resource, const char *id)
 {
-    snprintf(key, KEY_MAX, "%s|%s", resource, id);
+    str_join(key, KEY_MAX, resource, '|', id);
 }
 
 /* Split "resource|id" in place. */
@@ -121,12 +121,12 @@ static err_t devrow_get(struct store *st, const char *resource, const char *id, 
         rc = st_step(st->wdb, s, &row);
     if (!rc && row) {
         d->found = true;
-        snprintf(d->health, sizeof(d->health), "%s", st_text(s, 0));
+        str_copy(d->health, sizeof(d->health), st_text(s, 0));
         d->removed = sqlite3_column_int(s, 1) != 0;
         d->numa = st_json(s, 2);
-        snprintf(d->holder, sizeof(d->holder), "%s", st_text(s, 3));
-        snprintf(d->container, sizeof(d->container), "%s", st_text(s, 4));
-        snprintf(d->reserved, sizeof(d->reserved), "%s", st_text(s, 5));
+        str_copy(d->holder, sizeof(d->holder), st_text(s, 3));
+        str_copy(d->container, sizeof(d->container), st_text(s, 4));
+        str_copy(d->reserved, sizeof(d->reserved), st_text(s, 5));
     }
     st_done(s);
     return rc;
@@ -150,7 +150,7 @@ static err_t holder_get(struct store *st, const char *table, const char *resourc
     if (!rc)
         rc = st_step(st->wdb, s, &row);
     if (!rc && row)
-        snprintf(who, cap, "%s", st_text(s, 0));
+        str_copy(who, cap, st_text(s, 0));
     st_done(s);
     return rc;
 }
@@ -360,7 +360,7 @@ static err_t resv_blocker(struct store *st, const char *ns, const char *name,
     struct blocker b = {.self = self, .msg = msg, .cap = cap};
     err_t rc;
 
-    snprintf(self, sizeof(self), "%s/%s", ns, name);
+    str_join(self, sizeof(self), ns, '/', name);
     msg[0] = '\0';
     rc = each_device(st, containers, check_reserved_device, &b);
     return rc == ERR_CONFLICT ? ERR_OK : rc;
@@ -790,7 +790,7 @@ static err_t resolve_containers(struct store *st, const char *ns, const char *na
     size_t i, j, k;
     err_t rc = res ? ERR_OK : ERR_NOMEM;
 
-    snprintf(self, sizeof(self), "%s/%s", ns, name);
+    str_join(self, sizeof(self), ns, '/', name);
     json_array_foreach(containers, i, c) {
         if (rc)
             break;
@@ -927,7 +927,7 @@ static err_t emit_key_changes(struct store *st, json_t *before, json_t *after, b
     json_object_foreach(after, key, v) {
         w = json_object_get(before, key);
         if (!rc && (!w || force || !json_equal(v, w))) {
-            snprintf(k, sizeof(k), "%s", key);
+            str_copy(k, sizeof(k), key);
             if (bound)
                 rc = emit_rebound(st, k, key_split(k), bound, json_string_value(v));
             else
@@ -939,7 +939,7 @@ static err_t emit_key_changes(struct store *st, json_t *before, json_t *after, b
     json_object_foreach(before, key, v) {
         if (rc || json_object_get(after, key))
             continue;
-        snprintf(k, sizeof(k), "%s", key);
+        str_copy(k, sizeof(k), key);
         if (bound) {
             rc = emit_rebound(st, k, key_split(k), NULL, NULL);
             continue;
@@ -989,7 +989,7 @@ static err_t held_by(struct store *st, const char *ns, const char *name, const c
     bool row = false;
     err_t rc;
 
-    snprintf(k, sizeof(k), "%s", key);
+    str_copy(k, sizeof(k), key);
     rc = st_prep(st->wdb, &s,
                  "SELECT container FROM bindings WHERE resource=? AND device_id=? AND "
                  "namespace=? AND pod=?",
@@ -1105,7 +1105,7 @@ static err_t podrow_get(struct store *st, const char *ns, const char *name, stru
         rc = st_step(st->wdb, s, &row);
     if (!rc && row) {
         p->found = true;
-        snprintf(p->uid, sizeof(p->uid), "%s", st_text(s, 0));
+        str_copy(p->uid, sizeof(p->uid), st_text(s, 0));
         p->containers = strdup(st_text(s, 1));
         if (sqlite3_column_type(s, 2) != SQLITE_NULL)
             p->request = strdup(st_text(s, 2));
@@ -1543,7 +1543,7 @@ static err_t resv_check(struct store *st, const char *ns, const char *name, cons
     json_t *res;
     err_t rc;
 
-    snprintf(self, sizeof(self), "%s/%s", ns, name);
+    str_join(self, sizeof(self), ns, '/', name);
     rc = each_device(st, in, check_claim, &cl);
     if (rc)
         return rc;

@@ -249,7 +249,7 @@ static err_t device_groups(const json_t *groups, json_t *seen, json_t **out, cha
                 rc = bad(msg, cap, ERR_UNPROCESSABLE, "device id \"%s\" is invalid%s",
                          json_string_value(id), "");
             if (!rc)
-                snprintf(key, sizeof(key), "%s|%s", json_string_value(r), json_string_value(id));
+                str_join(key, sizeof(key), json_string_value(r), '|', json_string_value(id));
             if (!rc && json_object_get(seen, key))
                 rc = bad(msg, cap, ERR_UNPROCESSABLE, "device %s %s is listed twice in the pod",
                          json_string_value(r), json_string_value(id));
@@ -259,7 +259,8 @@ static err_t device_groups(const json_t *groups, json_t *seen, json_t **out, cha
         }
         if (rc)
             break;
-        json_array_append_new(res, json_pack("{s:O,s:O}", "resourceName", r, "deviceIds", ids));
+        json_array_append_new(res, jsonx_object("resourceName", json_incref(r), "deviceIds",
+                                                json_incref(ids), NULL));
     }
     if (rc) {
         json_decref(res);
@@ -386,7 +387,7 @@ static err_t one_container(const json_t *c, enum ckind kind, json_t *names, json
     static const char *const bkeys[] = {"name", "devices", "cpuIds", "memory", NULL};
     static const char *const akeys[] = {"name", "requests", NULL};
     static const char *const rkeys[] = {"name", "devices", NULL};
-    json_t *devs = NULL, *cpus = NULL, *mem = NULL, *req = NULL;
+    json_t *devs = NULL, *cpus = NULL, *mem = NULL, *req = NULL, *name;
     err_t rc = need_type(c, JSON_OBJECT, "containers[]", msg, cap);
 
     if (!rc)
@@ -409,13 +410,13 @@ static err_t one_container(const json_t *c, enum ckind kind, json_t *names, json
         json_decref(req);
         return rc;
     }
+    name = json_incref(json_object_get(c, "name"));
     if (kind == C_ALLOC)
-        *out = json_pack("{s:O,s:o}", "name", json_object_get(c, "name"), "requests", req);
+        *out = jsonx_object("name", name, "requests", req, NULL);
     else if (kind == C_RESV)
-        *out = json_pack("{s:O,s:o}", "name", json_object_get(c, "name"), "devices", devs);
+        *out = jsonx_object("name", name, "devices", devs, NULL);
     else
-        *out = json_pack("{s:O,s:o,s:o,s:o}", "name", json_object_get(c, "name"), "devices", devs,
-                         "cpuIds", cpus, "memory", mem);
+        *out = jsonx_object("name", name, "devices", devs, "cpuIds", cpus, "memory", mem, NULL);
     return *out ? ERR_OK : ERR_NOMEM;
 }
 

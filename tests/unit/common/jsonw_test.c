@@ -247,5 +247,30 @@ static void test_sorted(void) {
   }
 }
 
-TEST_MAIN(test_reserve, test_strings, test_strings_random, test_numbers_and_json,
+/* Many strings into one buffer, plain and escaped, across its growth: the
+ * same bytes as jansson writes for each, one after the other. */
+static void test_strings_appended(void) {
+  struct jsonw w = JSONW_INIT;
+  struct strbuf want = STRBUF_INIT;
+  char s[40], *one;
+  int i;
+
+  for (i = 0; i < 300; i++) {
+    snprintf(s, sizeof(s), i % 7 ? "device-%d" : "quote\"%d\n", i);
+    jsonw_str(&w, s);
+    jsonw_lit(&w, ",");
+    one = jansson_str(s);
+    CHECK(one != NULL);
+    CHECK_OK(strbuf_add(&want, one ? one : "", one ? strlen(one) : 0));
+    CHECK_OK(strbuf_add(&want, ",", 1));
+    free(one);
+  }
+  CHECK_OK(jsonw_done(&w));
+  CHECK_EQ_INT(w.sb.len, want.len);
+  CHECK_STREQ(w.sb.buf, want.buf);
+  jsonw_release(&w);
+  strbuf_release(&want);
+}
+
+TEST_MAIN(test_reserve, test_strings, test_strings_appended, test_strings_random, test_numbers_and_json,
           test_empty_and_release, test_sticky_error, test_sorted)

@@ -94,4 +94,25 @@ static void test_dumps(void)
     json_decref(o);
 }
 
-TEST_MAIN(test_parse, test_check_keys, test_dumps)
+static void test_object(void)
+{
+    json_t *kept = json_string("shared"), *o, *want;
+
+    o = jsonx_object("name", json_incref(kept), "n", json_integer(2), "list", json_array(), NULL);
+    want = json_pack("{s:O,s:i,s:[]}", "name", kept, "n", 2, "list");
+    CHECK(o != NULL && json_equal(o, want));
+    CHECK_EQ_INT(kept->refcount, 3); /* ours, want's and o's */
+    json_decref(o);
+    json_decref(want);
+    CHECK_EQ_INT(kept->refcount, 1);
+    o = jsonx_object(NULL, NULL); /* no pairs */
+    CHECK(o != NULL && json_is_object(o) && json_object_size(o) == 0);
+    json_decref(o);
+    /* a NULL value fails, and every value is released, before it and after */
+    o = jsonx_object("a", json_incref(kept), "b", NULL, "c", json_incref(kept), NULL);
+    CHECK(o == NULL);
+    CHECK_EQ_INT(kept->refcount, 1);
+    json_decref(kept);
+}
+
+TEST_MAIN(test_parse, test_check_keys, test_dumps, test_object)

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* str_test.c - str_copy() and str_join() of common/common.h, against the
+ * snprintf() calls they replace, cuts included. */
+#include "../../../common/common.h"
+#include "../test.h"
+
+static void test_copy(void)
+{
+    static const char *const cases[] = {"", "a", "abc", "abcd", "abcdefgh", "caf\xc3\xa9"};
+    char got[5], want[5];
+    size_t i, cap;
+
+    for (i = 0; i < ARRAY_SIZE(cases); i++) {
+        for (cap = 1; cap <= sizeof(got); cap++) {
+            memset(got, 'x', sizeof(got));
+            memset(want, 'x', sizeof(want));
+            str_copy(got, cap, cases[i]);
+            snprintf(want, cap, "%s", cases[i]);
+            CHECK(memcmp(got, want, sizeof(got)) == 0); /* nothing past the cut either */
+        }
+    }
+}
+
+static void test_join(void)
+{
+    static const char *const parts[] = {"", "a", "ab", "abcdef"};
+    char got[6], want[6];
+    size_t i, j, cap;
+
+    for (i = 0; i < ARRAY_SIZE(parts); i++) {
+        for (j = 0; j < ARRAY_SIZE(parts); j++) {
+            for (cap = 1; cap <= sizeof(got); cap++) {
+                memset(got, 'x', sizeof(got));
+                memset(want, 'x', sizeof(want));
+                str_join(got, cap, parts[i], '|', parts[j]);
+                snprintf(want, cap, "%s|%s", parts[i], parts[j]);
+                CHECK(memcmp(got, want, sizeof(got)) == 0);
+            }
+        }
+    }
+    str_join(got, sizeof(got), "ns", '/', "p");
+    CHECK_STREQ(got, "ns/p");
+}
+
+TEST_MAIN(test_copy, test_join)
