@@ -104,14 +104,84 @@ struct devrow {
     json_t *numa;       /* array of NUMA ids; new */
 };
 
-static err_t devrow_get(struct store *st, const char *resource, const char *id, struct devrow *d)
+/* A device row that a bind checked (check_device), kept for the device's
+ * event (emit_rebound), which then reads no row: inside one write nothing
+ * changes the row between the two. One allocation; the strings point into
+ * 'text'. */
+struct devseen {
+    struct devseen *next;
+    const char *resource, *id, *health, *numa, *properties;
+    const char *resv_ns, *resv_name; /* NULL, "" when not reserved */
+    char text[];
+};
+
+static void devseen_free(struct devseen *l)
+{
+    struct devseen *next;
+
+    for (; l; l = next) {
+        next = l->next;
+        free(l);
+    }
+}
+
+static const struct devseen *devseen_find(const struct devseen *l, const char *resource,
+                                          const char *id)
+{
+    for (; l; l = l->next)
+        if (strcmp(l->id, id) == 0 && strcmp(l->resource, resource) == 0)
+            return l;
+    return NULL;
+}
+
+/* Put the row 's' (devrow_get()'s columns) in front of '*l'. */
+static err_t devseen_add(struct devseen **l, const char *resource, const char *id,
+                         sqlite3_stmt *s)
+{
+    const char *v[6] = {resource, id, st_text(s, 0), st_text(s, 2), st_text(s, 6),
+                        st_text(s, 5)};
+    size_t len[6], n = 0, i;
+    struct devseen *e;
+    char *at, *slash;
+
+    for (i = 0; i < ARRAY_SIZE(v); i++)
+        n += (len[i] = strlen(v[i])) + 1;
+    e = fault_alloc_fails() ? NULL : malloc(sizeof(*e) + n);
+    if (!e)
+        return ERR_NOMEM;
+    at = e->text;
+    for (i = 0; i < ARRAY_SIZE(v); i++) {
+        memcpy(at, v[i], len[i] + 1);
+        v[i] = at;
+        at += len[i] + 1;
+    }
+    e->resource = v[0];
+    e->id = v[1];
+    e->health = v[2];
+    e->numa = v[3];
+    e->properties = v[4];
+    /* reserved "ns/pod": a namespace has no '/' */
+    slash = strchr((char *)v[5], '/');
+    e->resv_ns = slash ? v[5] : NULL;
+    e->resv_name = slash ? slash + 1 : "";
+    if (slash)
+        *slash = '\0';
+    e->next = *l;
+    *l = e;
+    return ERR_OK;
+}
+
+/* A device's row, with its holder and reservation; with 'seen', the row is
+ * also kept there (devseen_add). */
+static err_t devrow_get(struct store *st, const char *resource, const char *id, struct devrow *d,
+                        struct devseen **seen)
 {
     sqlite3_stmt *s = NULL;
     bool row = false;
     err_t rc = st_prep(st->wdb, &s,
                        "SELECT d.health,d.removed,d.numa,b.namespace||'/'||b.pod,b.container,"
-                       "r.namespace||'/'||r.pod FROM devices d LEFT JOIN bindings b ON "
-                       "b.resource=d.resource AND b.device_id=d.id AND b.pod<>'' LEFT JOIN "
+                       "r.namespace||'/'||r.pod,d.properties FROM devices d LEFT JOIN bindings b "
+                       "ON b.resource=d.resource AND b.device_id=d.id AND b.pod<>'' LEFT JOIN "
                        "reserved r ON r.resource=d.resource AND r.device_id=d.id WHERE "
                        "d.resource=? AND d.id=?",
                        "tt", resource, id);
@@ -123,10 +193,12 @@ static err_t devrow_get(struct store *st, const char *resource, const char *id, 
         d->found = true;
         str_copy(d->health, sizeof(d->health), st_text(s, 0));
         d->removed = sqlite3_column_int(s, 1) != 0;
-        d->numa = st_json(s, 2);
         str_copy(d->holder, sizeof(d->holder), st_text(s, 3));
         str_copy(d->container, sizeof(d->container), st_text(s, 4));
         str_copy(d->reserved, sizeof(d->reserved), st_text(s, 5));
+        if (seen)
+            rc = devseen_add(seen, resource, id, s);
+        d->numa = st_json(s, 2);
     }
     st_done(s);
     return rc;
@@ -337,7 +409,7 @@ static err_t check_reserved_device(struct store *st, const char *container, cons
 {
     struct blocker *b = ctx;
     struct devrow d;
-    err_t rc = devrow_get(st, res, id, &d);
+    err_t rc = devrow_get(st, res, id, &d, NULL);
 
     (void)container;
     json_decref(d.numa);
@@ -552,7 +624,7 @@ static err_t drop_missing(struct store *st, const char *resource, const json_t *
 
         if (rc)
             break;
-        rc = devrow_get(st, resource, id, &d);
+        rc = devrow_get(st, resource, id, &d, NULL);
         json_decref(d.numa);
         if (rc)
             break;
@@ -657,7 +729,7 @@ static err_t set_health_run(struct store *st, void *args, json_t **obj)
     struct set_health *a = args;
     const char *resource = a->resource, *id = a->id, *health = a->health;
     struct devrow d;
-    err_t rc = devrow_get(st, resource, id, &d);
+    err_t rc = devrow_get(st, resource, id, &d, NULL);
 
     json_decref(d.numa);
     if (!rc && (!d.found || d.removed)) {
@@ -755,12 +827,12 @@ err_t store_expire_ttls(struct store *st, uint64_t now_ms, int *expired)
 /* ---- pods ---- */
 
 /* Check one device of group 'r' for pod 'self' ("ns/name"), adding its NUMA
- * ids to 'numa'. */
+ * ids to 'numa' and its row to 'seen'. */
 static err_t check_device(struct store *st, const char *self, const char *r, const char *id,
-                          json_t *numa, char *msg, size_t cap)
+                          json_t *numa, struct devseen **seen, char *msg, size_t cap)
 {
     struct devrow d;
-    err_t rc = devrow_get(st, r, id, &d);
+    err_t rc = devrow_get(st, r, id, &d, seen);
 
     if (!rc && (!d.found || (d.removed && strcmp(d.holder, self) != 0))) {
         snprintf(msg, cap, "unknown device %s %s", r, id);
@@ -781,9 +853,11 @@ static err_t check_device(struct store *st, const char *self, const char *r, con
 
 /* Check every device of 'containers' for this pod and build the stored form
  * (sorted ids, topology added). The input is not changed: the stored form
- * has new container and group objects that share its other values. */
+ * has new container and group objects that share its other values. The rows
+ * read are put in 'seen' (the caller frees it, on failure too). */
 static err_t resolve_containers(struct store *st, const char *ns, const char *name,
-                                const json_t *containers, char *msg, size_t cap, json_t **out)
+                                const json_t *containers, struct devseen **seen, char *msg,
+                                size_t cap, json_t **out)
 {
     json_t *res = json_array(), *c, *g, *id, *numa, *nc, *ng, *groups, *devs;
     char self[512];
@@ -817,7 +891,7 @@ static err_t resolve_containers(struct store *st, const char *ns, const char *na
             json_array_foreach(json_object_get(g, "deviceIds"), k, id) {
                 if (rc)
                     break;
-                rc = check_device(st, self, r, json_string_value(id), numa, msg, cap);
+                rc = check_device(st, self, r, json_string_value(id), numa, seen, msg, cap);
             }
             if (!rc && (json_object_set_new(ng, "deviceIds",
                                             sorted_strings(json_object_get(g, "deviceIds"))) ||
@@ -840,6 +914,7 @@ static err_t resolve_containers(struct store *st, const char *ns, const char *na
 /* The pod whose bindings a write just replaced. */
 struct pod_key {
     const char *ns, *name, *uid;
+    const struct devseen *seen; /* the rows of its devices that the write read, or NULL */
 };
 
 /* Write a device's new holder (the pod 'by', in 'container', or none when
@@ -849,22 +924,27 @@ struct pod_key {
  * row with pod '', unless it is removed, or not registered at all: then the
  * row goes, and a removed device is DELETED. A device that is not there has
  * no event. Its row is read without the joins of the device view: the
- * holder is known. (UPDATE .. RETURNING would read it in the same statement,
+ * holder is known; a device that the write checked for 'by' is not read
+ * again (by->seen). (UPDATE .. RETURNING would read it in the same statement,
  * but costs SQLite 3.40 four times an UPDATE and a SELECT: it goes through a
  * temporary table.) */
 static err_t emit_rebound(struct store *st, const char *resource, const char *id,
                           const struct pod_key *by, const char *container)
 {
+    const struct devseen *seen = by ? devseen_find(by->seen, resource, id) : NULL;
     sqlite3_stmt *s = NULL;
     struct jsonw w = JSONW_INIT;
-    bool row = false, gone;
-    err_t rc = st_prep(st->wdb, &s,
-                       "SELECT health,numa,properties,removed,r.namespace,r.pod FROM devices d "
-                       "LEFT JOIN reserved r ON r.resource=d.resource AND r.device_id=d.id "
-                       "WHERE d.resource=? AND d.id=?",
-                       "tt", resource, id);
+    struct devtext t;
+    bool row = seen != NULL, gone;
+    err_t rc = ERR_OK;
 
-    if (!rc)
+    if (!seen)
+        rc = st_prep(st->wdb, &s,
+                     "SELECT health,numa,properties,removed,r.namespace,r.pod FROM devices d "
+                     "LEFT JOIN reserved r ON r.resource=d.resource AND r.device_id=d.id "
+                     "WHERE d.resource=? AND d.id=?",
+                     "tt", resource, id);
+    if (!rc && !seen)
         rc = st_step(st->wdb, s, &row);
     gone = !by && (!row || sqlite3_column_int(s, 3) != 0);
     if (!rc && by)
@@ -884,20 +964,21 @@ static err_t emit_rebound(struct store *st, const char *resource, const char *id
         st_done(s);
         return rc;
     }
-    st_devtext(&w, &(struct devtext){
-                       .resource = resource,
-                       .id = id,
-                       .health = st_text(s, 0),
-                       .numa = st_text(s, 1),
-                       .properties = st_text(s, 2),
-                       .holder_ns = by ? by->ns : NULL,
-                       .holder_name = by ? by->name : NULL,
-                       .holder_uid = by ? by->uid : NULL,
-                       .holder_container = container,
-                       .resv_ns = st_text_or_null(s, 4),
-                       .resv_name = st_text(s, 5),
-                       .revision = st_tx_next(st),
-                   });
+    t = (struct devtext){
+        .resource = resource,
+        .id = id,
+        .health = seen ? seen->health : st_text(s, 0),
+        .numa = seen ? seen->numa : st_text(s, 1),
+        .properties = seen ? seen->properties : st_text(s, 2),
+        .holder_ns = by ? by->ns : NULL,
+        .holder_name = by ? by->name : NULL,
+        .holder_uid = by ? by->uid : NULL,
+        .holder_container = container,
+        .resv_ns = seen ? seen->resv_ns : st_text_or_null(s, 4),
+        .resv_name = seen ? seen->resv_name : st_text(s, 5),
+        .revision = st_tx_next(st),
+    };
+    st_devtext(&w, &t);
     st_done(s);
     rc = jsonw_done(&w);
     if (!rc)
@@ -944,7 +1025,7 @@ static err_t emit_key_changes(struct store *st, json_t *before, json_t *after, b
             rc = emit_rebound(st, k, key_split(k), NULL, NULL);
             continue;
         }
-        rc = devrow_get(st, k, key_split(k), &d);
+        rc = devrow_get(st, k, key_split(k), &d, NULL);
         json_decref(d.numa);
         if (!rc && d.found && d.removed && !d.holder[0])
             rc = emit_device_deleted(st, k, k + strlen(k) + 1);
@@ -1134,12 +1215,13 @@ static err_t bind_pod(struct store *st, const char *ns, const char *name, const 
                       bool *created, bool *changed, struct jsonw *podtext)
 {
     struct podrow p;
+    struct devseen *seen = NULL;
     json_t *stored = NULL, *before = NULL, *after = NULL;
     char *text = NULL, *keys = NULL;
     err_t rc = podrow_get(st, ns, name, &p);
 
     if (!rc)
-        rc = resolve_containers(st, ns, name, containers, msg, cap, &stored);
+        rc = resolve_containers(st, ns, name, containers, &seen, msg, cap, &stored);
     if (!rc)
         text = jsonx_dumps(stored);
     if (!rc && !text)
@@ -1171,11 +1253,12 @@ static err_t bind_pod(struct store *st, const char *ns, const char *name, const 
         rc = emit_pod(st, p.found ? "MODIFIED" : "ADDED", ns, name, uid, text, podtext);
     if (!rc)
         rc = emit_key_changes(st, before, after, p.found && strcmp(p.uid, uid) != 0,
-                              &(struct pod_key){ns, name, uid});
+                              &(struct pod_key){ns, name, uid, seen});
     if (!rc)
         rc = resv_refresh(st, ns, name);
 out:
     podrow_release(&p);
+    devseen_free(seen);
     json_decref(stored);
     json_decref(before);
     json_decref(after);
@@ -1479,8 +1562,8 @@ static err_t release_run(struct store *st, void *ctx)
         rc = st_exec(st->wdb, "DELETE FROM pods WHERE namespace=? AND name=?", "tt", o->ns,
                      o->name);
     if (!rc)
-        rc = emit_key_changes(st, before, none, false,
-                              &(struct pod_key){o->ns, o->name, NULL}); /* no 'after': no uid */
+        rc = emit_key_changes(st, before, none, false, /* no 'after': no uid */
+                              &(struct pod_key){o->ns, o->name, NULL, NULL});
     if (!rc)
         rc = resv_refresh(st, o->ns, o->name);
     if (none)
