@@ -77,7 +77,7 @@ ok "deleted and edited DeviceBindings are repaired"
 kill -9 "$SY_PID"; wait "$SY_PID" 2>/dev/null || true
 req DELETE /v1/namespaces/ml/pods/train-1
 bind ml train-0 "$uid_a" gpu-0 gpu-1
-sy_start
+sy_start --resync-interval 5s # resyncs inside the idle window below
 wait_until 5 sh -c "[ \$(curl -sk -o /dev/null -w '%{http_code}' '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-1') = 404 ]" ||
     fail "an orphan survived a restart"
 wait_until 3 sh -c "curl -sk '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0' | jq -e '.status.summary == \"example.com/gpu=2\"'" ||
@@ -88,12 +88,18 @@ kapi GET /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/elsewhere
 [ "$(jqo .metadata.resourceVersion)" = "$other_rv" ] || fail "another node's DeviceBinding was modified"
 ok "after SIGKILL and restart: exactly the node's state; other nodes untouched"
 
-# Idle: no writes at all in 60 s.
+# Idle: no writes at all in 15 s, across resyncs (every key reconciled again,
+# every 5 s here) and podresd's feed bookmarks (every 10 s).
+resync_ts() {
+    curl -s "http://127.0.0.1:$SY_PORT/metrics" |
+        awk '$1 == "podres_syncer_last_resync_timestamp_seconds" {print $2}'
+}
 sleep 1
-w0=$(writes)
-sleep $((60 * MULT))
+w0=$(writes) r0=$(resync_ts)
+sleep $((15 * MULT))
 [ "$(writes)" = "$w0" ] || fail "$(( $(writes) - w0 )) API writes while nothing changed"
-ok "no change on the node: zero API writes in 60 s"
+[ "$(resync_ts)" -ge $((r0 + 5)) ] || fail "no resync in the idle window (last at $(resync_ts), was $r0)"
+ok "no change on the node: zero API writes in 15 s, two resyncs included"
 
 # The Pod is deleted in the API server: the GC removes the DeviceBinding and
 # the syncer does not recreate it (podresd still has the binding).
