@@ -109,10 +109,11 @@ struct devrow {
  * changes the row between the two. One allocation; the strings point into
  * 'text'. */
 struct devseen {
-    struct devseen *next;
-    const char *resource, *id, *health, *numa, *properties;
-    const char *resv_ns, *resv_name; /* NULL, "" when not reserved */
-    char text[];
+    struct devseen *next;                       /* the next row kept, or NULL */
+    const char *resource, *id;                  /* the device */
+    const char *health, *numa, *properties;     /* its columns, as stored */
+    const char *resv_ns, *resv_name;            /* reserved for; NULL, "" when not */
+    char text[];                                /* the strings above */
 };
 
 static void devseen_free(struct devseen *l)

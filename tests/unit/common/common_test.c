@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* str_test.c - str_copy() and str_join() of common/common.h, against the
- * snprintf() calls they replace, cuts included. */
+/* common_test.c - the helpers of common/common.h: str_copy() and str_join()
+ * against the snprintf() calls they replace, cuts included, and hexval(). */
 #include "../../../common/common.h"
 #include "../test.h"
 
@@ -42,4 +42,15 @@ static void test_join(void)
     CHECK_STREQ(got, "ns/p");
 }
 
-TEST_MAIN(test_copy, test_join)
+static void test_hexval(void)
+{
+    CHECK_EQ_INT(hexval('0'), 0);
+    CHECK_EQ_INT(hexval('9'), 9);
+    CHECK_EQ_INT(hexval('a'), 10);
+    CHECK_EQ_INT(hexval('F'), 15);
+    CHECK_EQ_INT(hexval('g'), -1);
+    CHECK_EQ_INT(hexval('/'), -1);
+    CHECK_EQ_INT(hexval('\0'), -1);
+}
+
+TEST_MAIN(test_copy, test_join, test_hexval)
