@@ -23,7 +23,7 @@ err_t jsonx_check_keys(const json_t *obj, const char *const *allowed, const char
  * takes, on failure too (pass json_incref(v) where json_pack has "O"); keys
  * are literals, not checked for UTF-8. NULL if a value is NULL or memory
  * runs out. */
-json_t *jsonx_object(const char *key, json_t *value, ...);
+json_t *jsonx_object(const char *key, json_t *value, ...) __attribute__((sentinel));
 
 /* Compact serialisation with sorted keys; new, free() it; NULL if out of memory. */
 char *jsonx_dumps(const json_t *v);

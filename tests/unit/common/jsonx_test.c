@@ -105,7 +105,7 @@ static void test_object(void)
     json_decref(o);
     json_decref(want);
     CHECK_EQ_INT(kept->refcount, 1);
-    o = jsonx_object(NULL, NULL); /* no pairs */
+    o = jsonx_object(NULL, NULL, NULL); /* no pairs */
     CHECK(o != NULL && json_is_object(o) && json_object_size(o) == 0);
     json_decref(o);
     /* a NULL value fails, and every value is released, before it and after */
