@@ -929,6 +929,25 @@ struct pod_key {
  * again (by->seen). (UPDATE .. RETURNING would read it in the same statement,
  * but costs SQLite 3.40 four times an UPDATE and a SELECT: it goes through a
  * temporary table.) */
+/* Fill the device's columns of 't' for its event: from the row the write
+ * kept ('seen'), else from 's' (emit_rebound's SELECT). */
+static void rebound_cols(struct devtext *t, const struct devseen *seen, sqlite3_stmt *s)
+{
+    if (seen) {
+        t->health = seen->health;
+        t->numa = seen->numa;
+        t->properties = seen->properties;
+        t->resv_ns = seen->resv_ns;
+        t->resv_name = seen->resv_name;
+        return;
+    }
+    t->health = st_text(s, 0);
+    t->numa = st_text(s, 1);
+    t->properties = st_text(s, 2);
+    t->resv_ns = st_text_or_null(s, 4);
+    t->resv_name = st_text(s, 5);
+}
+
 static err_t emit_rebound(struct store *st, const char *resource, const char *id,
                           const struct pod_key *by, const char *container)
 {
@@ -937,14 +956,13 @@ static err_t emit_rebound(struct store *st, const char *resource, const char *id
     struct jsonw w = JSONW_INIT;
     struct devtext t;
     bool row = seen != NULL, gone;
-    err_t rc = ERR_OK;
+    err_t rc = seen ? ERR_OK
+                    : st_prep(st->wdb, &s,
+                              "SELECT health,numa,properties,removed,r.namespace,r.pod FROM "
+                              "devices d LEFT JOIN reserved r ON r.resource=d.resource AND "
+                              "r.device_id=d.id WHERE d.resource=? AND d.id=?",
+                              "tt", resource, id);
 
-    if (!seen)
-        rc = st_prep(st->wdb, &s,
-                     "SELECT health,numa,properties,removed,r.namespace,r.pod FROM devices d "
-                     "LEFT JOIN reserved r ON r.resource=d.resource AND r.device_id=d.id "
-                     "WHERE d.resource=? AND d.id=?",
-                     "tt", resource, id);
     if (!rc && !seen)
         rc = st_step(st->wdb, s, &row);
     gone = !by && (!row || sqlite3_column_int(s, 3) != 0);
@@ -968,17 +986,13 @@ static err_t emit_rebound(struct store *st, const char *resource, const char *id
     t = (struct devtext){
         .resource = resource,
         .id = id,
-        .health = seen ? seen->health : st_text(s, 0),
-        .numa = seen ? seen->numa : st_text(s, 1),
-        .properties = seen ? seen->properties : st_text(s, 2),
         .holder_ns = by ? by->ns : NULL,
         .holder_name = by ? by->name : NULL,
         .holder_uid = by ? by->uid : NULL,
         .holder_container = container,
-        .resv_ns = seen ? seen->resv_ns : st_text_or_null(s, 4),
-        .resv_name = seen ? seen->resv_name : st_text(s, 5),
         .revision = st_tx_next(st),
     };
+    rebound_cols(&t, seen, s);
     st_devtext(&w, &t);
     st_done(s);
     rc = jsonw_done(&w);
