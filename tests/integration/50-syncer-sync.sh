@@ -99,7 +99,7 @@ w0=$(writes) r0=$(resync_ts)
 sleep $((15 * MULT))
 [ "$(writes)" = "$w0" ] || fail "$(( $(writes) - w0 )) API writes while nothing changed"
 [ "$(resync_ts)" -ge $((r0 + 5)) ] || fail "no resync in the idle window (last at $(resync_ts), was $r0)"
-ok "no change on the node: zero API writes in 15 s, two resyncs included"
+ok "no change on the node: zero API writes in 15 s, across resyncs"
 
 # The Pod is deleted in the API server: the GC removes the DeviceBinding and
 # the syncer does not recreate it (podresd still has the binding).
