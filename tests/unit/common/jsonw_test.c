@@ -272,5 +272,5 @@ static void test_strings_appended(void) {
   strbuf_release(&want);
 }
 
-TEST_MAIN(test_reserve, test_strings, test_strings_appended, test_strings_random, test_numbers_and_json,
-          test_empty_and_release, test_sticky_error, test_sorted)
+TEST_MAIN(test_reserve, test_strings, test_strings_appended, test_strings_random,
+          test_numbers_and_json, test_empty_and_release, test_sticky_error, test_sorted)
