@@ -918,17 +918,6 @@ struct pod_key {
     const struct devseen *seen; /* the rows of its devices that the write read, or NULL */
 };
 
-/* Write a device's new holder (the pod 'by', in 'container', or none when
- * 'by' is NULL) into its bindings row, stamped with the next revision, and
- * emit the device's event. The device's own row is not written: its
- * revision is the newer of the two (schema 3). A let-go device keeps its
- * row with pod '', unless it is removed, or not registered at all: then the
- * row goes, and a removed device is DELETED. A device that is not there has
- * no event. Its row is read without the joins of the device view: the
- * holder is known; a device that the write checked for 'by' is not read
- * again (by->seen). (UPDATE .. RETURNING would read it in the same statement,
- * but costs SQLite 3.40 four times an UPDATE and a SELECT: it goes through a
- * temporary table.) */
 /* Fill the device's columns of 't' for its event: from the row the write
  * kept ('seen'), else from 's' (emit_rebound's SELECT). */
 static void rebound_cols(struct devtext *t, const struct devseen *seen, sqlite3_stmt *s)
@@ -948,6 +937,17 @@ static void rebound_cols(struct devtext *t, const struct devseen *seen, sqlite3_
     t->resv_name = st_text(s, 5);
 }
 
+/* Write a device's new holder (the pod 'by', in 'container', or none when
+ * 'by' is NULL) into its bindings row, stamped with the next revision, and
+ * emit the device's event. The device's own row is not written: its
+ * revision is the newer of the two (schema 3). A let-go device keeps its
+ * row with pod '', unless it is removed, or not registered at all: then the
+ * row goes, and a removed device is DELETED. A device that is not there has
+ * no event. Its row is read without the joins of the device view: the
+ * holder is known; a device that the write checked for 'by' is not read
+ * again (by->seen). (UPDATE .. RETURNING would read it in the same statement,
+ * but costs SQLite 3.40 four times an UPDATE and a SELECT: it goes through a
+ * temporary table.) */
 static err_t emit_rebound(struct store *st, const char *resource, const char *id,
                           const struct pod_key *by, const char *container)
 {
