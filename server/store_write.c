@@ -143,7 +143,7 @@ static err_t devseen_add(struct devseen **l, const char *resource, const char *i
                         st_text(s, 5)};
     size_t len[6], n = 0, i;
     struct devseen *e;
-    char *at, *slash;
+    char *at, *resv = NULL, *slash;
 
     for (i = 0; i < ARRAY_SIZE(v); i++)
         n += (len[i] = strlen(v[i])) + 1;
@@ -152,7 +152,7 @@ static err_t devseen_add(struct devseen **l, const char *resource, const char *i
         return ERR_NOMEM;
     at = e->text;
     for (i = 0; i < ARRAY_SIZE(v); i++) {
-        memcpy(at, v[i], len[i] + 1);
+        resv = memcpy(at, v[i], len[i] + 1); /* the last copy is 'reserved for' */
         v[i] = at;
         at += len[i] + 1;
     }
@@ -162,8 +162,8 @@ static err_t devseen_add(struct devseen **l, const char *resource, const char *i
     e->numa = v[3];
     e->properties = v[4];
     /* reserved "ns/pod": a namespace has no '/' */
-    slash = strchr((char *)v[5], '/');
-    e->resv_ns = slash ? v[5] : NULL;
+    slash = strchr(resv, '/');
+    e->resv_ns = slash ? resv : NULL;
     e->resv_name = slash ? slash + 1 : "";
     if (slash)
         *slash = '\0';
