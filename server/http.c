@@ -53,6 +53,7 @@ static _Thread_local bool handed_over;
 struct ctx {
     char *body;              /* accumulated body */
     size_t len, cap;         /* used and allocated */
+    size_t declared;         /* Content-Length, when given and within HTTP_BODY_MAX */
     bool too_large;          /* over HTTP_BODY_MAX */
     bool no_mem;             /* the body could not be stored: 500 on the final call */
     bool answered;           /* a response was queued */
@@ -513,6 +514,8 @@ static enum MHD_Result dispatch(struct listener *l, struct MHD_Connection *conn,
 
 /* ---- the MHD callbacks ---- */
 
+#define HTTP_BODY_FIRST (64 * 1024) /* most bytes allocated before they come */
+
 static bool body_append(struct ctx *c, const char *data, size_t n)
 {
     if (c->len + n > HTTP_BODY_MAX) {
@@ -520,9 +523,16 @@ static bool body_append(struct ctx *c, const char *data, size_t n)
         return false;
     }
     if (c->len + n + 1 > c->cap) {
+        /* A declared body gets its size at once, up to HTTP_BODY_FIRST
+         * (more only as it comes): a PUT's few hundred bytes stay a small
+         * block, where a 4 KiB one cost glibc a consolidation of its fast
+         * bins per request (2 % of podresd's CPU at 16 clients, perf). One
+         * without Content-Length (chunked) starts at 4 KiB. */
         size_t ncap = c->cap ? c->cap : 4096;
         char *nb;
 
+        if (!c->cap && c->declared)
+            ncap = c->declared < HTTP_BODY_FIRST ? c->declared + 1 : HTTP_BODY_FIRST;
         while (ncap < c->len + n + 1)
             ncap *= 2;
         nb = fault_alloc_fails() ? NULL : realloc(c->body, ncap);
@@ -558,8 +568,10 @@ static enum MHD_Result check_declared(struct MHD_Connection *conn, struct ctx *c
     unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
     const char *ex;
 
-    if (declared <= HTTP_BODY_MAX)
+    if (declared <= HTTP_BODY_MAX) {
+        c->declared = (size_t)declared;
         return MHD_YES;
+    }
     ex = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Expect");
     if ((ex && strcasecmp(ex, "100-continue") == 0) || declared > HTTP_DRAIN_MAX)
         return too_large(conn, c);
