@@ -50,6 +50,15 @@ mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # metric SOCK NAME - one podresd counter from /metrics
 metric() { curl -s --unix-socket "$1" http://localhost/metrics | awk -v n="$2" '$1 == n {print $2}'; }
+# cpu_stat - "TOTAL STEAL": all CPUs' clock ticks so far, and those the
+# hypervisor gave to other guests (/proc/stat; 0 on bare metal)
+cpu_stat() { awk '$1 == "cpu" {print $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9, $9; exit}' /proc/stat; }
+# steal_pct "TOTAL0 STEAL0" "TOTAL1 STEAL1" - per cent of the CPU time between
+# the two readings that the host took for other guests
+steal_pct() {
+    awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); t = y[1] - x[1]
+        if (t <= 0) print "0.0"; else printf "%.1f", 100 * (y[2] - x[2]) / t }'
+}
 # cpu_ns PID - CPU time of all threads of PID, in ns
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f", s}'; }
 
@@ -111,7 +120,7 @@ syncer_down() {
     pd_stop "$S_PID"
 }
 
-START=$(date +%s)
+START=$(date +%s) STAT0=$(cpu_stat)
 log "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 
 # ---------------------------------------------------------------------------
@@ -226,25 +235,26 @@ python3 "$BENCH/populate.py" "$W_SOCK" devs 16
 # grow files instead. The raw loop reaches its own steady state (a 1,000-frame
 # WAL) within each of its runs.
 "$TOOLS/podbench" put "$W_SOCK" 16 3 200000 >/dev/null || die "warm-up put"
-w1=() w16=() raw=() w1p99=() w16p99=() rtt=() cpus=() per=()
+w1=() w16=() raw=() w1p99=() w16p99=() rtt=() cpus=() per=() steal=()
 hz=$(getconf CLK_TCK)
 for r in $(seq "$RUNS"); do
     rm -f "$T/raw.db"*
     l=$("$TOOLS/sqlite_commit" "$T/raw.db" 3 200000); raw+=("$(kv rate "$l")")
     l=$("$TOOLS/podbench" get "$W_SOCK" /version 2000); rtt+=("$(kv p50 "$l")")
     l=$("$TOOLS/podbench" put "$W_SOCK" 1 3 200000) || die "put 1: $l"; w1+=("$(kv rate "$l")"); w1p99+=("$(kv p99 "$l")")
-    c0=$(cpu_ticks "$W_PID") m0=$(metric "$W_SOCK" podresd_store_commits_total) n0=$(metric "$W_SOCK" podresd_store_writes_total)
+    c0=$(cpu_ticks "$W_PID") m0=$(metric "$W_SOCK" podresd_store_commits_total) n0=$(metric "$W_SOCK" podresd_store_writes_total) s0=$(cpu_stat)
     l=$("$TOOLS/podbench" put "$W_SOCK" 16 3 200000) || die "put 16: $l"; w16+=("$(kv rate "$l")"); w16p99+=("$(kv p99 "$l")")
-    c1=$(cpu_ticks "$W_PID") m1=$(metric "$W_SOCK" podresd_store_commits_total) n1=$(metric "$W_SOCK" podresd_store_writes_total)
+    c1=$(cpu_ticks "$W_PID") m1=$(metric "$W_SOCK" podresd_store_commits_total) n1=$(metric "$W_SOCK" podresd_store_writes_total) s1=$(cpu_stat)
+    steal+=("$(steal_pct "$s0" "$s1")")
     cpus+=("$(awk -v t=$((c1 - c0)) -v hz="$hz" -v s="$(kv secs "$l")" 'BEGIN {printf "%.2f", t / hz / s}')")
     per+=("$(ratio $((n1 - n0)) $((m1 - m0)))")
-    log "  run $r: raw ${raw[-1]}/s; GET /version p50 ${rtt[-1]} ms; podres 1 client ${w1[-1]}/s (p99 ${w1p99[-1]} ms), 16 clients ${w16[-1]}/s (p99 ${w16p99[-1]} ms, podresd on ${cpus[-1]} CPUs, ${per[-1]} writes/COMMIT)"
+    log "  run $r: raw ${raw[-1]}/s; GET /version p50 ${rtt[-1]} ms; podres 1 client ${w1[-1]}/s (p99 ${w1p99[-1]} ms), 16 clients ${w16[-1]}/s (p99 ${w16p99[-1]} ms, podresd on ${cpus[-1]} CPUs, ${per[-1]} writes/COMMIT, ${steal[-1]} % of CPU time stolen)"
 done
 rawm=$(median "${raw[@]}")
 a=$(median "${w1[@]}"); q=$(ratio "$a" "$rawm")
 row 3a "PUT binding, 1 client, writes/s" "$a" "$rawm (raw commit loop)" "$q" "≥ 0.6×" "$(meets "$q >= 0.6")"
 a=$(median "${w16[@]}"); q=$(ratio "$a" "$rawm")
-row 3b "PUT binding, 16 clients, writes/s (podresd busy on $(median "${cpus[@]}") of $(nproc) CPUs; $(median "${per[@]}") writes per COMMIT)" "$a" "$rawm (raw, 1 row/commit)" "$q" "≥ 2×" "$(meets "$q >= 2")"
+row 3b "PUT binding, 16 clients, writes/s (podresd busy on $(median "${cpus[@]}") of $(nproc) CPUs; $(median "${per[@]}") writes per COMMIT; $(median "${steal[@]}") % of CPU time stolen by the host)" "$a" "$rawm (raw, 1 row/commit)" "$q" "≥ 2×" "$(meets "$q >= 2")"
 # What one client could reach at best here: one HTTP round trip of a trivial
 # request plus one raw commit per write, nothing else.
 a=$(awk -v raw="$rawm" -v rtt="$(median "${rtt[@]}")" 'BEGIN {printf "%.1f", 1000 / (1000 / raw + rtt)}')
@@ -419,7 +429,7 @@ fi
     echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(free -m | awk '/^Mem/ {print $2}') MiB RAM"
     echo "disk: $(df -h --output=source,fstype "$T" | tail -1 | tr -s ' ') (rotational=$(cat /sys/block/"$(basename "$(df --output=source "$T" | tail -1)")"/queue/rotational 2>/dev/null || echo ?))"
     echo "kernel: $(uname -r); $(nginx -v 2>&1); $(wrk --version 2>&1 | head -1 | cut -c1-40); sqlite $(sqlite3 --version | cut -d' ' -f1)"
-    echo "runs per figure: $RUNS (medians); total $(( $(date +%s) - START )) s"
+    echo "runs per figure: $RUNS (medians); total $(( $(date +%s) - START )) s; CPU time stolen by the host (/proc/stat steal): $(steal_pct "$STAT0" "$(cpu_stat)") %"
 } > "$OUT/machine.txt"
 echo
 cat "$OUT/machine.txt"
