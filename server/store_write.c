@@ -852,6 +852,31 @@ static err_t check_device(struct store *st, const char *self, const char *r, con
     return rc;
 }
 
+/* Check the devices of group 'g' (of a container of pod 'self', "ns/name")
+ * and append its stored form to 'groups': a new object sharing g's other
+ * values, with its ids sorted and its topology added. */
+static err_t resolve_group(struct store *st, const char *self, const json_t *g, json_t *groups,
+                           struct devseen **seen, char *msg, size_t cap)
+{
+    const char *r = json_string_value(json_object_get(g, "resourceName"));
+    json_t *ng = json_copy((json_t *)g), *numa = json_array(), *id;
+    size_t k;
+    err_t rc = ng && numa && json_array_append(groups, ng) == 0 ? ERR_OK : ERR_NOMEM;
+
+    json_array_foreach(json_object_get(g, "deviceIds"), k, id) {
+        if (rc)
+            break;
+        rc = check_device(st, self, r, json_string_value(id), numa, seen, msg, cap);
+    }
+    if (!rc && (json_object_set_new(ng, "deviceIds",
+                                    sorted_strings(json_object_get(g, "deviceIds"))) ||
+                json_object_set_new(ng, "topology", st_topology(numa))))
+        rc = ERR_NOMEM;
+    json_decref(ng);
+    json_decref(numa);
+    return rc;
+}
+
 /* Check every device of 'containers' for this pod and build the stored form
  * (sorted ids, topology added). The input is not changed: the stored form
  * has new container and group objects that share its other values. The rows
@@ -860,9 +885,9 @@ static err_t resolve_containers(struct store *st, const char *ns, const char *na
                                 const json_t *containers, struct devseen **seen, char *msg,
                                 size_t cap, json_t **out)
 {
-    json_t *res = json_array(), *c, *g, *id, *numa, *nc, *ng, *groups, *devs;
+    json_t *res = json_array(), *c, *g, *nc, *groups, *devs;
     char self[512];
-    size_t i, j, k;
+    size_t i, j;
     err_t rc = res ? ERR_OK : ERR_NOMEM;
 
     str_join(self, sizeof(self), ns, '/', name);
@@ -883,23 +908,7 @@ static err_t resolve_containers(struct store *st, const char *ns, const char *na
             break;
         }
         json_array_foreach(devs, j, g) {
-            const char *r = json_string_value(json_object_get(g, "resourceName"));
-
-            ng = json_copy((json_t *)g);
-            numa = json_array();
-            if (!ng || !numa || json_array_append(groups, ng) != 0)
-                rc = ERR_NOMEM;
-            json_array_foreach(json_object_get(g, "deviceIds"), k, id) {
-                if (rc)
-                    break;
-                rc = check_device(st, self, r, json_string_value(id), numa, seen, msg, cap);
-            }
-            if (!rc && (json_object_set_new(ng, "deviceIds",
-                                            sorted_strings(json_object_get(g, "deviceIds"))) ||
-                        json_object_set_new(ng, "topology", st_topology(numa))))
-                rc = ERR_NOMEM;
-            json_decref(ng);
-            json_decref(numa);
+            rc = resolve_group(st, self, g, groups, seen, msg, cap);
             if (rc)
                 break;
         }
@@ -937,6 +946,66 @@ static void rebound_cols(struct devtext *t, const struct devseen *seen, sqlite3_
     t->resv_name = st_text(s, 5);
 }
 
+/* Its bindings row for the device's new holder: the pod 'by', in
+ * 'container'; with none ('by' NULL), a 'gone' device's row goes and
+ * another's keeps pod ''. Each written row is stamped with the next
+ * revision. */
+static err_t rebound_row(struct store *st, const char *resource, const char *id,
+                         const struct pod_key *by, const char *container, bool gone)
+{
+    if (by)
+        return st_exec(st->wdb,
+                       "INSERT OR REPLACE INTO bindings(resource,device_id,namespace,pod,container,"
+                       "revision) VALUES(?,?,?,?,?,?)",
+                       "tttttu", resource, id, by->ns, by->name, container, st_tx_next(st));
+    if (gone)
+        return st_exec(st->wdb, "DELETE FROM bindings WHERE resource=? AND device_id=?", "tt",
+                       resource, id);
+    return st_exec(st->wdb,
+                   "UPDATE bindings SET namespace='',pod='',container='',revision=? WHERE "
+                   "resource=? AND device_id=?",
+                   "utt", st_tx_next(st), resource, id);
+}
+
+/* The device's row for its event ('row': whether there is one), read into
+ * 's' unless the write kept it ('seen'). */
+static err_t rebound_read(struct store *st, const char *resource, const char *id,
+                          const struct devseen *seen, sqlite3_stmt **s, bool *row)
+{
+    err_t rc;
+
+    *row = seen != NULL;
+    if (seen)
+        return ERR_OK;
+    rc = st_prep(st->wdb, s,
+                 "SELECT health,numa,properties,removed,r.namespace,r.pod FROM devices d LEFT "
+                 "JOIN reserved r ON r.resource=d.resource AND r.device_id=d.id WHERE "
+                 "d.resource=? AND d.id=?",
+                 "tt", resource, id);
+    return rc ? rc : st_step(st->wdb, *s, row);
+}
+
+/* The device's object for its event into 'w' (done): its columns from the
+ * kept row 'seen' or from 's', its holder 'by' in 'container' (or none). */
+static err_t rebound_text(struct store *st, struct jsonw *w, const char *resource, const char *id,
+                          const struct pod_key *by, const char *container,
+                          const struct devseen *seen, sqlite3_stmt *s)
+{
+    struct devtext t = {
+        .resource = resource,
+        .id = id,
+        .holder_ns = by ? by->ns : NULL,
+        .holder_name = by ? by->name : NULL,
+        .holder_uid = by ? by->uid : NULL,
+        .holder_container = container,
+        .revision = st_tx_next(st),
+    };
+
+    rebound_cols(&t, seen, s);
+    st_devtext(w, &t);
+    return jsonw_done(w);
+}
+
 /* Write a device's new holder (the pod 'by', in 'container', or none when
  * 'by' is NULL) into its bindings row, stamped with the next revision, and
  * emit the device's event. The device's own row is not written: its
@@ -954,53 +1023,44 @@ static err_t emit_rebound(struct store *st, const char *resource, const char *id
     const struct devseen *seen = by ? devseen_find(by->seen, resource, id) : NULL;
     sqlite3_stmt *s = NULL;
     struct jsonw w = JSONW_INIT;
-    struct devtext t;
-    bool row = seen != NULL, gone;
-    err_t rc = seen ? ERR_OK
-                    : st_prep(st->wdb, &s,
-                              "SELECT health,numa,properties,removed,r.namespace,r.pod FROM "
-                              "devices d LEFT JOIN reserved r ON r.resource=d.resource AND "
-                              "r.device_id=d.id WHERE d.resource=? AND d.id=?",
-                              "tt", resource, id);
+    bool row, gone;
+    err_t rc = rebound_read(st, resource, id, seen, &s, &row);
 
-    if (!rc && !seen)
-        rc = st_step(st->wdb, s, &row);
     gone = !by && (!row || sqlite3_column_int(s, 3) != 0);
-    if (!rc && by)
-        rc = st_exec(st->wdb,
-                     "INSERT OR REPLACE INTO bindings(resource,device_id,namespace,pod,container,"
-                     "revision) VALUES(?,?,?,?,?,?)",
-                     "tttttu", resource, id, by->ns, by->name, container, st_tx_next(st));
-    else if (!rc && gone)
-        rc = st_exec(st->wdb, "DELETE FROM bindings WHERE resource=? AND device_id=?", "tt",
-                     resource, id);
-    else if (!rc)
-        rc = st_exec(st->wdb,
-                     "UPDATE bindings SET namespace='',pod='',container='',revision=? WHERE "
-                     "resource=? AND device_id=?",
-                     "utt", st_tx_next(st), resource, id);
-    if (rc || !row) {
-        st_done(s);
-        return rc;
-    }
-    t = (struct devtext){
-        .resource = resource,
-        .id = id,
-        .holder_ns = by ? by->ns : NULL,
-        .holder_name = by ? by->name : NULL,
-        .holder_uid = by ? by->uid : NULL,
-        .holder_container = container,
-        .revision = st_tx_next(st),
-    };
-    rebound_cols(&t, seen, s);
-    st_devtext(&w, &t);
-    st_done(s);
-    rc = jsonw_done(&w);
     if (!rc)
+        rc = rebound_row(st, resource, id, by, container, gone);
+    if (!rc && row)
+        rc = rebound_text(st, &w, resource, id, by, container, seen, s);
+    st_done(s);
+    if (!rc && row)
         rc = st_emit_text(st, gone ? "DELETED" : "MODIFIED", "Device", "", w.sb.buf, w.sb.len);
-    if (!rc && gone)
+    if (!rc && row && gone)
         rc = st_exec(st->wdb, "DELETE FROM devices WHERE resource=? AND id=?", "tt", resource, id);
     jsonw_release(&w);
+    return rc;
+}
+
+/* The Device event of 'key' ("resource|id"), which a write took from its
+ * pod: with 'bound' (that pod), its bindings row is written too
+ * (emit_rebound); without, DELETED when the device is removed and now
+ * unbound, else MODIFIED. */
+static err_t emit_let_go(struct store *st, const char *key, const struct pod_key *bound)
+{
+    char k[KEY_MAX];
+    const char *id;
+    struct devrow d;
+    err_t rc;
+
+    str_copy(k, sizeof(k), key);
+    id = key_split(k);
+    if (bound)
+        return emit_rebound(st, k, id, NULL, NULL);
+    rc = devrow_get(st, k, id, &d, NULL);
+    json_decref(d.numa);
+    if (!rc && d.found && d.removed && !d.holder[0])
+        return emit_device_deleted(st, k, id);
+    if (!rc && d.found)
+        return emit_device(st, "MODIFIED", k, id);
     return rc;
 }
 
@@ -1017,7 +1077,6 @@ static err_t emit_key_changes(struct store *st, json_t *before, json_t *after, b
     const char *key;
     json_t *v, *w;
     char k[KEY_MAX];
-    struct devrow d;
     err_t rc = ERR_OK;
 
     json_object_foreach(after, key, v) {
@@ -1033,19 +1092,8 @@ static err_t emit_key_changes(struct store *st, json_t *before, json_t *after, b
         }
     }
     json_object_foreach(before, key, v) {
-        if (rc || json_object_get(after, key))
-            continue;
-        str_copy(k, sizeof(k), key);
-        if (bound) {
-            rc = emit_rebound(st, k, key_split(k), NULL, NULL);
-            continue;
-        }
-        rc = devrow_get(st, k, key_split(k), &d, NULL);
-        json_decref(d.numa);
-        if (!rc && d.found && d.removed && !d.holder[0])
-            rc = emit_device_deleted(st, k, k + strlen(k) + 1);
-        else if (!rc && d.found)
-            rc = emit_device(st, "MODIFIED", k, k + strlen(k) + 1);
+        if (!rc && !json_object_get(after, key))
+            rc = emit_let_go(st, key, bound);
     }
     return rc;
 }
@@ -1548,6 +1596,21 @@ err_t store_pod_allocate(struct store *st, const char *ns, const char *name, con
     return pod_answer(st, rc, &o, out);
 }
 
+/* The pod a release names ('p'): there, and with the uid it gives, if any. */
+static err_t release_check(struct pod_op *o, const struct podrow *p)
+{
+    if (!p->found) {
+        snprintf(o->msg, o->cap, "pod %s/%s not found", o->ns, o->name);
+        return ERR_NOTFOUND;
+    }
+    if (o->uid && strcmp(o->uid, p->uid) != 0) {
+        snprintf(o->msg, o->cap, "pod %s/%s has uid \"%s\", not \"%s\"", o->ns, o->name, p->uid,
+                 o->uid);
+        return ERR_CONFLICT;
+    }
+    return ERR_OK;
+}
+
 static err_t release_run(struct store *st, void *ctx)
 {
     struct pod_op *o = ctx;
@@ -1556,14 +1619,8 @@ static err_t release_run(struct store *st, void *ctx)
     err_t rc = none ? podrow_get(st, o->ns, o->name, &p) : ERR_NOMEM;
 
     o->obj = NULL;
-    if (!rc && !p.found) {
-        snprintf(o->msg, o->cap, "pod %s/%s not found", o->ns, o->name);
-        rc = ERR_NOTFOUND;
-    } else if (!rc && o->uid && strcmp(o->uid, p.uid) != 0) {
-        snprintf(o->msg, o->cap, "pod %s/%s has uid \"%s\", not \"%s\"", o->ns, o->name, p.uid,
-                 o->uid);
-        rc = ERR_CONFLICT;
-    }
+    if (!rc)
+        rc = release_check(o, &p);
     if (!rc)
         rc = pod_bound(st, o->ns, o->name, p.keys, p.containers, &before);
     if (!rc)
