@@ -79,6 +79,22 @@ static void add_expired(struct watcher *w)
     w->ended = true;
 }
 
+/* Read one page of the change log for a watcher catching up from it; back
+ * to the feed once the log has nothing newer than the feed's head, or the
+ * page was empty. */
+static void log_page(struct watcher *w)
+{
+    err_t rc = store_changes_after(w->api->store, &w->cursor, &w->flt, CATCHUP_ROWS, &w->buf,
+                                   &w->len, &w->cap);
+
+    if (rc == ERR_GONE)
+        add_expired(w);
+    else if (rc)
+        w->ended = true;
+    else if (w->cursor >= feed_head(w->api->feed) || w->len == 0)
+        w->from_log = false;
+}
+
 /* Add at least one line if there is one now, or set 'ended'. A filtered
  * watcher far behind may read pages of the log that hold nothing for it:
  * after a few it sets 'again' and lets the other streams have the loop. */
@@ -86,7 +102,6 @@ static void refill(struct watcher *w, uint64_t now)
 {
     enum feed_read_result r;
     int pages = 0;
-    err_t rc;
 
     w->again = false;
     while (w->len == 0 && !w->ended) {
@@ -106,14 +121,7 @@ static void refill(struct watcher *w, uint64_t now)
                 w->again = true;
                 break;
             }
-            rc = store_changes_after(w->api->store, &w->cursor, &w->flt, CATCHUP_ROWS, &w->buf,
-                                     &w->len, &w->cap);
-            if (rc == ERR_GONE)
-                add_expired(w);
-            else if (rc)
-                w->ended = true;
-            else if (w->cursor >= feed_head(w->api->feed) || w->len == 0)
-                w->from_log = false;
+            log_page(w);
             continue;
         }
         r = feed_read(w->api->feed, &w->cursor, &w->flt, &w->buf, &w->len, &w->cap);

@@ -459,43 +459,61 @@ static err_t last_slot_rev(sqlite3 *db, uint64_t *rev)
     return step_u64(db, s, rc, rev);
 }
 
-err_t st_ring_head(sqlite3 *db, uint64_t ring, uint64_t guess, uint64_t *head)
+/* Whether the head is 'guess' or one of the GUESS_AHEAD revisions after it
+ * (the usual case: the revision the store knows, or a few writes on); if
+ * so, *found and the head in *head. */
+static err_t head_near(sqlite3 *db, uint64_t ring, uint64_t guess, uint64_t *head, bool *found)
 {
-    uint64_t r = 0, r0 = 0, m, lo, hi, mid;
+    uint64_t r = 0;
     int i;
+    err_t rc = slot_rev(db, guess % ring, &r);
+
+    for (i = 0; !rc && r == guess && i < GUESS_AHEAD; i++, guess++) {
+        rc = slot_rev(db, (guess + 1) % ring, &r);
+        if (!rc && r != guess + 1) {
+            *head = guess;
+            *found = true;
+            break;
+        }
+    }
+    return rc;
+}
+
+/* The head of a log whose slot 0 holds r0 (> 0), which starts the newest
+ * lap: slots 0..lo hold that lap (revisions >= r0), hi.. do not. */
+static err_t head_search(sqlite3 *db, uint64_t ring, uint64_t r0, uint64_t *head)
+{
+    uint64_t lo = 0, hi = ring, mid, m, r = r0;
     err_t rc = ERR_OK;
 
-    if (guess > 0) {
-        rc = slot_rev(db, guess % ring, &r);
-        for (i = 0; !rc && r == guess && i < GUESS_AHEAD; i++) {
-            rc = slot_rev(db, (guess + 1) % ring, &r);
-            if (!rc && r != guess + 1) {
-                *head = guess;
-                return ERR_OK;
-            }
-            guess++;
+    while (!rc && hi - lo > 1) {
+        mid = lo + (hi - lo) / 2;
+        rc = slot_rev(db, mid, &m);
+        if (!rc && m >= r0) {
+            lo = mid;
+            r = m;
+        } else {
+            hi = mid;
         }
     }
     if (!rc)
-        rc = slot_rev(db, 0, &r0);
-    if (!rc && r0 == 0) {
+        *head = r;
+    return rc;
+}
+
+err_t st_ring_head(sqlite3 *db, uint64_t ring, uint64_t guess, uint64_t *head)
+{
+    uint64_t r = 0, r0 = 0;
+    bool found = false;
+    err_t rc = guess > 0 ? head_near(db, ring, guess, head, &found) : ERR_OK;
+
+    if (rc || found)
+        return rc;
+    rc = slot_rev(db, 0, &r0);
+    if (!rc && r0 != 0)
+        return head_search(db, ring, r0, head);
+    if (!rc)
         rc = last_slot_rev(db, &r);
-    } else if (!rc) {
-        /* slots 0..lo hold the newest lap (revisions >= r0), hi.. do not */
-        lo = 0;
-        hi = ring;
-        r = r0;
-        while (!rc && hi - lo > 1) {
-            mid = lo + (hi - lo) / 2;
-            rc = slot_rev(db, mid, &m);
-            if (!rc && m >= r0) {
-                lo = mid;
-                r = m;
-            } else {
-                hi = mid;
-            }
-        }
-    }
     if (!rc)
         *head = r;
     return rc;
@@ -537,6 +555,24 @@ static err_t ring_relayout(sqlite3 *db, uint64_t head, uint64_t n)
     return rc;
 }
 
+/* The log's head at open, laid out as a ring of 'was' slots (0: slot =
+ * revision); a log that ends before meta.revision (a schema 1 database) is
+ * emptied, and the head is that revision. */
+static err_t ring_open_head(sqlite3 *db, uint64_t was, uint64_t *head)
+{
+    uint64_t floor = 0;
+    /* ring 0 (slot = revision) reads as a ring larger than any revision */
+    err_t e = st_ring_head(db, was ? was : UINT64_MAX, 0, head);
+
+    if (!e)
+        e = meta_get(db, "revision", &floor);
+    if (!e && *head < floor) {
+        e = st_exec(db, "DELETE FROM changes", NULL);
+        *head = floor;
+    }
+    return e;
+}
+
 /* At open, on the write connection: find the revision, and lay the ring out
  * for 'history' slots if it was laid out for another number (or not yet:
  * ring 0, slot = revision, as the migration left it), keeping the newest
@@ -546,7 +582,7 @@ static err_t ring_relayout(sqlite3 *db, uint64_t head, uint64_t n)
 static err_t ring_open(struct store *st)
 {
     sqlite3 *db = st->wdb;
-    uint64_t was = 0, head = 0, floor = 0, n = st->history;
+    uint64_t was = 0, head = 0, n = st->history;
     int rc;
     err_t e;
 
@@ -554,15 +590,8 @@ static err_t ring_open(struct store *st)
     if (rc != SQLITE_OK)
         return st_dberr(db, rc, "open the change log");
     e = meta_get(db, "ring", &was);
-    /* ring 0 (slot = revision) reads as a ring larger than any revision */
     if (!e)
-        e = st_ring_head(db, was ? was : UINT64_MAX, 0, &head);
-    if (!e)
-        e = meta_get(db, "revision", &floor);
-    if (!e && head < floor) {
-        e = st_exec(db, "DELETE FROM changes", NULL);
-        head = floor;
-    }
+        e = ring_open_head(db, was, &head);
     if (!e && was != n)
         e = ring_relayout(db, head, n);
     rc = sqlite3_exec(db, e ? "ROLLBACK;" : "COMMIT;", NULL, NULL, NULL);

@@ -280,53 +280,73 @@ static int wait_ms(struct streams *s, uint64_t now)
     return due - now > MAX_WAIT_MS ? MAX_WAIT_MS : (int)(due - now);
 }
 
+/* Mark the streams of 'n' epoll events dead, or to be served now; true when
+ * the loop's eventfd was among them (a stream came in, or a publish). */
+static bool take_events(struct streams *s, const struct epoll_event *ev, int n)
+{
+    struct stream *st;
+    uint64_t junk;
+    bool kicked = false;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        st = ev[i].data.ptr;
+        if (!st) {
+            if (read(s->efd, &junk, sizeof(junk)) < 0 && errno != EAGAIN)
+                log_warn("cannot read the stream loop's eventfd: %s", strerror(errno));
+            /* Cleared before pulling: a publish from now on kicks again. */
+            atomic_store(&s->kicked, false);
+            kicked = true;
+            continue;
+        }
+        if (ev[i].events & (EPOLLERR | EPOLLHUP))
+            st->dead = true;
+        else if ((ev[i].events & (EPOLLIN | EPOLLRDHUP)) && !drain_input(st))
+            st->dead = true;
+        if (ev[i].events & EPOLLOUT)
+            st->pull_now = true;
+    }
+    return kicked;
+}
+
+/* Serve each live stream that is due (all of them when 'kicked' or
+ * 'stopping'), then drop it if it is dead, stalled, or the loop stops. */
+static void sweep(struct streams *s, uint64_t now, bool kicked, bool stopping)
+{
+    struct stream *st, *next;
+
+    for (st = s->live; st; st = next) {
+        next = st->next;
+        if (!st->dead && (kicked || stopping || st->pull_now ||
+                          (!st->iov_n && st->wake_ms <= now)))
+            serve(s, st, now);
+        if (!st->dead && st->iov_n && now - st->progress_ms >= s->stall_ms) {
+            log_debug("dropping a watch client that took nothing for %llu ms",
+                      (unsigned long long)s->stall_ms);
+            st->dead = true;
+        }
+        if (st->dead || stopping) {
+            unlink_live(s, st);
+            stream_free(s, st);
+        }
+    }
+}
+
 static void *loop(void *arg)
 {
     struct streams *s = arg;
     struct epoll_event ev[EVENTS_PER_WAIT];
-    struct stream *st, *next;
-    uint64_t now = now_ms(), junk;
+    uint64_t now = now_ms();
     bool kicked, stopping = false;
-    int i, n;
+    int n;
 
     for (;;) {
         n = epoll_wait(s->ep, ev, EVENTS_PER_WAIT, wait_ms(s, now));
         now = now_ms();
-        kicked = false;
-        for (i = 0; i < n; i++) {
-            st = ev[i].data.ptr;
-            if (!st) {
-                if (read(s->efd, &junk, sizeof(junk)) < 0 && errno != EAGAIN)
-                    log_warn("cannot read the stream loop's eventfd: %s", strerror(errno));
-                /* Cleared before pulling: a publish from now on kicks again. */
-                atomic_store(&s->kicked, false);
-                kicked = true;
-                continue;
-            }
-            if (ev[i].events & (EPOLLERR | EPOLLHUP))
-                st->dead = true;
-            else if ((ev[i].events & (EPOLLIN | EPOLLRDHUP)) && !drain_input(st))
-                st->dead = true;
-            if (ev[i].events & EPOLLOUT)
-                st->pull_now = true;
-        }
+        kicked = take_events(s, ev, n);
         if (kicked)
             stopping = take_incoming(s, now);
-        for (st = s->live; st; st = next) {
-            next = st->next;
-            if (!st->dead && (kicked || stopping || st->pull_now ||
-                              (!st->iov_n && st->wake_ms <= now)))
-                serve(s, st, now);
-            if (!st->dead && st->iov_n && now - st->progress_ms >= s->stall_ms) {
-                log_debug("dropping a watch client that took nothing for %llu ms",
-                          (unsigned long long)s->stall_ms);
-                st->dead = true;
-            }
-            if (st->dead || stopping) {
-                unlink_live(s, st);
-                stream_free(s, st);
-            }
-        }
+        sweep(s, now, kicked, stopping);
         if (stopping)
             return NULL;
     }
