@@ -61,7 +61,8 @@ PROGS := $(BIN)/podresd $(if $(wildcard syncer/main.c),$(BIN)/podres-syncer)
 
 DEBIAN_PKGS := gcc make pkg-config libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev \
 	libcurl3-gnutls libyaml-dev libsqlite3-dev sqlite3 curl jq python3 python3-kubernetes \
-	python3-yaml openssl protobuf-c-compiler libprotobuf-c-dev python3-grpcio python3-grpc-tools perl
+	python3-yaml openssl protobuf-c-compiler libprotobuf-c-dev python3-grpcio python3-grpc-tools perl \
+	cppcheck pmccabe
 
 .PHONY: all test check unit integration deps run demo clean format lint complexity
 all: $(PROGS)

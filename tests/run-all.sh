@@ -1,11 +1,24 @@
 #!/usr/bin/env bash
-# run-all.sh - the whole suite: unit test binaries ($UNIT_BINS, TAP) and every
+# run-all.sh - the whole suite: the static checks (make lint, make
+# complexity), unit test binaries ($UNIT_BINS, TAP) and every
 # tests/integration/NN-*.sh. Prints one line per test and the summary
 # "N passed, N failed"; exits non-zero when anything failed.
 set -u
 cd "$(dirname "$0")/.."
 pass=0 fail=0 failed=()
 logdir=$(mktemp -d "${TMPDIR:-/tmp}/podres-tests.XXXXXX")
+
+# The style rules a tool checks: cppcheck (make lint) and pmccabe's
+# cyclomatic limit of 15 outside tests/complexity-allow.txt (make
+# complexity). A sub-make inherits the caller's variables (SANITIZE=...).
+for c in lint complexity; do
+    if ${MAKE:-make} -s --no-print-directory "$c" > "$logdir/$c.log" 2>&1; then
+        pass=$((pass + 1)); echo "PASS static/$c"
+    else
+        fail=$((fail + 1)); failed+=("static/$c"); echo "FAIL static/$c"
+        tail -n 30 "$logdir/$c.log" | sed 's/^/    /'
+    fi
+done
 
 for t in ${UNIT_BINS:-}; do
     name=unit/$(basename "$t")
