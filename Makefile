@@ -62,9 +62,9 @@ PROGS := $(BIN)/podresd $(if $(wildcard syncer/main.c),$(BIN)/podres-syncer)
 DEBIAN_PKGS := gcc make pkg-config libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev \
 	libcurl3-gnutls libyaml-dev libsqlite3-dev sqlite3 curl jq python3 python3-kubernetes \
 	python3-yaml openssl protobuf-c-compiler libprotobuf-c-dev python3-grpcio python3-grpc-tools perl \
-	cppcheck pmccabe
+	cppcheck pmccabe clang-format
 
-.PHONY: all test check unit integration deps run demo clean format lint complexity
+.PHONY: all test check unit integration deps run demo clean format format-check lint complexity
 all: $(PROGS)
 
 $(B)/%.o: %.c
@@ -152,8 +152,13 @@ run: deps all
 demo: deps all
 	@tools/demo.sh $(BIN)
 
+FORMAT_SRCS = common/*.[ch] server/*.[ch] $(wildcard syncer/*.[ch]) tests/unit/*/*.c
+
 format:
-	clang-format -i common/*.[ch] server/*.[ch] $(wildcard syncer/*.[ch]) tests/unit/*/*.c
+	clang-format -i $(FORMAT_SRCS)
+
+format-check:
+	@clang-format --dry-run -Werror $(FORMAT_SRCS)
 
 lint: all
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance --std=c11 --inline-suppr \

@@ -16,8 +16,7 @@
  * integers, booleans or null become those JSON types; quoted scalars stay
  * strings. An empty document gives an empty object. On ERR_OK *out is new.
  * On ERR_INVAL 'msg' says what and where (line, column). */
-err_t cfg_yaml_parse(const char *buf, size_t len, json_t **out, char *msg,
-                     size_t cap) WARN_UNUSED;
+err_t cfg_yaml_parse(const char *buf, size_t len, json_t **out, char *msg, size_t cap) WARN_UNUSED;
 
 /* Read file 'path' (at most 4 MiB) and parse it as above. ERR_IO when it
  * cannot be read (msg says why). */

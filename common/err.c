@@ -5,22 +5,38 @@
 const char *err_str(err_t rc)
 {
     switch (rc) {
-    case ERR_OK: return "ok";
-    case ERR_NOMEM: return "out of memory";
-    case ERR_INVAL: return "invalid input";
-    case ERR_UNPROCESSABLE: return "unprocessable";
-    case ERR_NOTFOUND: return "not found";
-    case ERR_CONFLICT: return "conflict";
-    case ERR_FORBIDDEN: return "forbidden";
-    case ERR_GONE: return "expired";
-    case ERR_TOOLARGE: return "too large";
-    case ERR_MEDIATYPE: return "unsupported media type";
-    case ERR_METHOD: return "method not allowed";
-    case ERR_NOSPACE: return "no space left";
-    case ERR_UNAVAIL: return "unavailable";
-    case ERR_IO: return "i/o error";
-    case ERR_DB: return "database error";
-    case ERR_UPSTREAM: return "upstream error";
+    case ERR_OK:
+        return "ok";
+    case ERR_NOMEM:
+        return "out of memory";
+    case ERR_INVAL:
+        return "invalid input";
+    case ERR_UNPROCESSABLE:
+        return "unprocessable";
+    case ERR_NOTFOUND:
+        return "not found";
+    case ERR_CONFLICT:
+        return "conflict";
+    case ERR_FORBIDDEN:
+        return "forbidden";
+    case ERR_GONE:
+        return "expired";
+    case ERR_TOOLARGE:
+        return "too large";
+    case ERR_MEDIATYPE:
+        return "unsupported media type";
+    case ERR_METHOD:
+        return "method not allowed";
+    case ERR_NOSPACE:
+        return "no space left";
+    case ERR_UNAVAIL:
+        return "unavailable";
+    case ERR_IO:
+        return "i/o error";
+    case ERR_DB:
+        return "database error";
+    case ERR_UPSTREAM:
+        return "upstream error";
     }
     return "unknown error";
 }

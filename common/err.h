@@ -8,21 +8,21 @@
 
 typedef enum {
     ERR_OK = 0,
-    ERR_NOMEM,       /* allocation failed -> 500 */
-    ERR_INVAL,       /* malformed client input or config -> 400 */
+    ERR_NOMEM,         /* allocation failed -> 500 */
+    ERR_INVAL,         /* malformed client input or config -> 400 */
     ERR_UNPROCESSABLE, /* well-formed but semantically invalid -> 422 */
-    ERR_NOTFOUND,    /* -> 404 */
-    ERR_CONFLICT,    /* -> 409 */
-    ERR_FORBIDDEN,   /* -> 403 */
-    ERR_GONE,        /* resource version too old -> 410 Expired */
-    ERR_TOOLARGE,    /* request body over the limit -> 413 */
-    ERR_MEDIATYPE,   /* unsupported content type -> 415 */
-    ERR_METHOD,      /* method not allowed on the path -> 405 */
-    ERR_NOSPACE,     /* disk full -> 507 */
-    ERR_UNAVAIL,     /* temporarily unavailable (busy, shutting down) -> 503 */
-    ERR_IO,          /* a syscall failed; errno text logged where it happened */
-    ERR_DB,          /* SQLite refused; sqlite3_errmsg() logged where it happened */
-    ERR_UPSTREAM,    /* peer unreachable, timed out or 5xx */
+    ERR_NOTFOUND,      /* -> 404 */
+    ERR_CONFLICT,      /* -> 409 */
+    ERR_FORBIDDEN,     /* -> 403 */
+    ERR_GONE,          /* resource version too old -> 410 Expired */
+    ERR_TOOLARGE,      /* request body over the limit -> 413 */
+    ERR_MEDIATYPE,     /* unsupported content type -> 415 */
+    ERR_METHOD,        /* method not allowed on the path -> 405 */
+    ERR_NOSPACE,       /* disk full -> 507 */
+    ERR_UNAVAIL,       /* temporarily unavailable (busy, shutting down) -> 503 */
+    ERR_IO,            /* a syscall failed; errno text logged where it happened */
+    ERR_DB,            /* SQLite refused; sqlite3_errmsg() logged where it happened */
+    ERR_UPSTREAM,      /* peer unreachable, timed out or 5xx */
 } err_t;
 
 /* Short lowercase description; a static string, never NULL. */

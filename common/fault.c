@@ -4,10 +4,10 @@
 
 #include <stdatomic.h>
 
-static long fail_at;           /* the allocation to fail, counted from 1; 0: never */
-static bool after_start;       /* FAULT_ALLOC_AFTER_START=1: count from fault_arm() */
-static atomic_bool armed;      /* counting has started */
-static atomic_long counter;    /* guarded allocations since counting started */
+static long fail_at;        /* the allocation to fail, counted from 1; 0: never */
+static bool after_start;    /* FAULT_ALLOC_AFTER_START=1: count from fault_arm() */
+static atomic_bool armed;   /* counting has started */
+static atomic_long counter; /* guarded allocations since counting started */
 
 void fault_init(void)
 {

@@ -17,7 +17,9 @@ struct jsonw {
     err_t err;        /* the first failure (ERR_NOMEM); later writes are no-ops */
 };
 
-#define JSONW_INIT {STRBUF_INIT, ERR_OK}
+/* clang-format off */
+#define JSONW_INIT {STRBUF_INIT, ERR_OK} /* an initialiser, not a block */
+/* clang-format on */
 
 /* Bytes as they are: punctuation, keys written as literals, stored JSON. */
 void jsonw_raw(struct jsonw *w, const char *s, size_t n);

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 static enum log_level cur_level = LOG_INFO; /* lines above this are dropped */
-static bool json_format;                   /* false: logfmt text */
+static bool json_format;                    /* false: logfmt text */
 
 static const char *level_names[] = {"err", "warn", "info", "debug"};
 

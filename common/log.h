@@ -6,7 +6,12 @@
 #define PODRES_LOG_H
 #include <stdbool.h>
 
-enum log_level { LOG_ERR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
+enum log_level {
+    LOG_ERR = 0,
+    LOG_WARN,
+    LOG_INFO,
+    LOG_DEBUG
+};
 
 #ifndef LOG_MOD
 #define LOG_MOD "main"

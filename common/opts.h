@@ -41,12 +41,12 @@ void opts_release(const struct opt *t, size_t n, void *base);
  * '-'), plus --config FILE ('c'), --help ('h'), --version ('V') and, for the
  * syncer, --once ('o'). */
 struct opts_cli {
-    const char *prog;            /* program name for messages */
-    const char *usage;           /* printed by --help */
-    const struct option *longs;  /* getopt_long table; value flags have val 0 */
-    const struct opt *table;     /* the settings */
-    size_t n;                    /* entries of 'table' */
-    void *base;                  /* the settings struct */
+    const char *prog;           /* program name for messages */
+    const char *usage;          /* printed by --help */
+    const struct option *longs; /* getopt_long table; value flags have val 0 */
+    const struct opt *table;    /* the settings */
+    size_t n;                   /* entries of 'table' */
+    void *base;                 /* the settings struct */
 };
 
 /* Pass 1 takes --config (into *cfgfile), --once (into *once, may be NULL),

@@ -13,7 +13,9 @@ struct strbuf {
     size_t cap; /* bytes allocated */
 };
 
-#define STRBUF_INIT {NULL, 0, 0}
+/* clang-format off */
+#define STRBUF_INIT {NULL, 0, 0} /* an initialiser, not a block */
+/* clang-format on */
 
 /* Append 'n' bytes. ERR_NOMEM leaves the buffer as it was. */
 err_t strbuf_add(struct strbuf *sb, const void *data, size_t n) WARN_UNUSED;

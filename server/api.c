@@ -67,8 +67,7 @@ static err_t pod_names(struct api_req *r, const char *ns, const char *name)
                     "namespace \"%.300s\" is invalid: a lowercase RFC 1123 label is required", ns);
     if (!names_is_dns1123_subdomain(name))
         return fail(r, ERR_UNPROCESSABLE,
-                    "name \"%.300s\" is invalid: a lowercase RFC 1123 subdomain is required",
-                    name);
+                    "name \"%.300s\" is invalid: a lowercase RFC 1123 subdomain is required", name);
     return ERR_OK;
 }
 
@@ -93,9 +92,9 @@ static err_t resource_of(struct api_req *r, char *buf, size_t cap)
  * Lock: 'mu' guards the other fields. One podresd per process, so the
  * caches are file statics. */
 struct body {
-    atomic_uint refs;  /* the cache's and each response's */
-    size_t len;        /* bytes of 'text' */
-    char *text;        /* the JSON answer with its newline */
+    atomic_uint refs; /* the cache's and each response's */
+    size_t len;       /* bytes of 'text' */
+    char *text;       /* the JSON answer with its newline */
 };
 
 struct rev_cache {
@@ -121,8 +120,8 @@ static void body_unref(void *cls)
 static err_t body_answer(struct api_resp *out, struct body *b)
 {
     atomic_fetch_add(&b->refs, 1);
-    out->raw = MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->text,
-                                                                       body_unref, b);
+    out->raw = MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->text, body_unref,
+                                                                      b);
     if (!out->raw) {
         body_unref(b);
         return ERR_NOMEM;
@@ -323,8 +322,8 @@ static err_t put_pod(struct api_req *r, struct api_resp *out)
     if (!rc)
         rc = validate_pod_put(body, &uid, &containers, r->msg, sizeof(r->msg));
     if (!rc) {
-        rc = store_pod_bind(r->api->store, r->seg[2], r->seg[4], uid, containers, msg,
-                            sizeof(msg), &out->text, &out->text_len, &created, &changed);
+        rc = store_pod_bind(r->api->store, r->seg[2], r->seg[4], uid, containers, msg, sizeof(msg),
+                            &out->text, &out->text_len, &created, &changed);
         if (rc)
             store_fail(r, rc, msg);
     }
@@ -348,8 +347,8 @@ static err_t post_allocate(struct api_req *r, struct api_resp *out)
     if (!rc)
         rc = validate_allocate(body, &uid, &req, r->msg, sizeof(r->msg));
     if (!rc) {
-        rc = store_pod_allocate(r->api->store, r->seg[2], r->seg[4], uid, req, msg, sizeof(msg),
-                                &j, &created, &changed);
+        rc = store_pod_allocate(r->api->store, r->seg[2], r->seg[4], uid, req, msg, sizeof(msg), &j,
+                                &created, &changed);
         if (rc)
             store_fail(r, rc, msg);
     }
@@ -533,26 +532,28 @@ static err_t get_version(struct api_req *r, struct api_resp *out)
 
 /* ---- the table ---- */
 
-#define R(m, p, l, f, w, b, body) {m, p, l, f, w, b, body}
+/* clang-format off */
+#define R(m, p, l, f, w, b, body) {m, p, l, f, w, b, body} /* an initialiser, not a block */
+/* clang-format on */
 const struct api_route api_routes[] = {
     R("GET", "v1/pods", "/v1/pods", get_pods, false, false, false),
     R("GET", "v1/namespaces/*/pods/*", "/v1/namespaces/{ns}/pods/{name}", get_pod, false, false,
       false),
     R("PUT", "v1/namespaces/*/pods/*", "/v1/namespaces/{ns}/pods/{name}", put_pod, true, true,
       true),
-    R("DELETE", "v1/namespaces/*/pods/*", "/v1/namespaces/{ns}/pods/{name}", delete_pod, true,
-      true, false),
+    R("DELETE", "v1/namespaces/*/pods/*", "/v1/namespaces/{ns}/pods/{name}", delete_pod, true, true,
+      false),
     R("POST", "v1/namespaces/*/pods/*/allocate", "/v1/namespaces/{ns}/pods/{name}/allocate",
       post_allocate, true, true, true),
     R("GET", "v1/allocatable", "/v1/allocatable", get_allocatable, false, false, false),
     R("GET", "v1/devices", "/v1/devices", get_devices, false, false, false),
-    R("PUT", "v1/resources/*/*/devices", "/v1/resources/{domain}/{name}/devices", put_devices,
-      true, true, true),
+    R("PUT", "v1/resources/*/*/devices", "/v1/resources/{domain}/{name}/devices", put_devices, true,
+      true, true),
     R("PATCH", "v1/resources/*/*/devices/*", "/v1/resources/{domain}/{name}/devices/{id}",
       patch_device, true, true, true),
     R("GET", "v1/reservations", "/v1/reservations", get_reservations, false, false, false),
-    R("GET", "v1/reservations/*/*", "/v1/reservations/{ns}/{name}", get_reservation, false,
-      false, false),
+    R("GET", "v1/reservations/*/*", "/v1/reservations/{ns}/{name}", get_reservation, false, false,
+      false),
     R("PUT", "v1/reservations/*/*", "/v1/reservations/{ns}/{name}", put_reservation, true, false,
       true),
     R("DELETE", "v1/reservations/*/*", "/v1/reservations/{ns}/{name}", delete_reservation, true,
@@ -564,4 +565,3 @@ const struct api_route api_routes[] = {
     R("GET", "version", "/version", get_version, false, false, false),
 };
 const size_t api_nroutes = ARRAY_SIZE(api_routes);
-

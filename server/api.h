@@ -21,43 +21,43 @@
 
 /* Shared by every request; read-only after start except where noted. */
 struct api {
-    struct store *store;       /* borrowed */
-    struct feed *feed;         /* borrowed */
-    struct metrics *metrics;   /* borrowed */
-    const char *token;         /* write token for TCP, or NULL; borrowed */
-    bool kubelet_mode;         /* devices and bindings are read-only */
-    const char *node_name;     /* for /version; borrowed */
+    struct store *store;     /* borrowed */
+    struct feed *feed;       /* borrowed */
+    struct metrics *metrics; /* borrowed */
+    const char *token;       /* write token for TCP, or NULL; borrowed */
+    bool kubelet_mode;       /* devices and bindings are read-only */
+    const char *node_name;   /* for /version; borrowed */
     /* Readiness hook of the binding source; NULL = always ready. Writes the
      * reason into 'why' when not ready. Thread-safe. */
     bool (*source_ready)(void *ctx, char *why, size_t cap);
-    void *source_ctx;          /* argument of source_ready */
-    volatile int stopping;     /* set once at shutdown */
+    void *source_ctx;      /* argument of source_ready */
+    volatile int stopping; /* set once at shutdown */
 };
 
 /* One request, as http.c hands it to a handler. */
 struct api_req {
-    struct api *api;                 /* borrowed */
-    struct MHD_Connection *conn;     /* for query arguments */
-    const char *seg[API_MAX_SEGS];   /* path segments; borrowed */
-    size_t nseg;                     /* how many */
-    const char *body;                /* request body (NUL-terminated) or NULL */
-    size_t body_len;                 /* its length */
-    char msg[API_MSG_MAX];           /* the Status message on failure */
+    struct api *api;               /* borrowed */
+    struct MHD_Connection *conn;   /* for query arguments */
+    const char *seg[API_MAX_SEGS]; /* path segments; borrowed */
+    size_t nseg;                   /* how many */
+    const char *body;              /* request body (NUL-terminated) or NULL */
+    size_t body_len;               /* its length */
+    char msg[API_MSG_MAX];         /* the Status message on failure */
 };
 
 /* What a handler answers on ERR_OK: a JSON body, or a ready response. */
 struct api_resp {
-    int status;                      /* HTTP status */
-    json_t *json;                    /* new, or NULL */
-    char *text;                      /* new JSON text instead of 'json', or NULL */
-    size_t text_len;                 /* its length */
-    struct MHD_Response *raw;        /* new, or NULL (takes precedence) */
-    bool stream;                     /* a long-lived stream (left out of latency) */
+    int status;               /* HTTP status */
+    json_t *json;             /* new, or NULL */
+    char *text;               /* new JSON text instead of 'json', or NULL */
+    size_t text_len;          /* its length */
+    struct MHD_Response *raw; /* new, or NULL (takes precedence) */
+    bool stream;              /* a long-lived stream (left out of latency) */
     /* A stream served by the stream loop (takes precedence over all above):
      * http.c hands it the socket; src->free(src_cls) is its to call. */
     const struct stream_src *src;
     void *src_cls;
-    const char *content_type;        /* of the stream; static */
+    const char *content_type; /* of the stream; static */
 };
 
 typedef err_t (*api_handler)(struct api_req *r, struct api_resp *out);

@@ -12,24 +12,24 @@
 #include "../common/names.h"
 #include "api.h"
 
-#define BOOKMARK_MS 10000      /* a bookmark at least this often */
-#define CATCHUP_ROWS 512       /* change-log rows per read transaction */
+#define BOOKMARK_MS 10000 /* a bookmark at least this often */
+#define CATCHUP_ROWS 512  /* change-log rows per read transaction */
 #define NO_DEADLINE UINT64_MAX
 
 struct watcher {
-    struct api *api;           /* borrowed */
-    char kind[16];             /* filter, or "" */
-    char ns[64];               /* filter, or "" */
-    struct feed_filter flt;    /* points into kind/ns */
-    uint64_t cursor;           /* last revision looked at */
-    char *buf;                 /* lines not yet handed to the stream */
-    size_t len, cap;           /* used, allocated */
-    uint64_t next_bookmark;    /* monotonic ms */
-    uint64_t end_at;           /* monotonic ms, or NO_DEADLINE */
-    bool from_log;             /* reading the change log, not the ring */
-    bool ended;                /* send what is buffered, then end */
-    bool handed;               /* 'buf' was handed to the stream last pull */
-    bool again;                /* more change log to read: pull again soon */
+    struct api *api;        /* borrowed */
+    char kind[16];          /* filter, or "" */
+    char ns[64];            /* filter, or "" */
+    struct feed_filter flt; /* points into kind/ns */
+    uint64_t cursor;        /* last revision looked at */
+    char *buf;              /* lines not yet handed to the stream */
+    size_t len, cap;        /* used, allocated */
+    uint64_t next_bookmark; /* monotonic ms */
+    uint64_t end_at;        /* monotonic ms, or NO_DEADLINE */
+    bool from_log;          /* reading the change log, not the ring */
+    bool ended;             /* send what is buffered, then end */
+    bool handed;            /* 'buf' was handed to the stream last pull */
+    bool again;             /* more change log to read: pull again soon */
 };
 
 static void watcher_free(void *cls)
@@ -71,8 +71,8 @@ static int add_line(struct watcher *w, json_t *obj)
 
 static void add_expired(struct watcher *w)
 {
-    json_t *st = json_pack("{s:s,s:s,s:s,s:s,s:i}", "kind", "Status", "status", "Failure",
-                           "reason", "Expired", "message",
+    json_t *st = json_pack("{s:s,s:s,s:s,s:s,s:i}", "kind", "Status", "status", "Failure", "reason",
+                           "Expired", "message",
                            "the requested revision is no longer kept; list again", "code", 410);
 
     add_line(w, json_pack("{s:s,s:o}", "type", "ERROR", "object", st));
@@ -215,8 +215,8 @@ static err_t first_lines(struct api_req *r, struct watcher *w, bool has_since)
     err_t rc;
 
     if (has_since) {
-        rc = store_changes_after(w->api->store, &w->cursor, &w->flt, CATCHUP_ROWS, &w->buf,
-                                 &w->len, &w->cap);
+        rc = store_changes_after(w->api->store, &w->cursor, &w->flt, CATCHUP_ROWS, &w->buf, &w->len,
+                                 &w->cap);
         if (rc == ERR_GONE)
             snprintf(r->msg, sizeof(r->msg),
                      "too old resource version: %llu is no longer kept (the change log keeps "

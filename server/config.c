@@ -86,8 +86,10 @@ static err_t static_devices(struct config *c, const json_t *list, char *msg, siz
             break;
         }
         if (!names_is_resource_name(res)) {
-            snprintf(msg, cap, "key \"devices[%zu]\" (%s): invalid resource name: use "
-                     "domain/name", i, res);
+            snprintf(msg, cap,
+                     "key \"devices[%zu]\" (%s): invalid resource name: use "
+                     "domain/name",
+                     i, res);
             rc = ERR_INVAL;
             break;
         }

@@ -14,11 +14,11 @@
 
 /* One change event; 'line' ends with "\n". */
 struct feed_event {
-    uint64_t rev;     /* its revision */
-    char kind[16];    /* PodResources, Device or Reservation */
-    char *ns;         /* namespace ("" for devices); owned */
-    char *line;       /* the NDJSON line; owned */
-    size_t len;       /* strlen(line) */
+    uint64_t rev;  /* its revision */
+    char kind[16]; /* PodResources, Device or Reservation */
+    char *ns;      /* namespace ("" for devices); owned */
+    char *line;    /* the NDJSON line; owned */
+    size_t len;    /* strlen(line) */
 };
 
 /* What a watcher wants: NULL fields match everything. Borrowed. */
@@ -28,10 +28,10 @@ struct feed_filter {
 };
 
 enum feed_read_result {
-    FEED_GOT,     /* lines were copied; *cursor advanced */
-    FEED_EMPTY,   /* nothing new (the cursor may have advanced over filtered events) */
-    FEED_BEHIND,  /* cursor is older than the ring: read the change log instead */
-    FEED_CLOSED,  /* the hub is shutting down */
+    FEED_GOT,    /* lines were copied; *cursor advanced */
+    FEED_EMPTY,  /* nothing new (the cursor may have advanced over filtered events) */
+    FEED_BEHIND, /* cursor is older than the ring: read the change log instead */
+    FEED_CLOSED, /* the hub is shutting down */
 };
 
 struct feed;

@@ -14,22 +14,22 @@
 
 /* Lock: none; one thread uses a client. */
 struct grpc {
-    CURL *curl;                 /* kept for life (its connection is not: see set_options) */
-    struct grpc_opts o;         /* settings (socket path borrowed) */
+    CURL *curl;                   /* kept for life (its connection is not: see set_options) */
+    struct grpc_opts o;           /* settings (socket path borrowed) */
     char errbuf[CURL_ERROR_SIZE]; /* curl's error text of the last call */
 };
 
 /* What one call collects from curl's callbacks. */
 struct call {
-    uint8_t *body;         /* the answer body; new */
-    size_t len, cap;       /* bytes used and allocated */
-    size_t limit;          /* body bytes accepted before aborting */
-    bool too_large;        /* the body passed 'limit' */
-    bool nomem;            /* growing the body failed */
-    bool have_status;      /* a grpc-status header or trailer was seen */
-    int status;            /* its value */
-    bool grpc_type;        /* content-type is application/grpc[+...] */
-    char message[256];     /* grpc-message, decoded */
+    uint8_t *body;            /* the answer body; new */
+    size_t len, cap;          /* bytes used and allocated */
+    size_t limit;             /* body bytes accepted before aborting */
+    bool too_large;           /* the body passed 'limit' */
+    bool nomem;               /* growing the body failed */
+    bool have_status;         /* a grpc-status header or trailer was seen */
+    int status;               /* its value */
+    bool grpc_type;           /* content-type is application/grpc[+...] */
+    char message[256];        /* grpc-message, decoded */
     const volatile int *stop; /* abort when set */
 };
 
@@ -54,8 +54,8 @@ err_t grpc_frame(const uint8_t *msg, size_t len, uint8_t **out, size_t *out_len)
     return ERR_OK;
 }
 
-err_t grpc_unframe(const uint8_t *buf, size_t len, size_t max, const uint8_t **msg,
-                   size_t *msg_len, char *why, size_t cap)
+err_t grpc_unframe(const uint8_t *buf, size_t len, size_t max, const uint8_t **msg, size_t *msg_len,
+                   char *why, size_t cap)
 {
     size_t n;
 
@@ -73,8 +73,8 @@ err_t grpc_unframe(const uint8_t *buf, size_t len, size_t max, const uint8_t **m
         return ERR_INVAL;
     }
     if (n != len - GRPC_FRAME_HDR) {
-        snprintf(why, cap, "answer message says %zu bytes but %zu follow (one message expected)",
-                 n, len - GRPC_FRAME_HDR);
+        snprintf(why, cap, "answer message says %zu bytes but %zu follow (one message expected)", n,
+                 len - GRPC_FRAME_HDR);
         return ERR_INVAL;
     }
     *msg = buf + GRPC_FRAME_HDR;
@@ -154,8 +154,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ctx)
 
 /* 'line' of 'n' bytes starts with header 'name' (any case) and a colon:
  * *val and *vlen locate the value without surrounding white space. */
-static bool header_is(const char *line, size_t n, const char *name, const char **val,
-                      size_t *vlen)
+static bool header_is(const char *line, size_t n, const char *name, const char **val, size_t *vlen)
 {
     size_t k = strlen(name);
 
@@ -303,8 +302,8 @@ static err_t transport_error(struct grpc *g, CURLcode e, const struct call *c,
         st->code = GRPC_CANCELLED;
     if (stat(g->o.socket_path, &sb) != 0) {
         st->no_socket = true;
-        snprintf(st->message, sizeof(st->message), "cannot connect to '%s': %s",
-                 g->o.socket_path, strerror(errno));
+        snprintf(st->message, sizeof(st->message), "cannot connect to '%s': %s", g->o.socket_path,
+                 strerror(errno));
         return ERR_UPSTREAM;
     }
     st->no_socket = e == CURLE_COULDNT_CONNECT;

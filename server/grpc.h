@@ -4,8 +4,9 @@
  * answer message; no TLS, no compression, no streaming. The framing helpers
  * are pure and also serve the tests. A client is one curl easy handle kept
  * for life, with a fresh connection per call (libcurl 7.88 cannot reuse a
- * prior-knowledge HTTP/2 connection); one per thread, not thread-safe. The client does not log: a failed call describes itself in
- * 'struct grpc_status' and the caller decides how loudly to report it. */
+ * prior-knowledge HTTP/2 connection); one per thread, not thread-safe. The client does not log: a
+ * failed call describes itself in 'struct grpc_status' and the caller decides how loudly to report
+ * it. */
 #ifndef PODRES_GRPC_H
 #define PODRES_GRPC_H
 #include <stdbool.h>
@@ -72,8 +73,8 @@ err_t grpc_frame(const uint8_t *msg, size_t len, uint8_t **out, size_t *out_len)
  * bytes; *msg (borrowed from buf) and *msg_len locate it. ERR_INVAL for a
  * short or trailing buffer, a compressed message or one over 'max'; 'why'
  * says which. Outputs untouched on failure. */
-err_t grpc_unframe(const uint8_t *buf, size_t len, size_t max, const uint8_t **msg,
-                   size_t *msg_len, char *why, size_t cap) WARN_UNUSED;
+err_t grpc_unframe(const uint8_t *buf, size_t len, size_t max, const uint8_t **msg, size_t *msg_len,
+                   char *why, size_t cap) WARN_UNUSED;
 
 /* Decode a grpc-message value (percent-encoded UTF-8) of 'n' bytes into
  * 'out' (always NUL-terminated, truncated to 'cap'). Malformed escapes are

@@ -25,15 +25,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LISTEN_BACKLOG 1024 /* as many as the connection limit: bursts of clients wait, not fail */
+#define LISTEN_BACKLOG 1024 /* the connection limit: a burst of clients waits, not fails */
 
 #define SHARDS_MAX 8 /* daemons of the read-only TCP listener, see tcp_shards() */
 
 struct listener {
-    struct http *h;                  /* back pointer */
+    struct http *h;                   /* back pointer */
     struct MHD_Daemon *d[SHARDS_MAX]; /* one daemon, or the read-only listener's shards */
-    unsigned nd;                     /* daemons in d */
-    bool tcp;                        /* loopback TCP (token rules apply) */
+    unsigned nd;                      /* daemons in d */
+    bool tcp;                         /* loopback TCP (token rules apply) */
 };
 
 struct http {
@@ -51,16 +51,16 @@ static _Thread_local bool handed_over;
 
 /* Per request state, freed in the completion callback. */
 struct ctx {
-    char *body;              /* accumulated body */
-    size_t len, cap;         /* used and allocated */
-    size_t declared;         /* Content-Length, when given and within HTTP_BODY_MAX */
-    bool too_large;          /* over HTTP_BODY_MAX */
-    bool no_mem;             /* the body could not be stored: 500 on the final call */
-    bool answered;           /* a response was queued */
-    size_t route;            /* metrics label index */
-    int status;              /* answered status */
-    bool stream;             /* a watch stream */
-    uint64_t t0_us;          /* start time */
+    char *body;      /* accumulated body */
+    size_t len, cap; /* used and allocated */
+    size_t declared; /* Content-Length, when given and within HTTP_BODY_MAX */
+    bool too_large;  /* over HTTP_BODY_MAX */
+    bool no_mem;     /* the body could not be stored: 500 on the final call */
+    bool answered;   /* a response was queued */
+    size_t route;    /* metrics label index */
+    int status;      /* answered status */
+    bool stream;     /* a watch stream */
+    uint64_t t0_us;  /* start time */
 };
 
 static uint64_t now_us(void)
@@ -240,8 +240,8 @@ static void allow_header(char *buf, size_t cap, const char *const *seg, size_t n
     buf[0] = '\0';
     for (i = 0; i < api_nroutes; i++) {
         if (pattern_matches(api_routes[i].pattern, seg, n))
-            len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "%s%s",
-                                    len ? ", " : "", api_routes[i].method);
+            len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "%s%s", len ? ", " : "",
+                                    api_routes[i].method);
         if (len >= cap)
             break;
     }
@@ -305,11 +305,12 @@ static err_t check_access(struct listener *l, struct MHD_Connection *conn,
     } else if (!rt->write) {
         return ERR_OK;
     } else if (l->tcp && !api->token) {
-        snprintf(msg, cap, "writes over TCP are disabled: configure --write-token-file, or use "
-                           "the unix socket");
+        snprintf(msg, cap,
+                 "writes over TCP are disabled: configure --write-token-file, or use "
+                 "the unix socket");
         why = "TCP is read-only";
-    } else if (l->tcp && !token_ok(api->token, MHD_lookup_connection_value(
-                                                   conn, MHD_HEADER_KIND, "Authorization"))) {
+    } else if (l->tcp && !token_ok(api->token, MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                                           "Authorization"))) {
         snprintf(msg, cap, "writes over TCP need a valid bearer token");
         why = "no valid write credential";
     } else if (rt->binding_write && api->kubelet_mode) {
@@ -351,8 +352,7 @@ static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
     (void)cls;
     (void)conn;
     while (*r) {
-        if (r[0] == '%' && (hi = hexval(r[1])) >= 0 && (lo = hexval(r[2])) >= 0 &&
-            (hi | lo) != 0) {
+        if (r[0] == '%' && (hi = hexval(r[1])) >= 0 && (lo = hexval(r[2])) >= 0 && (hi | lo) != 0) {
             *w++ = (char)(hi * 16 + lo);
             r += 3;
         } else {
@@ -391,8 +391,8 @@ static err_t check_body(struct MHD_Connection *conn, struct ctx *c, const struct
 static enum MHD_Result hand_over(struct listener *l, struct MHD_Connection *conn, struct ctx *c,
                                  const char *method, const char *version, struct api_resp *out)
 {
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn,
+                                                                 MHD_CONNECTION_INFO_CONNECTION_FD);
     bool chunked = strcmp(version, MHD_HTTP_VERSION_1_0) != 0;
     char head[512], date[64];
     struct tm tm;
@@ -403,8 +403,8 @@ static enum MHD_Result hand_over(struct listener *l, struct MHD_Connection *conn
 
     if (strcmp(method, "HEAD") == 0) {
         /* The head alone: libmicrohttpd answers it on this connection. */
-        struct MHD_Response *resp =
-            MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+        struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL,
+                                                                    MHD_RESPMEM_PERSISTENT);
         enum MHD_Result ret;
 
         out->src->free(out->src_cls);
@@ -434,8 +434,7 @@ static enum MHD_Result hand_over(struct listener *l, struct MHD_Connection *conn
     snprintf(head, sizeof(head),
              "HTTP/1.1 %d OK\r\nDate: %s\r\nContent-Type: %s\r\nCache-Control: no-cache\r\n"
              "Connection: close\r\n%s\r\n",
-             out->status, date, out->content_type,
-             chunked ? "Transfer-Encoding: chunked\r\n" : "");
+             out->status, date, out->content_type, chunked ? "Transfer-Encoding: chunked\r\n" : "");
     /* On failure 'fd' is closed and libmicrohttpd's descriptor is intact. */
     rc = streams_adopt(l->h->streams, fd, head, chunked, out->src, out->src_cls);
     if (rc) {
@@ -468,8 +467,8 @@ static enum MHD_Result dispatch(struct listener *l, struct MHD_Connection *conn,
     r.api = l->h->api;
     r.conn = conn;
     c->route = api_nroutes;
-    if (strlen(url) >= sizeof(path) || !split_path(memcpy(path, url, strlen(url) + 1), r.seg,
-                                                   &r.nseg))
+    if (strlen(url) >= sizeof(path) ||
+        !split_path(memcpy(path, url, strlen(url) + 1), r.seg, &r.nseg))
         return queue_error(conn, c, ERR_NOTFOUND, "the path is not served by podresd");
     rt = find_route(method, r.seg, r.nseg, &known, &c->route);
     if (!rt && !known)
@@ -580,9 +579,8 @@ static enum MHD_Result check_declared(struct MHD_Connection *conn, struct ctx *c
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
 {
     struct listener *l = cls;
     struct ctx *c = *con_cls;
@@ -627,8 +625,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!c)
         return;
     if (c->answered)
-        metrics_observe(l->h->api->metrics, c->route, c->status, now_us() - c->t0_us,
-                        !c->stream);
+        metrics_observe(l->h->api->metrics, c->route, c->status, now_us() - c->t0_us, !c->stream);
     free(c->body);
     free(c);
     *con_cls = NULL;
@@ -838,8 +835,8 @@ static err_t start_daemon(struct listener *l, int fd, bool shared, unsigned limi
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
         MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, limit,
-        MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->tcp ? limit : 0,
+        MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        l->tcp ? limit : 0,
         /* 8 MiB, glibc's usual default. glibc keeps exited threads' stacks
          * for reuse, 40 MiB of them in all, and each kept stack holds its
          * top pages (TLS, the last frames: ~17 KiB): at 1 MiB that was 40

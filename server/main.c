@@ -52,7 +52,6 @@ static const struct option long_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
-
 /* Read the write token; trailing white space is dropped. Never logged. */
 static err_t read_token(const char *path, char **out)
 {
@@ -117,15 +116,15 @@ static err_t load_static_devices(struct store *st, const json_t *devices)
 }
 
 struct daemon {
-    struct config cfg;        /* settings */
-    char *token;              /* write token or NULL */
-    struct store *store;      /* the database */
-    struct feed *feed;        /* the change-feed hub */
-    struct metrics *metrics;  /* request metrics */
-    struct api api;           /* handler context */
-    struct http *http;        /* listeners */
+    struct config cfg;              /* settings */
+    char *token;                    /* write token or NULL */
+    struct store *store;            /* the database */
+    struct feed *feed;              /* the change-feed hub */
+    struct metrics *metrics;        /* request metrics */
+    struct api api;                 /* handler context */
+    struct http *http;              /* listeners */
     struct source_kubelet *kubelet; /* the kubelet poll thread, in kubelet mode */
-    bool kubelet_mode;        /* source is kubelet */
+    bool kubelet_mode;              /* source is kubelet */
 };
 
 /* Start the kubelet poll thread on the store (before the listeners, so the
@@ -149,8 +148,8 @@ static err_t start_kubelet(struct daemon *d)
 static err_t start(struct daemon *d)
 {
     struct store_opts so = {.path = d->cfg.db, .history = d->cfg.history};
-    struct http_opts ho = {.socket_path = d->cfg.socket, .listen = d->cfg.listen,
-                           .conn_limit = 1024, .timeout_s = 30};
+    struct http_opts ho = {
+        .socket_path = d->cfg.socket, .listen = d->cfg.listen, .conn_limit = 1024, .timeout_s = 30};
     size_t i;
     err_t rc = ERR_OK;
 
@@ -175,8 +174,11 @@ static err_t start(struct daemon *d)
     rc = d->kubelet_mode ? start_kubelet(d) : load_static_devices(d->store, d->cfg.devices);
     if (rc)
         return rc;
-    d->api = (struct api){.store = d->store, .feed = d->feed, .metrics = d->metrics,
-                          .token = d->token, .node_name = d->cfg.node_name,
+    d->api = (struct api){.store = d->store,
+                          .feed = d->feed,
+                          .metrics = d->metrics,
+                          .token = d->token,
+                          .node_name = d->cfg.node_name,
                           .kubelet_mode = d->kubelet_mode,
                           .source_ready = d->kubelet ? source_kubelet_ready : NULL,
                           .source_ctx = d->kubelet};

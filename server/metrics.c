@@ -12,19 +12,19 @@ static const double bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
 #define NB ARRAY_SIZE(bounds)
 
 struct route_stats {
-    const char *method;          /* label; borrowed */
-    const char *path;            /* label; borrowed */
-    int codes[MAX_CODES];        /* status codes seen */
-    uint64_t counts[MAX_CODES];  /* requests per code */
-    uint64_t buckets[NB];        /* cumulative later; raw per bucket here */
-    uint64_t n;                  /* timed requests */
-    double sum;                  /* seconds */
+    const char *method;         /* label; borrowed */
+    const char *path;           /* label; borrowed */
+    int codes[MAX_CODES];       /* status codes seen */
+    uint64_t counts[MAX_CODES]; /* requests per code */
+    uint64_t buckets[NB];       /* cumulative later; raw per bucket here */
+    uint64_t n;                 /* timed requests */
+    double sum;                 /* seconds */
 };
 
 /* Lock: 'mu' guards 'stats'. */
 struct metrics {
     pthread_mutex_t mu;
-    size_t n;                 /* number of routes, plus one for unmatched */
+    size_t n;                  /* number of routes, plus one for unmatched */
     struct route_stats *stats; /* one per route */
 };
 
@@ -105,10 +105,11 @@ static err_t render_histogram(const struct route_stats *r, struct strbuf *sb)
 
     for (j = 0; !rc && j < NB; j++) {
         cum += r->buckets[j];
-        rc = strbuf_printf(sb,
-                           "podresd_http_request_duration_seconds_bucket{method=\"%s\",route=\"%s\","
-                           "le=\"%g\"} %llu\n",
-                           r->method, r->path, bounds[j], (unsigned long long)cum);
+        rc = strbuf_printf(
+            sb,
+            "podresd_http_request_duration_seconds_bucket{method=\"%s\",route=\"%s\","
+            "le=\"%g\"} %llu\n",
+            r->method, r->path, bounds[j], (unsigned long long)cum);
     }
     if (!rc)
         rc = strbuf_printf(
@@ -134,10 +135,11 @@ err_t metrics_render(struct metrics *m, struct strbuf *sb)
         const struct route_stats *r = &m->stats[i];
 
         for (j = 0; !rc && j < MAX_CODES && r->codes[j]; j++)
-            rc = strbuf_printf(sb,
-                               "podresd_http_requests_total{method=\"%s\",route=\"%s\",code=\"%d\"} "
-                               "%llu\n",
-                               r->method, r->path, r->codes[j], (unsigned long long)r->counts[j]);
+            rc = strbuf_printf(
+                sb,
+                "podresd_http_requests_total{method=\"%s\",route=\"%s\",code=\"%d\"} "
+                "%llu\n",
+                r->method, r->path, r->codes[j], (unsigned long long)r->counts[j]);
     }
     if (!rc)
         rc = strbuf_printf(sb, "# HELP podresd_http_request_duration_seconds Request latency by "

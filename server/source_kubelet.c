@@ -22,22 +22,22 @@
 #define METHOD_ALLOC "/v1.PodResourcesLister/GetAllocatableResources"
 #define READY_INTERVALS 3
 #define BACKOFF_MAX_MS 30000
-#define TIMEOUT_MIN_MS 5000  /* a List of many MiB from a busy kubelet takes time */
+#define TIMEOUT_MIN_MS 5000 /* a List of many MiB from a busy kubelet takes time */
 #define TIMEOUT_MAX_MS 30000
 
 struct source_kubelet {
-    char *socket_path;          /* the kubelet's socket */
-    uint64_t interval_ms;       /* poll interval */
-    struct store *store;        /* borrowed */
-    struct grpc *grpc;          /* the client; the poll thread's alone */
-    pthread_t thread;           /* the poll thread */
-    bool started;               /* thread is running and must be joined */
-    pthread_mutex_t mu;         /* guards the fields below */
-    pthread_cond_t cv;          /* wakes the poll thread to stop (CLOCK_MONOTONIC) */
-    volatile int stop;          /* set once to stop; also read by the curl callback */
-    uint64_t last_ok_ms;        /* CLOCK_MONOTONIC of the last successful sync; 0 = never */
-    unsigned failures;          /* consecutive failed polls */
-    char last_err[256];         /* why the last poll failed */
+    char *socket_path;    /* the kubelet's socket */
+    uint64_t interval_ms; /* poll interval */
+    struct store *store;  /* borrowed */
+    struct grpc *grpc;    /* the client; the poll thread's alone */
+    pthread_t thread;     /* the poll thread */
+    bool started;         /* thread is running and must be joined */
+    pthread_mutex_t mu;   /* guards the fields below */
+    pthread_cond_t cv;    /* wakes the poll thread to stop (CLOCK_MONOTONIC) */
+    volatile int stop;    /* set once to stop; also read by the curl callback */
+    uint64_t last_ok_ms;  /* CLOCK_MONOTONIC of the last successful sync; 0 = never */
+    unsigned failures;    /* consecutive failed polls */
+    char last_err[256];   /* why the last poll failed */
     /* The poll thread's own: the answers last stored, and the revision then. */
     uint8_t *seen_list, *seen_alloc; /* raw List and GetAllocatableResources answers */
     size_t seen_llen, seen_alen;     /* their lengths */
@@ -290,8 +290,8 @@ static err_t allocatable_json(const V1__AllocatableResourcesResponse *a, json_t 
     for (i = 0; !rc && i < a->n_devices; i++) {
         rc = group_json(a->devices[i], &g);
         for (j = 0; !rc && j < json_array_size(json_object_get(g, "deviceIds")); j++) {
-            d = json_pack("{s:O,s:O,s:O}", "resourceName", json_object_get(g, "resourceName"),
-                          "id", json_array_get(json_object_get(g, "deviceIds"), j), "topology",
+            d = json_pack("{s:O,s:O,s:O}", "resourceName", json_object_get(g, "resourceName"), "id",
+                          json_array_get(json_object_get(g, "deviceIds"), j), "topology",
                           json_object_get(g, "topology"));
             if (json_array_append_new(devs, d))
                 rc = ERR_NOMEM;
@@ -331,8 +331,8 @@ err_t source_kubelet_decode(const uint8_t *list, size_t list_len, const uint8_t 
                             size_t alloc_len, json_t **snap, char *why, size_t cap)
 {
     V1__ListPodResourcesResponse *l = v1__list_pod_resources_response__unpack(NULL, list_len, list);
-    V1__AllocatableResourcesResponse *a =
-        v1__allocatable_resources_response__unpack(NULL, alloc_len, alloc);
+    V1__AllocatableResourcesResponse *a = v1__allocatable_resources_response__unpack(
+        NULL, alloc_len, alloc);
     json_t *out = NULL;
     err_t rc = ERR_INVAL;
 
@@ -440,7 +440,8 @@ static uint64_t record(struct source_kubelet *k, err_t rc, const struct grpc_sta
         log_info("kubelet sync recovered after %u failed attempts", before);
     else if (rc && before == 0 && gs->code == GRPC_RESOURCE_EXHAUSTED)
         log_warn("kubelet answered RESOURCE_EXHAUSTED (its rate limit is shared by all "
-                 "clients): %s; backing off", why);
+                 "clients): %s; backing off",
+                 why);
     else if (rc && before == 0)
         log_warn("kubelet sync failed: %s; retrying with backoff", why);
     else if (rc)
@@ -526,7 +527,9 @@ err_t source_kubelet_start(const struct source_kubelet_opts *o, struct source_ku
     k->store = o->store;
     k->socket_path = strdup(o->socket_path);
     go.socket_path = k->socket_path;
-    go.timeout_ms = tmo < TIMEOUT_MIN_MS ? TIMEOUT_MIN_MS : tmo > TIMEOUT_MAX_MS ? TIMEOUT_MAX_MS : tmo;
+    go.timeout_ms = tmo < TIMEOUT_MIN_MS   ? TIMEOUT_MIN_MS
+                    : tmo > TIMEOUT_MAX_MS ? TIMEOUT_MAX_MS
+                                           : tmo;
     go.stop = &k->stop;
     k->grpc = k->socket_path ? grpc_new(&go) : NULL;
     if (!k->grpc) {

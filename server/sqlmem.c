@@ -197,8 +197,8 @@ static void mem_shutdown(void *arg)
 int sqlmem_install(void)
 {
     static const sqlite3_mem_methods methods = {
-        sqlmem_malloc, sqlmem_free, sqlmem_realloc, sqlmem_size,
-        sqlmem_roundup, mem_init, mem_shutdown, NULL,
+        sqlmem_malloc,  sqlmem_free, sqlmem_realloc, sqlmem_size,
+        sqlmem_roundup, mem_init,    mem_shutdown,   NULL,
     };
 
     return sqlite3_config(SQLITE_CONFIG_MALLOC, &methods);

@@ -21,10 +21,10 @@
 #define SQLMEM_CACHING 1
 #endif
 
-#define SQLMEM_STEP 32                   /* block sizes: multiples of this ... */
-#define SQLMEM_CLASSES 16                /* ... up to STEP * CLASSES (512 bytes) */
-#define SQLMEM_PER_CLASS 128             /* free blocks a thread keeps of one size */
-#define SQLMEM_THREAD_BYTES (64 * 1024)  /* and of all sizes together */
+#define SQLMEM_STEP 32                  /* block sizes: multiples of this ... */
+#define SQLMEM_CLASSES 16               /* ... up to STEP * CLASSES (512 bytes) */
+#define SQLMEM_PER_CLASS 128            /* free blocks a thread keeps of one size */
+#define SQLMEM_THREAD_BYTES (64 * 1024) /* and of all sizes together */
 
 /* Make SQLite allocate through sqlmem; before SQLite initialises (it is a
  * no-op after). 0 on success, else SQLite's error code. */

@@ -86,9 +86,9 @@ static err_t bind_args(sqlite3 *db, sqlite3_stmt *stmt, sqlite3_destructor_type 
 #define STMT_REG_MAX 64   /* connections with a cache, process-wide */
 
 struct stmt_slot {
-    const char *key;     /* the SQL pointer it was first asked with (a literal) */
-    uint32_t hash;       /* FNV-1a of the SQL text */
-    bool busy;           /* handed out, not yet st_done() */
+    const char *key; /* the SQL pointer it was first asked with (a literal) */
+    uint32_t hash;   /* FNV-1a of the SQL text */
+    bool busy;       /* handed out, not yet st_done() */
     sqlite3_stmt *stmt;
 };
 
@@ -617,8 +617,8 @@ static void free_pending_from(struct store *st, size_t from);
  * the writes only competed with them for the disk and the CPUs (1 client:
  * +1.8 % to +7.5 % with it in the COMMIT, docs/BENCHMARKS.md). Durability is
  * unchanged: a COMMIT is on disk once the WAL is synced. */
-#define CKPT_FRAMES 1000       /* checkpoint every this many new frames */
-#define CKPT_FRAMES_MAX 4000   /* ~16 MiB of WAL: checkpoint inside the COMMIT */
+#define CKPT_FRAMES 1000     /* checkpoint every this many new frames */
+#define CKPT_FRAMES_MAX 4000 /* ~16 MiB of WAL: checkpoint inside the COMMIT */
 
 /* Checkpoint in the COMMIT on 'db' (the write connection): true when done. */
 static bool checkpoint_here(struct store *st, sqlite3 *db)
@@ -1298,7 +1298,7 @@ struct snap_kind {
     const char *kind; /* the event kind */
     const char *sql;  /* selects the keys (namespace, name) or (resource, id) */
     err_t (*view)(sqlite3 *db, const char *a, const char *b, json_t **out);
-    bool namespaced;  /* a namespace filter applies */
+    bool namespaced; /* a namespace filter applies */
 };
 
 static const struct snap_kind snap_kinds[] = {

@@ -25,9 +25,9 @@
 struct store;
 
 struct store_opts {
-    const char *path;   /* database file; its directory must exist */
-    uint64_t history;   /* change-log rows kept (>= 1) */
-    struct feed *feed;  /* borrowed; receives events after COMMIT; may be NULL */
+    const char *path;  /* database file; its directory must exist */
+    uint64_t history;  /* change-log rows kept (>= 1) */
+    struct feed *feed; /* borrowed; receives events after COMMIT; may be NULL */
 };
 
 /* Open (creating if needed) and migrate. On ERR_OK *out is new: store_free() it. */
@@ -46,8 +46,8 @@ err_t store_pods_list(struct store *st, const char *ns, const char *resource,
 /* {"podResources":{...},"revision":N}; ERR_NOTFOUND. */
 err_t store_pod_get(struct store *st, const char *ns, const char *name, json_t **out) WARN_UNUSED;
 /* health: NULL, "Healthy" or "Unhealthy"; free_only: neither held nor reserved. */
-err_t store_devices_list(struct store *st, const char *resource, const char *health,
-                         bool free_only, json_t **out) WARN_UNUSED;
+err_t store_devices_list(struct store *st, const char *resource, const char *health, bool free_only,
+                         json_t **out) WARN_UNUSED;
 err_t store_allocatable(struct store *st, json_t **out) WARN_UNUSED;
 err_t store_reservations_list(struct store *st, json_t **out) WARN_UNUSED;
 /* {"reservation":{...},"revision":N}; ERR_NOTFOUND. */
@@ -79,15 +79,14 @@ err_t store_changes_after(struct store *st, uint64_t *cursor, const struct feed_
 
 /* ---- writes ---- */
 /* Replace the device set of 'resource'. 'devices' is the array
- * validate_devices_put() builds: {"id","health","numa":[ids],"properties"}; ttl_ms 0 = no heartbeat.
- * *out = {"devices":[...],"revision":N}; *changed false when nothing did. */
+ * validate_devices_put() builds: {"id","health","numa":[ids],"properties"}; ttl_ms 0 = no
+ * heartbeat. *out = {"devices":[...],"revision":N}; *changed false when nothing did. */
 err_t store_resource_put(struct store *st, const char *resource, const json_t *devices,
                          uint64_t ttl_ms, char *msg, size_t cap, json_t **out,
                          bool *changed) WARN_UNUSED;
 /* Set one device's health. *out = {"device":{...},"revision":N}. */
 err_t store_device_set_health(struct store *st, const char *resource, const char *id,
-                              const char *health, char *msg, size_t cap,
-                              json_t **out) WARN_UNUSED;
+                              const char *health, char *msg, size_t cap, json_t **out) WARN_UNUSED;
 /* Record a pod binding; 'containers' is the validated array of
  * {"name","devices":[{"resourceName","deviceIds"}],"cpuIds","memory"}.
  * *out = {"podResources":{...},"revision":N} as compact JSON text (new:
@@ -101,8 +100,8 @@ err_t store_pod_bind(struct store *st, const char *ns, const char *name, const c
  * {"name","requests":{resource:count}}. Same uid and request again: the
  * same answer, *changed false. */
 err_t store_pod_allocate(struct store *st, const char *ns, const char *name, const char *uid,
-                         const json_t *request, char *msg, size_t cap, json_t **out,
-                         bool *created, bool *changed) WARN_UNUSED;
+                         const json_t *request, char *msg, size_t cap, json_t **out, bool *created,
+                         bool *changed) WARN_UNUSED;
 /* Release a pod's devices. uid NULL = any. ERR_NOTFOUND; ERR_CONFLICT when
  * the uid differs. *out = {"podResources":{last state},"revision":N}. */
 err_t store_pod_release(struct store *st, const char *ns, const char *name, const char *uid,

@@ -11,8 +11,8 @@
 #include "store.h"
 
 #define READ_POOL_MAX 16
-#define READ_POOL_WARM 2 /* idle read connections that keep their page cache */
-#define BATCH_MAX 64 /* writes at most in one group commit */
+#define READ_POOL_WARM 2  /* idle read connections that keep their page cache */
+#define BATCH_MAX 64      /* writes at most in one group commit */
 #define COMBINE_BATCHES 2 /* batches a combiner runs in a row before it hands over */
 
 /* A write's answer, given after the COMMIT of its batch (on its stack). */
@@ -25,10 +25,10 @@ struct tx_waiter {
 /* A write queued for the combiner (st_write), on its caller's stack. */
 struct wop {
     err_t (*fn)(struct store *st, void *ctx); /* the write, run by the combiner */
-    void *ctx;                                 /* its arguments and results */
-    struct tx_waiter w;                        /* its answer, posted on w.done */
-    bool lead;                                 /* posted to run the queue, not answered */
-    struct wop *next;                          /* queue order */
+    void *ctx;                                /* its arguments and results */
+    struct tx_waiter w;                       /* its answer, posted on w.done */
+    bool lead;                                /* posted to run the queue, not answered */
+    struct wop *next;                         /* queue order */
 };
 
 /* Group commit (st_write): every write is a function run inside a batch,
@@ -167,8 +167,7 @@ err_t st_device_text(sqlite3 *db, const char *resource, const char *id, uint64_t
  * 'containers' is the stored canonical JSON. */
 void st_pod_text(struct jsonw *w, const char *ns, const char *name, const char *uid,
                  const char *containers, uint64_t rev);
-err_t st_reservation_json(sqlite3 *db, const char *ns, const char *name,
-                          json_t **out) WARN_UNUSED;
+err_t st_reservation_json(sqlite3 *db, const char *ns, const char *name, json_t **out) WARN_UNUSED;
 /* {key: list, "revision": rev} wrapper; steals 'list'. NULL if out of memory. */
 json_t *st_wrap(const char *key, json_t *list, uint64_t rev);
 

@@ -109,8 +109,8 @@ static err_t want_device(struct sync *s, const char *res, const char *id, const 
     key2(key, res, id);
     if (numa && removed && strcmp(numa, "[]") == 0)
         numa[0] = '\0'; /* no topology in the pod: keep what the device had */
-    d = numa ? json_pack("{s:s,s:s,s:s,s:s,s:b}", "r", res, "i", id, "h", health, "n", numa,
-                         "x", removed)
+    d = numa ? json_pack("{s:s,s:s,s:s,s:s,s:b}", "r", res, "i", id, "h", health, "n", numa, "x",
+                         removed)
              : NULL;
     free(numa);
     if (!d || json_object_set_new(s->want_devs, key, d))
@@ -144,14 +144,13 @@ static json_t *bind_obj(const char *res, const char *id, const char *ns, const c
     char owner[SYNC_KEY_MAX];
 
     snprintf(owner, sizeof(owner), "%s\x1f%s\x1f%s", ns, name, c);
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "r", res, "i", id, "ns", ns, "pod", name, "c",
-                     c, "o", owner);
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "r", res, "i", id, "ns", ns, "pod", name, "c", c,
+                     "o", owner);
 }
 
 /* One device group of container 'c' of pod ns/name: sorted ids, bindings,
  * and an Unhealthy device for each bound id that is not allocatable. */
-static err_t want_group(struct sync *s, const char *ns, const char *name, const char *c,
-                        json_t *g)
+static err_t want_group(struct sync *s, const char *ns, const char *name, const char *c, json_t *g)
 {
     const char *res = name_of(g, "resourceName"), *id;
     char key[SYNC_KEY_MAX];
@@ -190,7 +189,7 @@ static err_t want_container(struct sync *s, const char *ns, const char *name, js
         if (rc)
             break;
         rc = json_is_object(g) && name_of(g, "resourceName") ? want_group(s, ns, name, cn, g)
-                                                              : ERR_INVAL;
+                                                             : ERR_INVAL;
     }
     return rc;
 }
@@ -280,8 +279,8 @@ static err_t load_have(struct sync *s)
     while (!rc && !(rc = st_step(db, q, &row)) && row) {
         key2(key, st_text(q, 0), st_text(q, 1));
         if (json_object_set_new(s->have_bind, key,
-                                bind_obj(st_text(q, 0), st_text(q, 1), st_text(q, 2),
-                                         st_text(q, 3), st_text(q, 4))))
+                                bind_obj(st_text(q, 0), st_text(q, 1), st_text(q, 2), st_text(q, 3),
+                                         st_text(q, 4))))
             rc = ERR_NOMEM;
     }
     st_done(q);
@@ -379,8 +378,10 @@ static err_t drop_devices(struct sync *s)
             rc = st_exec(s->st->wdb, "DELETE FROM devices WHERE resource=? AND id=?", "tt",
                          fld(d, "r"), fld(d, "i"));
         if (!rc) /* a let-go row left by the write API */
-            rc = st_exec(s->st->wdb, "DELETE FROM bindings WHERE resource=? AND device_id=? AND "
-                         "pod=''", "tt", fld(d, "r"), fld(d, "i"));
+            rc = st_exec(s->st->wdb,
+                         "DELETE FROM bindings WHERE resource=? AND device_id=? AND "
+                         "pod=''",
+                         "tt", fld(d, "r"), fld(d, "i"));
     }
     return rc;
 }

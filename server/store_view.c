@@ -43,8 +43,8 @@ json_t *st_topology(const json_t *numa_ids)
 }
 
 /* Run 'sql' bound to (a, b) and convert its one row; ERR_NOTFOUND without one. */
-static err_t one_row(sqlite3 *db, const char *sql, json_t *(*conv)(sqlite3_stmt *),
-                     const char *a, const char *b, json_t **out)
+static err_t one_row(sqlite3 *db, const char *sql, json_t *(*conv)(sqlite3_stmt *), const char *a,
+                     const char *b, json_t **out)
 {
     sqlite3_stmt *s = NULL;
     bool row = false;
@@ -243,9 +243,9 @@ err_t st_pod_json(sqlite3 *db, const char *a, const char *b, json_t **out)
 
 static json_t *reservation_row(sqlite3_stmt *s)
 {
-    return json_pack("{s:s,s:s,s:o,s:s,s:s,s:I}", "namespace", st_text(s, 0), "name",
-                     st_text(s, 1), "containers", st_json(s, 2), "state", st_text(s, 3),
-                     "message", st_text(s, 4), "revision", (json_int_t)sqlite3_column_int64(s, 5));
+    return json_pack("{s:s,s:s,s:o,s:s,s:s,s:I}", "namespace", st_text(s, 0), "name", st_text(s, 1),
+                     "containers", st_json(s, 2), "state", st_text(s, 3), "message", st_text(s, 4),
+                     "revision", (json_int_t)sqlite3_column_int64(s, 5));
 }
 
 #define RESV_SQL "SELECT namespace,name,containers,state,message,revision FROM reservations "
@@ -256,8 +256,7 @@ err_t st_reservation_json(sqlite3 *db, const char *a, const char *b, json_t **ou
 }
 
 /* Run 'stmt' and collect 'conv' of every row into a new array. */
-static err_t collect(sqlite3 *db, sqlite3_stmt *stmt, json_t *(*conv)(sqlite3_stmt *),
-                     json_t **out)
+static err_t collect(sqlite3 *db, sqlite3_stmt *stmt, json_t *(*conv)(sqlite3_stmt *), json_t **out)
 {
     json_t *arr = json_array();
     bool row;
@@ -312,8 +311,8 @@ err_t store_pods_list(struct store *st, const char *ns, const char *resource, js
                      "tt", ns, resource, NULL, out);
 }
 
-err_t store_devices_list(struct store *st, const char *resource, const char *health,
-                         bool free_only, json_t **out)
+err_t store_devices_list(struct store *st, const char *resource, const char *health, bool free_only,
+                         json_t **out)
 {
     return read_list(st, "devices", device_row,
                      DEVICE_VIEW_SQL "WHERE (?1 IS NULL OR d.resource=?1) AND "

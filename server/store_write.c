@@ -53,9 +53,8 @@ static err_t emit_device_deleted(struct store *st, const char *resource, const c
     if (!rc)
         rc = st_exec(st->wdb, "DELETE FROM devices WHERE resource=? AND id=?", "tt", resource, id);
     if (!rc)
-        rc = st_exec(st->wdb,
-                     "DELETE FROM bindings WHERE resource=? AND device_id=? AND pod=''", "tt",
-                     resource, id);
+        rc = st_exec(st->wdb, "DELETE FROM bindings WHERE resource=? AND device_id=? AND pod=''",
+                     "tt", resource, id);
     jsonw_release(&w);
     return rc;
 }
@@ -80,8 +79,7 @@ static err_t emit_pod(struct store *st, const char *type, const char *ns, const 
     return rc;
 }
 
-static err_t emit_reservation(struct store *st, const char *type, const char *ns,
-                              const char *name)
+static err_t emit_reservation(struct store *st, const char *type, const char *ns, const char *name)
 {
     json_t *obj = NULL;
     err_t rc = st_reservation_json(st->wdb, ns, name, &obj);
@@ -109,11 +107,11 @@ struct devrow {
  * changes the row between the two. One allocation; the strings point into
  * 'text'. */
 struct devseen {
-    struct devseen *next;                       /* the next row kept, or NULL */
-    const char *resource, *id;                  /* the device */
-    const char *health, *numa, *properties;     /* its columns, as stored */
-    const char *resv_ns, *resv_name;            /* reserved for; NULL, "" when not */
-    char text[];                                /* the strings above */
+    struct devseen *next;                   /* the next row kept, or NULL */
+    const char *resource, *id;              /* the device */
+    const char *health, *numa, *properties; /* its columns, as stored */
+    const char *resv_ns, *resv_name;        /* reserved for; NULL, "" when not */
+    char text[];                            /* the strings above */
 };
 
 static void devseen_free(struct devseen *l)
@@ -136,11 +134,9 @@ static const struct devseen *devseen_find(const struct devseen *l, const char *r
 }
 
 /* Put the row 's' (devrow_get()'s columns) in front of '*l'. */
-static err_t devseen_add(struct devseen **l, const char *resource, const char *id,
-                         sqlite3_stmt *s)
+static err_t devseen_add(struct devseen **l, const char *resource, const char *id, sqlite3_stmt *s)
 {
-    const char *v[6] = {resource, id, st_text(s, 0), st_text(s, 2), st_text(s, 6),
-                        st_text(s, 5)};
+    const char *v[6] = {resource, id, st_text(s, 0), st_text(s, 2), st_text(s, 6), st_text(s, 5)};
     size_t len[6], n = 0, i;
     struct devseen *e;
     char *at, *resv = NULL, *slash;
@@ -364,8 +360,8 @@ static void sort_ids(json_t *containers)
 
 /* ---- reservations' state ---- */
 
-static err_t add_key(struct store *st, const char *container, const char *resource,
-                     const char *id, void *ctx)
+static err_t add_key(struct store *st, const char *container, const char *resource, const char *id,
+                     void *ctx)
 {
     char buf[KEY_MAX + 80];
 
@@ -484,8 +480,7 @@ static err_t resv_refresh(struct store *st, const char *ns, const char *name)
     if (rc == ERR_NOTFOUND)
         return ERR_OK;
     if (!rc)
-        rc = resv_compute(st, ns, name, json_object_get(r, "containers"), &state, msg,
-                          sizeof(msg));
+        rc = resv_compute(st, ns, name, json_object_get(r, "containers"), &state, msg, sizeof(msg));
     if (!rc && (strcmp(state, json_string_value(json_object_get(r, "state"))) != 0 ||
                 strcmp(msg, json_string_value(json_object_get(r, "message"))) != 0)) {
         rc = st_exec(st->wdb,
@@ -548,8 +543,7 @@ static err_t json_op_run(struct store *st, void *ctx)
 }
 
 /* Run 'body' as one write; once committed, *out = {key: obj, "revision": N}. */
-static err_t write_json(struct store *st, const char *key, json_body body, void *args,
-                        json_t **out)
+static err_t write_json(struct store *st, const char *key, json_body body, void *args, json_t **out)
 {
     struct json_op o = {body, args, NULL};
     err_t rc = st_write(st, json_op_run, &o);
@@ -602,8 +596,7 @@ static err_t put_one_device(struct store *st, const char *resource, const json_t
 }
 
 /* Devices of 'resource' absent from 'keep': delete, or mark removed when bound. */
-static err_t drop_missing(struct store *st, const char *resource, const json_t *keep,
-                          bool *changed)
+static err_t drop_missing(struct store *st, const char *resource, const json_t *keep, bool *changed)
 {
     sqlite3_stmt *s = NULL;
     json_t *gone = json_array(), *v;
@@ -868,9 +861,9 @@ static err_t resolve_group(struct store *st, const char *self, const json_t *g, 
             break;
         rc = check_device(st, self, r, json_string_value(id), numa, seen, msg, cap);
     }
-    if (!rc && (json_object_set_new(ng, "deviceIds",
-                                    sorted_strings(json_object_get(g, "deviceIds"))) ||
-                json_object_set_new(ng, "topology", st_topology(numa))))
+    if (!rc &&
+        (json_object_set_new(ng, "deviceIds", sorted_strings(json_object_get(g, "deviceIds"))) ||
+         json_object_set_new(ng, "topology", st_topology(numa))))
         rc = ERR_NOMEM;
     json_decref(ng);
     json_decref(numa);
@@ -1227,11 +1220,11 @@ static err_t insert_reserved(struct store *st, const char *container, const char
 }
 
 struct podrow {
-    bool found;      /* the pod exists */
-    char uid[256];   /* its uid */
-    char *containers; /* stored JSON; new */
-    char *keys;       /* its devices' keys as "resource|id" lines, or NULL; new */
-    char *request;    /* stored allocate request or NULL; new */
+    bool found;        /* the pod exists */
+    char uid[256];     /* its uid */
+    char *containers;  /* stored JSON; new */
+    char *keys;        /* its devices' keys as "resource|id" lines, or NULL; new */
+    char *request;     /* stored allocate request or NULL; new */
     uint64_t revision; /* its revision */
 };
 
@@ -1340,8 +1333,8 @@ struct bind_op {
     const json_t *containers;    /* validated */
     char *msg;                   /* why it failed, 'cap' bytes */
     size_t cap;
-    bool created, changed;       /* results */
-    struct jsonw doc;            /* the answer, but for its revision */
+    bool created, changed; /* results */
+    struct jsonw doc;      /* the answer, but for its revision */
 };
 
 static err_t bind_run(struct store *st, void *ctx)
@@ -1477,10 +1470,9 @@ static err_t plan(struct store *st, const char *ns, const char *name, const json
 
     if (rc == ERR_OK) {
         json_array_foreach(json_object_get(resv, "containers"), i, c) {
-            json_array_append_new(res, json_pack("{s:O,s:O,s:[],s:[]}", "name",
-                                                 json_object_get(c, "name"), "devices",
-                                                 json_object_get(c, "devices"), "cpuIds",
-                                                 "memory"));
+            json_array_append_new(
+                res, json_pack("{s:O,s:O,s:[],s:[]}", "name", json_object_get(c, "name"), "devices",
+                               json_object_get(c, "devices"), "cpuIds", "memory"));
         }
         goto out;
     }
@@ -1497,9 +1489,9 @@ static err_t plan(struct store *st, const char *ns, const char *name, const json
             if (!rc)
                 json_array_append_new(devs, g);
         }
-        json_array_append_new(res, json_pack("{s:O,s:o,s:[],s:[]}", "name",
-                                             json_object_get(c, "name"), "devices", devs,
-                                             "cpuIds", "memory"));
+        json_array_append_new(res,
+                              json_pack("{s:O,s:o,s:[],s:[]}", "name", json_object_get(c, "name"),
+                                        "devices", devs, "cpuIds", "memory"));
     }
 out:
     json_decref(resv);
@@ -1519,8 +1511,8 @@ struct pod_op {
     char *req;                   /* allocate: its canonical text */
     char *msg;                   /* why it failed, 'cap' bytes */
     size_t cap;
-    bool created, changed;       /* allocate's results */
-    json_t *obj;                 /* the pod: the answer */
+    bool created, changed; /* allocate's results */
+    json_t *obj;           /* the pod: the answer */
 };
 
 /* The answer {"podResources": obj, "revision": N} once committed. */
@@ -1547,9 +1539,8 @@ static err_t allocate_run(struct store *st, void *ctx)
         o->created = false;
         o->changed = false;
         if (!p.request || strcmp(p.request, o->req) != 0) {
-            snprintf(o->msg, o->cap,
-                     "pod %s/%s (uid %s) is already bound %s; release it first", o->ns, o->name,
-                     o->uid, p.request ? "with a different request" : "by a bind");
+            snprintf(o->msg, o->cap, "pod %s/%s (uid %s) is already bound %s; release it first",
+                     o->ns, o->name, o->uid, p.request ? "with a different request" : "by a bind");
             rc = ERR_CONFLICT;
         }
         goto out;
@@ -1577,11 +1568,11 @@ out:
 }
 
 err_t store_pod_allocate(struct store *st, const char *ns, const char *name, const char *uid,
-                         const json_t *request, char *msg, size_t cap, json_t **out,
-                         bool *created, bool *changed)
+                         const json_t *request, char *msg, size_t cap, json_t **out, bool *created,
+                         bool *changed)
 {
-    struct pod_op o = {.ns = ns, .name = name, .uid = uid, .request = request, .msg = msg,
-                       .cap = cap};
+    struct pod_op o = {
+        .ns = ns, .name = name, .uid = uid, .request = request, .msg = msg, .cap = cap};
     err_t rc;
 
     o.req = jsonx_dumps(request);
@@ -1625,8 +1616,7 @@ static err_t release_run(struct store *st, void *ctx)
         rc = pod_bound(st, o->ns, o->name, p.keys, p.containers, &before);
     if (!rc)
         rc = st_pod_json(st->wdb, o->ns, o->name, &o->obj);
-    if (!rc &&
-        json_object_set_new(o->obj, "revision", json_integer((json_int_t)st_tx_next(st))))
+    if (!rc && json_object_set_new(o->obj, "revision", json_integer((json_int_t)st_tx_next(st))))
         rc = ERR_NOMEM;
     if (!rc)
         rc = st_emit(st, "DELETED", "PodResources", o->ns, o->obj);
@@ -1666,8 +1656,8 @@ struct claim {
 };
 
 /* ERR_CONFLICT when the device is bound to or reserved for another pod. */
-static err_t check_claim(struct store *st, const char *container, const char *res,
-                         const char *id, void *ctx)
+static err_t check_claim(struct store *st, const char *container, const char *res, const char *id,
+                         void *ctx)
 {
     static const char *const tables[] = {"bindings", "reserved"};
     static const char *const what[] = {"bound to", "reserved for"};

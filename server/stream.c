@@ -18,41 +18,41 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PULLS_PER_TURN 16   /* then the other streams get their turn */
+#define PULLS_PER_TURN 16 /* then the other streams get their turn */
 #define EVENTS_PER_WAIT 64
 #define MAX_WAIT_MS 60000
 #define NEVER UINT64_MAX
 
 struct stream {
-    struct stream *prev, *next;   /* in 'live' (loop thread) or 'incoming' */
+    struct stream *prev, *next; /* in 'live' (loop thread) or 'incoming' */
     int fd;
     const struct stream_src *src;
     void *cls;
-    bool chunked;                 /* HTTP/1.1 chunks, else raw until close */
-    char *head;                   /* the response head, freed once written */
-    char size_line[24];           /* the current chunk's size line */
-    struct iovec iov[4];          /* bytes not yet written: head, size, data, CRLF */
-    int iov_at, iov_n;            /* first unwritten entry, entries used */
-    uint64_t wake_ms;             /* pull by then even without a kick */
-    uint64_t progress_ms;         /* last write that took bytes */
-    bool ending;                  /* the last bytes are queued: close when out */
-    bool want_out;                /* EPOLLOUT is in the interest set */
-    bool pull_now;                /* serve at the next turn */
-    bool dead;                    /* the client went away: close at this turn */
+    bool chunked;         /* HTTP/1.1 chunks, else raw until close */
+    char *head;           /* the response head, freed once written */
+    char size_line[24];   /* the current chunk's size line */
+    struct iovec iov[4];  /* bytes not yet written: head, size, data, CRLF */
+    int iov_at, iov_n;    /* first unwritten entry, entries used */
+    uint64_t wake_ms;     /* pull by then even without a kick */
+    uint64_t progress_ms; /* last write that took bytes */
+    bool ending;          /* the last bytes are queued: close when out */
+    bool want_out;        /* EPOLLOUT is in the interest set */
+    bool pull_now;        /* serve at the next turn */
+    bool dead;            /* the client went away: close at this turn */
 };
 
 struct streams {
     pthread_t th;
-    int ep;                       /* the epoll set */
-    int efd;                      /* eventfd: kicks, adoptions, stop */
-    size_t max;                   /* streams at most */
-    uint64_t stall_ms;            /* drop a client taking nothing this long */
-    pthread_mutex_t mu;           /* guards 'incoming' and 'stopping' */
-    struct stream *incoming;      /* adopted, not yet in the loop */
+    int ep;                  /* the epoll set */
+    int efd;                 /* eventfd: kicks, adoptions, stop */
+    size_t max;              /* streams at most */
+    uint64_t stall_ms;       /* drop a client taking nothing this long */
+    pthread_mutex_t mu;      /* guards 'incoming' and 'stopping' */
+    struct stream *incoming; /* adopted, not yet in the loop */
     bool stopping;
-    atomic_size_t count;          /* adopted and not yet freed */
-    atomic_bool kicked;           /* a kick is pending in 'efd' */
-    struct stream *live;          /* the loop thread's own list */
+    atomic_size_t count; /* adopted and not yet freed */
+    atomic_bool kicked;  /* a kick is pending in 'efd' */
+    struct stream *live; /* the loop thread's own list */
 };
 
 static uint64_t now_ms(void)
@@ -112,8 +112,7 @@ static void unlink_live(struct streams *s, struct stream *st)
 
 static void set_want_out(struct streams *s, struct stream *st, bool on)
 {
-    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | (on ? EPOLLOUT : 0u),
-                             .data.ptr = st};
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | (on ? EPOLLOUT : 0u), .data.ptr = st};
 
     if (st->want_out == on)
         return;
@@ -317,8 +316,7 @@ static void sweep(struct streams *s, uint64_t now, bool kicked, bool stopping)
 
     for (st = s->live; st; st = next) {
         next = st->next;
-        if (!st->dead && (kicked || stopping || st->pull_now ||
-                          (!st->iov_n && st->wake_ms <= now)))
+        if (!st->dead && (kicked || stopping || st->pull_now || (!st->iov_n && st->wake_ms <= now)))
             serve(s, st, now);
         if (!st->dead && st->iov_n && now - st->progress_ms >= s->stall_ms) {
             log_debug("dropping a watch client that took nothing for %llu ms",

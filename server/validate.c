@@ -8,9 +8,9 @@
 
 #include <stdarg.h>
 
-#define MAX_ITEMS 4096      /* containers, devices per request */
-#define MAX_COUNT 1024      /* devices asked for in one request entry */
-#define MAX_TTL_S 86400     /* one day */
+#define MAX_ITEMS 4096  /* containers, devices per request */
+#define MAX_COUNT 1024  /* devices asked for in one request entry */
+#define MAX_TTL_S 86400 /* one day */
 
 __attribute__((format(printf, 4, 5))) static err_t bad(char *msg, size_t cap, err_t rc,
                                                        const char *fmt, ...)
@@ -25,8 +25,8 @@ __attribute__((format(printf, 4, 5))) static err_t bad(char *msg, size_t cap, er
 
 static err_t need_type(const json_t *v, json_type t, const char *field, char *msg, size_t cap)
 {
-    static const char *names[] = {"object", "array", "string", "integer", "number", "boolean",
-                                  "boolean", "null"};
+    static const char *names[] = {"object", "array",   "string",  "integer",
+                                  "number", "boolean", "boolean", "null"};
 
     if (v && json_typeof(v) == t)
         return ERR_OK;
@@ -142,8 +142,7 @@ static err_t one_device(const json_t *d, json_t *seen, json_t **out, char *msg, 
         rc = need_type(h, JSON_STRING, "devices[].health", msg, cap);
         health = json_string_value(h);
         if (!rc && strcmp(health, "Healthy") != 0 && strcmp(health, "Unhealthy") != 0)
-            rc = bad(msg, cap, ERR_UNPROCESSABLE,
-                     "devices[].health must be Healthy or Unhealthy");
+            rc = bad(msg, cap, ERR_UNPROCESSABLE, "devices[].health must be Healthy or Unhealthy");
     }
     if (!rc)
         rc = topology(json_object_get(d, "topology"), &numa, msg, cap);
@@ -215,8 +214,7 @@ err_t validate_health_patch(const json_t *body, const char **health, char *msg, 
 }
 
 /* [{"resourceName","deviceIds"}] checked; 'seen' catches a device twice in a pod. */
-static err_t device_groups(const json_t *groups, json_t *seen, json_t **out, char *msg,
-                           size_t cap)
+static err_t device_groups(const json_t *groups, json_t *seen, json_t **out, char *msg, size_t cap)
 {
     static const char *const keys[] = {"resourceName", "deviceIds", "topology", NULL};
     json_t *res = json_array(), *g, *r, *ids, *id;
@@ -259,8 +257,8 @@ static err_t device_groups(const json_t *groups, json_t *seen, json_t **out, cha
         }
         if (rc)
             break;
-        json_array_append_new(res, jsonx_object("resourceName", json_incref(r), "deviceIds",
-                                                json_incref(ids), NULL));
+        json_array_append_new(
+            res, jsonx_object("resourceName", json_incref(r), "deviceIds", json_incref(ids), NULL));
     }
     if (rc) {
         json_decref(res);
@@ -322,7 +320,8 @@ static err_t memory_list(const json_t *v, json_t **out, char *msg, size_t cap)
                                              "topology", json_pack("{s:[]}", "nodes")));
         {
             json_t *nodes = json_object_get(json_object_get(json_array_get(res, i), "topology"),
-                                            "nodes"), *n;
+                                            "nodes"),
+                   *n;
             size_t j;
 
             json_array_foreach(numa, j, n)
@@ -340,7 +339,11 @@ static err_t memory_list(const json_t *v, json_t **out, char *msg, size_t cap)
 }
 
 /* Common container checks; 'kind' selects the fields allowed. */
-enum ckind { C_BIND, C_ALLOC, C_RESV };
+enum ckind {
+    C_BIND,
+    C_ALLOC,
+    C_RESV
+};
 
 static err_t container_name(const json_t *c, json_t *names, char *msg, size_t cap)
 {
@@ -370,8 +373,7 @@ static err_t requests(const json_t *r, json_t **out, char *msg, size_t cap)
         return rc;
     json_object_foreach((json_t *)r, k, v) {
         if (!names_is_resource_name(k))
-            return bad(msg, cap, ERR_UNPROCESSABLE, "requests: resource name \"%s\" is invalid",
-                       k);
+            return bad(msg, cap, ERR_UNPROCESSABLE, "requests: resource name \"%s\" is invalid", k);
         if (!json_is_integer(v))
             return bad(msg, cap, ERR_INVAL, "requests.%s must be an integer", k);
         if (json_integer_value(v) < 0 || json_integer_value(v) > MAX_COUNT)
@@ -391,7 +393,10 @@ static err_t one_container(const json_t *c, enum ckind kind, json_t *names, json
     err_t rc = need_type(c, JSON_OBJECT, "containers[]", msg, cap);
 
     if (!rc)
-        rc = jsonx_check_keys(c, kind == C_BIND ? bkeys : kind == C_ALLOC ? akeys : rkeys,
+        rc = jsonx_check_keys(c,
+                              kind == C_BIND    ? bkeys
+                              : kind == C_ALLOC ? akeys
+                                                : rkeys,
                               "containers[]", msg, cap);
     if (!rc)
         rc = container_name(c, names, msg, cap);

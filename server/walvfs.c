@@ -23,12 +23,12 @@
 #include <string.h>
 
 struct wfile {
-    sqlite3_file base;   /* first: SQLite sees a sqlite3_file */
-    sqlite3_file *real;  /* the unix VFS's file, right after this struct */
-    int wal;             /* a WAL file: writes are gathered */
-    char *buf;           /* gathered bytes (WALVFS_BUF, allocated on the first write) */
-    size_t len;          /* bytes in buf */
-    sqlite3_int64 off;   /* where buf[0] goes in the file */
+    sqlite3_file base;  /* first: SQLite sees a sqlite3_file */
+    sqlite3_file *real; /* the unix VFS's file, right after this struct */
+    int wal;            /* a WAL file: writes are gathered */
+    char *buf;          /* gathered bytes (WALVFS_BUF, allocated on the first write) */
+    size_t len;         /* bytes in buf */
+    sqlite3_int64 off;  /* where buf[0] goes in the file */
 };
 
 static sqlite3_vfs *base_vfs; /* the default VFS before ours */
@@ -181,10 +181,9 @@ static int w_unfetch(sqlite3_file *p, sqlite3_int64 off, void *mem)
 }
 
 static const sqlite3_io_methods wal_methods = {
-    3,         w_close,       w_read,      w_write,     w_truncate,   w_sync,
-    w_size,    w_lock,        w_unlock,    w_check_lock, w_control,   w_sector,
-    w_device,  w_shm_map,     w_shm_lock,  w_shm_barrier, w_shm_unmap, w_fetch,
-    w_unfetch,
+    3,          w_close,       w_read,       w_write,   w_truncate, w_sync,   w_size,
+    w_lock,     w_unlock,      w_check_lock, w_control, w_sector,   w_device, w_shm_map,
+    w_shm_lock, w_shm_barrier, w_shm_unmap,  w_fetch,   w_unfetch,
 };
 
 static int w_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *p, int flags, int *out_flags)

@@ -21,10 +21,10 @@
 /* Lock: 'mu' guards 'map' and 'synced'. */
 struct cache {
     pthread_mutex_t mu;
-    json_t *map;         /* key -> JSON string: the object's canonical text */
-    bool synced;         /* the first list arrived */
-    cache_notify_fn fn;  /* change callback, or NULL */
-    void *ctx;           /* its argument */
+    json_t *map;        /* key -> JSON string: the object's canonical text */
+    bool synced;        /* the first list arrived */
+    cache_notify_fn fn; /* change callback, or NULL */
+    void *ctx;          /* its argument */
 };
 
 struct cache *cache_new(cache_notify_fn fn, void *ctx)
@@ -80,8 +80,8 @@ static json_t *parse(const json_t *text)
 /* A numeric resourceVersion, or 0 when absent or opaque. */
 static uint64_t rv_of(const json_t *obj)
 {
-    const char *s = json_string_value(json_object_get(json_object_get(obj, "metadata"),
-                                                      "resourceVersion"));
+    const char *s = json_string_value(
+        json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
     char *end;
     unsigned long long v;
 

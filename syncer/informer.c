@@ -51,8 +51,8 @@ static bool on_event(void *ctx, json_t *ev)
     struct watch_state *ws = ctx;
     const char *type = json_string_value(json_object_get(ev, "type"));
     json_t *obj = json_object_get(ev, "object");
-    const char *rv = json_string_value(json_object_get(json_object_get(obj, "metadata"),
-                                                       "resourceVersion"));
+    const char *rv = json_string_value(
+        json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
     char key[512];
 
     if (!type || !obj)

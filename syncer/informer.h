@@ -10,17 +10,17 @@
 #include "kube.h"
 
 struct informer {
-    const char *name;     /* "pods" or "devicebindings", for the log; borrowed */
-    const char *path;     /* collection path, e.g. /api/v1/pods; borrowed */
-    const char *query;    /* selector query, already escaped ("fieldSelector=..."); borrowed */
-    struct kube *kube;    /* this thread's client; borrowed */
+    const char *name;       /* "pods" or "devicebindings", for the log; borrowed */
+    const char *path;       /* collection path, e.g. /api/v1/pods; borrowed */
+    const char *query;      /* selector query, already escaped ("fieldSelector=..."); borrowed */
+    struct kube *kube;      /* this thread's client; borrowed */
     struct kube_gate *gate; /* to notice shutdown; borrowed */
-    struct cache *cache;  /* where objects go; borrowed */
+    struct cache *cache;    /* where objects go; borrowed */
     /* What the cache keeps of an object (new), or NULL to keep all of it: a
      * node's Pods are large (spec, status, managedFields) and reconcile
      * reads four fields of them. */
     json_t *(*slim)(json_t *obj);
-    char rv[64];          /* resourceVersion to watch from; "" = list first */
+    char rv[64]; /* resourceVersion to watch from; "" = list first */
 };
 
 /* One list into the cache (sets rv). */

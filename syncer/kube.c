@@ -13,10 +13,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define BODY_MAX (64u << 20)     /* largest answer accepted, bytes */
-#define BACKOFF_MIN_MS 200       /* first backoff after a failure */
-#define BACKOFF_MAX_MS 30000     /* backoff ceiling */
-#define SLICE_MS 50              /* sleeps are cut in slices to notice a stop */
+#define BODY_MAX (64u << 20) /* largest answer accepted, bytes */
+#define BACKOFF_MIN_MS 200   /* first backoff after a failure */
+#define BACKOFF_MAX_MS 30000 /* backoff ceiling */
+#define SLICE_MS 50          /* sleeps are cut in slices to notice a stop */
 
 static uint64_t now_ms(void)
 {
@@ -31,14 +31,14 @@ static uint64_t now_ms(void)
 /* Lock: 'mu' guards every field. */
 struct kube_gate {
     pthread_mutex_t mu;
-    double qps;              /* tokens per second; <= 0: unlimited */
-    double burst;            /* bucket size */
-    double tokens;           /* available now */
-    uint64_t refilled_ms;    /* last refill */
-    uint64_t not_before_ms;  /* no request before this (backoff, Retry-After) */
-    uint64_t backoff_ms;     /* current backoff; 0 while healthy */
-    bool failing;            /* logged the failure already */
-    volatile int stopped;    /* shutdown */
+    double qps;             /* tokens per second; <= 0: unlimited */
+    double burst;           /* bucket size */
+    double tokens;          /* available now */
+    uint64_t refilled_ms;   /* last refill */
+    uint64_t not_before_ms; /* no request before this (backoff, Retry-After) */
+    uint64_t backoff_ms;    /* current backoff; 0 while healthy */
+    bool failing;           /* logged the failure already */
+    volatile int stopped;   /* shutdown */
 };
 
 struct kube_gate *kube_gate_new(double qps, int burst)
@@ -236,13 +236,15 @@ err_t kube_stats_render(struct kube_stats *s, struct strbuf *sb)
     pthread_mutex_lock(&s->mu);
     for (i = 0; !rc && i < s->nseries; i++) {
         if (s->code[i] >= 0)
-            rc = strbuf_printf(sb, "podres_syncer_api_requests_total{verb=\"%s\",code=\"%d\"} %llu\n",
+            rc = strbuf_printf(sb,
+                               "podres_syncer_api_requests_total{verb=\"%s\",code=\"%d\"} %llu\n",
                                s->verb[i], s->code[i], (unsigned long long)s->n[i]);
     }
     if (!rc)
-        rc = strbuf_printf(sb, "# HELP podres_syncer_api_retries_total Retried API requests.\n"
-                               "# TYPE podres_syncer_api_retries_total counter\n"
-                               "podres_syncer_api_retries_total %llu\n",
+        rc = strbuf_printf(sb,
+                           "# HELP podres_syncer_api_retries_total Retried API requests.\n"
+                           "# TYPE podres_syncer_api_retries_total counter\n"
+                           "podres_syncer_api_retries_total %llu\n",
                            (unsigned long long)s->retries);
     pthread_mutex_unlock(&s->mu);
     return rc;
@@ -251,14 +253,14 @@ err_t kube_stats_render(struct kube_stats *s, struct strbuf *sb)
 /* ---- the client ---- */
 
 struct kube {
-    CURL *curl;                  /* one handle for life: kept-alive connections */
-    const struct kubeconfig *kc; /* borrowed */
-    char *unix_socket;           /* or NULL */
-    struct kube_gate *gate;      /* borrowed, or NULL */
-    struct kube_stats *stats;    /* borrowed, or NULL */
-    int max_attempts;            /* retryable tries */
-    char *token;                 /* current bearer token or NULL */
-    struct timespec token_mtime; /* of kc->token_file when read */
+    CURL *curl;                   /* one handle for life: kept-alive connections */
+    const struct kubeconfig *kc;  /* borrowed */
+    char *unix_socket;            /* or NULL */
+    struct kube_gate *gate;       /* borrowed, or NULL */
+    struct kube_stats *stats;     /* borrowed, or NULL */
+    int max_attempts;             /* retryable tries */
+    char *token;                  /* current bearer token or NULL */
+    struct timespec token_mtime;  /* of kc->token_file when read */
     char errbuf[CURL_ERROR_SIZE]; /* libcurl's message */
 };
 
@@ -481,8 +483,8 @@ static void set_tls(struct kube *k)
 
 /* Set up one transfer; returns the header list to free after it. */
 static struct curl_slist *prepare(struct kube *k, const char *method, const char *path,
-                                  const char *body, size_t blen, const char *ctype,
-                                  struct xfer *x, bool stream)
+                                  const char *body, size_t blen, const char *ctype, struct xfer *x,
+                                  bool stream)
 {
     struct curl_slist *h = NULL;
     char url[4096], auth[16500];
@@ -711,4 +713,3 @@ void kube_escape(const char *s, char *out, size_t cap)
     }
     out[n] = '\0';
 }
-

@@ -646,8 +646,8 @@ err_t kubeconfig_data_to_files(struct kubeconfig *kc, char *msg, size_t cap)
         rc = data_to_file(kc, "podres-client-cert", &kc->cert_data, &kc->cert_data_len,
                           &kc->cert_file, msg, cap);
     if (!rc)
-        rc = data_to_file(kc, "podres-client-key", &kc->key_data, &kc->key_data_len,
-                          &kc->key_file, msg, cap);
+        rc = data_to_file(kc, "podres-client-key", &kc->key_data, &kc->key_data_len, &kc->key_file,
+                          msg, cap);
     return rc;
 }
 

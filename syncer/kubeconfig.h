@@ -15,30 +15,29 @@
 /* Everything the client needs. Strings are owned (free with
  * kubeconfig_release); NULL when absent. '*_data' hold decoded PEM bytes. */
 struct kubeconfig {
-    char *server;           /* "https://host:port" without a trailing slash */
-    char *ca_file;          /* certificate-authority path */
-    char *ca_data;          /* certificate-authority-data, decoded PEM */
-    size_t ca_data_len;     /* its length */
-    bool insecure;          /* insecure-skip-tls-verify */
-    char *token;            /* a literal bearer token */
-    char *token_file;       /* tokenFile, or the service account token path */
-    char *cert_file;        /* client-certificate path */
-    char *cert_data;        /* client-certificate-data, decoded PEM */
-    size_t cert_data_len;   /* its length */
-    char *key_file;         /* client-key path */
-    char *key_data;         /* client-key-data, decoded PEM */
-    size_t key_data_len;    /* its length */
-    char *source;           /* where it came from, for the log: a path or "in-cluster" */
-    int data_fds[3];        /* memory files kubeconfig_data_to_files made */
-    int ndata_fds;          /* how many */
+    char *server;         /* "https://host:port" without a trailing slash */
+    char *ca_file;        /* certificate-authority path */
+    char *ca_data;        /* certificate-authority-data, decoded PEM */
+    size_t ca_data_len;   /* its length */
+    bool insecure;        /* insecure-skip-tls-verify */
+    char *token;          /* a literal bearer token */
+    char *token_file;     /* tokenFile, or the service account token path */
+    char *cert_file;      /* client-certificate path */
+    char *cert_data;      /* client-certificate-data, decoded PEM */
+    size_t cert_data_len; /* its length */
+    char *key_file;       /* client-key path */
+    char *key_data;       /* client-key-data, decoded PEM */
+    size_t key_data_len;  /* its length */
+    char *source;         /* where it came from, for the log: a path or "in-cluster" */
+    int data_fds[3];      /* memory files kubeconfig_data_to_files made */
+    int ndata_fds;        /* how many */
 };
 
 /* Resolve as described above. 'path' is --kubeconfig or NULL. On failure
  * 'msg' (of 'cap' bytes) says why, naming the file and the key: ERR_NOTFOUND
  * when no configuration exists at all, ERR_INVAL for a bad file (including an
  * exec or auth-provider user: "unsupported"), ERR_IO when a file cannot be read. */
-err_t kubeconfig_load(const char *path, struct kubeconfig *out, char *msg,
-                      size_t cap) WARN_UNUSED;
+err_t kubeconfig_load(const char *path, struct kubeconfig *out, char *msg, size_t cap) WARN_UNUSED;
 /* Parse kubeconfig YAML text ('len' bytes) using its current-context. Relative
  * file paths inside are resolved against 'dir' (the file's directory). */
 err_t kubeconfig_parse(const char *text, size_t len, const char *dir, struct kubeconfig *out,

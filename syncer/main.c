@@ -26,17 +26,17 @@
 #include <unistd.h>
 
 struct settings {
-    char *node_name;          /* this node */
-    char *podresd_socket;     /* podresd's unix socket */
-    char *podresd_url;        /* or its URL */
-    char *kubeconfig;         /* --kubeconfig, or NULL */
-    double qps;               /* API requests per second */
-    uint64_t burst;           /* token bucket size */
-    uint64_t resync_ms;       /* full resync period */
-    char *metrics_listen;     /* HOST:PORT of /metrics and /healthz */
+    char *node_name;             /* this node */
+    char *podresd_socket;        /* podresd's unix socket */
+    char *podresd_url;           /* or its URL */
+    char *kubeconfig;            /* --kubeconfig, or NULL */
+    double qps;                  /* API requests per second */
+    uint64_t burst;              /* token bucket size */
+    uint64_t resync_ms;          /* full resync period */
+    char *metrics_listen;        /* HOST:PORT of /metrics and /healthz */
     uint64_t reservation_ttl_ms; /* how long a pre-assignment waits for its pod */
-    char *log_format;         /* text or json */
-    char *log_level;          /* err..debug */
+    char *log_format;            /* text or json */
+    char *log_level;             /* err..debug */
 };
 
 #define OFF(f) offsetof(struct settings, f)
@@ -112,27 +112,27 @@ static void lag_observe(struct lag *l, double s)
 /* ---- the daemon ---- */
 
 struct syncer {
-    struct settings set;       /* settings */
-    bool once;                 /* --once */
-    struct kubeconfig kc;      /* API server access */
-    struct kubeconfig pd_kc;   /* podresd access (server URL only) */
-    struct kube_gate *gate;    /* API token bucket and backoff */
-    struct kube_gate *pd_gate; /* podresd backoff */
-    struct kube_stats *stats;  /* API request counters */
-    struct queue *queue;       /* keys to reconcile */
-    struct cache *pr, *resv;   /* podresd state */
-    struct cache *pods, *crs;  /* API state */
+    struct settings set;                                 /* settings */
+    bool once;                                           /* --once */
+    struct kubeconfig kc;                                /* API server access */
+    struct kubeconfig pd_kc;                             /* podresd access (server URL only) */
+    struct kube_gate *gate;                              /* API token bucket and backoff */
+    struct kube_gate *pd_gate;                           /* podresd backoff */
+    struct kube_stats *stats;                            /* API request counters */
+    struct queue *queue;                                 /* keys to reconcile */
+    struct cache *pr, *resv;                             /* podresd state */
+    struct cache *pods, *crs;                            /* API state */
     struct kube *k_pods, *k_crs, *k_work, *k_pd, *k_pdw; /* one client per thread */
-    struct informer inf_pods, inf_crs; /* the informers */
-    struct nodefeed feed;      /* the podresd feed */
-    struct reconciler rec;     /* the worker's reconciler */
-    struct lag lag;            /* sync-lag histogram */
-    char pods_query[512];      /* fieldSelector=spec.nodeName=NODE */
-    char crs_query[512];       /* labelSelector=podres.dev/node=NODE */
-    volatile time_t last_resync; /* wall clock of the last full resync */
-    struct MHD_Daemon *http;   /* /metrics and /healthz */
-    pthread_t threads[4];      /* feed, pods, crs, worker */
-    int nthreads;              /* started */
+    struct informer inf_pods, inf_crs;                   /* the informers */
+    struct nodefeed feed;                                /* the podresd feed */
+    struct reconciler rec;                               /* the worker's reconciler */
+    struct lag lag;                                      /* sync-lag histogram */
+    char pods_query[512];                                /* fieldSelector=spec.nodeName=NODE */
+    char crs_query[512];                                 /* labelSelector=podres.dev/node=NODE */
+    volatile time_t last_resync;                         /* wall clock of the last full resync */
+    struct MHD_Daemon *http;                             /* /metrics and /healthz */
+    pthread_t threads[4];                                /* feed, pods, crs, worker */
+    int nthreads;                                        /* started */
 };
 
 static void enqueue(void *ctx, const char *key)
@@ -245,8 +245,8 @@ static err_t render_metrics(struct syncer *s, struct strbuf *sb)
             "# HELP podres_syncer_sync_lag_seconds From a change seen on the node to the API "
             "server's acknowledgement.\n"
             "# TYPE podres_syncer_sync_lag_seconds histogram\n",
-            queue_len(s->queue), (long long)s->last_resync,
-            (unsigned long long)s->feed.revision, cache_size(s->crs));
+            queue_len(s->queue), (long long)s->last_resync, (unsigned long long)s->feed.revision,
+            cache_size(s->crs));
     pthread_mutex_lock(&s->lag.mu);
     for (i = 0; !rc && i < NLAG; i++) {
         cum += s->lag.buckets[i];
@@ -258,8 +258,7 @@ static err_t render_metrics(struct syncer *s, struct strbuf *sb)
                            "podres_syncer_sync_lag_seconds_bucket{le=\"+Inf\"} %llu\n"
                            "podres_syncer_sync_lag_seconds_sum %.6f\n"
                            "podres_syncer_sync_lag_seconds_count %llu\n",
-                           (unsigned long long)s->lag.n, s->lag.sum,
-                           (unsigned long long)s->lag.n);
+                           (unsigned long long)s->lag.n, s->lag.sum, (unsigned long long)s->lag.n);
     pthread_mutex_unlock(&s->lag.mu);
     return rc;
 }
@@ -341,8 +340,8 @@ static err_t start_http(struct syncer *s)
     s->http = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
                                    (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
                                0, NULL, NULL, on_http, s, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-                               MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT,
-                               10u, MHD_OPTION_END);
+                               MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+                               MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!s->http) {
         log_err("cannot listen on '%s': %s", s->set.metrics_listen, strerror(errno));
@@ -422,7 +421,9 @@ static void escape_query(char *out, size_t cap, const char *name, const char *se
 static err_t make_clients(struct syncer *s)
 {
     struct kube_opts api = {.kc = &s->kc, .gate = s->gate, .stats = s->stats};
-    struct kube_opts pd = {.kc = &s->pd_kc, .gate = s->pd_gate, .max_attempts = 2,
+    struct kube_opts pd = {.kc = &s->pd_kc,
+                           .gate = s->pd_gate,
+                           .max_attempts = 2,
                            .unix_socket = s->set.podresd_url ? NULL : s->set.podresd_socket};
 
     s->pd_kc.server = strdup(s->set.podresd_url ? s->set.podresd_url : "http://localhost");
@@ -463,18 +464,29 @@ static err_t setup(struct syncer *s)
     escape_query(s->pods_query, sizeof(s->pods_query), "fieldSelector", sel);
     snprintf(sel, sizeof(sel), RECONCILE_LABEL "=%s", s->set.node_name);
     escape_query(s->crs_query, sizeof(s->crs_query), "labelSelector", sel);
-    s->inf_pods = (struct informer){.name = "pods", .path = "/api/v1/pods",
-                                    .query = s->pods_query, .kube = s->k_pods, .gate = s->gate,
-                                    .cache = s->pods, .slim = reconcile_pod_view};
+    s->inf_pods = (struct informer){.name = "pods",
+                                    .path = "/api/v1/pods",
+                                    .query = s->pods_query,
+                                    .kube = s->k_pods,
+                                    .gate = s->gate,
+                                    .cache = s->pods,
+                                    .slim = reconcile_pod_view};
     s->inf_crs = (struct informer){.name = "devicebindings",
                                    .path = RECONCILE_GROUP_PATH "/devicebindings",
-                                   .query = s->crs_query, .kube = s->k_crs, .gate = s->gate,
+                                   .query = s->crs_query,
+                                   .kube = s->k_crs,
+                                   .gate = s->gate,
                                    .cache = s->crs};
-    s->feed = (struct nodefeed){.kube = s->k_pd, .gate = s->pd_gate, .pods = s->pr,
-                                .resv = s->resv};
-    s->rec = (struct reconciler){.node = s->set.node_name, .kube = s->k_work, .pd = s->k_pdw,
-                                 .ttl_ms = s->set.reservation_ttl_ms, .pr = s->pr,
-                                 .resv = s->resv, .pods = s->pods, .crs = s->crs};
+    s->feed = (struct nodefeed){
+        .kube = s->k_pd, .gate = s->pd_gate, .pods = s->pr, .resv = s->resv};
+    s->rec = (struct reconciler){.node = s->set.node_name,
+                                 .kube = s->k_work,
+                                 .pd = s->k_pdw,
+                                 .ttl_ms = s->set.reservation_ttl_ms,
+                                 .pr = s->pr,
+                                 .resv = s->resv,
+                                 .pods = s->pods,
+                                 .crs = s->crs};
     log_info("syncing node '%s' with %s (from %s)", s->set.node_name, s->kc.server,
              s->kc.source ? s->kc.source : "?");
     return ERR_OK;

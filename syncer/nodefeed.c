@@ -112,8 +112,7 @@ void *nodefeed_run(void *arg)
 
     while (!kube_gate_stopped(nf->gate)) {
         if (nf->revision) {
-            snprintf(path, sizeof(path), "/v1/watch?since=%llu",
-                     (unsigned long long)nf->revision);
+            snprintf(path, sizeof(path), "/v1/watch?since=%llu", (unsigned long long)nf->revision);
         } else {
             snprintf(path, sizeof(path), "/v1/watch");
             json_decref(nf->pending_pods);

@@ -11,9 +11,9 @@
 /* Lock: 'mu' guards 'keys' and 'closed'. */
 struct queue {
     pthread_mutex_t mu;
-    pthread_cond_t cond;  /* signalled on add and close */
-    json_t *keys;         /* key -> [due_ms, dirty_ms] */
-    bool closed;          /* shutting down */
+    pthread_cond_t cond; /* signalled on add and close */
+    json_t *keys;        /* key -> [due_ms, dirty_ms] */
+    bool closed;         /* shutting down */
 };
 
 uint64_t queue_now_ms(void)

@@ -11,7 +11,7 @@
 
 struct queue;
 
-struct queue *queue_new(void); /* new, or NULL */
+struct queue *queue_new(void);    /* new, or NULL */
 void queue_free(struct queue *q); /* NULL is a no-op */
 /* Add 'key' due in 'delay_ms'. */
 void queue_add(struct queue *q, const char *key, uint64_t delay_ms);

@@ -52,16 +52,14 @@ static json_t *status_containers(const json_t *pr, json_t *counts)
             if (!res || !k)
                 continue;
             n = json_object_get(counts, res);
-            json_object_set_new(counts, res,
-                                json_integer(json_integer_value(n) + (json_int_t)k));
-            json_array_append_new(devs, json_pack("{s:s,s:O,s:o}", "resourceName", res,
-                                                  "deviceIds", json_object_get(g, "deviceIds"),
-                                                  "topology",
+            json_object_set_new(counts, res, json_integer(json_integer_value(n) + (json_int_t)k));
+            json_array_append_new(devs, json_pack("{s:s,s:O,s:o}", "resourceName", res, "deviceIds",
+                                                  json_object_get(g, "deviceIds"), "topology",
                                                   topology_api(json_object_get(g, "topology"))));
         }
         if (json_array_size(devs))
-            json_array_append_new(out, json_pack("{s:O,s:o}", "name", json_object_get(c, "name"),
-                                                 "devices", devs));
+            json_array_append_new(
+                out, json_pack("{s:O,s:o}", "name", json_object_get(c, "name"), "devices", devs));
         else
             json_decref(devs);
     }
@@ -113,9 +111,9 @@ json_t *reconcile_status(const json_t *pr, const char *pod_uid, const char *node
     if (containers && summary)
         st = json_pack("{s:s,s:s,s:s,s:s,s:O,s:I}", "nodeName", node, "podUID", pod_uid, "phase",
                        "Bound", "summary", summary, "containers", containers, "observedRevision",
-                       json_object_get(pr, "revision") ? json_integer_value(
-                                                             json_object_get(pr, "revision"))
-                                                       : (json_int_t)0);
+                       json_object_get(pr, "revision")
+                           ? json_integer_value(json_object_get(pr, "revision"))
+                           : (json_int_t)0);
     json_decref(counts);
     json_decref(containers);
     free(summary);
@@ -219,8 +217,8 @@ static err_t refetch(struct reconciler *r, const char *key, const char *ns, cons
     if (owner && strcmp(owner, r->node) == 0)
         remember(r, key, obj);
     else
-        log_warn("DeviceBinding %s exists but is not labelled for node '%s'; leaving it alone",
-                 key, r->node);
+        log_warn("DeviceBinding %s exists but is not labelled for node '%s'; leaving it alone", key,
+                 r->node);
     json_decref(obj);
     return ERR_OK;
 }
@@ -232,8 +230,7 @@ static err_t create(struct reconciler *r, const char *key, const char *ns, const
     json_t *body = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s},s:o},s:{s:s}}", "apiVersion",
                              "podres.dev/v1alpha1", "kind", "DeviceBinding", "metadata", "name",
                              name, "namespace", ns, "labels", RECONCILE_LABEL, r->node,
-                             "ownerReferences", owner_refs(name, uid), "spec", "nodeName",
-                             r->node);
+                             "ownerReferences", owner_refs(name, uid), "spec", "nodeName", r->node);
     err_t rc;
 
     if (!body)
@@ -254,7 +251,8 @@ static err_t delete_cr(struct reconciler *r, const char *key, const char *ns, co
 {
     char path[1024];
     json_t *body = json_pack("{s:s,s:s,s:{s:s}}", "kind", "DeleteOptions", "apiVersion", "v1",
-                             "preconditions", "uid", meta_str(cr, "uid") ? meta_str(cr, "uid") : "");
+                             "preconditions", "uid",
+                             meta_str(cr, "uid") ? meta_str(cr, "uid") : "");
     json_t *out = NULL;
     err_t rc;
 
@@ -359,12 +357,12 @@ static json_t *reservation_of(const json_t *containers)
             ids = json_array();
             for (k = 0; k < n; k++)
                 json_array_append(ids, v[k]);
-            json_array_append_new(devs, json_pack("{s:O,s:o}", "resourceName",
-                                                  json_object_get(g, "resourceName"), "deviceIds",
-                                                  ids));
+            json_array_append_new(devs,
+                                  json_pack("{s:O,s:o}", "resourceName",
+                                            json_object_get(g, "resourceName"), "deviceIds", ids));
         }
-        json_array_append_new(out, json_pack("{s:O,s:o}", "name", json_object_get(c, "name"),
-                                             "devices", devs));
+        json_array_append_new(
+            out, json_pack("{s:O,s:o}", "name", json_object_get(c, "name"), "devices", devs));
     }
     return out;
 }
@@ -378,10 +376,10 @@ static const char *bare(const char *msg)
 }
 
 struct verdict {
-    const char *phase;   /* Pending, Bound or Conflict */
-    const char *status;  /* condition status: True, False, Unknown */
-    const char *reason;  /* condition reason */
-    char message[512];   /* condition message */
+    const char *phase;  /* Pending, Bound or Conflict */
+    const char *status; /* condition status: True, False, Unknown */
+    const char *reason; /* condition reason */
+    char message[512];  /* condition message */
 };
 
 /* The verdict of podresd's reservation state. */
@@ -406,7 +404,8 @@ static err_t reserve(struct reconciler *r, const char *ns, const char *name, con
                      json_t *resv, bool bound, struct verdict *v)
 {
     char path[1024], msg[512];
-    json_t *body, *ans = NULL, *have = resv ? reservation_of(json_object_get(resv, "containers")) : NULL;
+    json_t *body, *ans = NULL,
+                  *have = resv ? reservation_of(json_object_get(resv, "containers")) : NULL;
     err_t rc = ERR_OK;
 
     if (!have || !json_equal(have, want)) {

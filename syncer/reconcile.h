@@ -20,14 +20,14 @@
 #define RECONCILE_LABEL "podres.dev/node"
 
 struct reconciler {
-    const char *node;     /* this node's name; borrowed */
-    struct kube *kube;    /* the worker's API client; borrowed */
-    struct kube *pd;      /* the worker's podresd client (reservations); borrowed */
-    uint64_t ttl_ms;      /* how long a pre-assignment waits for its pod */
-    struct cache *pr;     /* podresd PodResources; borrowed */
-    struct cache *resv;   /* podresd Reservations; borrowed */
-    struct cache *pods;   /* API Pods of this node; borrowed */
-    struct cache *crs;    /* DeviceBindings labelled for this node; borrowed */
+    const char *node;   /* this node's name; borrowed */
+    struct kube *kube;  /* the worker's API client; borrowed */
+    struct kube *pd;    /* the worker's podresd client (reservations); borrowed */
+    uint64_t ttl_ms;    /* how long a pre-assignment waits for its pod */
+    struct cache *pr;   /* podresd PodResources; borrowed */
+    struct cache *resv; /* podresd Reservations; borrowed */
+    struct cache *pods; /* API Pods of this node; borrowed */
+    struct cache *crs;  /* DeviceBindings labelled for this node; borrowed */
 };
 
 /* Bring 'key' to its desired state. *wrote tells whether an API write was

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run-all.sh - the whole suite: the static checks (make lint, make
-# complexity), unit test binaries ($UNIT_BINS, TAP) and every
+# complexity, make format-check), unit test binaries ($UNIT_BINS, TAP) and every
 # tests/integration/NN-*.sh. Prints one line per test and the summary
 # "N passed, N failed"; exits non-zero when anything failed.
 set -u
@@ -8,10 +8,11 @@ cd "$(dirname "$0")/.."
 pass=0 fail=0 failed=()
 logdir=$(mktemp -d "${TMPDIR:-/tmp}/podres-tests.XXXXXX")
 
-# The style rules a tool checks: cppcheck (make lint) and pmccabe's
-# cyclomatic limit of 15 outside tests/complexity-allow.txt (make
-# complexity). A sub-make inherits the caller's variables (SANITIZE=...).
-for c in lint complexity; do
+# The style rules a tool checks: cppcheck (make lint), pmccabe's cyclomatic
+# limit of 15 outside tests/complexity-allow.txt (make complexity) and the
+# layout of .clang-format (make format-check). A sub-make inherits the
+# caller's variables (SANITIZE=...).
+for c in lint complexity format-check; do
     if ${MAKE:-make} -s --no-print-directory "$c" > "$logdir/$c.log" 2>&1; then
         pass=$((pass + 1)); echo "PASS static/$c"
     else

@@ -208,5 +208,5 @@ static void test_second_document_with_directive(void)
     CHECK(strstr(msg, "one YAML document") != NULL);
 }
 
-TEST_MAIN(test_second_document_with_directive, test_yaml_scalars, test_yaml_documents, test_yaml_refusals, test_yaml_load,
-          test_duration, test_parse_int)
+TEST_MAIN(test_second_document_with_directive, test_yaml_scalars, test_yaml_documents,
+          test_yaml_refusals, test_yaml_load, test_duration, test_parse_int)

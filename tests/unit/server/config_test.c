@@ -195,8 +195,8 @@ static void test_load(void)
     unlink(path);
 
     write_file("bad-entry.yaml",
-               "devices:\n  - resourceName: example.com/gpu\n    devices: []\n    extra: 1\n",
-               path, sizeof(path));
+               "devices:\n  - resourceName: example.com/gpu\n    devices: []\n    extra: 1\n", path,
+               sizeof(path));
     CHECK_OK(config_init(&c));
     msg[0] = '\0';
     CHECK_EQ_INT(config_load(&c, path, msg, sizeof(msg)), ERR_INVAL);
@@ -250,8 +250,8 @@ static void test_static_devices_bad_resource(void)
 {
     struct config c;
     char msg[256] = "";
-    json_t *doc = json_loads("{\"devices\":[{\"resourceName\":\"gpu\",\"devices\":[{\"id\":\"a\"}]}]}",
-                             0, NULL);
+    json_t *doc = json_loads(
+        "{\"devices\":[{\"resourceName\":\"gpu\",\"devices\":[{\"id\":\"a\"}]}]}", 0, NULL);
 
     CHECK_OK(config_init(&c));
     CHECK_EQ_INT(config_apply(&c, doc, msg, sizeof(msg)), ERR_INVAL);
@@ -270,4 +270,5 @@ static void teardown(void)
     CHECK_OK(rmdir(tmpdir));
 }
 
-TEST_MAIN(setup, test_defaults, test_set, test_load, test_apply, test_static_devices_bad_resource, teardown)
+TEST_MAIN(setup, test_defaults, test_set, test_load, test_apply, test_static_devices_bad_resource,
+          teardown)

@@ -14,10 +14,9 @@ static void test_load(void)
     CHECK(curlfn.easy_init == NULL);
     CHECK_OK(curlfn_load(msg, sizeof(msg)));
     CHECK_STREQ(msg, "");
-    CHECK(curlfn.global_init && curlfn.global_cleanup && curlfn.easy_init &&
-          curlfn.easy_cleanup && curlfn.easy_reset && curlfn.easy_setopt &&
-          curlfn.easy_getinfo && curlfn.easy_perform && curlfn.easy_strerror &&
-          curlfn.slist_append && curlfn.slist_free_all);
+    CHECK(curlfn.global_init && curlfn.global_cleanup && curlfn.easy_init && curlfn.easy_cleanup &&
+          curlfn.easy_reset && curlfn.easy_setopt && curlfn.easy_getinfo && curlfn.easy_perform &&
+          curlfn.easy_strerror && curlfn.slist_append && curlfn.slist_free_all);
     CHECK_OK(curlfn_load(NULL, 0));
     h = curlfn.easy_init ? curlfn.easy_init() : NULL;
     CHECK(h != NULL);

@@ -80,14 +80,16 @@ static void feed_lines(struct call *c, const char *const *lines)
 
 static void test_headers_and_trailers(void)
 {
-    static const char *const normal[] = {
-        "HTTP/2 200\r\n", "content-type: application/grpc\r\n", "\r\n", "grpc-status: 0\r\n",
-        NULL};
-    static const char *const only[] = {
-        "HTTP/2 200\r\n", "Content-Type: application/grpc+proto\r\n",
-        "Grpc-Status: 8\r\n", "grpc-message: rejected%20by%20rate%20limit\r\n", "\r\n", NULL};
-    static const char *const odd[] = {"content-type: application/grpcx\r\n",
-                                      "grpc-status: 99\r\n", NULL};
+    static const char *const normal[] = {"HTTP/2 200\r\n", "content-type: application/grpc\r\n",
+                                         "\r\n", "grpc-status: 0\r\n", NULL};
+    static const char *const only[] = {"HTTP/2 200\r\n",
+                                       "Content-Type: application/grpc+proto\r\n",
+                                       "Grpc-Status: 8\r\n",
+                                       "grpc-message: rejected%20by%20rate%20limit\r\n",
+                                       "\r\n",
+                                       NULL};
+    static const char *const odd[] = {"content-type: application/grpcx\r\n", "grpc-status: 99\r\n",
+                                      NULL};
     struct call c;
 
     memset(&c, 0, sizeof(c));
@@ -131,8 +133,8 @@ static void test_http_mapping(void)
 
 static void test_missing_socket(void)
 {
-    struct grpc_opts o = {.socket_path = "/nonexistent/kubelet.sock", .timeout_ms = 1000,
-                          .max_recv = 1024};
+    struct grpc_opts o = {
+        .socket_path = "/nonexistent/kubelet.sock", .timeout_ms = 1000, .max_recv = 1024};
     struct grpc *g = grpc_new(&o);
     struct grpc_status st;
     uint8_t *resp = NULL;

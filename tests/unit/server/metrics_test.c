@@ -26,21 +26,23 @@ static void test_render(void)
     metrics_set_label(m, 0, "GET", "/v1/pods");
     metrics_set_label(m, 1, "PUT", "/v1/namespaces/{ns}/pods/{name}");
     metrics_set_label(m, 2, "GET", "/nope"); /* the unmatched slot keeps its label */
-    metrics_observe(m, 0, 200, 1000, 1);    /* 1 ms */
-    metrics_observe(m, 0, 200, 20000, 1);   /* 20 ms */
-    metrics_observe(m, 0, 404, 3000000, 1); /* 3 s: beyond every bucket */
-    metrics_observe(m, 1, 200, 10, 0);      /* untimed (a stream) */
-    metrics_observe(m, 2, 404, 100, 1);     /* unmatched */
-    metrics_observe(m, 99, 500, 100, 1);    /* out of range: ignored */
-    metrics_observe(NULL, 0, 200, 1, 1);    /* no-op */
+    metrics_observe(m, 0, 200, 1000, 1);     /* 1 ms */
+    metrics_observe(m, 0, 200, 20000, 1);    /* 20 ms */
+    metrics_observe(m, 0, 404, 3000000, 1);  /* 3 s: beyond every bucket */
+    metrics_observe(m, 1, 200, 10, 0);       /* untimed (a stream) */
+    metrics_observe(m, 2, 404, 100, 1);      /* unmatched */
+    metrics_observe(m, 99, 500, 100, 1);     /* out of range: ignored */
+    metrics_observe(NULL, 0, 200, 1, 1);     /* no-op */
 
     CHECK_OK(metrics_render(m, &sb));
     buf = sb.buf;
     len = sb.len;
     CHECK(buf != NULL && len == strlen(buf) && sb.cap > len);
     CHECK(has(buf, "# TYPE podresd_http_requests_total counter"));
-    CHECK(has(buf, "podresd_http_requests_total{method=\"GET\",route=\"/v1/pods\",code=\"200\"} 2"));
-    CHECK(has(buf, "podresd_http_requests_total{method=\"GET\",route=\"/v1/pods\",code=\"404\"} 1"));
+    CHECK(
+        has(buf, "podresd_http_requests_total{method=\"GET\",route=\"/v1/pods\",code=\"200\"} 2"));
+    CHECK(
+        has(buf, "podresd_http_requests_total{method=\"GET\",route=\"/v1/pods\",code=\"404\"} 1"));
     CHECK(has(buf, "podresd_http_requests_total{method=\"PUT\",route=\"/v1/namespaces/{ns}/pods/"
                    "{name}\",code=\"200\"} 1"));
     CHECK(has(buf, "podresd_http_requests_total{method=\"\",route=\"unmatched\",code=\"404\"} 1"));
@@ -60,7 +62,8 @@ static void test_render(void)
                    "3.021000"));
     CHECK(has(buf, "podresd_http_request_duration_seconds_count{method=\"GET\",route=\"/v1/pods\"} "
                    "3"));
-    CHECK(has(buf, "podresd_http_request_duration_seconds_count{method=\"\",route=\"unmatched\"} 1"));
+    CHECK(
+        has(buf, "podresd_http_request_duration_seconds_count{method=\"\",route=\"unmatched\"} 1"));
     /* untimed requests are not in the histogram */
     CHECK(strstr(buf, "duration_seconds_count{method=\"PUT\"") == NULL);
 

@@ -107,9 +107,8 @@ static void test_decode(void)
     char *text;
 
     CHECK_OK(source_kubelet_decode(l, ll, a, al, &snap, why, sizeof(why)));
-    c = json_array_get(json_object_get(json_array_get(json_object_get(snap, "pods"), 0),
-                                       "containers"),
-                       0);
+    c = json_array_get(
+        json_object_get(json_array_get(json_object_get(snap, "pods"), 0), "containers"), 0);
     text = json_dumps(json_object_get(c, "devices"), JSON_SORT_KEYS | JSON_COMPACT);
     CHECK_STREQ(text, "[{\"deviceIds\":[\"gpu-1\",\"gpu-0\"],\"resourceName\":\"example.com/gpu\","
                       "\"topology\":{\"nodes\":[{\"ID\":0}]}}]");
@@ -122,8 +121,8 @@ static void test_decode(void)
                                        "claimResources"),
                        0);
     CHECK_STREQ(json_string_value(json_object_get(d, "deviceName")), "gpu-7");
-    CHECK_STREQ(json_string_value(json_object_get(
-                    json_array_get(json_object_get(d, "cdiDevices"), 0), "name")),
+    CHECK_STREQ(json_string_value(
+                    json_object_get(json_array_get(json_object_get(d, "cdiDevices"), 0), "name")),
                 "example.com/gpu=gpu0");
     CHECK_EQ_INT(json_array_size(json_object_get(snap, "devices")), 3);
     d = json_array_get(json_object_get(snap, "devices"), 2);
@@ -205,18 +204,18 @@ static void test_backoff(void)
     CHECK_EQ_INT(source_kubelet_backoff(200, 1, 0), 200);
     CHECK_EQ_INT(source_kubelet_backoff(200, 2, 0), 400);
     CHECK_EQ_INT(source_kubelet_backoff(200, 4, 0), 1600);
-    CHECK_EQ_INT(source_kubelet_backoff(200, 30, 0), 3200);     /* 16 intervals */
+    CHECK_EQ_INT(source_kubelet_backoff(200, 30, 0), 3200);       /* 16 intervals */
     CHECK_EQ_INT(source_kubelet_backoff(200, 3, 1.0), 800 + 200); /* + a quarter */
-    CHECK_EQ_INT(source_kubelet_backoff(2000, 30, 0), 30000);   /* 30 s cap */
-    CHECK_EQ_INT(source_kubelet_backoff(60000, 5, 0), 60000);   /* never under the interval */
+    CHECK_EQ_INT(source_kubelet_backoff(2000, 30, 0), 30000);     /* 30 s cap */
+    CHECK_EQ_INT(source_kubelet_backoff(60000, 5, 0), 60000);     /* never under the interval */
     CHECK_EQ_INT(source_kubelet_backoff(200, 1000000, 0), 3200);
 }
 
 /* Not ready before any sync (the socket does not exist), and says why. */
 static void test_not_ready_before_sync(void)
 {
-    struct source_kubelet_opts o = {.socket_path = "/nonexistent/kubelet.sock",
-                                     .interval_ms = 50, .store = NULL};
+    struct source_kubelet_opts o = {
+        .socket_path = "/nonexistent/kubelet.sock", .interval_ms = 50, .store = NULL};
     struct source_kubelet *k = NULL;
     char why[256] = "";
 
@@ -227,5 +226,5 @@ static void test_not_ready_before_sync(void)
     source_kubelet_free(NULL);
 }
 
-TEST_MAIN(test_decode, test_empty_answers, test_reject_bad_names, test_hostile_bytes,
-          test_backoff, test_not_ready_before_sync)
+TEST_MAIN(test_decode, test_empty_answers, test_reject_bad_names, test_hostile_bytes, test_backoff,
+          test_not_ready_before_sync)

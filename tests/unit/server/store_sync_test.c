@@ -78,11 +78,10 @@ static const char *events(struct fx *f, char *out, size_t cap)
         json_t *o = json_object_get(ev, "object");
         const char *kind = json_string_value(json_object_get(ev, "kind"));
 
-        used += (size_t)snprintf(out + used, cap - used, "%s%s %s %s", used ? ";" : "",
-                                 json_string_value(json_object_get(ev, "type")), kind,
-                                 json_string_value(json_object_get(o, strcmp(kind, "Device") == 0
-                                                                          ? "id"
-                                                                          : "name")));
+        used += (size_t)snprintf(
+            out + used, cap - used, "%s%s %s %s", used ? ";" : "",
+            json_string_value(json_object_get(ev, "type")), kind,
+            json_string_value(json_object_get(o, strcmp(kind, "Device") == 0 ? "id" : "name")));
         json_decref(ev);
         at = (size_t)(nl - f->buf) + 1;
     }
@@ -90,14 +89,15 @@ static const char *events(struct fx *f, char *out, size_t cap)
 }
 
 #define ALLOC2                                                                                     \
-    "\"devices\":[{\"resourceName\":\"example.com/gpu\",\"id\":\"g0\",\"topology\":{\"nodes\":"  \
-    "[{\"ID\":0}]}},{\"resourceName\":\"example.com/gpu\",\"id\":\"g1\",\"topology\":{\"nodes\":" \
+    "\"devices\":[{\"resourceName\":\"example.com/gpu\",\"id\":\"g0\",\"topology\":{\"nodes\":"    \
+    "[{\"ID\":0}]}},{\"resourceName\":\"example.com/gpu\",\"id\":\"g1\",\"topology\":{\"nodes\":"  \
     "[{\"ID\":1}]}}]"
 #define POD_A(ids, cpus)                                                                           \
     "{\"namespace\":\"ml\",\"name\":\"a\",\"containers\":[{\"name\":\"c\",\"devices\":[{"          \
-    "\"resourceName\":\"example.com/gpu\",\"deviceIds\":" ids ",\"topology\":{\"nodes\":[]}}],"   \
+    "\"resourceName\":\"example.com/gpu\",\"deviceIds\":" ids ",\"topology\":{\"nodes\":[]}}],"    \
     "\"cpuIds\":" cpus ",\"memory\":[]}]}"
-#define POD_B "{\"namespace\":\"web\",\"name\":\"b\",\"containers\":[{\"name\":\"n\",\"devices\":[]}]}"
+#define POD_B                                                                                      \
+    "{\"namespace\":\"web\",\"name\":\"b\",\"containers\":[{\"name\":\"n\",\"devices\":[]}]}"
 
 static void test_first_and_same(void)
 {
@@ -108,25 +108,26 @@ static void test_first_and_same(void)
     json_t *out = NULL;
 
     fx_open(&f);
-    CHECK_OK(sync_text(&f, "{\"pods\":[" POD_A("[\"g1\",\"g0\"]", "[1,2]") "," POD_B "]," ALLOC2 "}",
-                       &changed));
+    CHECK_OK(sync_text(
+        &f, "{\"pods\":[" POD_A("[\"g1\",\"g0\"]", "[1,2]") "," POD_B "]," ALLOC2 "}", &changed));
     CHECK(changed);
     CHECK_STREQ(events(&f, ev, sizeof(ev)),
                 "ADDED PodResources a;ADDED PodResources b;ADDED Device g0;ADDED Device g1");
     rev = store_revision(f.st);
     CHECK_EQ_INT(rev, 4);
     CHECK_OK(store_pod_get(f.st, "ml", "a", &out));
-    CHECK_STREQ(json_string_value(json_object_get(json_object_get(out, "podResources"), "uid")), "");
+    CHECK_STREQ(json_string_value(json_object_get(json_object_get(out, "podResources"), "uid")),
+                "");
     json_decref(out);
     CHECK_OK(store_devices_list(f.st, NULL, NULL, false, &out));
-    CHECK_STREQ(json_string_value(json_object_get(
-                    json_object_get(json_array_get(json_object_get(out, "devices"), 0), "holder"),
-                    "name")),
-                "a");
+    CHECK_STREQ(
+        json_string_value(json_object_get(
+            json_object_get(json_array_get(json_object_get(out, "devices"), 0), "holder"), "name")),
+        "a");
     json_decref(out);
     /* The same state again (ids in another order): nothing written. */
-    CHECK_OK(sync_text(&f, "{\"pods\":[" POD_B "," POD_A("[\"g0\",\"g1\"]", "[1,2]") "]," ALLOC2 "}",
-                       &changed));
+    CHECK_OK(sync_text(
+        &f, "{\"pods\":[" POD_B "," POD_A("[\"g0\",\"g1\"]", "[1,2]") "]," ALLOC2 "}", &changed));
     CHECK(!changed);
     CHECK_EQ_INT(store_revision(f.st), rev);
     CHECK_STREQ(events(&f, ev, sizeof(ev)), "");
@@ -141,30 +142,34 @@ static void test_changes_only(void)
     json_t *out = NULL, *d;
 
     fx_open(&f);
-    CHECK_OK(sync_text(&f, "{\"pods\":[" POD_A("[\"g0\",\"g1\"]", "[1]") "]," ALLOC2 "}", &changed));
+    CHECK_OK(
+        sync_text(&f, "{\"pods\":[" POD_A("[\"g0\",\"g1\"]", "[1]") "]," ALLOC2 "}", &changed));
     events(&f, ev, sizeof(ev));
     /* More CPUs only: one pod event, no device event. */
-    CHECK_OK(sync_text(&f, "{\"pods\":[" POD_A("[\"g0\",\"g1\"]", "[1,3]") "]," ALLOC2 "}",
-                       &changed));
+    CHECK_OK(
+        sync_text(&f, "{\"pods\":[" POD_A("[\"g0\",\"g1\"]", "[1,3]") "]," ALLOC2 "}", &changed));
     CHECK(changed);
     CHECK_STREQ(events(&f, ev, sizeof(ev)), "MODIFIED PodResources a");
     /* g1 leaves the allocatable set but stays bound: Unhealthy, still listed. */
-    CHECK_OK(sync_text(&f,
-                       "{\"pods\":[" POD_A("[\"g0\",\"g1\"]", "[1,3]") "],\"devices\":[{"
-                       "\"resourceName\":\"example.com/gpu\",\"id\":\"g0\"}]}",
-                       &changed));
+    CHECK_OK(sync_text(
+        &f,
+        "{\"pods\":[" POD_A("[\"g0\",\"g1\"]",
+                            "[1,3]") "],\"devices\":[{"
+                                     "\"resourceName\":\"example.com/gpu\",\"id\":\"g0\"}]}",
+        &changed));
     CHECK_STREQ(events(&f, ev, sizeof(ev)), "MODIFIED Device g0;MODIFIED Device g1");
     CHECK_OK(store_devices_list(f.st, NULL, "Unhealthy", false, &out));
     d = json_array_get(json_object_get(out, "devices"), 0);
     CHECK_STREQ(json_string_value(json_object_get(d, "id")), "g1");
-    CHECK_EQ_INT(json_integer_value(json_object_get(
-                     json_array_get(json_object_get(json_object_get(d, "topology"), "nodes"), 0),
-                     "ID")),
-                 1);
+    CHECK_EQ_INT(
+        json_integer_value(json_object_get(
+            json_array_get(json_object_get(json_object_get(d, "topology"), "nodes"), 0), "ID")),
+        1);
     json_decref(out);
     /* The pod goes: DELETED pod, g1 (not allocatable, unbound) DELETED, g0 freed. */
-    CHECK_OK(sync_text(&f, "{\"pods\":[],\"devices\":[{\"resourceName\":\"example.com/gpu\","
-                           "\"id\":\"g0\"}]}",
+    CHECK_OK(sync_text(&f,
+                       "{\"pods\":[],\"devices\":[{\"resourceName\":\"example.com/gpu\","
+                       "\"id\":\"g0\"}]}",
                        &changed));
     CHECK_STREQ(events(&f, ev, sizeof(ev)),
                 "DELETED PodResources a;DELETED Device g1;MODIFIED Device g0");
@@ -211,18 +216,21 @@ static void test_double_listing(void)
     json_t *out = NULL;
 
     fx_open(&f);
-    CHECK_OK(sync_text(&f,
-                       "{\"pods\":[" POD_A("[\"g0\"]", "[]") ",{\"namespace\":\"ml\",\"name\":"
-                       "\"z\",\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":"
-                       "\"example.com/gpu\",\"deviceIds\":[\"g0\"]}]}]}]," ALLOC2 "}",
-                       &changed));
+    CHECK_OK(
+        sync_text(&f,
+                  "{\"pods\":[" POD_A(
+                      "[\"g0\"]",
+                      "[]") ",{\"namespace\":\"ml\",\"name\":"
+                            "\"z\",\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":"
+                            "\"example.com/gpu\",\"deviceIds\":[\"g0\"]}]}]}]," ALLOC2 "}",
+                  &changed));
     CHECK(changed);
     events(&f, ev, sizeof(ev));
     CHECK_OK(store_devices_list(f.st, NULL, NULL, false, &out));
-    CHECK_STREQ(json_string_value(json_object_get(
-                    json_object_get(json_array_get(json_object_get(out, "devices"), 0), "holder"),
-                    "name")),
-                "a");
+    CHECK_STREQ(
+        json_string_value(json_object_get(
+            json_object_get(json_array_get(json_object_get(out, "devices"), 0), "holder"), "name")),
+        "a");
     json_decref(out);
     fx_close(&f);
 }
@@ -244,8 +252,8 @@ static void test_after_api_mode(void)
     fx_open(&f);
     b = json_loads("{\"devices\":[{\"id\":\"g0\"},{\"id\":\"g1\"}]}", 0, NULL);
     CHECK_OK(validate_devices_put(b, &devs, &ttl, msg, sizeof(msg)));
-    CHECK_OK(store_resource_put(f.st, "example.com/gpu", devs, 0, msg, sizeof(msg), &out,
-                                &changed));
+    CHECK_OK(
+        store_resource_put(f.st, "example.com/gpu", devs, 0, msg, sizeof(msg), &out, &changed));
     json_decref(out);
     json_decref(devs);
     json_decref(b);
@@ -263,30 +271,34 @@ static void test_after_api_mode(void)
     json_decref(out);
     events(&f, ev, sizeof(ev));
     /* now the kubelet's view: g0 held by ml/a, g1 not listed any more */
-    CHECK_OK(sync_text(&f,
-                       "{\"pods\":[" POD_A("[\"g0\"]", "[]") "],\"devices\":[{\"resourceName\":"
-                       "\"example.com/gpu\",\"id\":\"g0\",\"topology\":{\"nodes\":[]}}]}",
-                       &changed));
+    CHECK_OK(sync_text(
+        &f,
+        "{\"pods\":[" POD_A(
+            "[\"g0\"]", "[]") "],\"devices\":[{\"resourceName\":"
+                              "\"example.com/gpu\",\"id\":\"g0\",\"topology\":{\"nodes\":[]}}]}",
+        &changed));
     CHECK(changed);
     CHECK_STREQ(events(&f, ev, sizeof(ev)),
                 "DELETED Device g1;ADDED PodResources a;MODIFIED Device g0");
     out = NULL;
     CHECK_OK(store_devices_list(f.st, NULL, NULL, false, &out));
     CHECK_EQ_INT(json_array_size(json_object_get(out, "devices")), 1);
-    CHECK_STREQ(json_string_value(json_object_get(
-                    json_object_get(json_array_get(json_object_get(out, "devices"), 0), "holder"),
-                    "name")),
-                "a");
+    CHECK_STREQ(
+        json_string_value(json_object_get(
+            json_object_get(json_array_get(json_object_get(out, "devices"), 0), "holder"), "name")),
+        "a");
     json_decref(out);
     out = NULL;
     CHECK_OK(store_stats(f.st, &out));
     CHECK_EQ_INT(json_integer_value(json_object_get(out, "boundDevices")), 1);
     json_decref(out);
     /* the same snapshot again: nothing to do */
-    CHECK_OK(sync_text(&f,
-                       "{\"pods\":[" POD_A("[\"g0\"]", "[]") "],\"devices\":[{\"resourceName\":"
-                       "\"example.com/gpu\",\"id\":\"g0\",\"topology\":{\"nodes\":[]}}]}",
-                       &changed));
+    CHECK_OK(sync_text(
+        &f,
+        "{\"pods\":[" POD_A(
+            "[\"g0\"]", "[]") "],\"devices\":[{\"resourceName\":"
+                              "\"example.com/gpu\",\"id\":\"g0\",\"topology\":{\"nodes\":[]}}]}",
+        &changed));
     CHECK(!changed);
     fx_close(&f);
 }

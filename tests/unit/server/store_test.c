@@ -27,15 +27,15 @@
     "{\"id\":\"gpu-3\",\"topology\":{\"nodes\":[{\"ID\":1}]},\"properties\":{\"model\":\"x\"}}]}"
 
 struct fx {
-    char dir[64];       /* temp directory */
-    char path[128];     /* database file */
-    struct store *st;   /* the store */
-    struct feed *feed;  /* attached feed */
-    uint64_t cursor;    /* feed cursor */
-    uint64_t last_rev;  /* revision of the last event seen */
-    char *buf;          /* feed buffer */
-    size_t len, cap;    /* its use and size */
-    char msg[512];      /* the last write's message */
+    char dir[64];      /* temp directory */
+    char path[128];    /* database file */
+    struct store *st;  /* the store */
+    struct feed *feed; /* attached feed */
+    uint64_t cursor;   /* feed cursor */
+    uint64_t last_rev; /* revision of the last event seen */
+    char *buf;         /* feed buffer */
+    size_t len, cap;   /* its use and size */
+    char msg[512];     /* the last write's message */
 };
 
 static void fx_attach_feed(struct fx *f)
@@ -128,11 +128,11 @@ static int summarise(const char *buf, size_t len, uint64_t *chain, char *out, si
         if (chain) {
             if (rev != *chain + 1)
                 CHECK_EQ_INT(rev, *chain + 1);
-            if ((uint64_t)json_integer_value(json_object_get(json_object_get(ev, "object"),
-                                                             "revision")) != rev)
-                CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(ev, "object"),
-                                                                "revision")),
-                             rev);
+            if ((uint64_t)json_integer_value(
+                    json_object_get(json_object_get(ev, "object"), "revision")) != rev)
+                CHECK_EQ_INT(
+                    json_integer_value(json_object_get(json_object_get(ev, "object"), "revision")),
+                    rev);
             *chain = rev;
         }
         used += (size_t)snprintf(out + used, used < cap ? cap - used : 0, "%s%s %s %s",
@@ -255,8 +255,7 @@ static err_t allocate(struct fx *f, const char *ns, const char *name, const char
     CHECK_OK(rc);
     f->msg[0] = '\0';
     if (!rc)
-        rc = store_pod_allocate(f->st, ns, name, uid, req, f->msg, sizeof(f->msg), &out, &cr,
-                                &ch);
+        rc = store_pod_allocate(f->st, ns, name, uid, req, f->msg, sizeof(f->msg), &out, &cr, &ch);
     if (!rc) {
         CHECK_EQ_INT(json_integer_value(json_object_get(out, "revision")), store_revision(f->st));
         if (pod)
@@ -322,8 +321,7 @@ static json_t *device(struct fx *f, const char *resource, const char *id)
 }
 
 /* "ns/name/container" of a device's holder, "-" when free, "missing" when not listed. */
-static const char *holder(struct fx *f, const char *resource, const char *id, char *out,
-                          size_t cap)
+static const char *holder(struct fx *f, const char *resource, const char *id, char *out, size_t cap)
 {
     json_t *d = device(f, resource, id), *h;
 
@@ -342,8 +340,7 @@ static const char *holder(struct fx *f, const char *resource, const char *id, ch
     return out;
 }
 
-static const char *health(struct fx *f, const char *resource, const char *id, char *out,
-                          size_t cap)
+static const char *health(struct fx *f, const char *resource, const char *id, char *out, size_t cap)
 {
     json_t *d = device(f, resource, id);
 
@@ -374,8 +371,7 @@ static const char *pod_devices(const json_t *pod, char *out, size_t cap)
     return out;
 }
 
-static const char *resv_state(struct fx *f, const char *ns, const char *name, char *out,
-                              size_t cap)
+static const char *resv_state(struct fx *f, const char *ns, const char *name, char *out, size_t cap)
 {
     json_t *r = NULL;
 
@@ -383,8 +379,8 @@ static const char *resv_state(struct fx *f, const char *ns, const char *name, ch
         snprintf(out, cap, "missing");
         return out;
     }
-    snprintf(out, cap, "%s", json_string_value(json_object_get(json_object_get(r, "reservation"),
-                                                                "state")));
+    snprintf(out, cap, "%s",
+             json_string_value(json_object_get(json_object_get(r, "reservation"), "state")));
     json_decref(r);
     return out;
 }
@@ -448,13 +444,11 @@ static void test_register(void)
     CHECK(d != NULL);
     CHECK_STREQ(json_string_value(json_object_get(d, "health")), "Healthy");
     CHECK_STREQ(json_string_value(json_object_get(d, "resourceName")), GPU);
-    CHECK_EQ_INT(json_integer_value(json_object_get(json_array_get(json_object_get(
-                                                        json_object_get(d, "topology"), "nodes"),
-                                                                   0),
-                                                    "ID")),
-                 1);
-    CHECK_STREQ(json_string_value(json_object_get(json_object_get(d, "properties"), "model")),
-                "x");
+    CHECK_EQ_INT(
+        json_integer_value(json_object_get(
+            json_array_get(json_object_get(json_object_get(d, "topology"), "nodes"), 0), "ID")),
+        1);
+    CHECK_STREQ(json_string_value(json_object_get(json_object_get(d, "properties"), "model")), "x");
     CHECK(json_is_null(json_object_get(d, "holder")));
     CHECK(json_is_null(json_object_get(d, "reservedFor")));
     CHECK_EQ_INT(json_integer_value(json_object_get(d, "revision")), 4);
@@ -486,15 +480,15 @@ static void test_register(void)
     {
         json_t *out = NULL, *list = NULL;
 
-        CHECK_OK(store_device_set_health(f.st, NIC, "nic-0", "Unhealthy", f.msg, sizeof(f.msg),
-                                         &out));
+        CHECK_OK(
+            store_device_set_health(f.st, NIC, "nic-0", "Unhealthy", f.msg, sizeof(f.msg), &out));
         CHECK_STREQ(json_string_value(json_object_get(json_object_get(out, "device"), "health")),
                     "Unhealthy");
         json_decref(out);
         out = NULL;
-        CHECK_EQ_INT(store_device_set_health(f.st, NIC, "nic-9", "Unhealthy", f.msg,
-                                             sizeof(f.msg), &out),
-                     ERR_NOTFOUND);
+        CHECK_EQ_INT(
+            store_device_set_health(f.st, NIC, "nic-9", "Unhealthy", f.msg, sizeof(f.msg), &out),
+            ERR_NOTFOUND);
         CHECK(strstr(f.msg, "nic-9") != NULL);
         CHECK(out == NULL);
         CHECK_EQ_INT(fx_events(&f, ev, sizeof(ev)), 2);
@@ -510,11 +504,11 @@ static void test_register(void)
         json_decref(list);
         CHECK_OK(store_allocatable(f.st, &list));
         CHECK_EQ_INT(json_array_size(json_object_get(list, "devices")), 3); /* gpu-0,2,4 */
-        CHECK_STREQ(json_string_value(json_array_get(
-                        json_object_get(json_array_get(json_object_get(list, "devices"), 0),
-                                        "deviceIds"),
-                        0)),
-                    "gpu-0");
+        CHECK_STREQ(
+            json_string_value(json_array_get(
+                json_object_get(json_array_get(json_object_get(list, "devices"), 0), "deviceIds"),
+                0)),
+            "gpu-0");
         json_decref(list);
     }
     fx_close(&f);
@@ -533,10 +527,11 @@ static void test_bind(void)
     CHECK_OK(put_devices(&f, GPU, FOUR_GPUS, NULL));
     CHECK_EQ_INT(fx_events(&f, ev, sizeof(ev)), 4);
 
-    CHECK_OK(bind(&f, "default", "a",
-                  "{\"uid\":\"u1\",\"containers\":[{\"name\":\"main\",\"devices\":[{\"resourceName\":"
-                  "\"" GPU "\",\"deviceIds\":[\"gpu-2\",\"gpu-0\"]}],\"cpuIds\":[1]}]}",
-                  &created, &changed, &pod));
+    CHECK_OK(
+        bind(&f, "default", "a",
+             "{\"uid\":\"u1\",\"containers\":[{\"name\":\"main\",\"devices\":[{\"resourceName\":"
+             "\"" GPU "\",\"deviceIds\":[\"gpu-2\",\"gpu-0\"]}],\"cpuIds\":[1]}]}",
+             &created, &changed, &pod));
     CHECK(created && changed);
     CHECK_STREQ(pod_devices(pod, s, sizeof(s)), "main:" GPU "=gpu-0,gpu-2");
     CHECK_STREQ(json_string_value(json_object_get(pod, "uid")), "u1");
@@ -565,10 +560,11 @@ static void test_bind(void)
 
     /* the same bind again: no change, no new revision */
     rev = store_revision(f.st);
-    CHECK_OK(bind(&f, "default", "a",
-                  "{\"uid\":\"u1\",\"containers\":[{\"name\":\"main\",\"devices\":[{\"resourceName\":"
-                  "\"" GPU "\",\"deviceIds\":[\"gpu-0\",\"gpu-2\"]}],\"cpuIds\":[1]}]}",
-                  &created, &changed, &pod));
+    CHECK_OK(
+        bind(&f, "default", "a",
+             "{\"uid\":\"u1\",\"containers\":[{\"name\":\"main\",\"devices\":[{\"resourceName\":"
+             "\"" GPU "\",\"deviceIds\":[\"gpu-0\",\"gpu-2\"]}],\"cpuIds\":[1]}]}",
+             &created, &changed, &pod));
     CHECK(!created && !changed);
     CHECK_EQ_INT(store_revision(f.st), rev);
     CHECK_EQ_INT(fx_events(&f, ev, sizeof(ev)), 0);
@@ -580,19 +576,21 @@ static void test_bind(void)
     pod = list = NULL;
 
     /* the same uid with another free device: changed, not created */
-    CHECK_OK(bind(&f, "default", "a",
-                  "{\"uid\":\"u1\",\"containers\":[{\"name\":\"main\",\"devices\":[{\"resourceName\":"
-                  "\"" GPU "\",\"deviceIds\":[\"gpu-3\",\"gpu-0\"]}],\"cpuIds\":[1]}]}",
-                  &created, &changed, NULL));
+    CHECK_OK(
+        bind(&f, "default", "a",
+             "{\"uid\":\"u1\",\"containers\":[{\"name\":\"main\",\"devices\":[{\"resourceName\":"
+             "\"" GPU "\",\"deviceIds\":[\"gpu-3\",\"gpu-0\"]}],\"cpuIds\":[1]}]}",
+             &created, &changed, NULL));
     CHECK(!created && changed);
     CHECK_STREQ(holder(&f, GPU, "gpu-2", b, sizeof(b)), "-");
     CHECK_STREQ(holder(&f, GPU, "gpu-3", b, sizeof(b)), "default/a/main");
     CHECK_EQ_INT(fx_events(&f, ev, sizeof(ev)), 3);
     CHECK_STREQ(ev, "MODIFIED PodResources default/a;MODIFIED Device gpu-3;MODIFIED Device gpu-2");
-    CHECK_OK(bind(&f, "default", "a",
-                  "{\"uid\":\"u1\",\"containers\":[{\"name\":\"main\",\"devices\":[{\"resourceName\":"
-                  "\"" GPU "\",\"deviceIds\":[\"gpu-0\",\"gpu-2\"]}],\"cpuIds\":[1]}]}",
-                  &created, &changed, NULL));
+    CHECK_OK(
+        bind(&f, "default", "a",
+             "{\"uid\":\"u1\",\"containers\":[{\"name\":\"main\",\"devices\":[{\"resourceName\":"
+             "\"" GPU "\",\"deviceIds\":[\"gpu-0\",\"gpu-2\"]}],\"cpuIds\":[1]}]}",
+             &created, &changed, NULL));
     CHECK(!created && changed);
     CHECK_EQ_INT(fx_events(&f, ev, sizeof(ev)), 3);
     rev = store_revision(f.st);
@@ -655,10 +653,11 @@ static void test_bind(void)
     json_decref(list);
 
     /* a new uid for the same pod replaces the old instance */
-    CHECK_OK(bind(&f, "default", "a",
-                  "{\"uid\":\"u9\",\"containers\":[{\"name\":\"main\",\"devices\":[{\"resourceName\":"
-                  "\"" GPU "\",\"deviceIds\":[\"gpu-3\"]}]}]}",
-                  &created, &changed, NULL));
+    CHECK_OK(
+        bind(&f, "default", "a",
+             "{\"uid\":\"u9\",\"containers\":[{\"name\":\"main\",\"devices\":[{\"resourceName\":"
+             "\"" GPU "\",\"deviceIds\":[\"gpu-3\"]}]}]}",
+             &created, &changed, NULL));
     CHECK(created && changed);
     CHECK_STREQ(holder(&f, GPU, "gpu-0", b, sizeof(b)), "-");
     CHECK_STREQ(holder(&f, GPU, "gpu-3", b, sizeof(b)), "default/a/main");
@@ -771,8 +770,9 @@ static void test_numa_preference(void)
                          "{\"id\":\"gpu-a0\",\"topology\":{\"nodes\":[{\"ID\":0}]}}]}",
                          NULL));
     /* 2 fit on node 0 and node 1: the lower NUMA id */
-    CHECK_OK(allocate(&f, "ns", "p1", "{\"uid\":\"1\",\"containers\":[{\"name\":\"c\",\"requests\":"
-                                      "{\"" GPU "\":2}}]}",
+    CHECK_OK(allocate(&f, "ns", "p1",
+                      "{\"uid\":\"1\",\"containers\":[{\"name\":\"c\",\"requests\":"
+                      "{\"" GPU "\":2}}]}",
                       NULL, NULL, &p));
     CHECK_STREQ(pod_devices(p, s, sizeof(s)), "c:" GPU "=gpu-a0,gpu-b0");
     {
@@ -786,21 +786,24 @@ static void test_numa_preference(void)
     json_decref(p);
     p = NULL;
     /* 2 more: only node 1 has two */
-    CHECK_OK(allocate(&f, "ns", "p2", "{\"uid\":\"2\",\"containers\":[{\"name\":\"c\",\"requests\":"
-                                      "{\"" GPU "\":2}}]}",
+    CHECK_OK(allocate(&f, "ns", "p2",
+                      "{\"uid\":\"2\",\"containers\":[{\"name\":\"c\",\"requests\":"
+                      "{\"" GPU "\":2}}]}",
                       NULL, NULL, &p));
     CHECK_STREQ(pod_devices(p, s, sizeof(s)), "c:" GPU "=gpu-a1,gpu-b1");
     json_decref(p);
     p = NULL;
     /* 1 more: node 1 before the device without topology */
-    CHECK_OK(allocate(&f, "ns", "p3", "{\"uid\":\"3\",\"containers\":[{\"name\":\"c\",\"requests\":"
-                                      "{\"" GPU "\":1}}]}",
+    CHECK_OK(allocate(&f, "ns", "p3",
+                      "{\"uid\":\"3\",\"containers\":[{\"name\":\"c\",\"requests\":"
+                      "{\"" GPU "\":1}}]}",
                       NULL, NULL, &p));
     CHECK_STREQ(pod_devices(p, s, sizeof(s)), "c:" GPU "=gpu-c1");
     json_decref(p);
     p = NULL;
-    CHECK_OK(allocate(&f, "ns", "p4", "{\"uid\":\"4\",\"containers\":[{\"name\":\"c\",\"requests\":"
-                                      "{\"" GPU "\":1}}]}",
+    CHECK_OK(allocate(&f, "ns", "p4",
+                      "{\"uid\":\"4\",\"containers\":[{\"name\":\"c\",\"requests\":"
+                      "{\"" GPU "\":1}}]}",
                       NULL, NULL, &p));
     CHECK_STREQ(pod_devices(p, s, sizeof(s)), "c:" GPU "=gpu-n");
     json_decref(p);
@@ -841,8 +844,9 @@ static void test_reservations(void)
     json_decref(list);
 
     /* another pod's allocate avoids it: node 0 keeps only gpu-0 -> node 1 */
-    CHECK_OK(allocate(&f, "ns", "other", "{\"uid\":\"o\",\"containers\":[{\"name\":\"c\","
-                                         "\"requests\":{\"" GPU "\":2}}]}",
+    CHECK_OK(allocate(&f, "ns", "other",
+                      "{\"uid\":\"o\",\"containers\":[{\"name\":\"c\","
+                      "\"requests\":{\"" GPU "\":2}}]}",
                       NULL, NULL, &p));
     CHECK_STREQ(pod_devices(p, s, sizeof(s)), "c:" GPU "=gpu-2,gpu-3");
     json_decref(p);
@@ -858,8 +862,9 @@ static void test_reservations(void)
     CHECK(strstr(f.msg, "ns/r") != NULL);
 
     /* the pod's own allocate uses its reservation as written */
-    CHECK_OK(allocate(&f, "ns", "r", "{\"uid\":\"ur\",\"containers\":[{\"name\":\"c\","
-                                     "\"requests\":{\"" GPU "\":1}}]}",
+    CHECK_OK(allocate(&f, "ns", "r",
+                      "{\"uid\":\"ur\",\"containers\":[{\"name\":\"c\","
+                      "\"requests\":{\"" GPU "\":1}}]}",
                       NULL, NULL, &p));
     CHECK_STREQ(pod_devices(p, s, sizeof(s)), "c:" GPU "=gpu-1");
     json_decref(p);
@@ -901,8 +906,8 @@ static void test_reservations(void)
         json_t *one = NULL;
 
         CHECK_OK(store_reservation_get(f.st, "ns", "z", &one));
-        CHECK(strstr(json_string_value(json_object_get(json_object_get(one, "reservation"),
-                                                       "message")),
+        CHECK(strstr(json_string_value(
+                         json_object_get(json_object_get(one, "reservation"), "message")),
                      "gpu-3") != NULL);
         json_decref(one);
     }
@@ -913,8 +918,8 @@ static void test_reservations(void)
     {
         json_t *out = NULL;
 
-        CHECK_OK(store_device_set_health(f.st, GPU, "gpu-0", "Unhealthy", f.msg, sizeof(f.msg),
-                                         &out));
+        CHECK_OK(
+            store_device_set_health(f.st, GPU, "gpu-0", "Unhealthy", f.msg, sizeof(f.msg), &out));
         json_decref(out);
     }
     CHECK_STREQ(resv_state(&f, "ns", "z", b, sizeof(b)), "Conflict");
@@ -1015,11 +1020,12 @@ static void test_event_text(void)
 
     if (fx_open(&f, 100))
         return;
-    CHECK_OK(put_devices(&f, GPU,
-                         "{\"devices\":[{\"id\":\"gpu-0\",\"topology\":{\"nodes\":[{\"ID\":0},{\"ID\":"
-                         "12}]}},{\"id\":\"gpu-1\"},{\"id\":\"gpu-2\",\"properties\":{\"b\":\"q\\\"\\\\"
-                         "\\n\\u0001\",\"a\":\"caf\\u00e9\"}},{\"id\":\"gpu-3\"},{\"id\":\"gpu-4\"}]}",
-                         NULL));
+    CHECK_OK(
+        put_devices(&f, GPU,
+                    "{\"devices\":[{\"id\":\"gpu-0\",\"topology\":{\"nodes\":[{\"ID\":0},{\"ID\":"
+                    "12}]}},{\"id\":\"gpu-1\"},{\"id\":\"gpu-2\",\"properties\":{\"b\":\"q\\\"\\\\"
+                    "\\n\\u0001\",\"a\":\"caf\\u00e9\"}},{\"id\":\"gpu-3\"},{\"id\":\"gpu-4\"}]}",
+                    NULL));
     CHECK_OK(bind(&f, "ns", "a",
                   "{\"uid\":\"u-a\",\"containers\":[{\"name\":\"c\",\"devices\":[{"
                   "\"resourceName\":\"" GPU "\",\"deviceIds\":[\"gpu-0\",\"gpu-2\"]}]}]}",
@@ -1093,8 +1099,8 @@ static void check_device_events(struct fx *f, char *out, size_t cap)
                 CHECK_OK(rc);
                 CHECK(!rc && w.sb.len == (size_t)(nl - obj - 1) &&
                       memcmp(w.sb.buf, obj, w.sb.len) == 0);
-                if (!rc && (w.sb.len != (size_t)(nl - obj - 1) ||
-                            memcmp(w.sb.buf, obj, w.sb.len) != 0))
+                if (!rc &&
+                    (w.sb.len != (size_t)(nl - obj - 1) || memcmp(w.sb.buf, obj, w.sb.len) != 0))
                     fprintf(stderr, "# event %.*s\n# view  %s\n", (int)(nl - obj - 1), obj,
                             w.sb.buf);
             }
@@ -1116,11 +1122,12 @@ static void test_rebind_event_text(void)
 
     if (fx_open(&f, 100))
         return;
-    CHECK_OK(put_devices(&f, GPU,
-                         "{\"devices\":[{\"id\":\"gpu-0\",\"topology\":{\"nodes\":[{\"ID\":0},{\"ID\":"
-                         "12}]}},{\"id\":\"gpu-1\",\"properties\":{\"b\":\"q\\\"\\\\\\n\",\"a\":"
-                         "\"caf\\u00e9\"}},{\"id\":\"gpu-2\"},{\"id\":\"gpu-3\"}]}",
-                         NULL));
+    CHECK_OK(
+        put_devices(&f, GPU,
+                    "{\"devices\":[{\"id\":\"gpu-0\",\"topology\":{\"nodes\":[{\"ID\":0},{\"ID\":"
+                    "12}]}},{\"id\":\"gpu-1\",\"properties\":{\"b\":\"q\\\"\\\\\\n\",\"a\":"
+                    "\"caf\\u00e9\"}},{\"id\":\"gpu-2\"},{\"id\":\"gpu-3\"}]}",
+                    NULL));
     CHECK_OK(reserve(&f, "ns", "r",
                      "{\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":\"" GPU
                      "\",\"deviceIds\":[\"gpu-1\"]}]}]}",
@@ -1153,9 +1160,8 @@ static void test_rebind_event_text(void)
     CHECK_STREQ(ev, "MODIFIED PodResources ns/r;MODIFIED Device gpu-2;MODIFIED Device gpu-1;"
                     "MODIFIED Reservation ns/r");
     /* gpu-2 leaves the set while bound; let go, it is DELETED */
-    CHECK_OK(put_devices(&f, GPU,
-                         "{\"devices\":[{\"id\":\"gpu-0\"},{\"id\":\"gpu-1\"},{\"id\":\"gpu-3\"}]}",
-                         NULL));
+    CHECK_OK(put_devices(
+        &f, GPU, "{\"devices\":[{\"id\":\"gpu-0\"},{\"id\":\"gpu-1\"},{\"id\":\"gpu-3\"}]}", NULL));
     check_device_events(&f, ev, sizeof(ev));
     CHECK_OK(bind(&f, "ns", "r",
                   "{\"uid\":\"u2\",\"containers\":[{\"name\":\"d\",\"devices\":[{"
@@ -1213,11 +1219,12 @@ static void test_removed_bound_device(void)
         uint64_t rev = store_revision(f.st);
         bool changed = true;
 
-        CHECK_OK(put_devices(&f, GPU,
-                             "{\"devices\":[{\"id\":\"gpu-0\",\"topology\":{\"nodes\":[{\"ID\":0}]}},"
-                             "{\"id\":\"gpu-1\",\"topology\":{\"nodes\":[{\"ID\":0}]}},"
-                             "{\"id\":\"gpu-2\",\"topology\":{\"nodes\":[{\"ID\":1}]}}]}",
-                             &changed));
+        CHECK_OK(
+            put_devices(&f, GPU,
+                        "{\"devices\":[{\"id\":\"gpu-0\",\"topology\":{\"nodes\":[{\"ID\":0}]}},"
+                        "{\"id\":\"gpu-1\",\"topology\":{\"nodes\":[{\"ID\":0}]}},"
+                        "{\"id\":\"gpu-2\",\"topology\":{\"nodes\":[{\"ID\":1}]}}]}",
+                        &changed));
         CHECK(!changed);
         CHECK_EQ_INT(store_revision(f.st), rev);
     }
@@ -1270,7 +1277,8 @@ static void test_let_go_rows(void)
     CHECK_STREQ(ev, "MODIFIED PodResources ns/a;MODIFIED Device gpu-2;MODIFIED Device gpu-0");
     rev = store_revision(f.st);
     CHECK_EQ_INT(sql_int(&f, "SELECT count(*) FROM bindings WHERE pod=''"), 1);
-    CHECK_EQ_INT(sql_int(&f, "SELECT revision FROM bindings WHERE device_id='gpu-0'"), (int64_t)rev);
+    CHECK_EQ_INT(sql_int(&f, "SELECT revision FROM bindings WHERE device_id='gpu-0'"),
+                 (int64_t)rev);
     CHECK_EQ_INT(sql_int(&f, "SELECT revision FROM bindings WHERE device_id='gpu-2'"),
                  (int64_t)rev - 1);
     /* the device's revision is its last event's, though its own row is older */
@@ -1294,8 +1302,9 @@ static void test_let_go_rows(void)
     json_decref(list);
     list = NULL;
     /* another pod can bind, reserve and allocate a let-go device */
-    CHECK_OK(reserve(&f, "ns", "r", "{\"containers\":[{\"name\":\"c\",\"devices\":[{"
-                                    "\"resourceName\":\"" GPU "\",\"deviceIds\":[\"gpu-0\"]}]}]}",
+    CHECK_OK(reserve(&f, "ns", "r",
+                     "{\"containers\":[{\"name\":\"c\",\"devices\":[{"
+                     "\"resourceName\":\"" GPU "\",\"deviceIds\":[\"gpu-0\"]}]}]}",
                      NULL));
     CHECK_OK(store_reservation_delete(f.st, "ns", "r", f.msg, sizeof(f.msg), &list));
     json_decref(list);
@@ -1385,7 +1394,7 @@ static void test_ttl(void)
 /* Revisions 1..7: four GPUs, a NIC, then pod ns/a bound to gpu-0. */
 static void seed_bound(struct fx *f)
 {
-    CHECK_OK(put_devices(f, GPU, FOUR_GPUS, NULL));                         /* 1..4 */
+    CHECK_OK(put_devices(f, GPU, FOUR_GPUS, NULL));                            /* 1..4 */
     CHECK_OK(put_devices(f, NIC, "{\"devices\":[{\"id\":\"nic-0\"}]}", NULL)); /* 5 */
     CHECK_OK(bind(f, "ns", "a",
                   "{\"uid\":\"ua\",\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":"
@@ -1407,7 +1416,7 @@ static void test_changes_after(void)
     CHECK_OK(reserve(&f, "ns", "r",
                      "{\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":\"" GPU
                      "\",\"deviceIds\":[\"gpu-1\"]}]}]}",
-                     NULL)); /* 8, 9 */
+                     NULL));                /* 8, 9 */
     CHECK_OK(release(&f, "ns", "a", NULL)); /* 10, 11 */
     CHECK_EQ_INT(store_revision(f.st), 11);
     CHECK_EQ_INT(fx_events(&f, ev, sizeof(ev)), 11);
@@ -1773,8 +1782,7 @@ static void test_statement_cache(void)
             snprintf(sql, sizeof(sql), "SELECT %d + ?", i);
             row = false;
             if (st_prep(db, &a, sql, "i", (int64_t)round) == ERR_OK &&
-                st_step(db, a, &row) == ERR_OK && row &&
-                sqlite3_column_int(a, 0) == i + round)
+                st_step(db, a, &row) == ERR_OK && row && sqlite3_column_int(a, 0) == i + round)
                 ok++;
             st_done(a);
             a = NULL;
@@ -1803,10 +1811,10 @@ static void test_statement_cache(void)
 
 struct gc_arg {
     struct store *st;
-    int t;                   /* thread number */
-    err_t ok_rc[GC_EACH];    /* result of each bind that must succeed */
-    err_t bad_rc[GC_EACH];   /* result of each bind of the held device */
-    uint64_t rev[GC_EACH];   /* revision in each successful answer */
+    int t;                 /* thread number */
+    err_t ok_rc[GC_EACH];  /* result of each bind that must succeed */
+    err_t bad_rc[GC_EACH]; /* result of each bind of the held device */
+    uint64_t rev[GC_EACH]; /* revision in each successful answer */
 };
 
 static err_t gc_bind(struct store *st, const char *name, const char *dev, uint64_t *rev)
@@ -1861,9 +1869,9 @@ static void *gc_writer(void *p)
 
 struct cb_arg {
     struct store *st;
-    int t;          /* thread number */
-    err_t rc;       /* its bind's result */
-    uint64_t rev;   /* the revision in its answer */
+    int t;        /* thread number */
+    err_t rc;     /* its bind's result */
+    uint64_t rev; /* the revision in its answer */
 };
 
 static void *cb_writer(void *p)
@@ -2179,8 +2187,8 @@ static void test_group_commit(void)
     CHECK_OK(store_stats(f.st, &stats));
     CHECK(json_integer_value(json_object_get(stats, "writes")) >= GC_THREADS * GC_EACH);
     printf("# group commit: %lld writes in %lld commits\n",
-         (long long)json_integer_value(json_object_get(stats, "writes")),
-         (long long)json_integer_value(json_object_get(stats, "commits")));
+           (long long)json_integer_value(json_object_get(stats, "writes")),
+           (long long)json_integer_value(json_object_get(stats, "commits")));
     CHECK(json_integer_value(json_object_get(stats, "commits")) <
           json_integer_value(json_object_get(stats, "writes")));
     json_decref(stats);

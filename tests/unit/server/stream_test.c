@@ -18,11 +18,11 @@
  * thread changes it under 'mu'. */
 struct src {
     pthread_mutex_t mu;
-    char next[64];          /* handed out once, then cleared */
-    char out[64];           /* the copy handed out (borrowed by the loop) */
-    bool end;               /* END once 'next' is empty */
-    bool big;               /* 64 KiB on every pull */
-    uint64_t wake_ms;       /* asked wake time when idle */
+    char next[64];    /* handed out once, then cleared */
+    char out[64];     /* the copy handed out (borrowed by the loop) */
+    bool end;         /* END once 'next' is empty */
+    bool big;         /* 64 KiB on every pull */
+    uint64_t wake_ms; /* asked wake time when idle */
     int pulls;
     bool freed;
 };

@@ -64,9 +64,10 @@ static void test_devices_put(void)
     char msg[256] = "";
 
     CHECK_OK(validate_devices_put(b, &out, &ttl, msg, sizeof(msg)));
-    CHECK_STREQ(T(out), "[{\"health\":\"Healthy\",\"id\":\"gpu-0\",\"numa\":[0,1],"
-                        "\"properties\":{\"model\":\"a100\"}},"
-                        "{\"health\":\"Unhealthy\",\"id\":\"gpu-1\",\"numa\":[],\"properties\":{}}]");
+    CHECK_STREQ(T(out),
+                "[{\"health\":\"Healthy\",\"id\":\"gpu-0\",\"numa\":[0,1],"
+                "\"properties\":{\"model\":\"a100\"}},"
+                "{\"health\":\"Unhealthy\",\"id\":\"gpu-1\",\"numa\":[],\"properties\":{}}]");
     CHECK_EQ_INT(ttl, 30000);
     json_decref(out);
     json_decref(b);
@@ -92,16 +93,15 @@ static void test_devices_put(void)
     devices_bad("{\"devices\":[{\"id\":\"a\",\"topology\":[]}]}", ERR_INVAL, "topology");
     devices_bad("{\"devices\":[{\"id\":\"a\",\"topology\":{\"nodes\":[{\"ID\":\"0\"}]}}]}",
                 ERR_INVAL, "topology.nodes[].ID");
-    devices_bad("{\"devices\":[{\"id\":\"a\",\"topology\":{\"nodes\":[{\"id\":0}]}}]}",
-                ERR_INVAL, "topology.nodes[]");
+    devices_bad("{\"devices\":[{\"id\":\"a\",\"topology\":{\"nodes\":[{\"id\":0}]}}]}", ERR_INVAL,
+                "topology.nodes[]");
     devices_bad("{\"devices\":[{\"id\":\"a\",\"properties\":{\"k\":1}}]}", ERR_INVAL,
                 "properties.k");
     devices_bad("{\"devices\":[],\"ttlSeconds\":\"30\"}", ERR_INVAL, "ttlSeconds");
     /* values: 422 */
     devices_bad("{\"devices\":[{\"id\":\"-bad\"}]}", ERR_UNPROCESSABLE, "devices[].id");
     devices_bad("{\"devices\":[{\"id\":\"a\"},{\"id\":\"a\"}]}", ERR_UNPROCESSABLE, "twice");
-    devices_bad("{\"devices\":[{\"id\":\"a\",\"health\":\"Sick\"}]}", ERR_UNPROCESSABLE,
-                "health");
+    devices_bad("{\"devices\":[{\"id\":\"a\",\"health\":\"Sick\"}]}", ERR_UNPROCESSABLE, "health");
     devices_bad("{\"devices\":[{\"id\":\"a\",\"topology\":{\"nodes\":[{\"ID\":-1}]}}]}",
                 ERR_UNPROCESSABLE, "topology.nodes[].ID");
     devices_bad("{\"devices\":[],\"ttlSeconds\":0}", ERR_UNPROCESSABLE, "ttlSeconds");
@@ -139,7 +139,11 @@ static void test_health_patch(void)
 
 /* ---- pods, allocate, reservations ---- */
 
-enum which { POD, ALLOC, RESV };
+enum which {
+    POD,
+    ALLOC,
+    RESV
+};
 
 static void pod_bad(enum which w, const char *body, err_t want, const char *field)
 {
@@ -160,10 +164,11 @@ static void pod_bad(enum which w, const char *body, err_t want, const char *fiel
 
 static void test_pod_put(void)
 {
-    json_t *b = J("{\"uid\":\"u-1\",\"containers\":[{\"name\":\"main\",\"devices\":[{\"resourceName\":"
-                  "\"nvidia.com/gpu\",\"deviceIds\":[\"g1\",\"g0\"]}],\"cpuIds\":[3,1],"
-                  "\"memory\":[{\"memoryType\":\"memory\",\"size\":1024,\"topology\":{\"nodes\":"
-                  "[{\"ID\":1},{\"ID\":0}]}}]},{\"name\":\"side\"}]}");
+    json_t *b = J(
+        "{\"uid\":\"u-1\",\"containers\":[{\"name\":\"main\",\"devices\":[{\"resourceName\":"
+        "\"nvidia.com/gpu\",\"deviceIds\":[\"g1\",\"g0\"]}],\"cpuIds\":[3,1],"
+        "\"memory\":[{\"memoryType\":\"memory\",\"size\":1024,\"topology\":{\"nodes\":"
+        "[{\"ID\":1},{\"ID\":0}]}}]},{\"name\":\"side\"}]}");
     json_t *out = NULL;
     const char *uid = NULL;
     char msg[256] = "";
@@ -251,12 +256,11 @@ static void test_allocate(void)
     json_decref(b);
 
     pod_bad(ALLOC, "{\"containers\":[{\"name\":\"c\"}]}", ERR_UNPROCESSABLE, "requests");
-    pod_bad(ALLOC, "{\"containers\":[{\"name\":\"c\",\"requests\":[]}]}", ERR_INVAL,
-            "requests");
-    pod_bad(ALLOC, "{\"containers\":[{\"name\":\"c\",\"requests\":{\"a.b/c\":\"2\"}}]}",
-            ERR_INVAL, "a.b/c");
-    pod_bad(ALLOC, "{\"containers\":[{\"name\":\"c\",\"requests\":{},\"devices\":[]}]}",
-            ERR_INVAL, "devices");
+    pod_bad(ALLOC, "{\"containers\":[{\"name\":\"c\",\"requests\":[]}]}", ERR_INVAL, "requests");
+    pod_bad(ALLOC, "{\"containers\":[{\"name\":\"c\",\"requests\":{\"a.b/c\":\"2\"}}]}", ERR_INVAL,
+            "a.b/c");
+    pod_bad(ALLOC, "{\"containers\":[{\"name\":\"c\",\"requests\":{},\"devices\":[]}]}", ERR_INVAL,
+            "devices");
     pod_bad(ALLOC, "{\"containers\":[{\"name\":\"c\",\"requests\":{\"gpu\":1}}]}",
             ERR_UNPROCESSABLE, "gpu");
     pod_bad(ALLOC, "{\"containers\":[{\"name\":\"c\",\"requests\":{\"a.b/c\":-1}}]}",

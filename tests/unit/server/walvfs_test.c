@@ -129,9 +129,9 @@ static int c_open(sqlite3_vfs *v, const char *name, sqlite3_file *p, int flags, 
 static void count_install(void)
 {
     static const sqlite3_io_methods m = {
-        3,       c_close,  c_read,     c_write,       c_truncate,  c_sync,  c_size,
-        c_lock,  c_unlock, c_check,    c_control,     c_sector,    c_device, c_shm_map,
-        c_shm_lock, c_shm_barrier, c_shm_unmap, c_fetch, c_unfetch,
+        3,          c_close,       c_read,      c_write,   c_truncate, c_sync,   c_size,
+        c_lock,     c_unlock,      c_check,     c_control, c_sector,   c_device, c_shm_map,
+        c_shm_lock, c_shm_barrier, c_shm_unmap, c_fetch,   c_unfetch,
     };
 
     count_methods = m;
@@ -292,4 +292,5 @@ static void test_cleanup(void)
     CHECK_OK(system(cmd));
 }
 
-TEST_MAIN(test_install, test_open_fails, test_one_write_a_commit, test_spill_and_read_back, test_cleanup)
+TEST_MAIN(test_install, test_open_fails, test_one_write_a_commit, test_spill_and_read_back,
+          test_cleanup)

@@ -17,162 +17,167 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK_HAS(msg, part)                                                   \
-  TEST_REPORT(strstr((msg), (part)) != NULL, "\"%s\" lacks \"%s\"", (msg),     \
-              (part))
+#define CHECK_HAS(msg, part)                                                                       \
+    TEST_REPORT(strstr((msg), (part)) != NULL, "\"%s\" lacks \"%s\"", (msg), (part))
 
 #define MAX_REPLIES 8
 
-static uint64_t now_ms(void) {
-  struct timespec ts;
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
 
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static void sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 
-  nanosleep(&ts, NULL);
+    nanosleep(&ts, NULL);
 }
 
 /* One canned answer: 'head' (status line, headers, blank line and maybe a
  * body) is sent, then after 'pause_ms' the optional 'more'. */
 struct reply {
-  const char *head; /* sent first */
-  const char *more; /* sent after the pause, or NULL */
-  int pause_ms;     /* between them */
+    const char *head; /* sent first */
+    const char *more; /* sent after the pause, or NULL */
+    int pause_ms;     /* between them */
 };
 
 struct responder {
-  int fd;                            /* listening socket */
-  int port;                          /* its port */
-  struct reply replies[MAX_REPLIES]; /* in order, one per connection */
-  int n;                             /* replies to give */
-  int served;                        /* connections answered */
-  char req[MAX_REPLIES][4096];       /* each request: head and body */
-  uint64_t arrived_ms[MAX_REPLIES];  /* when each request was read */
-  uint64_t sent_ms[MAX_REPLIES];     /* when each answer was written */
-  pthread_t th;                      /* the serving thread */
+    int fd;                            /* listening socket */
+    int port;                          /* its port */
+    struct reply replies[MAX_REPLIES]; /* in order, one per connection */
+    int n;                             /* replies to give */
+    int served;                        /* connections answered */
+    char req[MAX_REPLIES][4096];       /* each request: head and body */
+    uint64_t arrived_ms[MAX_REPLIES];  /* when each request was read */
+    uint64_t sent_ms[MAX_REPLIES];     /* when each answer was written */
+    pthread_t th;                      /* the serving thread */
 };
 
-static void send_all(int fd, const char *s) {
-  size_t len = strlen(s), off = 0;
-  ssize_t w;
+static void send_all(int fd, const char *s)
+{
+    size_t len = strlen(s), off = 0;
+    ssize_t w;
 
-  while (off < len) {
-    w = send(fd, s + off, len - off, MSG_NOSIGNAL);
-    if (w <= 0)
-      return;
-    off += (size_t)w;
-  }
+    while (off < len) {
+        w = send(fd, s + off, len - off, MSG_NOSIGNAL);
+        if (w <= 0)
+            return;
+        off += (size_t)w;
+    }
 }
 
 /* Read a request (headers, then Content-Length bytes of body) into 'buf'. */
-static void read_request(int fd, char *buf, size_t cap) {
-  size_t len = 0, want = 0;
-  const char *end = NULL, *cl;
-  ssize_t r;
+static void read_request(int fd, char *buf, size_t cap)
+{
+    size_t len = 0, want = 0;
+    const char *end = NULL, *cl;
+    ssize_t r;
 
-  while (len + 1 < cap) {
-    r = recv(fd, buf + len, cap - 1 - len, 0);
-    if (r <= 0)
-      break;
-    len += (size_t)r;
-    buf[len] = '\0';
-    if (!end) {
-      end = strstr(buf, "\r\n\r\n");
-      if (!end)
-        continue;
-      cl = strcasestr(buf, "\r\nContent-Length:");
-      want = (size_t)(end - buf) + 4 +
-             (cl && cl < end ? strtoul(cl + 17, NULL, 10) : 0);
+    while (len + 1 < cap) {
+        r = recv(fd, buf + len, cap - 1 - len, 0);
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+        buf[len] = '\0';
+        if (!end) {
+            end = strstr(buf, "\r\n\r\n");
+            if (!end)
+                continue;
+            cl = strcasestr(buf, "\r\nContent-Length:");
+            want = (size_t)(end - buf) + 4 + (cl && cl < end ? strtoul(cl + 17, NULL, 10) : 0);
+        }
+        if (len >= want)
+            break;
     }
-    if (len >= want)
-      break;
-  }
-  buf[len] = '\0';
+    buf[len] = '\0';
 }
 
-static void *serve(void *arg) {
-  struct responder *s = arg;
-  struct pollfd p = {.fd = s->fd, .events = POLLIN};
-  int c, i;
+static void *serve(void *arg)
+{
+    struct responder *s = arg;
+    struct pollfd p = {.fd = s->fd, .events = POLLIN};
+    int c, i;
 
-  for (i = 0; i < s->n; i++) {
-    if (poll(&p, 1, 10000) != 1)
-      break; /* the client gave up: the test's checks say so */
-    c = accept(s->fd, NULL, NULL);
-    if (c < 0)
-      break;
-    read_request(c, s->req[i], sizeof(s->req[i]));
-    s->arrived_ms[i] = now_ms();
-    send_all(c, s->replies[i].head);
-    s->sent_ms[i] = now_ms();
-    if (s->replies[i].more) {
-      sleep_ms(s->replies[i].pause_ms);
-      send_all(c, s->replies[i].more);
+    for (i = 0; i < s->n; i++) {
+        if (poll(&p, 1, 10000) != 1)
+            break; /* the client gave up: the test's checks say so */
+        c = accept(s->fd, NULL, NULL);
+        if (c < 0)
+            break;
+        read_request(c, s->req[i], sizeof(s->req[i]));
+        s->arrived_ms[i] = now_ms();
+        send_all(c, s->replies[i].head);
+        s->sent_ms[i] = now_ms();
+        if (s->replies[i].more) {
+            sleep_ms(s->replies[i].pause_ms);
+            send_all(c, s->replies[i].more);
+        }
+        shutdown(c, SHUT_WR);
+        close(c);
+        s->served = i + 1;
     }
-    shutdown(c, SHUT_WR);
-    close(c);
-    s->served = i + 1;
-  }
-  return NULL;
+    return NULL;
 }
 
 /* Listen on 127.0.0.1 and answer 'n' connections with 'r' in order. */
-static void responder_start(struct responder *s, const struct reply *r, int n) {
-  struct sockaddr_in a = {.sin_family = AF_INET};
-  socklen_t alen = sizeof(a);
-  int one = 1;
+static void responder_start(struct responder *s, const struct reply *r, int n)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    socklen_t alen = sizeof(a);
+    int one = 1;
 
-  memset(s, 0, sizeof(*s));
-  memcpy(s->replies, r, sizeof(*r) * (size_t)n);
-  s->n = n;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  s->fd = socket(AF_INET, SOCK_STREAM, 0);
-  setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  CHECK(bind(s->fd, (struct sockaddr *)&a, sizeof(a)) == 0);
-  CHECK(listen(s->fd, 8) == 0);
-  getsockname(s->fd, (struct sockaddr *)&a, &alen);
-  s->port = ntohs(a.sin_port);
-  CHECK_OK(pthread_create(&s->th, NULL, serve, s));
+    memset(s, 0, sizeof(*s));
+    memcpy(s->replies, r, sizeof(*r) * (size_t)n);
+    s->n = n;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    s->fd = socket(AF_INET, SOCK_STREAM, 0);
+    setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    CHECK(bind(s->fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+    CHECK(listen(s->fd, 8) == 0);
+    getsockname(s->fd, (struct sockaddr *)&a, &alen);
+    s->port = ntohs(a.sin_port);
+    CHECK_OK(pthread_create(&s->th, NULL, serve, s));
 }
 
-static void responder_stop(struct responder *s) {
-  pthread_join(s->th, NULL);
-  close(s->fd);
+static void responder_stop(struct responder *s)
+{
+    pthread_join(s->th, NULL);
+    close(s->fd);
 }
 
 /* A client of http://127.0.0.1:port. */
 struct client {
-  char server[64];      /* the URL */
-  struct kubeconfig kc; /* with only 'server' */
-  struct kube_opts o;   /* options */
-  struct kube *k;       /* the client */
+    char server[64];      /* the URL */
+    struct kubeconfig kc; /* with only 'server' */
+    struct kube_opts o;   /* options */
+    struct kube *k;       /* the client */
 };
 
-static void client_new(struct client *c, int port, struct kube_gate *g,
-                       struct kube_stats *st, int attempts) {
-  memset(c, 0, sizeof(*c));
-  snprintf(c->server, sizeof(c->server), "http://127.0.0.1:%d", port);
-  c->kc.server = c->server;
-  c->o.kc = &c->kc;
-  c->o.gate = g;
-  c->o.stats = st;
-  c->o.max_attempts = attempts;
-  c->k = kube_new(&c->o);
-  CHECK(c->k != NULL);
+static void client_new(struct client *c, int port, struct kube_gate *g, struct kube_stats *st,
+                       int attempts)
+{
+    memset(c, 0, sizeof(*c));
+    snprintf(c->server, sizeof(c->server), "http://127.0.0.1:%d", port);
+    c->kc.server = c->server;
+    c->o.kc = &c->kc;
+    c->o.gate = g;
+    c->o.stats = st;
+    c->o.max_attempts = attempts;
+    c->k = kube_new(&c->o);
+    CHECK(c->k != NULL);
 }
 
-#define JSON_200(body)                                                         \
-  "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: "          \
-  "close\r\n\r\n" body
-#define STATUS(code, text, message)                                            \
-  "HTTP/1.1 " #code " " text                                                   \
-  "\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"            \
-  "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","         \
-  "\"message\":\"" message "\",\"code\":" #code "}\n"
+#define JSON_200(body)                                                                             \
+    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: "                            \
+    "close\r\n\r\n" body
+#define STATUS(code, text, message)                                                                \
+    "HTTP/1.1 " #code " " text "\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"   \
+    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","                           \
+    "\"message\":\"" message "\",\"code\":" #code "}\n"
 
 /* ---- tests ---- */
 
@@ -180,422 +185,415 @@ static void client_new(struct client *c, int port, struct kube_gate *g,
  * first without its crypto, and the GnuTLS build of libcurl does not start
  * OpenSSL either. libssh2's OpenSSL initialisation, or OpenSSL's libcurl,
  * loads OpenSSL's built-in engines: ENGINE_get_first() then finds one. */
-static void test_setup(void) {
-  void *p, *(*engine_first)(void);
+static void test_setup(void)
+{
+    void *p, *(*engine_first)(void);
 
-  CHECK_OK(kube_global_init());
-  p = dlsym(RTLD_DEFAULT, "ENGINE_get_first");
-  CHECK(p != NULL); /* libcrypto is loaded (libssh2's dependency) */
-  if (p) {
-    memcpy(&engine_first, &p, sizeof(p));
-    CHECK(engine_first() == NULL);
-  }
+    CHECK_OK(kube_global_init());
+    p = dlsym(RTLD_DEFAULT, "ENGINE_get_first");
+    CHECK(p != NULL); /* libcrypto is loaded (libssh2's dependency) */
+    if (p) {
+        memcpy(&engine_first, &p, sizeof(p));
+        CHECK(engine_first() == NULL);
+    }
 }
 
-static void test_escape(void) {
-  char out[128], small[8];
+static void test_escape(void)
+{
+    char out[128], small[8];
 
-  kube_escape("podres.dev/node=n-1_x~", out, sizeof(out));
-  CHECK_STREQ(out, "podres.dev%2Fnode%3Dn-1_x~");
-  kube_escape("a b&c?d+e,f", out, sizeof(out));
-  CHECK_STREQ(out, "a%20b%26c%3Fd%2Be%2Cf");
-  kube_escape("\xc3\xa9%", out, sizeof(out));
-  CHECK_STREQ(out, "%C3%A9%25");
-  kube_escape("", out, sizeof(out));
-  CHECK_STREQ(out, "");
+    kube_escape("podres.dev/node=n-1_x~", out, sizeof(out));
+    CHECK_STREQ(out, "podres.dev%2Fnode%3Dn-1_x~");
+    kube_escape("a b&c?d+e,f", out, sizeof(out));
+    CHECK_STREQ(out, "a%20b%26c%3Fd%2Be%2Cf");
+    kube_escape("\xc3\xa9%", out, sizeof(out));
+    CHECK_STREQ(out, "%C3%A9%25");
+    kube_escape("", out, sizeof(out));
+    CHECK_STREQ(out, "");
 
-  /* truncation: NUL-terminated, within cap, never half an escape */
-  memset(small, 'Z', sizeof(small));
-  kube_escape("////////", small, sizeof(small));
-  CHECK(memchr(small, '\0', sizeof(small)) != NULL);
-  CHECK_STREQ(small, "%2F%2F");
-  kube_escape("abcdefghijkl", small, sizeof(small));
-  CHECK(strlen(small) < sizeof(small));
-  CHECK(strncmp("abcdefghijkl", small, strlen(small)) == 0);
+    /* truncation: NUL-terminated, within cap, never half an escape */
+    memset(small, 'Z', sizeof(small));
+    kube_escape("////////", small, sizeof(small));
+    CHECK(memchr(small, '\0', sizeof(small)) != NULL);
+    CHECK_STREQ(small, "%2F%2F");
+    kube_escape("abcdefghijkl", small, sizeof(small));
+    CHECK(strlen(small) < sizeof(small));
+    CHECK(strncmp("abcdefghijkl", small, strlen(small)) == 0);
 }
 
-static void test_gate_sleep_stop(void) {
-  struct kube_gate *g = kube_gate_new(0, 0);
-  uint64_t t0;
+static void test_gate_sleep_stop(void)
+{
+    struct kube_gate *g = kube_gate_new(0, 0);
+    uint64_t t0;
 
-  CHECK(g != NULL);
-  CHECK(!kube_gate_stopped(g));
-  CHECK(!kube_gate_stopped(NULL));
-  t0 = now_ms();
-  CHECK(kube_gate_sleep(g, 60));
-  CHECK(now_ms() - t0 >= 59);
-  CHECK(kube_gate_sleep(NULL, 1));
-  kube_gate_stop(g);
-  CHECK(kube_gate_stopped(g));
-  t0 = now_ms();
-  CHECK(!kube_gate_sleep(g, 10000));
-  CHECK(now_ms() - t0 < 500);
-  kube_gate_free(g);
-  kube_gate_free(NULL);
+    CHECK(g != NULL);
+    CHECK(!kube_gate_stopped(g));
+    CHECK(!kube_gate_stopped(NULL));
+    t0 = now_ms();
+    CHECK(kube_gate_sleep(g, 60));
+    CHECK(now_ms() - t0 >= 59);
+    CHECK(kube_gate_sleep(NULL, 1));
+    kube_gate_stop(g);
+    CHECK(kube_gate_stopped(g));
+    t0 = now_ms();
+    CHECK(!kube_gate_sleep(g, 10000));
+    CHECK(now_ms() - t0 < 500);
+    kube_gate_free(g);
+    kube_gate_free(NULL);
 }
 
-static void *stop_later(void *arg) {
-  sleep_ms(80);
-  kube_gate_stop(arg);
-  return NULL;
+static void *stop_later(void *arg)
+{
+    sleep_ms(80);
+    kube_gate_stop(arg);
+    return NULL;
 }
 
-static void test_gate_stop_wakes_sleeper(void) {
-  struct kube_gate *g = kube_gate_new(10, 1);
-  pthread_t th;
-  uint64_t t0 = now_ms(), el;
+static void test_gate_stop_wakes_sleeper(void)
+{
+    struct kube_gate *g = kube_gate_new(10, 1);
+    pthread_t th;
+    uint64_t t0 = now_ms(), el;
 
-  CHECK_OK(pthread_create(&th, NULL, stop_later, g));
-  CHECK(!kube_gate_sleep(g, 20000));
-  el = now_ms() - t0;
-  pthread_join(th, NULL);
-  CHECK(el >= 70);
-  CHECK(el < 2000);
-  kube_gate_free(g);
+    CHECK_OK(pthread_create(&th, NULL, stop_later, g));
+    CHECK(!kube_gate_sleep(g, 20000));
+    el = now_ms() - t0;
+    pthread_join(th, NULL);
+    CHECK(el >= 70);
+    CHECK(el < 2000);
+    kube_gate_free(g);
 }
 
-static void test_stopped_gate_sends_nothing(void) {
-  struct kube_gate *g = kube_gate_new(0, 0);
-  struct client c;
-  char msg[256];
-  json_t *out = json_true();
+static void test_stopped_gate_sends_nothing(void)
+{
+    struct kube_gate *g = kube_gate_new(0, 0);
+    struct client c;
+    char msg[256];
+    json_t *out = json_true();
 
-  client_new(&c, 1, g, NULL, 2);
-  kube_gate_stop(g);
-  CHECK_EQ_INT(
-      kube_do(c.k, "GET", "/api/v1/pods", NULL, NULL, &out, msg, sizeof(msg)),
-      ERR_UNAVAIL);
-  CHECK(out == json_true());
-  CHECK_EQ_INT(
-      kube_stream(c.k, "/api/v1/pods?watch=true", NULL, NULL, msg, sizeof(msg)),
-      ERR_OK);
-  kube_free(c.k);
-  kube_gate_free(g);
+    client_new(&c, 1, g, NULL, 2);
+    kube_gate_stop(g);
+    CHECK_EQ_INT(kube_do(c.k, "GET", "/api/v1/pods", NULL, NULL, &out, msg, sizeof(msg)),
+                 ERR_UNAVAIL);
+    CHECK(out == json_true());
+    CHECK_EQ_INT(kube_stream(c.k, "/api/v1/pods?watch=true", NULL, NULL, msg, sizeof(msg)), ERR_OK);
+    kube_free(c.k);
+    kube_gate_free(g);
 }
 
-static void test_token_bucket(void) {
-  const struct reply ok = {JSON_200("{}"), NULL, 0};
-  const struct reply r[4] = {ok, ok, ok, ok};
-  struct responder s;
-  struct kube_gate *g;
-  struct client c;
-  char msg[256];
-  json_t *out;
-  uint64_t t0;
-  int i, fails = 0;
+static void test_token_bucket(void)
+{
+    const struct reply ok = {JSON_200("{}"), NULL, 0};
+    const struct reply r[4] = {ok, ok, ok, ok};
+    struct responder s;
+    struct kube_gate *g;
+    struct client c;
+    char msg[256];
+    json_t *out;
+    uint64_t t0;
+    int i, fails = 0;
 
-  responder_start(&s, r, 4);
-  t0 = now_ms();
-  g = kube_gate_new(20, 2); /* 2 at once, then one per 50 ms */
-  client_new(&c, s.port, g, NULL, 1);
-  for (i = 0; i < 4; i++) {
-    out = NULL;
-    if (kube_do(c.k, "GET", "/x", NULL, NULL, &out, msg, sizeof(msg)))
-      fails++;
+    responder_start(&s, r, 4);
+    t0 = now_ms();
+    g = kube_gate_new(20, 2); /* 2 at once, then one per 50 ms */
+    client_new(&c, s.port, g, NULL, 1);
+    for (i = 0; i < 4; i++) {
+        out = NULL;
+        if (kube_do(c.k, "GET", "/x", NULL, NULL, &out, msg, sizeof(msg)))
+            fails++;
+        json_decref(out);
+    }
+    responder_stop(&s);
+    CHECK_EQ_INT(fails, 0);
+    CHECK_EQ_INT(s.served, 4);
+    CHECK(s.arrived_ms[2] - t0 >= 45); /* the third waited for a token */
+    CHECK(s.arrived_ms[3] - t0 >= 95); /* the fourth for another */
+    CHECK(s.arrived_ms[3] - t0 < 3000);
+    kube_free(c.k);
+    kube_gate_free(g);
+}
+
+static void test_refused_retries(void)
+{
+    struct kube_gate *g = kube_gate_new(0, 0);
+    struct kube_stats *st = kube_stats_new();
+    struct strbuf sb = STRBUF_INIT;
+    struct client c;
+    char msg[512];
+    json_t *out = json_true();
+    uint64_t t0 = now_ms();
+
+    client_new(&c, 1, g, st, 3);
+    CHECK_EQ_INT(kube_do(c.k, "GET", "/api/v1/pods", NULL, NULL, &out, msg, sizeof(msg)),
+                 ERR_UPSTREAM);
+    CHECK(out == json_true());
+    CHECK(msg[0] != '\0');
+    CHECK(now_ms() - t0 >= 190); /* backed off at least once between tries */
+    CHECK(now_ms() - t0 < 10000);
+    CHECK_OK(kube_stats_render(st, &sb));
+    CHECK(sb.buf != NULL);
+    if (sb.buf) {
+        CHECK_HAS(sb.buf, "# TYPE podres_syncer_api_retries_total counter");
+        CHECK_HAS(sb.buf, "podres_syncer_api_retries_total 2\n");
+        CHECK_HAS(sb.buf, "podres_syncer_api_requests_total{verb=\"GET\",code=\"0\"} 3\n");
+    }
+    strbuf_release(&sb);
+    kube_free(c.k);
+    kube_stats_free(st);
+    kube_gate_free(g);
+}
+
+static void test_retry_after(void)
+{
+    const struct reply r[2] = {
+        {"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Type: "
+         "application/json\r\n"
+         "Connection: close\r\n\r\n{\"kind\":\"Status\",\"message\":\"slow "
+         "down\",\"code\":429}",
+         NULL, 0},
+        {JSON_200("{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"}}"), NULL, 0},
+    };
+    struct kube_gate *g = kube_gate_new(0, 0);
+    struct kube_stats *st = kube_stats_new();
+    struct strbuf sb = STRBUF_INIT;
+    struct responder s;
+    struct client c;
+    char msg[256];
+    json_t *out = NULL;
+
+    responder_start(&s, r, 2);
+    client_new(&c, s.port, g, st, 4);
+    CHECK_OK(
+        kube_do(c.k, "GET", "/api/v1/namespaces/d/pods/p", NULL, NULL, &out, msg, sizeof(msg)));
+    responder_stop(&s);
+    CHECK_EQ_INT(s.served, 2);
+    CHECK(s.arrived_ms[1] >= s.sent_ms[0] + 990); /* Retry-After: 1 honoured */
+    CHECK(s.arrived_ms[1] < s.sent_ms[0] + 5000);
+    CHECK_STREQ(json_string_value(json_object_get(json_object_get(out, "metadata"), "name")), "p");
+    CHECK(strncmp(s.req[0], "GET /api/v1/namespaces/d/pods/p HTTP/1.1\r\n", 42) == 0);
+    CHECK_HAS(s.req[1], "Accept: application/json");
     json_decref(out);
-  }
-  responder_stop(&s);
-  CHECK_EQ_INT(fails, 0);
-  CHECK_EQ_INT(s.served, 4);
-  CHECK(s.arrived_ms[2] - t0 >= 45); /* the third waited for a token */
-  CHECK(s.arrived_ms[3] - t0 >= 95); /* the fourth for another */
-  CHECK(s.arrived_ms[3] - t0 < 3000);
-  kube_free(c.k);
-  kube_gate_free(g);
-}
-
-static void test_refused_retries(void) {
-  struct kube_gate *g = kube_gate_new(0, 0);
-  struct kube_stats *st = kube_stats_new();
-  struct strbuf sb = STRBUF_INIT;
-  struct client c;
-  char msg[512];
-  json_t *out = json_true();
-  uint64_t t0 = now_ms();
-
-  client_new(&c, 1, g, st, 3);
-  CHECK_EQ_INT(
-      kube_do(c.k, "GET", "/api/v1/pods", NULL, NULL, &out, msg, sizeof(msg)),
-      ERR_UPSTREAM);
-  CHECK(out == json_true());
-  CHECK(msg[0] != '\0');
-  CHECK(now_ms() - t0 >= 190); /* backed off at least once between tries */
-  CHECK(now_ms() - t0 < 10000);
-  CHECK_OK(kube_stats_render(st, &sb));
-  CHECK(sb.buf != NULL);
-  if (sb.buf) {
-    CHECK_HAS(sb.buf, "# TYPE podres_syncer_api_retries_total counter");
-    CHECK_HAS(sb.buf, "podres_syncer_api_retries_total 2\n");
-    CHECK_HAS(sb.buf,
-              "podres_syncer_api_requests_total{verb=\"GET\",code=\"0\"} 3\n");
-  }
-  strbuf_release(&sb);
-  kube_free(c.k);
-  kube_stats_free(st);
-  kube_gate_free(g);
-}
-
-static void test_retry_after(void) {
-  const struct reply r[2] = {
-      {"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Type: "
-       "application/json\r\n"
-       "Connection: close\r\n\r\n{\"kind\":\"Status\",\"message\":\"slow "
-       "down\",\"code\":429}",
-       NULL, 0},
-      {JSON_200("{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"}}"), NULL, 0},
-  };
-  struct kube_gate *g = kube_gate_new(0, 0);
-  struct kube_stats *st = kube_stats_new();
-  struct strbuf sb = STRBUF_INIT;
-  struct responder s;
-  struct client c;
-  char msg[256];
-  json_t *out = NULL;
-
-  responder_start(&s, r, 2);
-  client_new(&c, s.port, g, st, 4);
-  CHECK_OK(kube_do(c.k, "GET", "/api/v1/namespaces/d/pods/p", NULL, NULL, &out,
-                   msg, sizeof(msg)));
-  responder_stop(&s);
-  CHECK_EQ_INT(s.served, 2);
-  CHECK(s.arrived_ms[1] >= s.sent_ms[0] + 990); /* Retry-After: 1 honoured */
-  CHECK(s.arrived_ms[1] < s.sent_ms[0] + 5000);
-  CHECK_STREQ(json_string_value(
-                  json_object_get(json_object_get(out, "metadata"), "name")),
-              "p");
-  CHECK(strncmp(s.req[0], "GET /api/v1/namespaces/d/pods/p HTTP/1.1\r\n", 42) ==
-        0);
-  CHECK_HAS(s.req[1], "Accept: application/json");
-  json_decref(out);
-  CHECK_OK(kube_stats_render(st, &sb));
-  if (sb.buf) {
-    CHECK_HAS(sb.buf, "podres_syncer_api_retries_total 1\n");
-    CHECK_HAS(
-        sb.buf,
-        "podres_syncer_api_requests_total{verb=\"GET\",code=\"429\"} 1\n");
-    CHECK_HAS(
-        sb.buf,
-        "podres_syncer_api_requests_total{verb=\"GET\",code=\"200\"} 1\n");
-  }
-  strbuf_release(&sb);
-  kube_free(c.k);
-  kube_stats_free(st);
-  kube_gate_free(g);
+    CHECK_OK(kube_stats_render(st, &sb));
+    if (sb.buf) {
+        CHECK_HAS(sb.buf, "podres_syncer_api_retries_total 1\n");
+        CHECK_HAS(sb.buf, "podres_syncer_api_requests_total{verb=\"GET\",code=\"429\"} 1\n");
+        CHECK_HAS(sb.buf, "podres_syncer_api_requests_total{verb=\"GET\",code=\"200\"} 1\n");
+    }
+    strbuf_release(&sb);
+    kube_free(c.k);
+    kube_stats_free(st);
+    kube_gate_free(g);
 }
 
 /* One request answered by 'reply'; the code kube_do returned and msg. */
-static err_t one(const char *reply, const char *method, const json_t *body,
-                 const char *ctype, json_t **out, char *msg, size_t cap,
-                 char *req, size_t reqcap) {
-  const struct reply r = {reply, NULL, 0};
-  struct responder s;
-  struct client c;
-  err_t rc;
+static err_t one(const char *reply, const char *method, const json_t *body, const char *ctype,
+                 json_t **out, char *msg, size_t cap, char *req, size_t reqcap)
+{
+    const struct reply r = {reply, NULL, 0};
+    struct responder s;
+    struct client c;
+    err_t rc;
 
-  responder_start(&s, &r, 1);
-  client_new(&c, s.port, NULL, NULL, 1);
-  rc = kube_do(c.k, method,
-               "/apis/podres.dev/v1alpha1/namespaces/d/devicebindings/b", body,
-               ctype, out, msg, cap);
-  responder_stop(&s);
-  if (req)
-    snprintf(req, reqcap, "%s", s.req[0]);
-  kube_free(c.k);
-  return rc;
+    responder_start(&s, &r, 1);
+    client_new(&c, s.port, NULL, NULL, 1);
+    rc = kube_do(c.k, method, "/apis/podres.dev/v1alpha1/namespaces/d/devicebindings/b", body,
+                 ctype, out, msg, cap);
+    responder_stop(&s);
+    if (req)
+        snprintf(req, reqcap, "%s", s.req[0]);
+    kube_free(c.k);
+    return rc;
 }
 
-static void test_status_mapping(void) {
-  static const struct {
-    const char *reply; /* canned answer */
-    err_t want;        /* kube_do's answer */
-    const char *msg;   /* part of msg */
-  } cases[] = {
-      {STATUS(404, "Not Found", "devicebindings \\\"b\\\" not found"),
-       ERR_NOTFOUND, "devicebindings \"b\" not found"},
-      {STATUS(409, "Conflict", "the object has been modified"), ERR_CONFLICT,
-       "the object has been modified"},
-      {STATUS(422, "Unprocessable Entity", "spec.nodeName: Required value"),
-       ERR_UNPROCESSABLE, "spec.nodeName: Required value"},
-      {STATUS(410, "Gone", "too old resource version"), ERR_GONE, "too old"},
-      {STATUS(403, "Forbidden", "cannot get resource"), ERR_FORBIDDEN,
-       "cannot get"},
-      {STATUS(400, "Bad Request", "bad patch"), ERR_INVAL, "bad patch"},
-      {STATUS(500, "Internal Server Error", "etcd is sad"), ERR_UPSTREAM,
-       "etcd is sad"},
-      {"HTTP/1.1 418 Teapot\r\nConnection: close\r\n\r\nshort and "
-       "stout\nsecond line",
-       ERR_INVAL, "HTTP 418: short and stout"},
-  };
-  size_t i;
-  char msg[256];
-  json_t *out;
+static void test_status_mapping(void)
+{
+    static const struct {
+        const char *reply; /* canned answer */
+        err_t want;        /* kube_do's answer */
+        const char *msg;   /* part of msg */
+    } cases[] = {
+        {STATUS(404, "Not Found", "devicebindings \\\"b\\\" not found"), ERR_NOTFOUND,
+         "devicebindings \"b\" not found"},
+        {STATUS(409, "Conflict", "the object has been modified"), ERR_CONFLICT,
+         "the object has been modified"},
+        {STATUS(422, "Unprocessable Entity", "spec.nodeName: Required value"), ERR_UNPROCESSABLE,
+         "spec.nodeName: Required value"},
+        {STATUS(410, "Gone", "too old resource version"), ERR_GONE, "too old"},
+        {STATUS(403, "Forbidden", "cannot get resource"), ERR_FORBIDDEN, "cannot get"},
+        {STATUS(400, "Bad Request", "bad patch"), ERR_INVAL, "bad patch"},
+        {STATUS(500, "Internal Server Error", "etcd is sad"), ERR_UPSTREAM, "etcd is sad"},
+        {"HTTP/1.1 418 Teapot\r\nConnection: close\r\n\r\nshort and "
+         "stout\nsecond line",
+         ERR_INVAL, "HTTP 418: short and stout"},
+    };
+    size_t i;
+    char msg[256];
+    json_t *out;
 
-  for (i = 0; i < ARRAY_SIZE(cases); i++) {
-    out = json_true();
+    for (i = 0; i < ARRAY_SIZE(cases); i++) {
+        out = json_true();
+        msg[0] = '\0';
+        CHECK_EQ_INT(one(cases[i].reply, "GET", NULL, NULL, &out, msg, sizeof(msg), NULL, 0),
+                     cases[i].want);
+        CHECK_HAS(msg, cases[i].msg);
+        CHECK(out == json_true()); /* untouched on failure */
+    }
+}
+
+static void test_bodies(void)
+{
+    char msg[256], req[4096];
+    json_t *body = json_pack("{s:{s:s}}", "metadata", "name", "b"), *out = NULL;
+
+    /* POST sends the JSON with the default type */
+    CHECK_OK(one(JSON_200("{\"ok\":true}"), "POST", body, NULL, &out, msg, sizeof(msg), req,
+                 sizeof(req)));
+    CHECK(json_is_true(json_object_get(out, "ok")));
+    json_decref(out);
+    CHECK(strncmp(req, "POST /apis/podres.dev/", 22) == 0);
+    CHECK_HAS(req, "Content-Type: application/json\r\n");
+    CHECK_HAS(req, "\r\n\r\n{\"metadata\":{\"name\":\"b\"}}");
+
+    /* PATCH with the caller's type */
+    out = NULL;
+    CHECK_OK(one(JSON_200("{}"), "PATCH", body, "application/merge-patch+json", &out, msg,
+                 sizeof(msg), req, sizeof(req)));
+    CHECK(strncmp(req, "PATCH ", 6) == 0);
+    CHECK_HAS(req, "Content-Type: application/merge-patch+json\r\n");
+    json_decref(out);
+
+    /* an empty answer is null */
+    out = NULL;
+    CHECK_OK(one("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", "DELETE",
+                 NULL, NULL, &out, msg, sizeof(msg), req, sizeof(req)));
+    CHECK(json_is_null(out));
+    CHECK(strncmp(req, "DELETE ", 7) == 0);
+    json_decref(out);
+
+    /* a 200 that is not JSON */
+    out = NULL;
     msg[0] = '\0';
-    CHECK_EQ_INT(
-        one(cases[i].reply, "GET", NULL, NULL, &out, msg, sizeof(msg), NULL, 0),
-        cases[i].want);
-    CHECK_HAS(msg, cases[i].msg);
-    CHECK(out == json_true()); /* untouched on failure */
-  }
-}
-
-static void test_bodies(void) {
-  char msg[256], req[4096];
-  json_t *body = json_pack("{s:{s:s}}", "metadata", "name", "b"), *out = NULL;
-
-  /* POST sends the JSON with the default type */
-  CHECK_OK(one(JSON_200("{\"ok\":true}"), "POST", body, NULL, &out, msg,
-               sizeof(msg), req, sizeof(req)));
-  CHECK(json_is_true(json_object_get(out, "ok")));
-  json_decref(out);
-  CHECK(strncmp(req, "POST /apis/podres.dev/", 22) == 0);
-  CHECK_HAS(req, "Content-Type: application/json\r\n");
-  CHECK_HAS(req, "\r\n\r\n{\"metadata\":{\"name\":\"b\"}}");
-
-  /* PATCH with the caller's type */
-  out = NULL;
-  CHECK_OK(one(JSON_200("{}"), "PATCH", body, "application/merge-patch+json",
-               &out, msg, sizeof(msg), req, sizeof(req)));
-  CHECK(strncmp(req, "PATCH ", 6) == 0);
-  CHECK_HAS(req, "Content-Type: application/merge-patch+json\r\n");
-  json_decref(out);
-
-  /* an empty answer is null */
-  out = NULL;
-  CHECK_OK(
-      one("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-          "DELETE", NULL, NULL, &out, msg, sizeof(msg), req, sizeof(req)));
-  CHECK(json_is_null(out));
-  CHECK(strncmp(req, "DELETE ", 7) == 0);
-  json_decref(out);
-
-  /* a 200 that is not JSON */
-  out = NULL;
-  msg[0] = '\0';
-  CHECK_EQ_INT(one(JSON_200("<html>"), "GET", NULL, NULL, &out, msg,
-                   sizeof(msg), NULL, 0),
-               ERR_UPSTREAM);
-  CHECK_HAS(msg, "not JSON");
-  json_decref(out);
-  json_decref(body);
+    CHECK_EQ_INT(one(JSON_200("<html>"), "GET", NULL, NULL, &out, msg, sizeof(msg), NULL, 0),
+                 ERR_UPSTREAM);
+    CHECK_HAS(msg, "not JSON");
+    json_decref(out);
+    json_decref(body);
 }
 
 /* BUG (syncer/kube.c:586): on a 200 whose body is not JSON kube_do returns
  * ERR_UPSTREAM but has already stored json_loadb()'s NULL in *out, while
  * kube.h promises "*out untouched on failure". Left out of TEST_MAIN until
  * kube_do parses into a local first. */
-static void test_bad_json_leaves_out(void) {
-  char msg[256];
-  json_t *out = json_true();
+static void test_bad_json_leaves_out(void)
+{
+    char msg[256];
+    json_t *out = json_true();
 
-  CHECK_EQ_INT(one(JSON_200("<html>"), "GET", NULL, NULL, &out, msg,
-                   sizeof(msg), NULL, 0),
-               ERR_UPSTREAM);
-  CHECK(out == json_true());
+    CHECK_EQ_INT(one(JSON_200("<html>"), "GET", NULL, NULL, &out, msg, sizeof(msg), NULL, 0),
+                 ERR_UPSTREAM);
+    CHECK(out == json_true());
 }
 
 /* Stream lines seen by on_line. */
 struct lines {
-  int n;             /* calls */
-  int stop_after;    /* return false after this many (0: never) */
-  char names[8][32]; /* metadata.name of each */
-  uint64_t at[8];    /* when each arrived */
+    int n;             /* calls */
+    int stop_after;    /* return false after this many (0: never) */
+    char names[8][32]; /* metadata.name of each */
+    uint64_t at[8];    /* when each arrived */
 };
 
-static bool on_line(void *ctx, json_t *line) {
-  struct lines *l = ctx;
-  const char *name = json_string_value(json_object_get(
-      json_object_get(json_object_get(line, "object"), "metadata"), "name"));
+static bool on_line(void *ctx, json_t *line)
+{
+    struct lines *l = ctx;
+    const char *name = json_string_value(
+        json_object_get(json_object_get(json_object_get(line, "object"), "metadata"), "name"));
 
-  if (l->n < 8) {
-    snprintf(l->names[l->n], sizeof(l->names[0]), "%s", name ? name : "?");
-    l->at[l->n] = now_ms();
-  }
-  l->n++;
-  return !(l->stop_after && l->n >= l->stop_after);
+    if (l->n < 8) {
+        snprintf(l->names[l->n], sizeof(l->names[0]), "%s", name ? name : "?");
+        l->at[l->n] = now_ms();
+    }
+    l->n++;
+    return !(l->stop_after && l->n >= l->stop_after);
 }
 
-#define EV(type, name)                                                         \
-  "{\"type\":\"" type "\",\"object\":{\"metadata\":{\"name\":\"" name "\"}}}"  \
-                                                                      "\n"
-#define STREAM_HEAD                                                            \
-  "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: "          \
-  "close\r\n\r\n"
+#define EV(type, name)                                                                             \
+    "{\"type\":\"" type "\",\"object\":{\"metadata\":{\"name\":\"" name "\"}}}"                    \
+    "\n"
+#define STREAM_HEAD                                                                                \
+    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: "                            \
+    "close\r\n\r\n"
 
 /* Stream one canned answer; the result of kube_stream. */
-static err_t stream(const struct reply *r, struct lines *l, char *msg,
-                    size_t cap) {
-  struct kube_gate *g = kube_gate_new(0, 0);
-  struct responder s;
-  struct client c;
-  err_t rc;
+static err_t stream(const struct reply *r, struct lines *l, char *msg, size_t cap)
+{
+    struct kube_gate *g = kube_gate_new(0, 0);
+    struct responder s;
+    struct client c;
+    err_t rc;
 
-  responder_start(&s, r, 1);
-  client_new(&c, s.port, g, NULL, 1);
-  rc = kube_stream(c.k, "/api/v1/pods?watch=true", on_line, l, msg, cap);
-  responder_stop(&s);
-  CHECK_HAS(s.req[0], "GET /api/v1/pods?watch=true HTTP/1.1");
-  kube_free(c.k);
-  kube_gate_free(g);
-  return rc;
+    responder_start(&s, r, 1);
+    client_new(&c, s.port, g, NULL, 1);
+    rc = kube_stream(c.k, "/api/v1/pods?watch=true", on_line, l, msg, cap);
+    responder_stop(&s);
+    CHECK_HAS(s.req[0], "GET /api/v1/pods?watch=true HTTP/1.1");
+    kube_free(c.k);
+    kube_gate_free(g);
+    return rc;
 }
 
-static void test_stream(void) {
-  const struct reply lines = {STREAM_HEAD EV("ADDED", "a") EV("MODIFIED", "b"),
-                              "\n" EV("DELETED", "c"), 200};
-  const struct reply bad = {
-      STREAM_HEAD EV("ADDED", "a") "not json\n" EV("ADDED", "z"), NULL, 0};
-  const struct reply split = {STREAM_HEAD
-                              "{\"type\":\"ADDED\",\"object\":{\"meta",
-                              "data\":{\"name\":\"s\"}}}\n", 100};
-  struct lines l = {0};
-  char msg[256];
+static void test_stream(void)
+{
+    const struct reply lines = {STREAM_HEAD EV("ADDED", "a") EV("MODIFIED", "b"),
+                                "\n" EV("DELETED", "c"), 200};
+    const struct reply bad = {STREAM_HEAD EV("ADDED", "a") "not json\n" EV("ADDED", "z"), NULL, 0};
+    const struct reply split = {STREAM_HEAD "{\"type\":\"ADDED\",\"object\":{\"meta",
+                                "data\":{\"name\":\"s\"}}}\n", 100};
+    struct lines l = {0};
+    char msg[256];
 
-  /* lines one by one, the last one after a pause; server end: ERR_OK */
-  CHECK_OK(stream(&lines, &l, msg, sizeof(msg)));
-  CHECK_EQ_INT(l.n, 3);
-  CHECK_STREQ(l.names[0], "a");
-  CHECK_STREQ(l.names[1], "b");
-  CHECK_STREQ(l.names[2], "c");
-  CHECK(l.at[2] - l.at[0] >=
-        150); /* the first two were delivered before the pause */
+    /* lines one by one, the last one after a pause; server end: ERR_OK */
+    CHECK_OK(stream(&lines, &l, msg, sizeof(msg)));
+    CHECK_EQ_INT(l.n, 3);
+    CHECK_STREQ(l.names[0], "a");
+    CHECK_STREQ(l.names[1], "b");
+    CHECK_STREQ(l.names[2], "c");
+    CHECK(l.at[2] - l.at[0] >= 150); /* the first two were delivered before the pause */
 
-  /* a line split across writes is delivered whole */
-  memset(&l, 0, sizeof(l));
-  CHECK_OK(stream(&split, &l, msg, sizeof(msg)));
-  CHECK_EQ_INT(l.n, 1);
-  CHECK_STREQ(l.names[0], "s");
+    /* a line split across writes is delivered whole */
+    memset(&l, 0, sizeof(l));
+    CHECK_OK(stream(&split, &l, msg, sizeof(msg)));
+    CHECK_EQ_INT(l.n, 1);
+    CHECK_STREQ(l.names[0], "s");
 
-  /* fn returning false ends the stream: ERR_OK */
-  memset(&l, 0, sizeof(l));
-  l.stop_after = 1;
-  CHECK_OK(stream(&lines, &l, msg, sizeof(msg)));
-  CHECK_EQ_INT(l.n, 1);
+    /* fn returning false ends the stream: ERR_OK */
+    memset(&l, 0, sizeof(l));
+    l.stop_after = 1;
+    CHECK_OK(stream(&lines, &l, msg, sizeof(msg)));
+    CHECK_EQ_INT(l.n, 1);
 
-  /* a line that is not JSON: ERR_UPSTREAM, nothing after it */
-  memset(&l, 0, sizeof(l));
-  msg[0] = '\0';
-  CHECK_EQ_INT(stream(&bad, &l, msg, sizeof(msg)), ERR_UPSTREAM);
-  CHECK_EQ_INT(l.n, 1);
-  CHECK_HAS(msg, "not JSON");
+    /* a line that is not JSON: ERR_UPSTREAM, nothing after it */
+    memset(&l, 0, sizeof(l));
+    msg[0] = '\0';
+    CHECK_EQ_INT(stream(&bad, &l, msg, sizeof(msg)), ERR_UPSTREAM);
+    CHECK_EQ_INT(l.n, 1);
+    CHECK_HAS(msg, "not JSON");
 }
 
 /* An error Status without a trailing newline is mapped, not delivered. */
-static void test_stream_status(void) {
-  const struct reply gone = {"HTTP/1.1 410 Gone\r\nContent-Type: "
-                             "application/json\r\nConnection: close\r\n\r\n"
-                             "{\"kind\":\"Status\",\"message\":\"too old "
-                             "resource version\",\"code\":410}",
-                             NULL, 0};
-  struct lines l = {0};
-  char msg[256];
+static void test_stream_status(void)
+{
+    const struct reply gone = {"HTTP/1.1 410 Gone\r\nContent-Type: "
+                               "application/json\r\nConnection: close\r\n\r\n"
+                               "{\"kind\":\"Status\",\"message\":\"too old "
+                               "resource version\",\"code\":410}",
+                               NULL, 0};
+    struct lines l = {0};
+    char msg[256];
 
-  msg[0] = '\0';
-  CHECK_EQ_INT(stream(&gone, &l, msg, sizeof(msg)), ERR_GONE);
-  CHECK_EQ_INT(l.n, 0);
-  CHECK_HAS(msg, "too old resource version");
+    msg[0] = '\0';
+    CHECK_EQ_INT(stream(&gone, &l, msg, sizeof(msg)), ERR_GONE);
+    CHECK_EQ_INT(l.n, 0);
+    CHECK_HAS(msg, "too old resource version");
 }
 
 /* BUG (syncer/kube.c:on_body/deliver_lines, kube_stream): the body of an
@@ -604,22 +602,24 @@ static void test_stream_status(void) {
  * json.Encoder appends one). 'fn' then sees the Status object, and the
  * consumed body leaves msg as a bare "HTTP 404". Left out of TEST_MAIN until
  * kube.c delivers lines only for a 2xx answer. */
-static void test_stream_status_newline(void) {
-  const struct reply nf = {
-      STATUS(404, "Not Found", "namespaces \\\"x\\\" not found"), NULL, 0};
-  struct lines l = {0};
-  char msg[256];
+static void test_stream_status_newline(void)
+{
+    const struct reply nf = {STATUS(404, "Not Found", "namespaces \\\"x\\\" not found"), NULL, 0};
+    struct lines l = {0};
+    char msg[256];
 
-  msg[0] = '\0';
-  CHECK_EQ_INT(stream(&nf, &l, msg, sizeof(msg)), ERR_NOTFOUND);
-  CHECK_EQ_INT(l.n, 0);
-  CHECK_HAS(msg, "namespaces \"x\" not found");
+    msg[0] = '\0';
+    CHECK_EQ_INT(stream(&nf, &l, msg, sizeof(msg)), ERR_NOTFOUND);
+    CHECK_EQ_INT(l.n, 0);
+    CHECK_HAS(msg, "namespaces \"x\" not found");
 }
 
-static void test_cleanup(void) { kube_global_cleanup(); }
+static void test_cleanup(void)
+{
+    kube_global_cleanup();
+}
 
-TEST_MAIN(test_setup, test_escape, test_gate_sleep_stop,
-          test_gate_stop_wakes_sleeper, test_stopped_gate_sends_nothing,
-          test_token_bucket, test_refused_retries, test_retry_after,
-          test_status_mapping, test_bodies, test_stream, test_stream_status,
+TEST_MAIN(test_setup, test_escape, test_gate_sleep_stop, test_gate_stop_wakes_sleeper,
+          test_stopped_gate_sends_nothing, test_token_bucket, test_refused_retries,
+          test_retry_after, test_status_mapping, test_bodies, test_stream, test_stream_status,
           test_stream_status_newline, test_bad_json_leaves_out, test_cleanup)

@@ -242,14 +242,16 @@ static void test_bad_base64(void)
     size_t i;
 
     for (i = 0; i < ARRAY_SIZE(bad); i++) {
-        snprintf(user, sizeof(user), "    token: s3cret-value\n    client-key-data: '%s'\n"
-                 "    client-certificate-data: Q0VSVAo=\n", bad[i]);
+        snprintf(user, sizeof(user),
+                 "    token: s3cret-value\n    client-key-data: '%s'\n"
+                 "    client-certificate-data: Q0VSVAo=\n",
+                 bad[i]);
         CHECK_EQ_INT(parse_bad("", user, msg, sizeof(msg)), ERR_INVAL);
         CHECK_STREQ(msg, "user \"u1\": client-key-data is not valid base64");
     }
-    CHECK_EQ_INT(parse_bad("    certificate-authority-data: '@@@@'\n", "    token: x\n", msg,
-                           sizeof(msg)),
-                 ERR_INVAL);
+    CHECK_EQ_INT(
+        parse_bad("    certificate-authority-data: '@@@@'\n", "    token: x\n", msg, sizeof(msg)),
+        ERR_INVAL);
     CHECK_STREQ(msg, "cluster \"c1\": certificate-authority-data is not valid base64");
 }
 
@@ -268,9 +270,9 @@ static void test_insecure_and_server(void)
     CHECK(kc.token == NULL && kc.cert_data == NULL); /* no user: anonymous */
     kubeconfig_release(&kc);
 
-    CHECK_EQ_INT(parse_bad("    insecure-skip-tls-verify: 'yes'\n", "    token: x\n", msg,
-                           sizeof(msg)),
-                 ERR_INVAL);
+    CHECK_EQ_INT(
+        parse_bad("    insecure-skip-tls-verify: 'yes'\n", "    token: x\n", msg, sizeof(msg)),
+        ERR_INVAL);
     CHECK_STREQ(msg, "cluster \"c1\": insecure-skip-tls-verify must be true or false");
     CHECK_EQ_INT(parse_bad("    server: ''\n", "    token: x\n", msg, sizeof(msg)), ERR_INVAL);
 }
@@ -297,17 +299,16 @@ static void test_missing_references(void)
     CHECK_EQ_INT(parse("clusters: []\n", &kc, msg, sizeof(msg)), ERR_INVAL);
     CHECK_STREQ(msg, "current-context is not set");
     CHECK_EQ_INT(parse("", &kc, msg, sizeof(msg)), ERR_INVAL);
-    CHECK_EQ_INT(parse("current-context: a\ncontexts: {a: b}\n", &kc, msg, sizeof(msg)),
-                 ERR_INVAL);
+    CHECK_EQ_INT(parse("current-context: a\ncontexts: {a: b}\n", &kc, msg, sizeof(msg)), ERR_INVAL);
     CHECK_STREQ(msg, "contexts must be a list");
     CHECK_EQ_INT(parse("current-context: a\ncontexts: [7]\n", &kc, msg, sizeof(msg)), ERR_INVAL);
     CHECK_STREQ(msg, "contexts[0] must be a mapping with a name");
-    CHECK_EQ_INT(parse("current-context: a\ncontexts: [{name: a, context: 3}]\n", &kc, msg,
-                       sizeof(msg)),
-                 ERR_INVAL);
+    CHECK_EQ_INT(
+        parse("current-context: a\ncontexts: [{name: a, context: 3}]\n", &kc, msg, sizeof(msg)),
+        ERR_INVAL);
     CHECK_STREQ(msg, "context \"a\": context must be a mapping");
-    CHECK_EQ_INT(parse("current-context: a\ncontexts: [{name: a, context: {user: u}}]\n", &kc,
-                       msg, sizeof(msg)),
+    CHECK_EQ_INT(parse("current-context: a\ncontexts: [{name: a, context: {user: u}}]\n", &kc, msg,
+                       sizeof(msg)),
                  ERR_INVAL);
     CHECK_STREQ(msg, "context \"a\": cluster is not set");
     CHECK_EQ_INT(parse("- a list\n", &kc, msg, sizeof(msg)), ERR_INVAL);
@@ -319,9 +320,9 @@ static void test_unsupported_users(void)
 {
     char msg[256] = "";
 
-    CHECK_EQ_INT(parse_bad("", "    exec:\n      command: aws\n      apiVersion: v1\n", msg,
-                           sizeof(msg)),
-                 ERR_INVAL);
+    CHECK_EQ_INT(
+        parse_bad("", "    exec:\n      command: aws\n      apiVersion: v1\n", msg, sizeof(msg)),
+        ERR_INVAL);
     CHECK_HAS(msg, "user \"u1\": exec is not supported");
     CHECK_EQ_INT(parse_bad("", "    auth-provider: {name: gcp}\n", msg, sizeof(msg)), ERR_INVAL);
     CHECK_HAS(msg, "user \"u1\": auth-provider is not supported");
@@ -339,13 +340,15 @@ static void test_inconsistent_user(void)
     CHECK_STREQ(msg, "user \"u1\": client-certificate is set without client-key");
     CHECK_EQ_INT(parse_bad("", "    client-key-data: S0VZ\n", msg, sizeof(msg)), ERR_INVAL);
     CHECK_STREQ(msg, "user \"u1\": client-key is set without client-certificate");
-    CHECK_EQ_INT(parse_bad("", "    client-certificate: c.pem\n    client-certificate-data: S0VZ\n"
-                               "    client-key: k.pem\n", msg, sizeof(msg)),
+    CHECK_EQ_INT(parse_bad("",
+                           "    client-certificate: c.pem\n    client-certificate-data: S0VZ\n"
+                           "    client-key: k.pem\n",
+                           msg, sizeof(msg)),
                  ERR_INVAL);
     CHECK_STREQ(msg, "user \"u1\": both client-certificate and client-certificate-data are set");
     CHECK_EQ_INT(parse_bad("    certificate-authority: ca.crt\n"
-                           "    certificate-authority-data: Q0E=\n", "    token: x\n", msg,
-                           sizeof(msg)),
+                           "    certificate-authority-data: Q0E=\n",
+                           "    token: x\n", msg, sizeof(msg)),
                  ERR_INVAL);
     CHECK_HAS(msg, "cluster \"c1\": certificate-authority and certificate-authority-data");
     CHECK_EQ_INT(parse_bad("", "    token: 12345\n", msg, sizeof(msg)), ERR_INVAL);
@@ -495,9 +498,9 @@ static void test_no_token_in_messages(void)
 {
     char msg[256] = "";
 
-    CHECK_EQ_INT(parse_bad("", "    token: tok-s3cret\n    client-key-data: '#'\n", msg,
-                           sizeof(msg)),
-                 ERR_INVAL);
+    CHECK_EQ_INT(
+        parse_bad("", "    token: tok-s3cret\n    client-key-data: '#'\n", msg, sizeof(msg)),
+        ERR_INVAL);
     CHECK(strstr(msg, "tok-s3cret") == NULL);
     CHECK_EQ_INT(parse_bad("", "    token: [tok-s3cret]\n", msg, sizeof(msg)), ERR_INVAL);
     CHECK(strstr(msg, "tok-s3cret") == NULL);

@@ -9,346 +9,344 @@
 
 #include <curl/curl.h>
 
-static json_t *parse(const char *text) {
-  json_error_t e;
-  json_t *v = json_loads(text, 0, &e);
+static json_t *parse(const char *text)
+{
+    json_error_t e;
+    json_t *v = json_loads(text, 0, &e);
 
-  TEST_REPORT(v != NULL, "bad test JSON: %s", e.text);
-  return v;
+    TEST_REPORT(v != NULL, "bad test JSON: %s", e.text);
+    return v;
 }
 
 /* CHECK that 'got' equals the JSON 'want_text'; prints both otherwise. */
-static void check_json(const json_t *got, const char *want_text, int line) {
-  json_t *want = parse(want_text);
-  char *g = got ? json_dumps(got, JSON_SORT_KEYS | JSON_COMPACT) : NULL;
-  char *w = want ? json_dumps(want, JSON_SORT_KEYS | JSON_COMPACT) : NULL;
+static void check_json(const json_t *got, const char *want_text, int line)
+{
+    json_t *want = parse(want_text);
+    char *g = got ? json_dumps(got, JSON_SORT_KEYS | JSON_COMPACT) : NULL;
+    char *w = want ? json_dumps(want, JSON_SORT_KEYS | JSON_COMPACT) : NULL;
 
-  TEST_REPORT(got && want && json_equal(got, want),
-              "(line %d)\n#  got  %s\n#  want %s", line, g ? g : "(null)",
-              w ? w : "(null)");
-  free(g);
-  free(w);
-  json_decref(want);
+    TEST_REPORT(got && want && json_equal(got, want), "(line %d)\n#  got  %s\n#  want %s", line,
+                g ? g : "(null)", w ? w : "(null)");
+    free(g);
+    free(w);
+    json_decref(want);
 }
 #define CHECK_JSON(got, want) check_json((got), (want), __LINE__)
 
-static void test_has_devices(void) {
-  json_t *v;
+static void test_has_devices(void)
+{
+    json_t *v;
 
-  CHECK(!reconcile_has_devices(NULL));
-  v = parse("{}");
-  CHECK(!reconcile_has_devices(v));
-  json_decref(v);
-  v = parse(
-      "{\"containers\":[{\"name\":\"a\",\"devices\":[]},{\"name\":\"b\"}]}");
-  CHECK(!reconcile_has_devices(v));
-  json_decref(v);
-  v = parse("{\"containers\":[{\"name\":\"a\",\"devices\":[{\"resourceName\":"
-            "\"a.com/x\","
-            "\"deviceIds\":[]}]}]}");
-  CHECK(!reconcile_has_devices(v));
-  json_decref(v);
-  v = parse("{\"containers\":[{\"name\":\"a\",\"devices\":[]},{\"name\":\"b\","
-            "\"devices\":"
-            "[{\"resourceName\":\"a.com/x\",\"deviceIds\":[\"x0\"]}]}]}");
-  CHECK(reconcile_has_devices(v));
-  json_decref(v);
+    CHECK(!reconcile_has_devices(NULL));
+    v = parse("{}");
+    CHECK(!reconcile_has_devices(v));
+    json_decref(v);
+    v = parse("{\"containers\":[{\"name\":\"a\",\"devices\":[]},{\"name\":\"b\"}]}");
+    CHECK(!reconcile_has_devices(v));
+    json_decref(v);
+    v = parse("{\"containers\":[{\"name\":\"a\",\"devices\":[{\"resourceName\":"
+              "\"a.com/x\","
+              "\"deviceIds\":[]}]}]}");
+    CHECK(!reconcile_has_devices(v));
+    json_decref(v);
+    v = parse("{\"containers\":[{\"name\":\"a\",\"devices\":[]},{\"name\":\"b\","
+              "\"devices\":"
+              "[{\"resourceName\":\"a.com/x\",\"deviceIds\":[\"x0\"]}]}]}");
+    CHECK(reconcile_has_devices(v));
+    json_decref(v);
 }
 
-static void test_status_one(void) {
-  json_t *pr =
-      parse("{\"namespace\":\"d\",\"name\":\"p\",\"uid\":\"u1\",\"revision\":7,"
-            "\"containers\":[{\"name\":\"main\",\"devices\":[{\"resourceName\":"
-            "\"nvidia.com/"
-            "gpu\",\"deviceIds\":[\"g0\",\"g1\"],\"topology\":{\"nodes\":"
-            "[{\"ID\":0}]}}]}]}");
-  json_t *st = reconcile_status(pr, "u1", "node-a");
+static void test_status_one(void)
+{
+    json_t *pr = parse("{\"namespace\":\"d\",\"name\":\"p\",\"uid\":\"u1\",\"revision\":7,"
+                       "\"containers\":[{\"name\":\"main\",\"devices\":[{\"resourceName\":"
+                       "\"nvidia.com/"
+                       "gpu\",\"deviceIds\":[\"g0\",\"g1\"],\"topology\":{\"nodes\":"
+                       "[{\"ID\":0}]}}]}]}");
+    json_t *st = reconcile_status(pr, "u1", "node-a");
 
-  CHECK_JSON(
-      st,
-      "{\"nodeName\":\"node-a\",\"podUID\":\"u1\",\"phase\":\"Bound\","
-      "\"summary\":\"nvidia.com/gpu=2\",\"observedRevision\":7,\"containers\":"
-      "[{\"name\":\"main\",\"devices\":[{\"resourceName\":\"nvidia.com/gpu\","
-      "\"deviceIds\":[\"g0\",\"g1\"],\"topology\":{\"nodes\":[{\"id\":0}]}}]}]"
-      "}");
-  json_decref(st);
-  json_decref(pr);
+    CHECK_JSON(st, "{\"nodeName\":\"node-a\",\"podUID\":\"u1\",\"phase\":\"Bound\","
+                   "\"summary\":\"nvidia.com/gpu=2\",\"observedRevision\":7,\"containers\":"
+                   "[{\"name\":\"main\",\"devices\":[{\"resourceName\":\"nvidia.com/gpu\","
+                   "\"deviceIds\":[\"g0\",\"g1\"],\"topology\":{\"nodes\":[{\"id\":0}]}}]}]"
+                   "}");
+    json_decref(st);
+    json_decref(pr);
 }
 
-static void test_status_several(void) {
-  json_t *pr = parse(
-      "{\"namespace\":\"d\",\"name\":\"p\",\"revision\":12,\"containers\":["
-      "{\"name\":\"main\",\"devices\":["
-      "  {\"resourceName\":\"b.com/y\",\"deviceIds\":[\"y0\",\"y1\"],"
-      "   \"topology\":{\"nodes\":[{\"ID\":0}]}},"
-      "  {\"resourceName\":\"a.com/x\",\"deviceIds\":[\"x0\"],"
-      "   \"topology\":{\"nodes\":[{\"ID\":1},{\"ID\":2}]}}]},"
-      "{\"name\":\"sidecar\",\"devices\":[]},"
-      "{\"name\":\"idle\",\"devices\":[{\"resourceName\":\"c.com/"
-      "z\",\"deviceIds\":[]}]},"
-      "{\"name\":\"second\",\"devices\":[{\"resourceName\":\"b.com/"
-      "y\",\"deviceIds\":[\"y2\"],"
-      "   \"topology\":{\"nodes\":[{\"ID\":1}]}}]}]}");
-  json_t *st = reconcile_status(pr, "uid-9", "n2");
+static void test_status_several(void)
+{
+    json_t *pr = parse("{\"namespace\":\"d\",\"name\":\"p\",\"revision\":12,\"containers\":["
+                       "{\"name\":\"main\",\"devices\":["
+                       "  {\"resourceName\":\"b.com/y\",\"deviceIds\":[\"y0\",\"y1\"],"
+                       "   \"topology\":{\"nodes\":[{\"ID\":0}]}},"
+                       "  {\"resourceName\":\"a.com/x\",\"deviceIds\":[\"x0\"],"
+                       "   \"topology\":{\"nodes\":[{\"ID\":1},{\"ID\":2}]}}]},"
+                       "{\"name\":\"sidecar\",\"devices\":[]},"
+                       "{\"name\":\"idle\",\"devices\":[{\"resourceName\":\"c.com/"
+                       "z\",\"deviceIds\":[]}]},"
+                       "{\"name\":\"second\",\"devices\":[{\"resourceName\":\"b.com/"
+                       "y\",\"deviceIds\":[\"y2\"],"
+                       "   \"topology\":{\"nodes\":[{\"ID\":1}]}}]}]}");
+    json_t *st = reconcile_status(pr, "uid-9", "n2");
 
-  CHECK_JSON(st,
-             "{\"nodeName\":\"n2\",\"podUID\":\"uid-9\",\"phase\":\"Bound\","
-             "\"summary\":\"a.com/x=1,b.com/"
-             "y=3\",\"observedRevision\":12,\"containers\":["
-             "{\"name\":\"main\",\"devices\":["
-             " {\"resourceName\":\"b.com/y\",\"deviceIds\":[\"y0\",\"y1\"],"
-             "  \"topology\":{\"nodes\":[{\"id\":0}]}},"
-             " {\"resourceName\":\"a.com/x\",\"deviceIds\":[\"x0\"],"
-             "  \"topology\":{\"nodes\":[{\"id\":1},{\"id\":2}]}}]},"
-             "{\"name\":\"second\",\"devices\":["
-             " {\"resourceName\":\"b.com/y\",\"deviceIds\":[\"y2\"],"
-             "  \"topology\":{\"nodes\":[{\"id\":1}]}}]}]}");
-  json_decref(st);
-  json_decref(pr);
+    CHECK_JSON(st, "{\"nodeName\":\"n2\",\"podUID\":\"uid-9\",\"phase\":\"Bound\","
+                   "\"summary\":\"a.com/x=1,b.com/"
+                   "y=3\",\"observedRevision\":12,\"containers\":["
+                   "{\"name\":\"main\",\"devices\":["
+                   " {\"resourceName\":\"b.com/y\",\"deviceIds\":[\"y0\",\"y1\"],"
+                   "  \"topology\":{\"nodes\":[{\"id\":0}]}},"
+                   " {\"resourceName\":\"a.com/x\",\"deviceIds\":[\"x0\"],"
+                   "  \"topology\":{\"nodes\":[{\"id\":1},{\"id\":2}]}}]},"
+                   "{\"name\":\"second\",\"devices\":["
+                   " {\"resourceName\":\"b.com/y\",\"deviceIds\":[\"y2\"],"
+                   "  \"topology\":{\"nodes\":[{\"id\":1}]}}]}]}");
+    json_decref(st);
+    json_decref(pr);
 }
 
-static void test_status_summary_order(void) {
-  /* three resources given in reverse order */
-  json_t *pr = parse(
-      "{\"containers\":[{\"name\":\"c\",\"devices\":["
-      "{\"resourceName\":\"z.io/c\",\"deviceIds\":[\"1\"]},"
-      "{\"resourceName\":\"m.io/b\",\"deviceIds\":[\"1\",\"2\"]},"
-      "{\"resourceName\":\"a.io/a\",\"deviceIds\":[\"1\",\"2\",\"3\"]}]}]}");
-  json_t *st = reconcile_status(pr, "u", "n");
+static void test_status_summary_order(void)
+{
+    /* three resources given in reverse order */
+    json_t *pr = parse("{\"containers\":[{\"name\":\"c\",\"devices\":["
+                       "{\"resourceName\":\"z.io/c\",\"deviceIds\":[\"1\"]},"
+                       "{\"resourceName\":\"m.io/b\",\"deviceIds\":[\"1\",\"2\"]},"
+                       "{\"resourceName\":\"a.io/a\",\"deviceIds\":[\"1\",\"2\",\"3\"]}]}]}");
+    json_t *st = reconcile_status(pr, "u", "n");
 
-  CHECK_STREQ(json_string_value(json_object_get(st, "summary")),
-              "a.io/a=3,m.io/b=2,z.io/c=1");
-  CHECK_EQ_INT(json_integer_value(json_object_get(st, "observedRevision")),
-               0); /* none given */
-  json_decref(st);
-  json_decref(pr);
+    CHECK_STREQ(json_string_value(json_object_get(st, "summary")), "a.io/a=3,m.io/b=2,z.io/c=1");
+    CHECK_EQ_INT(json_integer_value(json_object_get(st, "observedRevision")), 0); /* none given */
+    json_decref(st);
+    json_decref(pr);
 }
 
-static void test_status_empty(void) {
-  json_t *pr = parse(
-      "{\"revision\":3,\"containers\":[{\"name\":\"a\",\"devices\":[]}]}");
-  json_t *st = reconcile_status(pr, "u", "n");
+static void test_status_empty(void)
+{
+    json_t *pr = parse("{\"revision\":3,\"containers\":[{\"name\":\"a\",\"devices\":[]}]}");
+    json_t *st = reconcile_status(pr, "u", "n");
 
-  CHECK_JSON(st, "{\"nodeName\":\"n\",\"podUID\":\"u\",\"phase\":\"Bound\","
-                 "\"summary\":\"\","
-                 "\"observedRevision\":3,\"containers\":[]}");
-  json_decref(st);
-  st = reconcile_status(NULL, "", "n"); /* no devices yet */
-  CHECK_JSON(st, "{\"nodeName\":\"n\",\"podUID\":\"\",\"phase\":\"Bound\","
-                 "\"summary\":\"\","
-                 "\"observedRevision\":0,\"containers\":[]}");
-  json_decref(st);
-  json_decref(pr);
+    CHECK_JSON(st, "{\"nodeName\":\"n\",\"podUID\":\"u\",\"phase\":\"Bound\","
+                   "\"summary\":\"\","
+                   "\"observedRevision\":3,\"containers\":[]}");
+    json_decref(st);
+    st = reconcile_status(NULL, "", "n"); /* no devices yet */
+    CHECK_JSON(st, "{\"nodeName\":\"n\",\"podUID\":\"\",\"phase\":\"Bound\","
+                   "\"summary\":\"\","
+                   "\"observedRevision\":0,\"containers\":[]}");
+    json_decref(st);
+    json_decref(pr);
 }
 
-static void test_condition(void) {
-  json_t *old = parse(
-      "{\"type\":\"PreassignmentHonored\",\"status\":\"True\",\"reason\":\"R\","
-      "\"message\":\"\",\"lastTransitionTime\":\"2024-01-01T00:00:00Z\"}");
-  json_t *c;
+static void test_condition(void)
+{
+    json_t *old = parse("{\"type\":\"PreassignmentHonored\",\"status\":\"True\",\"reason\":\"R\","
+                        "\"message\":\"\",\"lastTransitionTime\":\"2024-01-01T00:00:00Z\"}");
+    json_t *c;
 
-  c = reconcile_condition("PreassignmentHonored", "True", "Honored", "ok", old,
-                          "2025-06-01T00:00:00Z");
-  CHECK_JSON(
-      c, "{\"type\":\"PreassignmentHonored\",\"status\":\"True\",\"reason\":"
-         "\"Honored\","
-         "\"message\":\"ok\",\"lastTransitionTime\":\"2024-01-01T00:00:00Z\"}");
-  json_decref(c);
-  c = reconcile_condition("PreassignmentHonored", "False", "Conflict", "held",
-                          old, "2025-06-01T00:00:00Z");
-  CHECK_STREQ(json_string_value(json_object_get(c, "lastTransitionTime")),
-              "2025-06-01T00:00:00Z");
-  CHECK_STREQ(json_string_value(json_object_get(c, "status")), "False");
-  json_decref(c);
-  c = reconcile_condition("X", "True", "R", "", NULL, "2025-06-01T00:00:00Z");
-  CHECK_STREQ(json_string_value(json_object_get(c, "lastTransitionTime")),
-              "2025-06-01T00:00:00Z");
-  json_decref(c);
-  json_decref(old);
+    c = reconcile_condition("PreassignmentHonored", "True", "Honored", "ok", old,
+                            "2025-06-01T00:00:00Z");
+    CHECK_JSON(c, "{\"type\":\"PreassignmentHonored\",\"status\":\"True\",\"reason\":"
+                  "\"Honored\","
+                  "\"message\":\"ok\",\"lastTransitionTime\":\"2024-01-01T00:00:00Z\"}");
+    json_decref(c);
+    c = reconcile_condition("PreassignmentHonored", "False", "Conflict", "held", old,
+                            "2025-06-01T00:00:00Z");
+    CHECK_STREQ(json_string_value(json_object_get(c, "lastTransitionTime")),
+                "2025-06-01T00:00:00Z");
+    CHECK_STREQ(json_string_value(json_object_get(c, "status")), "False");
+    json_decref(c);
+    c = reconcile_condition("X", "True", "R", "", NULL, "2025-06-01T00:00:00Z");
+    CHECK_STREQ(json_string_value(json_object_get(c, "lastTransitionTime")),
+                "2025-06-01T00:00:00Z");
+    json_decref(c);
+    json_decref(old);
 }
 
 /* ---- reconcile_key without the network ---- */
 
 struct world {
-  struct kubeconfig kc; /* server http://127.0.0.1:1 */
-  struct kube *kube;    /* one attempt, no gate */
-  struct reconciler r;  /* the reconciler under test */
+    struct kubeconfig kc; /* server http://127.0.0.1:1 */
+    struct kube *kube;    /* one attempt, no gate */
+    struct reconciler r;  /* the reconciler under test */
 };
 
-static void world_new(struct world *w) {
-  struct kube_opts o = {0};
+static void world_new(struct world *w)
+{
+    struct kube_opts o = {0};
 
-  memset(w, 0, sizeof(*w));
-  w->kc.server = (char *)"http://127.0.0.1:1";
-  o.kc = &w->kc;
-  o.max_attempts = 1;
-  w->kube = kube_new(&o);
-  CHECK(w->kube != NULL);
-  w->r.node = "node-a";
-  w->r.kube = w->kube;
-  w->r.pd = w->kube;
-  w->r.ttl_ms = 60000;
-  w->r.pr = cache_new(NULL, NULL);
-  w->r.resv = cache_new(NULL, NULL);
-  w->r.pods = cache_new(NULL, NULL);
-  w->r.crs = cache_new(NULL, NULL);
+    memset(w, 0, sizeof(*w));
+    w->kc.server = (char *)"http://127.0.0.1:1";
+    o.kc = &w->kc;
+    o.max_attempts = 1;
+    w->kube = kube_new(&o);
+    CHECK(w->kube != NULL);
+    w->r.node = "node-a";
+    w->r.kube = w->kube;
+    w->r.pd = w->kube;
+    w->r.ttl_ms = 60000;
+    w->r.pr = cache_new(NULL, NULL);
+    w->r.resv = cache_new(NULL, NULL);
+    w->r.pods = cache_new(NULL, NULL);
+    w->r.crs = cache_new(NULL, NULL);
 }
 
-static void world_free(struct world *w) {
-  cache_free(w->r.pr);
-  cache_free(w->r.resv);
-  cache_free(w->r.pods);
-  cache_free(w->r.crs);
-  kube_free(w->kube);
+static void world_free(struct world *w)
+{
+    cache_free(w->r.pr);
+    cache_free(w->r.resv);
+    cache_free(w->r.pods);
+    cache_free(w->r.crs);
+    kube_free(w->kube);
 }
 
-static void put(struct cache *c, const char *key, const char *text) {
-  json_t *v = parse(text);
+static void put(struct cache *c, const char *key, const char *text)
+{
+    json_t *v = parse(text);
 
-  cache_set(c, key, v, false);
-  json_decref(v);
+    cache_set(c, key, v, false);
+    json_decref(v);
 }
 
-#define PR_DEV                                                                 \
-  "{\"namespace\":\"d\",\"name\":\"p\",\"uid\":\"u1\",\"revision\":4,"         \
-  "\"containers\":[{\"name\":"                                                 \
-  "\"c\",\"devices\":[{\"resourceName\":\"a.com/"                              \
-  "x\",\"deviceIds\":[\"x0\"]}]}]}"
-#define PR_NODEV                                                               \
-  "{\"namespace\":\"d\",\"name\":\"p\",\"uid\":\"u1\",\"revision\":4,"         \
-  "\"containers\":[{\"name\":"                                                 \
-  "\"c\",\"devices\":[]}]}"
-#define POD(uid)                                                               \
-  "{\"metadata\":{\"namespace\":\"d\",\"name\":\"p\",\"uid\":\"" uid "\"}}"
-#define CR_DELETING                                                            \
-  "{\"metadata\":{\"namespace\":\"d\",\"name\":\"p\",\"uid\":\"cr1\","         \
-  "\"resourceVersion\":\"5\","                                                 \
-  "\"deletionTimestamp\":\"2025-01-01T00:00:00Z\",\"labels\":{\"podres.dev/"   \
-  "node\":\"node-a\"}},"                                                       \
-  "\"spec\":{\"nodeName\":\"node-a\"}}"
-#define CR_PLAIN                                                               \
-  "{\"metadata\":{\"namespace\":\"d\",\"name\":\"p\",\"uid\":\"cr1\","         \
-  "\"resourceVersion\":\"5\","                                                 \
-  "\"labels\":{\"podres.dev/"                                                  \
-  "node\":\"node-a\"}},\"spec\":{\"nodeName\":\"node-a\"}}"
+#define PR_DEV                                                                                     \
+    "{\"namespace\":\"d\",\"name\":\"p\",\"uid\":\"u1\",\"revision\":4,"                           \
+    "\"containers\":[{\"name\":"                                                                   \
+    "\"c\",\"devices\":[{\"resourceName\":\"a.com/"                                                \
+    "x\",\"deviceIds\":[\"x0\"]}]}]}"
+#define PR_NODEV                                                                                   \
+    "{\"namespace\":\"d\",\"name\":\"p\",\"uid\":\"u1\",\"revision\":4,"                           \
+    "\"containers\":[{\"name\":"                                                                   \
+    "\"c\",\"devices\":[]}]}"
+#define POD(uid) "{\"metadata\":{\"namespace\":\"d\",\"name\":\"p\",\"uid\":\"" uid "\"}}"
+#define CR_DELETING                                                                                \
+    "{\"metadata\":{\"namespace\":\"d\",\"name\":\"p\",\"uid\":\"cr1\","                           \
+    "\"resourceVersion\":\"5\","                                                                   \
+    "\"deletionTimestamp\":\"2025-01-01T00:00:00Z\",\"labels\":{\"podres.dev/"                     \
+    "node\":\"node-a\"}},"                                                                         \
+    "\"spec\":{\"nodeName\":\"node-a\"}}"
+#define CR_PLAIN                                                                                   \
+    "{\"metadata\":{\"namespace\":\"d\",\"name\":\"p\",\"uid\":\"cr1\","                           \
+    "\"resourceVersion\":\"5\","                                                                   \
+    "\"labels\":{\"podres.dev/"                                                                    \
+    "node\":\"node-a\"}},\"spec\":{\"nodeName\":\"node-a\"}}"
 
 /* Run reconcile_key on "d/p" and check it neither wrote nor failed. */
-static void check_quiet(struct world *w, const char *key, int line) {
-  bool wrote = true;
-  uint64_t requeue = 77;
-  char msg[256] = "stale";
-  err_t rc = reconcile_key(&w->r, key, &wrote, &requeue, msg, sizeof(msg));
+static void check_quiet(struct world *w, const char *key, int line)
+{
+    bool wrote = true;
+    uint64_t requeue = 77;
+    char msg[256] = "stale";
+    err_t rc = reconcile_key(&w->r, key, &wrote, &requeue, msg, sizeof(msg));
 
-  TEST_REPORT(rc == ERR_OK, "(line %d) reconcile_key returned %d: %s", line,
-              (int)rc, msg);
-  TEST_REPORT(!wrote, "(line %d) wrote", line);
-  TEST_REPORT(requeue == 0, "(line %d) requeue %llu", line,
-              (unsigned long long)requeue);
-  TEST_REPORT(msg[0] == '\0', "(line %d) msg \"%s\"", line, msg);
+    TEST_REPORT(rc == ERR_OK, "(line %d) reconcile_key returned %d: %s", line, (int)rc, msg);
+    TEST_REPORT(!wrote, "(line %d) wrote", line);
+    TEST_REPORT(requeue == 0, "(line %d) requeue %llu", line, (unsigned long long)requeue);
+    TEST_REPORT(msg[0] == '\0', "(line %d) msg \"%s\"", line, msg);
 }
 #define CHECK_QUIET(w, key) check_quiet((w), (key), __LINE__)
 
-static void test_key_nothing_to_do(void) {
-  struct world w;
+static void test_key_nothing_to_do(void)
+{
+    struct world w;
 
-  CHECK_OK(kube_global_init());
-  world_new(&w);
-  /* nothing anywhere */
-  CHECK_QUIET(&w, "d/p");
-  /* podresd knows the pod but it holds no devices, and there is no CR */
-  put(w.r.pr, "d/p", PR_NODEV);
-  CHECK_QUIET(&w, "d/p");
-  /* ... even with the API Pod present */
-  put(w.r.pods, "d/p", POD("u1"));
-  CHECK_QUIET(&w, "d/p");
-  /* not a key */
-  CHECK_QUIET(&w, "no-slash");
-  CHECK_EQ_INT(cache_size(w.r.crs), 0);
-  world_free(&w);
+    CHECK_OK(kube_global_init());
+    world_new(&w);
+    /* nothing anywhere */
+    CHECK_QUIET(&w, "d/p");
+    /* podresd knows the pod but it holds no devices, and there is no CR */
+    put(w.r.pr, "d/p", PR_NODEV);
+    CHECK_QUIET(&w, "d/p");
+    /* ... even with the API Pod present */
+    put(w.r.pods, "d/p", POD("u1"));
+    CHECK_QUIET(&w, "d/p");
+    /* not a key */
+    CHECK_QUIET(&w, "no-slash");
+    CHECK_EQ_INT(cache_size(w.r.crs), 0);
+    world_free(&w);
 }
 
-static void test_key_waits_for_pod(void) {
-  struct world w;
+static void test_key_waits_for_pod(void)
+{
+    struct world w;
 
-  world_new(&w);
-  /* devices but no API Pod: no owner yet, wait */
-  put(w.r.pr, "d/p", PR_DEV);
-  CHECK_QUIET(&w, "d/p");
-  /* a Pod without a uid is no better */
-  put(w.r.pods, "d/p", "{\"metadata\":{\"namespace\":\"d\",\"name\":\"p\"}}");
-  CHECK_QUIET(&w, "d/p");
-  /* podresd and the API server disagree on the instance: wait */
-  put(w.r.pods, "d/p", POD("u2"));
-  CHECK_QUIET(&w, "d/p");
-  CHECK_EQ_INT(cache_size(w.r.crs), 0);
-  world_free(&w);
+    world_new(&w);
+    /* devices but no API Pod: no owner yet, wait */
+    put(w.r.pr, "d/p", PR_DEV);
+    CHECK_QUIET(&w, "d/p");
+    /* a Pod without a uid is no better */
+    put(w.r.pods, "d/p", "{\"metadata\":{\"namespace\":\"d\",\"name\":\"p\"}}");
+    CHECK_QUIET(&w, "d/p");
+    /* podresd and the API server disagree on the instance: wait */
+    put(w.r.pods, "d/p", POD("u2"));
+    CHECK_QUIET(&w, "d/p");
+    CHECK_EQ_INT(cache_size(w.r.crs), 0);
+    world_free(&w);
 }
 
-static void test_key_deleting_cr(void) {
-  struct world w;
+static void test_key_deleting_cr(void)
+{
+    struct world w;
 
-  world_new(&w);
-  /* a CR going away is left alone, whatever podresd says */
-  put(w.r.crs, "d/p", CR_DELETING);
-  CHECK_QUIET(&w, "d/p"); /* no devices: would otherwise delete */
-  put(w.r.pr, "d/p", PR_DEV);
-  put(w.r.pods, "d/p", POD("u1"));
-  CHECK_QUIET(&w, "d/p"); /* devices and Pod: would otherwise patch */
-  CHECK_EQ_INT(cache_size(w.r.crs), 1);
-  world_free(&w);
+    world_new(&w);
+    /* a CR going away is left alone, whatever podresd says */
+    put(w.r.crs, "d/p", CR_DELETING);
+    CHECK_QUIET(&w, "d/p"); /* no devices: would otherwise delete */
+    put(w.r.pr, "d/p", PR_DEV);
+    put(w.r.pods, "d/p", POD("u1"));
+    CHECK_QUIET(&w, "d/p"); /* devices and Pod: would otherwise patch */
+    CHECK_EQ_INT(cache_size(w.r.crs), 1);
+    world_free(&w);
 }
 
 /* The control: a decision that does call the API fails loudly here. */
-static void test_key_write_fails_loudly(void) {
-  struct world w;
-  bool wrote = true;
-  uint64_t requeue = 77;
-  char msg[256] = "";
+static void test_key_write_fails_loudly(void)
+{
+    struct world w;
+    bool wrote = true;
+    uint64_t requeue = 77;
+    char msg[256] = "";
 
-  world_new(&w);
-  put(w.r.crs, "d/p", CR_PLAIN); /* ours, no devices: delete it */
-  CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, msg, sizeof(msg)),
-               ERR_UPSTREAM);
-  CHECK(!wrote);
-  CHECK(msg[0] != '\0');
-  CHECK_EQ_INT(cache_size(w.r.crs), 1); /* still there: try again later */
+    world_new(&w);
+    put(w.r.crs, "d/p", CR_PLAIN); /* ours, no devices: delete it */
+    CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, msg, sizeof(msg)), ERR_UPSTREAM);
+    CHECK(!wrote);
+    CHECK(msg[0] != '\0');
+    CHECK_EQ_INT(cache_size(w.r.crs), 1); /* still there: try again later */
 
-  /* devices and Pod, no CR: create it */
-  put(w.r.pr, "d/q", PR_DEV);
-  put(w.r.pods, "d/q", POD("u1"));
-  wrote = true;
-  CHECK_EQ_INT(reconcile_key(&w.r, "d/q", &wrote, &requeue, msg, sizeof(msg)),
-               ERR_UPSTREAM);
-  CHECK(!wrote);
-  world_free(&w);
-  kube_global_cleanup();
+    /* devices and Pod, no CR: create it */
+    put(w.r.pr, "d/q", PR_DEV);
+    put(w.r.pods, "d/q", POD("u1"));
+    wrote = true;
+    CHECK_EQ_INT(reconcile_key(&w.r, "d/q", &wrote, &requeue, msg, sizeof(msg)), ERR_UPSTREAM);
+    CHECK(!wrote);
+    world_free(&w);
+    kube_global_cleanup();
 }
 
 /* The Pod informer keeps metadata name, namespace, uid and resourceVersion. */
-static void test_pod_view(void) {
-  json_t *pod = json_loads(
-      "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"uid\":\"u1\","
-      "\"resourceVersion\":\"42\",\"labels\":{\"a\":\"b\"},\"managedFields\":[{}]},"
-      "\"spec\":{\"nodeName\":\"n\",\"containers\":[{\"name\":\"c\"}]},"
-      "\"status\":{\"phase\":\"Running\"}}",
-      0, NULL);
-  json_t *want = json_loads("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"uid\":"
-                            "\"u1\",\"resourceVersion\":\"42\"}}",
-                            0, NULL);
-  json_t *v = reconcile_pod_view(pod), *empty;
+static void test_pod_view(void)
+{
+    json_t *pod = json_loads(
+        "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"uid\":\"u1\","
+        "\"resourceVersion\":\"42\",\"labels\":{\"a\":\"b\"},\"managedFields\":[{}]},"
+        "\"spec\":{\"nodeName\":\"n\",\"containers\":[{\"name\":\"c\"}]},"
+        "\"status\":{\"phase\":\"Running\"}}",
+        0, NULL);
+    json_t *want = json_loads("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"uid\":"
+                              "\"u1\",\"resourceVersion\":\"42\"}}",
+                              0, NULL);
+    json_t *v = reconcile_pod_view(pod), *empty;
 
-  CHECK(pod && want && v);
-  CHECK(json_equal(v, want));
-  /* a Pod without metadata keeps an empty one */
-  empty = reconcile_pod_view(json_object_get(pod, "spec"));
-  CHECK(empty && json_object_size(json_object_get(empty, "metadata")) == 0);
-  json_decref(empty);
-  json_decref(v);
-  json_decref(want);
-  json_decref(pod);
+    CHECK(pod && want && v);
+    CHECK(json_equal(v, want));
+    /* a Pod without metadata keeps an empty one */
+    empty = reconcile_pod_view(json_object_get(pod, "spec"));
+    CHECK(empty && json_object_size(json_object_get(empty, "metadata")) == 0);
+    json_decref(empty);
+    json_decref(v);
+    json_decref(want);
+    json_decref(pod);
 }
 
 TEST_MAIN(test_pod_view, test_has_devices, test_status_one, test_status_several,
-          test_status_summary_order, test_status_empty, test_condition,
-          test_key_nothing_to_do, test_key_waits_for_pod, test_key_deleting_cr,
-          test_key_write_fails_loudly)
+          test_status_summary_order, test_status_empty, test_condition, test_key_nothing_to_do,
+          test_key_waits_for_pod, test_key_deleting_cr, test_key_write_fails_loudly)
