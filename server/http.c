@@ -832,11 +832,15 @@ static err_t start_daemon(struct listener *l, int fd, bool shared, unsigned limi
 {
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG |
                      MHD_USE_ITC | (shared ? 0u : (unsigned)MHD_USE_THREAD_PER_CONNECTION);
+    /* one option and its values a line */
+    /* clang-format off */
     struct MHD_Daemon *d = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, l, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, limit,
-        MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        l->tcp ? limit : 0,
+        flags, 0, NULL, NULL, on_request, l,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_LISTEN_SOCKET, fd,
+        MHD_OPTION_CONNECTION_LIMIT, limit,
+        MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->tcp ? limit : 0,
         /* 8 MiB, glibc's usual default. glibc keeps exited threads' stacks
          * for reuse, 40 MiB of them in all, and each kept stack holds its
          * top pages (TLS, the last frames: ~17 KiB): at 1 MiB that was 40
@@ -846,8 +850,11 @@ static err_t start_daemon(struct listener *l, int fd, bool shared, unsigned limi
          * per connection listener fell from ~20,000 to ~13,000/s. */
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)(8 * 1024 * 1024),
         /* 16 KiB per connection (default 32): headers beyond it get 431. */
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024), MHD_OPTION_UNESCAPE_CALLBACK,
-        unescape, NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, l, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024),
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, l,
+        MHD_OPTION_END);
+    /* clang-format on */
 
     if (!d) {
         log_err("cannot start the HTTP server");
