@@ -157,8 +157,12 @@ FORMAT_SRCS = common/*.[ch] server/*.[ch] $(wildcard syncer/*.[ch]) tests/unit/*
 format:
 	clang-format -i $(FORMAT_SRCS)
 
+# .clang-format's layout is clang-format 14's (Debian 12); another major
+# version lays some constructs out otherwise, so it is not held to it.
 format-check:
-	@clang-format --dry-run -Werror $(FORMAT_SRCS)
+	@v=$$(clang-format --version | sed -n 's/.*version \([0-9]*\)\..*/\1/p'); \
+	if [ "$$v" != 14 ]; then echo "format-check: skipped: clang-format $$v, the layout is 14's"; \
+	else clang-format --dry-run -Werror $(FORMAT_SRCS); fi
 
 lint: all
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance --std=c11 --inline-suppr \
