@@ -327,24 +327,58 @@ static err_t configure(sqlite3 *db)
     return rc == SQLITE_OK ? ERR_OK : st_dberr(db, rc, "configure the database");
 }
 
+/* Take the database for this process (unix-excl, sqlite_setup) on the
+ * first connection's first read, without waiting: the lock is held by
+ * another process till it exits, so a busy file is a second podresd (or a
+ * sqlite3 shell) on it, and the start fails at once. */
+static err_t claim(sqlite3 *db, const char *path)
+{
+    int rc;
+
+    sqlite3_busy_timeout(db, 0);
+    rc = sqlite3_exec(db, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL);
+    if ((rc & 0xff) == SQLITE_BUSY) {
+        log_err("database '%s' is in use by another process (another podresd on the same db?)",
+                path);
+        return ERR_UNAVAIL;
+    }
+    return rc == SQLITE_OK ? ERR_OK : st_dberr(db, rc, "read the database");
+}
+
 /* Process-wide SQLite settings, before SQLite initialises. Debian's build
  * has no lookaside allocator (SQLITE_OMIT_LOOKASIDE), so each statement
  * makes ~100 small mallocs; with memory statistics on (the default) each
  * one also takes a global mutex that every connection shares. podresd reads
  * no SQLite memory statistics and sets no heap limit. If SQLite is already
  * initialised (a program using it before store_open), those two change
- * nothing. walvfs gathers each transaction's WAL writes (walvfs.h). */
+ * nothing. walvfs gathers each transaction's WAL writes (walvfs.h).
+ *
+ * Below walvfs is SQLite's "unix-excl" VFS, not "unix": the first
+ * connection takes a POSIX write lock on the database file for the process
+ * and holds it till the last one closes, and the WAL index lives in the
+ * process's memory, not in a mapped -shm file. podresd's connections share
+ * both as before; another process cannot open the database at all (the
+ * open of a second podresd fails, store_open), where with "unix" it could
+ * write beside us from its own idea of the revision. And a transaction
+ * takes its locks in memory: "unix" made 6 fcntl calls a write at 1 client
+ * (read mark, read lock, write lock, and their release). */
 static void sqlite_setup(void)
 {
+    sqlite3_vfs *excl;
+
     (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
     (void)sqlmem_install();
-    /* last: registering a VFS initialises SQLite, after which the two
-     * settings above would be refused */
+    /* last: finding or registering a VFS initialises SQLite, after which
+     * the two settings above would be refused */
+    excl = sqlite3_vfs_find("unix-excl");
+    if (!excl || sqlite3_vfs_register(excl, 1) != SQLITE_OK)
+        log_warn("cannot use SQLite's unix-excl VFS; other processes may open the database");
     if (walvfs_install() != SQLITE_OK)
         log_warn("cannot register the WAL-gathering VFS; SQLite's own is used");
 }
 
-static err_t open_db(const char *path, sqlite3 **out)
+/* 'first': the store's first connection, which claims the file. */
+static err_t open_db(const char *path, sqlite3 **out, bool first)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     sqlite3 *db = NULL;
@@ -361,7 +395,9 @@ static err_t open_db(const char *path, sqlite3 **out)
         sqlite3_close(db);
         return rc == SQLITE_NOMEM ? ERR_NOMEM : ERR_DB;
     }
-    e = configure(db);
+    e = first ? claim(db, path) : ERR_OK;
+    if (!e)
+        e = configure(db);
     if (e) {
         sqlite3_close(db);
         return e;
@@ -670,7 +706,7 @@ static void checkpoint(struct store *st, sqlite3 **db)
 {
     int rc = SQLITE_OK, log_frames = 0, done = 0;
 
-    if (!*db && open_db(st->path, db))
+    if (!*db && open_db(st->path, db, false))
         rc = SQLITE_CANTOPEN;
     if (*db)
         rc = sqlite3_wal_checkpoint_v2(*db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log_frames, &done);
@@ -750,7 +786,7 @@ err_t store_open(const struct store_opts *opts, struct store **out)
         rc = ERR_NOMEM;
         goto out;
     }
-    rc = open_db(st->path, &st->wdb);
+    rc = open_db(st->path, &st->wdb, true);
     /* The writer's page cache: 256 KiB holds the interior pages every write
      * walks and the rows of a node's worth of pods; the rest is the OS page
      * cache's (SQLite's default, 2 MB, was a fifth of podresd's memory). */
@@ -850,7 +886,7 @@ err_t st_read_begin(struct store *st, sqlite3 **db)
     st->nbusy++;
     pthread_mutex_unlock(&st->pmu);
     if (!c) {
-        e = open_db(st->path, &c);
+        e = open_db(st->path, &c, false);
         /* Readers are many and short: a small page cache each (128 KiB). */
         if (!e)
             sqlite3_exec(c, "PRAGMA cache_size=-128;", NULL, NULL, NULL);

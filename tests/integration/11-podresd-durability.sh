@@ -25,7 +25,7 @@ for round in 1 2 3; do
     pd_kill9
     wait || true
     pd_start
-    [ "$(sqlite3 "$PD_DB" 'PRAGMA integrity_check')" = ok ] || fail "integrity_check after SIGKILL"
+    [ "$(pd_sql 'PRAGMA integrity_check')" = ok ] || fail "integrity_check after SIGKILL"
 done
 # Every acknowledged bind is present.
 req GET /v1/pods
@@ -44,9 +44,9 @@ pd_start
 [ "$(revision)" = "$rev_after" ] || fail "revision after SIGKILL $(revision), want $rev_after"
 [ "$rev_after" -gt "$rev_before" ] || [ "$CODE" = 409 ] || fail "revision did not grow"
 # The change log has one row per revision, strictly increasing, no gap at the end.
-last=$(sqlite3 "$PD_DB" 'SELECT max(revision) FROM changes')
+last=$(pd_sql 'SELECT max(revision) FROM changes')
 [ "$last" = "$rev_after" ] || fail "change log ends at $last, revision is $rev_after"
-gaps=$(sqlite3 "$PD_DB" 'SELECT count(*) FROM changes a WHERE NOT EXISTS (SELECT 1 FROM changes b WHERE b.revision=a.revision-1) AND a.revision > (SELECT min(revision) FROM changes)')
+gaps=$(pd_sql 'SELECT count(*) FROM changes a WHERE NOT EXISTS (SELECT 1 FROM changes b WHERE b.revision=a.revision-1) AND a.revision > (SELECT min(revision) FROM changes)')
 [ "$gaps" = 0 ] || fail "the change log has $gaps gaps"
 ok "revision persisted across SIGKILL; change log contiguous"
 

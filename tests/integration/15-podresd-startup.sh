@@ -50,4 +50,25 @@ req GET /v1/devices
 ok "flags win; static devices; a stale socket is replaced"
 # A second podresd on the same socket refuses to start.
 expect_start_fail "socket in use" "another process" --config "$T/podresd.yaml" --db "$T/other.db"
+# A second podresd on the same database refuses to start, at once, and
+# changes nothing: one writing beside the first would stamp its writes from
+# its own revision. The first keeps serving and writing.
+req PUT /v1/namespaces/a/pods/p1 '{"uid":"u1","containers":[{"name":"c","devices":[{"resourceName":"example.com/gpu","deviceIds":["a"]}]}]}'
+[ "$CODE" = 201 ] || fail "bind before the second start: $CODE $(out)"
+rev=$(curl -s --unix-socket "$PD_SOCK" http://localhost/v1/pods | jq -r .revision)
+t0=$(date +%s%N)
+grep -v '^listen:' "$T/podresd.yaml" > "$T/second.yaml" # its own socket, no TCP
+expect_start_fail "database in use" "database '$PD_DB' is in use by another process" \
+    --config "$T/second.yaml" --socket "$T/s/second.sock"
+[ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 3000 ] || fail "the second start waited for the lock"
+[ ! -e "$T/s/second.sock" ] || fail "the second podresd left its socket"
+req PUT /v1/namespaces/a/pods/p2 '{"uid":"u2","containers":[{"name":"c","devices":[{"resourceName":"example.com/gpu","deviceIds":["b"]}]}]}'
+[ "$CODE" = 201 ] || fail "bind after the second start: $CODE $(out)"
+[ "$(jqo .revision)" -gt "$rev" ] || fail "revision $(jqo .revision) after $rev"
+pd_stop
+pd_start
+req GET /v1/pods
+[ "$(jqo '[.podResources[].name] | join(",")')" = p1,p2 ] || fail "after restart: $(out)"
+[ "$(pd_sql 'SELECT count(*) FROM changes')" = "$(jqo .revision)" ] || fail "change log rows"
+ok "the database's own process: a second podresd on it refuses to start; the first writes on"
 pd_stop

@@ -79,8 +79,8 @@ if strace -qq -o /dev/null true 2>/dev/null; then
     kill_walk fdatasync 2>/dev/null
     [ "$OLD" -gt 0 ] && [ "$NEW" -gt 0 ] || fail "the kills did not land on both sides ($OLD/$NEW)"
     pd_start
-    [ "$(schema "$PD_DB")" = "$full" ] || fail "restart after the kills: $(schema "$PD_DB")"
     pd_stop
+    [ "$(schema "$PD_DB")" = "$full" ] || fail "restart after the kills: $(schema "$PD_DB")"
     ok "SIGKILL at each of $KILLS pwrite64/fdatasync of start-up: $OLD x old schema, $NEW x new, never half"
 else
     echo "skip - strace cannot trace here; SIGKILL inside a migration not tested"
@@ -180,7 +180,7 @@ for round in $(seq 1 "$ROUNDS"); do
     pd_kill9
     wait "$lp" || fail "round $round: the writer failed"
     pd_start
-    [ "$(sqlite3 "$PD_DB" 'PRAGMA integrity_check')" = ok ] || fail "round $round: integrity_check"
+    [ "$(pd_sql 'PRAGMA integrity_check')" = ok ] || fail "round $round: integrity_check"
     r=$(revision)
     [ "$r" -ge "$prev" ] || fail "round $round: revision went back from $prev to $r"
     prev=$r
@@ -199,8 +199,8 @@ ok "all $(wc -l < "$T/acked.s") acknowledged writes present ($(wc -l < "$T/prese
 
 # The change log is contiguous and ends at the revision.
 final=$(revision)
-[ "$(sqlite3 "$PD_DB" 'SELECT max(revision) FROM changes')" = "$final" ] || fail "change log end"
-gaps=$(sqlite3 "$PD_DB" "SELECT count(*) FROM changes a WHERE a.revision > $R0 + 1 AND NOT EXISTS (SELECT 1 FROM changes b WHERE b.revision = a.revision - 1)")
+[ "$(pd_sql 'SELECT max(revision) FROM changes')" = "$final" ] || fail "change log end"
+gaps=$(pd_sql "SELECT count(*) FROM changes a WHERE a.revision > $R0 + 1 AND NOT EXISTS (SELECT 1 FROM changes b WHERE b.revision = a.revision - 1)")
 [ "$gaps" = 0 ] || fail "the change log has $gaps gaps"
 
 # The feed client saw R0+1 .. final exactly once each, in order.

@@ -71,6 +71,6 @@ wait_until 5 sh -c "curl -s -o /dev/null -w '%{http_code}' -X PUT --unix-socket 
 req GET /v1/namespaces/ns/pods/after
 expect_code 200 "the write after freeing space"
 [ "$(revision)" -gt "$R0" ] || fail "revision did not move after freeing space"
-[ "$(sqlite3 "$PD_DB" 'PRAGMA integrity_check')" = ok ] || fail "integrity_check after disk full"
+[ "$(pd_sql 'PRAGMA integrity_check')" = ok ] || fail "integrity_check after disk full"
 ok "writes resume once space is freed, same process"
 pd_stop

@@ -94,6 +94,18 @@ pd_kill9() {
     wait "$PD_PID" 2>/dev/null || true
 }
 
+# pd_sql SQL... - run sqlite3 on a copy of podresd's database and WAL:
+# podresd holds the file itself while it runs (SQLite's unix-excl VFS), and a
+# shell on the file could also checkpoint it. The copy is a crash image,
+# whole when no write is in flight.
+pd_sql() {
+    rm -rf "$T/sqlcopy"
+    mkdir -p "$T/sqlcopy"
+    cp "$PD_DB" "$T/sqlcopy/db"
+    [ ! -e "$PD_DB-wal" ] || cp "$PD_DB-wal" "$T/sqlcopy/db-wal"
+    sqlite3 "$T/sqlcopy/db" "$@"
+}
+
 pd_check_log() {
     if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:|UndefinedBehaviorSanitizer' \
         "$T/podresd.log"; then
