@@ -30,7 +30,11 @@ struct store_opts {
     struct feed *feed; /* borrowed; receives events after COMMIT; may be NULL */
 };
 
-/* Open (creating if needed) and migrate. On ERR_OK *out is new: store_free() it. */
+/* Open (creating if needed) and migrate. On ERR_OK *out is new: store_free() it.
+ * The process holds the file till its last store is freed: another process
+ * cannot open it, and a store_open while another process holds it fails at
+ * once with ERR_UNAVAIL (logged). One store per file: a second store of the
+ * same process is not refused (the lock is the process's) and must not be. */
 err_t store_open(const struct store_opts *opts, struct store **out) WARN_UNUSED;
 void store_free(struct store *st); /* NULL is a no-op */
 /* Attach the feed after opening (the feed needs the revision to start). */

@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define GPU "example.com/gpu"
@@ -2276,9 +2277,52 @@ static void test_checkpoint_in_commit(void)
     fx_close(&f);
 }
 
+/* The file is its process's while a store has it open: store_open in
+ * another process fails with ERR_UNAVAIL, and the holder writes on. The
+ * child is forked before the file is opened here: a fork's copy of SQLite's
+ * state would believe it held the file too. */
+static void test_other_process(void)
+{
+    struct fx f;
+    int go[2], status = -1;
+    pid_t pid;
+
+    CHECK(pipe(go) == 0);
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        struct store *st = NULL;
+        struct store_opts o = {.history = 100};
+        char path[128];
+        ssize_t n;
+        err_t rc;
+
+        close(go[1]);
+        n = read(go[0], path, sizeof(path) - 1);
+        if (n <= 0)
+            _exit(3);
+        path[n] = '\0';
+        o.path = path;
+        rc = store_open(&o, &st);
+        _exit(rc == ERR_UNAVAIL && !st ? 0 : rc == ERR_OK ? 1 : 2);
+    }
+    close(go[0]);
+    if (fx_open(&f, 100) == 0)
+        CHECK(write(go[1], f.path, strlen(f.path)) == (ssize_t)strlen(f.path));
+    close(go[1]); /* without a path, the child reads none and exits 3 */
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK_EQ_INT(WEXITSTATUS(status), 0); /* 1: it opened the file; 2: another error */
+    if (!f.st)
+        return;
+    CHECK_OK(put_devices(&f, GPU, FOUR_GPUS, NULL));
+    CHECK_EQ_INT(store_revision(f.st), 4);
+    fx_close(&f);
+}
+
 TEST_MAIN(quiet, test_open_schema, test_event_text, test_rebind_event_text,
           test_rebind_same_uid_conflict, test_register, test_bind, test_allocate,
           test_numa_preference, test_reservations, test_release, test_removed_bound_device,
           test_let_go_rows, test_ttl, test_changes_after, test_ring_head, test_ring_layout,
           test_snapshot, test_persistence, test_combiner, test_dropped_batch, test_first_member,
-          test_group_commit, test_checkpoint_in_commit, test_statement_cache)
+          test_group_commit, test_checkpoint_in_commit, test_statement_cache, test_other_process)
