@@ -28,6 +28,12 @@ printf 'db: [unclosed\n' > "$T/bad5.yaml"
 expect_start_fail "YAML syntax" "line" --config "$T/bad5.yaml"
 expect_start_fail "unknown flag" "unrecognized" --bogus
 expect_start_fail "non-loopback listen" "loopback" --db "$T/l.db" --socket "$T/l.sock" --listen 0.0.0.0:9444
+# A file that is not a database is refused, named, and left as it was.
+head -c 8192 /dev/urandom > "$T/notdb.db"
+cp "$T/notdb.db" "$T/notdb.orig"
+expect_start_fail "not a database" "file is not a database" --db "$T/notdb.db" --socket "$T/n.sock"
+cmp -s "$T/notdb.db" "$T/notdb.orig" || fail "podresd changed a file that is not a database"
+[ ! -e "$T/notdb.db-wal" ] && [ ! -e "$T/n.sock" ] || fail "podresd left a WAL or socket behind"
 
 mkdir -p "$T/s"
 touch "$T/s/file.sock"
