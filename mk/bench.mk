@@ -5,9 +5,17 @@
 BENCH_DIR := build/bench
 BENCH_PKGS := wrk nginx-light jq curl sqlite3 libsqlite3-dev python3
 
-.PHONY: bench bench-deps bench-tools
+.PHONY: bench bench-ab bench-deps bench-tools
 bench: deps bench-deps all bench-tools
 	@tests/bench/run.sh $(BIN) $(BENCH_DIR) $(BENCH_DIR)
+
+# Row 3 for several podresd builds side by side, in sets with the raw loop
+# (tests/bench/ab.sh): make bench-ab AB="bin/podresd /tmp/other/podresd"
+AB ?= $(BIN)/podresd
+AB_SETS ?= 5
+AB_CLIENTS ?= 16
+bench-ab: deps bench-deps all bench-tools
+	@tests/bench/ab.sh $(BENCH_DIR) $(AB_SETS) $(AB_CLIENTS) $(AB)
 
 bench-deps:
 	@missing=""; for p in $(BENCH_PKGS); do \
