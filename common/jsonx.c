@@ -26,6 +26,62 @@ err_t jsonx_parse(const char *buf, size_t len, json_t **out, char *msg, size_t c
     return ERR_OK;
 }
 
+/* How long a UTF-8 sequence that starts with byte 'c' is (1..4), or 0 when
+ * no valid one starts so (a continuation byte, an overlong 2-byte lead,
+ * past U+10FFFF). */
+static size_t utf8_lead(unsigned c)
+{
+    return c < 0x80 ? 1 : c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
+}
+
+/* Whether the second byte 'c1' of a sequence led by 'c' keeps it out of the
+ * overlong forms, the surrogates and past U+10FFFF (RFC 3629). */
+static bool utf8_second_ok(unsigned c, unsigned c1)
+{
+    return !((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0) || (c == 0xF0 && c1 < 0x90) ||
+             (c == 0xF4 && c1 >= 0x90));
+}
+
+/* Length of the valid UTF-8 sequence at 's' (1..4), or 0 when the byte there
+ * does not start one. Reads no further than the first byte that breaks the
+ * sequence, so never past the terminating NUL. */
+static size_t utf8_seq(const unsigned char *s)
+{
+    size_t n = utf8_lead(s[0]), i;
+
+    for (i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    }
+    return n < 3 || utf8_second_ok(s[0], s[1]) ? n : 0;
+}
+
+json_t *jsonx_string_lossy(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t len = strlen(s), n, k = 0;
+    char *buf;
+    json_t *out;
+
+    /* at most 3 bytes out for each byte in */
+    buf = fault_alloc_fails() ? NULL : malloc(len * 3 + 1);
+    if (!buf)
+        return NULL;
+    for (; *p; p += n ? n : 1) {
+        n = utf8_seq(p);
+        if (n) {
+            memcpy(buf + k, p, n);
+            k += n;
+        } else {
+            memcpy(buf + k, "\xEF\xBF\xBD", 3);
+            k += 3;
+        }
+    }
+    out = json_stringn(buf, k);
+    free(buf);
+    return out;
+}
+
 json_t *jsonx_object(const char *key, json_t *value, ...)
 {
     json_t *obj = json_object();

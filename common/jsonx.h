@@ -25,6 +25,13 @@ err_t jsonx_check_keys(const json_t *obj, const char *const *allowed, const char
  * runs out. */
 json_t *jsonx_object(const char *key, json_t *value, ...) __attribute__((sentinel));
 
+/* A new JSON string of 's' (NUL-terminated) in which every byte that is not
+ * part of a valid UTF-8 sequence becomes U+FFFD, as Go's encoding/json (and
+ * so the API server) writes it: jansson refuses invalid UTF-8, and an error
+ * message quoting a client's bytes (a path, a query, a header) or cut in the
+ * middle of a character must still be answered. NULL if out of memory. */
+json_t *jsonx_string_lossy(const char *s);
+
 /* Compact serialisation with sorted keys; new, free() it; NULL if out of memory. */
 char *jsonx_dumps(const json_t *v);
 

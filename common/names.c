@@ -60,6 +60,10 @@ bool names_is_resource_name(const char *s)
 
     if (!s)
         return false;
+    /* Kubernetes' IsExtendedResourceName: a name with "kubernetes.io/" in it
+     * is a native resource, and "requests." is the quota prefix */
+    if (strstr(s, "kubernetes.io/") || strncmp(s, "requests.", 9) == 0)
+        return false;
     slash = strchr(s, '/');
     if (!slash || strchr(slash + 1, '/'))
         return false;

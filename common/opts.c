@@ -49,6 +49,7 @@ err_t opts_set(const struct opt *t, size_t n, void *base, const char *key, const
                char *msg, size_t cap)
 {
     const struct opt *o = find(t, n, key);
+    const char *why;
     char *field;
     char pat[80];
     long long c;
@@ -62,6 +63,10 @@ err_t opts_set(const struct opt *t, size_t n, void *base, const char *key, const
     field = (char *)base + o->off;
     switch (o->type) {
     case OPT_STR:
+        if (*value && o->check && (why = o->check(value))) {
+            snprintf(msg, cap, "key \"%s\": \"%s\": %s", o->key, value, why);
+            return ERR_INVAL;
+        }
         if (*value)
             return set_str((char **)field, value);
         break;

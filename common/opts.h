@@ -24,6 +24,10 @@ struct opt {
     enum opt_type type;  /* how to parse */
     size_t off;          /* offset of the field in the settings struct */
     const char *choices; /* OPT_ENUM only */
+    /* OPT_STR only, may be NULL: why a non-empty 'value' is bad, or NULL
+     * when it is good; checked when the key is set, so a bad value stops
+     * start-up with the key and the file (or flag) named. */
+    const char *(*check)(const char *value);
 };
 
 /* Set 'key' ('-' or '_' spelling) from 'value'. ERR_INVAL with 'msg' naming

@@ -11,6 +11,7 @@
 #include "../common/jsonx.h"
 #include "../common/names.h"
 #include "api.h"
+#include "http.h"
 
 #define BOOKMARK_MS 10000 /* a bookmark at least this often */
 #define CATCHUP_ROWS 512  /* change-log rows per read transaction */
@@ -71,9 +72,8 @@ static int add_line(struct watcher *w, json_t *obj)
 
 static void add_expired(struct watcher *w)
 {
-    json_t *st = json_pack("{s:s,s:s,s:s,s:s,s:i}", "kind", "Status", "status", "Failure", "reason",
-                           "Expired", "message",
-                           "the requested revision is no longer kept; list again", "code", 410);
+    json_t *st = http_status_json(410, "Expired",
+                                  "the requested revision is no longer kept; list again");
 
     add_line(w, json_pack("{s:s,s:o}", "type", "ERROR", "object", st));
     w->ended = true;
@@ -217,7 +217,12 @@ static err_t first_lines(struct api_req *r, struct watcher *w, bool has_since)
     if (has_since) {
         rc = store_changes_after(w->api->store, &w->cursor, &w->flt, CATCHUP_ROWS, &w->buf, &w->len,
                                  &w->cap);
-        if (rc == ERR_GONE)
+        rev = store_revision(w->api->store);
+        if (rc == ERR_GONE && w->cursor > rev) /* a restored or replaced database */
+            snprintf(r->msg, sizeof(r->msg),
+                     "revision %llu is newer than this podresd's (%llu): list again",
+                     (unsigned long long)w->cursor, (unsigned long long)rev);
+        else if (rc == ERR_GONE)
             snprintf(r->msg, sizeof(r->msg),
                      "too old resource version: %llu is no longer kept (the change log keeps "
                      "the last changes only); list again",

@@ -5,23 +5,32 @@
 #include "../common/names.h"
 #include "../common/opts.h"
 #include "config.h"
+#include "http.h"
 #include "validate.h"
 
 #include <unistd.h>
 
 #define OFF(f) offsetof(struct config, f)
+
+/* The token is read at start; a file that cannot be read stops start-up
+ * here, with the key named. */
+static const char *readable(const char *path)
+{
+    return access(path, R_OK) == 0 ? NULL : strerror(errno);
+}
+
 static const struct opt opts[] = {
-    {"db", OPT_STR, OFF(db), NULL},
-    {"socket", OPT_STR, OFF(socket), NULL},
-    {"listen", OPT_STR, OFF(listen), NULL},
-    {"node_name", OPT_STR, OFF(node_name), NULL},
-    {"source", OPT_ENUM, OFF(source), "|api|kubelet|"},
-    {"kubelet_socket", OPT_STR, OFF(kubelet_socket), NULL},
-    {"kubelet_interval", OPT_DURATION, OFF(kubelet_interval_ms), NULL},
-    {"write_token_file", OPT_STR, OFF(write_token_file), NULL},
-    {"history", OPT_COUNT, OFF(history), NULL},
-    {"log_format", OPT_ENUM, OFF(log_format), "|text|json|"},
-    {"log_level", OPT_ENUM, OFF(log_level), "|err|warn|info|debug|"},
+    {"db", OPT_STR, OFF(db), NULL, NULL},
+    {"socket", OPT_STR, OFF(socket), NULL, http_socket_check},
+    {"listen", OPT_STR, OFF(listen), NULL, http_listen_check},
+    {"node_name", OPT_STR, OFF(node_name), NULL, NULL},
+    {"source", OPT_ENUM, OFF(source), "|api|kubelet|", NULL},
+    {"kubelet_socket", OPT_STR, OFF(kubelet_socket), NULL, NULL},
+    {"kubelet_interval", OPT_DURATION, OFF(kubelet_interval_ms), NULL, NULL},
+    {"write_token_file", OPT_STR, OFF(write_token_file), NULL, readable},
+    {"history", OPT_COUNT, OFF(history), NULL, NULL},
+    {"log_format", OPT_ENUM, OFF(log_format), "|text|json|", NULL},
+    {"log_level", OPT_ENUM, OFF(log_level), "|err|warn|info|debug|", NULL},
 };
 
 err_t config_init(struct config *c)

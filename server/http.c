@@ -104,9 +104,10 @@ int http_status_of(err_t rc, const char **reason)
 
 json_t *http_status_json(int code, const char *reason, const char *message)
 {
-    return json_pack("{s:s,s:s,s:{},s:s,s:s,s:s,s:{},s:i}", "kind", "Status", "apiVersion", "v1",
-                     "metadata", "status", "Failure", "message", message, "reason", reason,
-                     "details", "code", code);
+    /* the message may quote a client's bytes, or be cut inside a character */
+    return json_pack("{s:s,s:s,s:{},s:s,s:o,s:s,s:{},s:i}", "kind", "Status", "apiVersion", "v1",
+                     "metadata", "status", "Failure", "message", jsonx_string_lossy(message),
+                     "reason", reason, "details", "code", code);
 }
 
 /* Answer 'text' (new, NUL-terminated JSON of 'n' bytes, or NULL when out of
@@ -746,9 +747,12 @@ static err_t parse_listen(const char *spec, struct sockaddr_storage *ss, socklen
 
     if (!colon)
         return ERR_INVAL;
+    n = strspn(colon + 1, "0123456789");
+    if (n == 0 || n > 5 || colon[1 + n] != '\0')
+        return ERR_INVAL; /* "HOST:", "HOST:abc", "HOST:80x": not a port */
     port = strtol(colon + 1, NULL, 10);
     n = (size_t)(colon - spec);
-    if (port < 0 || port > 65535 || n == 0 || n >= sizeof(host))
+    if (port > 65535 || n == 0 || n >= sizeof(host))
         return ERR_INVAL;
     memcpy(host, spec, n);
     host[n] = '\0';
@@ -771,6 +775,25 @@ static err_t parse_listen(const char *spec, struct sockaddr_storage *ss, socklen
     if (inet_pton(AF_INET, host, &v4->sin_addr) != 1 || (ntohl(v4->sin_addr.s_addr) >> 24) != 127)
         return ERR_INVAL;
     return ERR_OK;
+}
+
+const char *http_listen_check(const char *spec)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+
+    return parse_listen(spec, &ss, &len) ? "give a loopback HOST:PORT (127.0.0.1:9444, [::1]:9444 "
+                                           "or localhost:9444; port 0: the kernel picks one)"
+                                         : NULL;
+}
+
+const char *http_socket_check(const char *path)
+{
+    struct sockaddr_un sa;
+
+    return strlen(path) >= sizeof(sa.sun_path)
+               ? "too long for a unix socket path (at most 107 bytes)"
+               : NULL;
 }
 
 /* A listening socket on 'spec'. With 'shard', SO_REUSEPORT: the kernel

@@ -37,6 +37,12 @@ void http_quiesce(struct http *h);
  * before), remove the socket file, free. NULL is a no-op. */
 void http_stop(struct http *h);
 
+/* Why 'spec' is not a loopback HOST:PORT to listen on, or NULL when it is
+ * one (the 'listen' setting is checked when it is set). */
+const char *http_listen_check(const char *spec);
+/* Why 'path' cannot be a unix socket's path, or NULL. */
+const char *http_socket_check(const char *path);
+
 /* Map an error to its HTTP status and Status reason. */
 int http_status_of(err_t rc, const char **reason);
 /* A Status object; new. */

@@ -214,6 +214,16 @@ err_t validate_health_patch(const json_t *body, const char **health, char *msg, 
 }
 
 /* [{"resourceName","deviceIds"}] checked; 'seen' catches a device twice in a pod. */
+/* A group's topology, if given, is a topology like a device's. */
+static err_t group_topology(const json_t *t, char *msg, size_t cap)
+{
+    json_t *numa = NULL;
+    err_t rc = topology(t, &numa, msg, cap);
+
+    json_decref(numa);
+    return rc;
+}
+
 static err_t device_groups(const json_t *groups, json_t *seen, json_t **out, char *msg, size_t cap)
 {
     static const char *const keys[] = {"resourceName", "deviceIds", "topology", NULL};
@@ -238,6 +248,8 @@ static err_t device_groups(const json_t *groups, json_t *seen, json_t **out, cha
                      json_string_value(r));
         if (!rc)
             rc = need_type(ids, JSON_ARRAY, "containers[].devices[].deviceIds", msg, cap);
+        if (!rc) /* checked, then left out: the store derives it from the devices */
+            rc = group_topology(json_object_get(g, "topology"), msg, cap);
         if (!rc && (json_array_size(ids) == 0 || json_array_size(ids) > MAX_COUNT))
             rc = bad(msg, cap, ERR_UNPROCESSABLE, "deviceIds of \"%s\" must list 1..1024 ids",
                      json_string_value(r));

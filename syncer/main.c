@@ -41,17 +41,17 @@ struct settings {
 
 #define OFF(f) offsetof(struct settings, f)
 static const struct opt opt_table[] = {
-    {"node_name", OPT_STR, OFF(node_name), NULL},
-    {"podresd_socket", OPT_STR, OFF(podresd_socket), NULL},
-    {"podresd_url", OPT_STR, OFF(podresd_url), NULL},
-    {"kubeconfig", OPT_STR, OFF(kubeconfig), NULL},
-    {"qps", OPT_NUMBER, OFF(qps), NULL},
-    {"burst", OPT_COUNT, OFF(burst), NULL},
-    {"resync_interval", OPT_DURATION, OFF(resync_ms), NULL},
-    {"metrics_listen", OPT_STR, OFF(metrics_listen), NULL},
-    {"reservation_ttl", OPT_DURATION, OFF(reservation_ttl_ms), NULL},
-    {"log_format", OPT_ENUM, OFF(log_format), "|text|json|"},
-    {"log_level", OPT_ENUM, OFF(log_level), "|err|warn|info|debug|"},
+    {"node_name", OPT_STR, OFF(node_name), NULL, NULL},
+    {"podresd_socket", OPT_STR, OFF(podresd_socket), NULL, NULL},
+    {"podresd_url", OPT_STR, OFF(podresd_url), NULL, NULL},
+    {"kubeconfig", OPT_STR, OFF(kubeconfig), NULL, NULL},
+    {"qps", OPT_NUMBER, OFF(qps), NULL, NULL},
+    {"burst", OPT_COUNT, OFF(burst), NULL, NULL},
+    {"resync_interval", OPT_DURATION, OFF(resync_ms), NULL, NULL},
+    {"metrics_listen", OPT_STR, OFF(metrics_listen), NULL, NULL},
+    {"reservation_ttl", OPT_DURATION, OFF(reservation_ttl_ms), NULL, NULL},
+    {"log_format", OPT_ENUM, OFF(log_format), "|text|json|", NULL},
+    {"log_level", OPT_ENUM, OFF(log_level), "|err|warn|info|debug|", NULL},
 };
 #define NOPTS ARRAY_SIZE(opt_table)
 

@@ -85,4 +85,4 @@ for k in $(seq 0 $((N - 1))); do
     echo
 done
 awk -v a="$s0" -v b="$s1" 'BEGIN { split(a, x, " "); split(b, y, " "); t = y[1] - x[1]
-    printf "steal: %.1f %% of the CPU time\n", t > 0 ? 100 * (y[2] - x[2]) / t : 0 }'
+    printf "steal: %.1f %% of the CPU time\n", (t > 0 ? 100 * (y[2] - x[2]) / t : 0) }'

@@ -234,6 +234,29 @@ t 400 BadRequest PATCH $D/gpu1 "@$T/nul-patch.json"
 t 400 BadRequest PUT $D '{"devices":[{"id":"g\u0000x"}]}'
 t 400 BadRequest PUT $D "@$T/bom.json"
 
+echo "# bytes that are not UTF-8, or a character cut, in what the message quotes"
+# The Status must still come, in UTF-8: each bad byte is U+FFFD (as Go's
+# encoding/json writes it). jansson refuses invalid UTF-8, and these used to
+# get 500 "out of memory".
+FFFD=$'\xef\xbf\xbd'
+utf8() {
+    python3 -c 'import sys; open(sys.argv[1], "rb").read().decode("utf-8")' "$T/out" ||
+        fail "$1: the answer is not UTF-8: $(head -c 300 "$T/out")"
+}
+MSG="a${FFFD}b" t 422 Invalid PUT '/v1/namespaces/ns1/pods/a%FFb' '{"uid":"u","containers":[]}'
+utf8 "name with 0xFF"
+MSG="${FFFD}" t 400 BadRequest GET '/v1/pods?namespace=%FF'
+utf8 "namespace query 0xFF"
+MSG="${FFFD}" t 400 BadRequest GET '/v1/watch?kind=%C3'
+utf8 "watch kind cut"
+MSG="text/${FFFD}" CT=$'text/\xff' t 415 UnsupportedMediaType PUT $P "$(pod '{"name":"m"}')"
+utf8 "Content-Type 0xFF"
+# a name of 299 bytes and a 2-byte character: the message cuts it at 300
+t 422 Invalid PUT "/v1/namespaces/ns1/pods/$(printf 'a%.0s' {1..299})%C3%A9" "$(pod '{"name":"m"}')"
+utf8 "name cut inside a character"
+t 422 Invalid PUT $P "$(pod "{\"name\":\"$(printf '\xc3\xa9%.0s' {1..600})\"}")"
+utf8 "container name of 600 é"
+
 echo "# PUT $D: wrong types, unknown fields, bad values"
 t 400 BadRequest PUT $D '{"devices":{}}'
 t 400 BadRequest PUT $D '{"devices":"gpu0"}'
@@ -326,6 +349,10 @@ MSG='unknown field' t 400 BadRequest PUT $P '{"uid":"u","containers":[],"spec":{
 MSG='unknown field' t 400 BadRequest PUT $P '{"uid":"u","namespace":"ns1","containers":[]}'
 MSG='unknown field' t 400 BadRequest PUT $P "$(pod '{"name":"m","requests":{}}')"
 MSG='unknown field' t 400 BadRequest PUT $P "$(pod '{"name":"m","devices":[{"resourceName":"vendor.com/gpu","deviceIds":["gpu1"],"extra":1}]}')"
+MSG='topology' t 400 BadRequest PUT $P "$(pod '{"name":"m","devices":[{"resourceName":"vendor.com/gpu","deviceIds":["gpu1"],"topology":"garbage"}]}')"
+MSG='topology' t 400 BadRequest PUT $RV '{"containers":[{"name":"m","devices":[{"resourceName":"vendor.com/gpu","deviceIds":["gpu1"],"topology":{"nodes":"0"}}]}]}'
+MSG='kubernetes.io/gpu' t 422 Invalid PUT $P "$(pod '{"name":"m","devices":[{"resourceName":"kubernetes.io/gpu","deviceIds":["gpu1"]}]}')"
+t 422 Invalid PUT /v1/resources/requests.example.com/gpu/devices '{"devices":[]}'
 MSG='unknown field' t 400 BadRequest PUT $P "$(pod '{"name":"m","memory":[{"memoryType":"memory","size":1,"x":1}]}')"
 t 422 Invalid PUT $P '{"uid":"bad uid","containers":[]}'
 t 422 Invalid PUT $P "{\"uid\":\"$LONG129\",\"containers\":[]}"

@@ -97,6 +97,7 @@ req GET "/v1/watch?since=1"
 expect_status 410 Expired "since older than the history"
 req GET "/v1/watch?since=999999"
 expect_status 410 Expired "since in the future"
+grep -q "999999 is newer than this podresd's" "$T/out" || fail "since in the future: the message says otherwise: $(out)"
 ok "410 Expired beyond the kept history"
 
 # A watcher that never reads does not stall writers or other watchers.

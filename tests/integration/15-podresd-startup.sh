@@ -27,7 +27,18 @@ expect_start_fail "bad static device" 'devices\[0\]' --config "$T/bad4.yaml"
 printf 'db: [unclosed\n' > "$T/bad5.yaml"
 expect_start_fail "YAML syntax" "line" --config "$T/bad5.yaml"
 expect_start_fail "unknown flag" "unrecognized" --bogus
-expect_start_fail "non-loopback listen" "loopback" --db "$T/l.db" --socket "$T/l.sock" --listen 0.0.0.0:9444
+expect_start_fail "non-loopback listen" 'key "listen"' --db "$T/l.db" --socket "$T/l.sock" --listen 0.0.0.0:9444
+# A port that is not one stops start-up too (it used to mean "any port"),
+# before anything is created; in the file, the file is named.
+for l in 127.0.0.1:abc 127.0.0.1: 127.0.0.1:9444x 127.0.0.1:65536 '[::1]:-1'; do
+    expect_start_fail "listen $l" 'key "listen"' --db "$T/l.db" --socket "$T/l.sock" --listen "$l"
+done
+printf 'listen: "127.0.0.1:abc"\n' > "$T/bad6.yaml"
+expect_start_fail "listen in the file" "bad6.yaml': key \"listen\"" --config "$T/bad6.yaml" --db "$T/l.db" --socket "$T/l.sock"
+printf 'write_token_file: %s/no-such-token\n' "$T" > "$T/bad7.yaml"
+expect_start_fail "unreadable token file" "bad7.yaml': key \"write_token_file\"" --config "$T/bad7.yaml" --db "$T/l.db" --socket "$T/l.sock"
+expect_start_fail "socket path too long" 'key "socket"' --db "$T/l.db" --socket "$T/$(printf 's%.0s' {1..120})"
+[ ! -e "$T/l.db" ] && [ ! -e "$T/l.sock" ] || fail "a bad setting left a database or a socket behind"
 # A file that is not a database is refused, named, and left as it was.
 head -c 8192 /dev/urandom > "$T/notdb.db"
 cp "$T/notdb.db" "$T/notdb.orig"

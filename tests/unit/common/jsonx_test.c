@@ -115,4 +115,54 @@ static void test_object(void)
     json_decref(kept);
 }
 
-TEST_MAIN(test_parse, test_check_keys, test_dumps, test_object)
+/* Invalid UTF-8 becomes U+FFFD byte by byte (as Go's encoding/json writes
+ * it); valid text, of every sequence length, is kept as it is. */
+static void test_string_lossy(void)
+{
+    static const char *const cases[][2] = {
+        {"", ""},
+        {"plain", "plain"},
+        {"\xC3\xA9\xE2\x82\xAC\xF0\x9D\x84\x9E", "\xC3\xA9\xE2\x82\xAC\xF0\x9D\x84\x9E"},
+        {"a\xFF"
+         "b",
+         "a\xEF\xBF\xBD"
+         "b"},
+        {"a\xC3", "a\xEF\xBF\xBD"},               /* cut after the first byte */
+        {"\xE2\x82", "\xEF\xBF\xBD\xEF\xBF\xBD"}, /* cut, then a lone continuation */
+        {"\xC0\xAF", "\xEF\xBF\xBD\xEF\xBF\xBD"}, /* overlong */
+        {"\xE0\x80\xAF", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"},
+        {"\xED\xA0\x80", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"},                 /* a surrogate */
+        {"\xF4\x90\x80\x80", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"}, /* > U+10FFFF */
+        {"\xF4\x8F\xBF\xBF", "\xF4\x8F\xBF\xBF"},                                 /* U+10FFFF */
+        {"\xED\x9F\xBF", "\xED\x9F\xBF"},                                         /* U+D7FF */
+        {"\xF8\x88\x80\x80\x80", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"},
+    };
+    char buf[64];
+    json_t *v, *raw;
+    size_t i, j;
+
+    for (i = 0; i < ARRAY_SIZE(cases); i++) {
+        v = jsonx_string_lossy(cases[i][0]);
+        CHECK(v != NULL);
+        CHECK_STREQ(json_string_value(v), cases[i][1]);
+        json_decref(v);
+    }
+    /* whatever the bytes, a string jansson takes, and valid input unchanged */
+    srand(7);
+    for (i = 0; i < 20000; i++) {
+        size_t n = (size_t)rand() % (sizeof(buf) - 1);
+
+        for (j = 0; j < n; j++)
+            buf[j] = (char)(1 + rand() % 255);
+        buf[n] = '\0';
+        v = jsonx_string_lossy(buf);
+        raw = json_string(buf); /* NULL: not valid UTF-8 */
+        CHECK(v != NULL);
+        if (v && raw)
+            CHECK_STREQ(json_string_value(v), buf);
+        json_decref(v);
+        json_decref(raw);
+    }
+}
+
+TEST_MAIN(test_parse, test_check_keys, test_dumps, test_object, test_string_lossy)

@@ -72,6 +72,12 @@ static void test_resource_name(void)
     CHECK(!names_is_resource_name("/gpu"));
     CHECK(!names_is_resource_name("nvidia.com/"));
     CHECK(!names_is_resource_name("nvidia.com/gpu/x"));
+    /* Kubernetes keeps these: native resources and the quota prefix */
+    CHECK(!names_is_resource_name("kubernetes.io/gpu"));
+    CHECK(!names_is_resource_name("foo.kubernetes.io/gpu"));
+    CHECK(!names_is_resource_name("requests.example.com/gpu"));
+    CHECK(names_is_resource_name("kubernetes.example.com/gpu"));
+    CHECK(names_is_resource_name("example.com/requests.gpu"));
     CHECK(!names_is_resource_name("Nvidia.com/gpu"));
     CHECK(!names_is_resource_name("nvidia.com/-gpu"));
     CHECK(!names_is_resource_name("nvidia.com/gpu-"));

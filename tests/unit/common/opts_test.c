@@ -16,11 +16,11 @@ struct settings {
 };
 
 static const struct opt table[] = {
-    {"node_name", OPT_STR, offsetof(struct settings, name), NULL},
-    {"log_level", OPT_ENUM, offsetof(struct settings, mode), "|debug|info|warn|"},
-    {"resync_period", OPT_DURATION, offsetof(struct settings, resync), NULL},
-    {"workers", OPT_COUNT, offsetof(struct settings, workers), NULL},
-    {"qps", OPT_NUMBER, offsetof(struct settings, qps), NULL},
+    {"node_name", OPT_STR, offsetof(struct settings, name), NULL, NULL},
+    {"log_level", OPT_ENUM, offsetof(struct settings, mode), "|debug|info|warn|", NULL},
+    {"resync_period", OPT_DURATION, offsetof(struct settings, resync), NULL, NULL},
+    {"workers", OPT_COUNT, offsetof(struct settings, workers), NULL, NULL},
+    {"qps", OPT_NUMBER, offsetof(struct settings, qps), NULL, NULL},
 };
 
 static err_t set(struct settings *s, const char *key, const char *value, char *msg)

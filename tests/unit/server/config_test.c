@@ -52,7 +52,7 @@ static void test_defaults(void)
 static void test_set(void)
 {
     struct config c;
-    char msg[256] = "";
+    char msg[256] = "", token[512], longpath[200];
 
     CHECK_OK(config_init(&c));
     CHECK_OK(config_set(&c, "node-name", "n1", msg, sizeof(msg)));
@@ -61,8 +61,9 @@ static void test_set(void)
     CHECK_STREQ(c.node_name, "n2");
     CHECK_OK(config_set(&c, "listen", "127.0.0.1:9444", msg, sizeof(msg)));
     CHECK_STREQ(c.listen, "127.0.0.1:9444");
-    CHECK_OK(config_set(&c, "write-token-file", "/etc/token", msg, sizeof(msg)));
-    CHECK_STREQ(c.write_token_file, "/etc/token");
+    write_file("token", "secret\n", token, sizeof(token));
+    CHECK_OK(config_set(&c, "write-token-file", token, msg, sizeof(msg)));
+    CHECK_STREQ(c.write_token_file, token);
     CHECK_OK(config_set(&c, "source", "kubelet", msg, sizeof(msg)));
     CHECK_STREQ(c.source, "kubelet");
     CHECK_OK(config_set(&c, "kubelet-interval", "1500ms", msg, sizeof(msg)));
@@ -103,7 +104,40 @@ static void test_set(void)
     CHECK_EQ_INT(c.history, 5);
     CHECK_EQ_INT(config_set(&c, "db", "", msg, sizeof(msg)), ERR_INVAL);
     CHECK_STREQ(c.db, "/tmp/x.db");
+
+    /* listen: a loopback HOST:PORT, the port all digits, 0..65535 */
+    CHECK_OK(config_set(&c, "listen", "[::1]:0", msg, sizeof(msg)));
+    CHECK_OK(config_set(&c, "listen", "localhost:65535", msg, sizeof(msg)));
+    CHECK_STREQ(c.listen, "localhost:65535");
+    static const char *const bad_listen[] = {"127.0.0.1:abc", "127.0.0.1:",      "127.0.0.1:80x",
+                                             "127.0.0.1:-1",  "127.0.0.1:65536", "127.0.0.1:123456",
+                                             "0.0.0.0:9444",  "10.0.0.1:9444",   "[::]:9444",
+                                             "9444",          "nonsense",        ":9444"};
+    for (size_t i = 0; i < ARRAY_SIZE(bad_listen); i++) {
+        msg[0] = '\0';
+        CHECK_EQ_INT(config_set(&c, "listen", bad_listen[i], msg, sizeof(msg)), ERR_INVAL);
+        CHECK(strstr(msg, "\"listen\"") != NULL && strstr(msg, bad_listen[i]) != NULL);
+    }
+    CHECK_STREQ(c.listen, "localhost:65535");
+    /* a token file that cannot be read, a socket path too long for sun_path */
+    msg[0] = '\0';
+    CHECK_EQ_INT(config_set(&c, "write-token-file", "/nonexistent/token", msg, sizeof(msg)),
+                 ERR_INVAL);
+    CHECK(strstr(msg, "write_token_file") != NULL && strstr(msg, "No such file") != NULL);
+    CHECK_STREQ(c.write_token_file, token);
+    memset(longpath, 'a', sizeof(longpath) - 1);
+    longpath[0] = '/';
+    longpath[sizeof(longpath) - 1] = '\0';
+    msg[0] = '\0';
+    CHECK_EQ_INT(config_set(&c, "socket", longpath, msg, sizeof(msg)), ERR_INVAL);
+    CHECK(strstr(msg, "\"socket\"") != NULL && strstr(msg, "too long") != NULL);
+    longpath[107] = '\0'; /* 107 bytes and the NUL fill sun_path */
+    CHECK_OK(config_set(&c, "socket", longpath, msg, sizeof(msg)));
+    longpath[107] = 'a'; /* 108: one too many */
+    longpath[108] = '\0';
+    CHECK_EQ_INT(config_set(&c, "socket", longpath, msg, sizeof(msg)), ERR_INVAL);
     config_release(&c);
+    CHECK_OK(unlink(token));
 }
 
 static void test_load(void)

@@ -227,6 +227,24 @@ static void test_pod_put(void)
             "{\"containers\":[{\"name\":\"a\",\"devices\":[{\"resourceName\":\"a.b/c\","
             "\"deviceIds\":[\"-x\"]}]}]}",
             ERR_UNPROCESSABLE, "device id");
+    /* a group's topology is checked like a device's, then left to the store */
+    pod_bad(POD,
+            "{\"containers\":[{\"name\":\"a\",\"devices\":[{\"resourceName\":\"a.b/c\","
+            "\"deviceIds\":[\"x\"],\"topology\":\"garbage\"}]}]}",
+            ERR_INVAL, "topology");
+    pod_bad(RESV,
+            "{\"containers\":[{\"name\":\"a\",\"devices\":[{\"resourceName\":\"a.b/c\","
+            "\"deviceIds\":[\"x\"],\"topology\":{\"nodes\":[{\"ID\":\"0\"}]}}]}]}",
+            ERR_INVAL, "topology.nodes[].ID");
+    pod_bad(POD,
+            "{\"containers\":[{\"name\":\"a\",\"devices\":[{\"resourceName\":\"a.b/c\","
+            "\"deviceIds\":[\"x\"],\"topology\":{\"numa\":[]}}]}]}",
+            ERR_INVAL, "numa");
+    /* resource names Kubernetes keeps for itself */
+    pod_bad(POD,
+            "{\"containers\":[{\"name\":\"a\",\"devices\":[{\"resourceName\":"
+            "\"kubernetes.io/gpu\",\"deviceIds\":[\"x\"]}]}]}",
+            ERR_UNPROCESSABLE, "resourceName");
     /* the same device twice in one pod, across containers */
     pod_bad(POD,
             "{\"containers\":[{\"name\":\"a\",\"devices\":[{\"resourceName\":\"a.b/c\","
@@ -277,6 +295,15 @@ static void test_reservation(void)
     json_t *out = NULL;
     char msg[256] = "";
 
+    CHECK_OK(validate_reservation(b, &out, msg, sizeof(msg)));
+    CHECK_STREQ(T(out), "[{\"devices\":[{\"deviceIds\":[\"g2\"],\"resourceName\":\"a.b/gpu\"}],"
+                        "\"name\":\"c\"}]");
+    json_decref(out);
+    json_decref(b);
+    /* a well-formed topology in a group is taken and left out */
+    b = J("{\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":\"a.b/gpu\","
+          "\"deviceIds\":[\"g2\"],\"topology\":{\"nodes\":[{\"ID\":1}]}}]}]}");
+    out = NULL;
     CHECK_OK(validate_reservation(b, &out, msg, sizeof(msg)));
     CHECK_STREQ(T(out), "[{\"devices\":[{\"deviceIds\":[\"g2\"],\"resourceName\":\"a.b/gpu\"}],"
                         "\"name\":\"c\"}]");
