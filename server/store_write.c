@@ -1679,7 +1679,42 @@ static err_t check_claim(struct store *st, const char *container, const char *re
     return ERR_OK;
 }
 
-/* Check each reserved device is not bound or reserved elsewhere; sort ids. */
+/* The topology of each device group of 'containers' (a reservation's), as
+ * a bind stores a pod's: the union of its devices' NUMA nodes, from the
+ * devices registered now (one not registered yet adds none). */
+static err_t resv_topology(struct store *st, json_t *containers)
+{
+    json_t *c, *g, *id, *numa;
+    struct devrow d;
+    size_t i, j, k;
+    err_t rc = ERR_OK;
+
+    json_array_foreach(containers, i, c) {
+        json_array_foreach(json_object_get(c, "devices"), j, g) {
+            const char *r = json_string_value(json_object_get(g, "resourceName"));
+
+            numa = json_array();
+            rc = numa ? ERR_OK : ERR_NOMEM;
+            json_array_foreach(rc ? NULL : json_object_get(g, "deviceIds"), k, id) {
+                rc = devrow_get(st, r, json_string_value(id), &d, NULL);
+                if (!rc && d.found)
+                    numa_union(numa, d.numa);
+                json_decref(d.numa);
+                if (rc)
+                    break;
+            }
+            if (!rc && json_object_set_new(g, "topology", st_topology(numa)))
+                rc = ERR_NOMEM;
+            json_decref(numa);
+            if (rc)
+                return rc;
+        }
+    }
+    return ERR_OK;
+}
+
+/* Check each reserved device is not bound or reserved elsewhere; sort ids,
+ * add each group's topology. */
 static err_t resv_check(struct store *st, const char *ns, const char *name, const json_t *in,
                         char *msg, size_t cap, json_t **out)
 {
@@ -1696,6 +1731,11 @@ static err_t resv_check(struct store *st, const char *ns, const char *name, cons
     if (!res)
         return ERR_NOMEM;
     sort_ids(res);
+    rc = resv_topology(st, res);
+    if (rc) {
+        json_decref(res);
+        return rc;
+    }
     *out = res;
     return ERR_OK;
 }

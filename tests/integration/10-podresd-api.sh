@@ -91,6 +91,15 @@ req PUT /v1/reservations/ml/sched-0 \
   '{"containers":[{"name":"main","devices":[{"resourceName":"example.com/gpu","deviceIds":["gpu-4"]}]}]}'
 expect_code 201 "reserve"
 [ "$(jqo .reservation.state)" = Pending ] || fail "reservation state $(out)"
+# its device groups are ContainerDevices: the topology of the devices registered
+[ "$(jq -c '.reservation.containers[0].devices[0].topology' "$T/out")" = '{"nodes":[{"ID":1}]}' ] ||
+    fail "reservation topology: $(out)"
+req PUT /v1/reservations/ml/early '{"containers":[{"name":"main","devices":[{"resourceName":"example.com/gpu","deviceIds":["gpu-9"]}]}]}'
+expect_code 201 "reserve a device not registered yet"
+[ "$(jq -c '.reservation.containers[0].devices[0].topology' "$T/out")" = '{"nodes":[]}' ] ||
+    fail "topology of a device not registered: $(out)"
+req DELETE /v1/reservations/ml/early
+expect_code 200 "release it"
 req GET /v1/devices
 [ "$(jqo '.devices[] | select(.id=="gpu-4") | .reservedFor.name')" = sched-0 ] || fail "reservedFor"
 req POST /v1/namespaces/ml/pods/someone/allocate '{"uid":"x","containers":[{"name":"main","requests":{"example.com/gpu":1}}]}'
