@@ -13,6 +13,8 @@
 #include "api.h"
 #include "http.h"
 
+#include <ctype.h>
+
 #define BOOKMARK_MS 10000 /* a bookmark at least this often */
 #define CATCHUP_ROWS 512  /* change-log rows per read transaction */
 #define NO_DEADLINE UINT64_MAX
@@ -175,7 +177,7 @@ static err_t parse_query(struct api_req *r, struct watcher *w, bool *has_since)
     if (*has_since) {
         errno = 0;
         v = strtoull(since, &end, 10);
-        if (errno || *end || since[0] == '-') {
+        if (errno || *end || !isdigit((unsigned char)since[0])) { /* not " 5", "+5" */
             snprintf(r->msg, sizeof(r->msg), "query since=\"%.100s\" must be a revision", since);
             return ERR_INVAL;
         }
@@ -194,7 +196,7 @@ static err_t parse_query(struct api_req *r, struct watcher *w, bool *has_since)
     if (ts) {
         errno = 0;
         v = strtoull(ts, &end, 10);
-        if (errno || *end || ts[0] == '-' || v > 86400 * 7) {
+        if (errno || *end || !isdigit((unsigned char)ts[0]) || v > 86400 * 7) {
             snprintf(r->msg, sizeof(r->msg), "query timeoutSeconds=\"%.100s\" is invalid", ts);
             return ERR_INVAL;
         }

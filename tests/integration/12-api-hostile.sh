@@ -529,7 +529,12 @@ t 400 BadRequest GET '/v1/watch?timeoutSeconds=abc'
 t 400 BadRequest GET '/v1/watch?timeoutSeconds=99999999'
 t 400 BadRequest GET '/v1/watch?namespace=A_B'
 t 400 BadRequest GET '/v1/watch?since=1&kind=Pod&timeoutSeconds=1'
-known skip 400 BadRequest GET '/v1/pods?namespace=ns1%00UPPER' # answers 200, filter ns1
+# libmicrohttpd keeps "%00" in a query as it is (no NUL cuts a value short)
+t 400 BadRequest GET '/v1/pods?namespace=ns1%00UPPER'
+t 400 BadRequest GET '/v1/watch?since=1%005'
+t 400 BadRequest GET '/v1/watch?since=%2B5'
+t 400 BadRequest GET '/v1/watch?since=%2060'
+t 400 BadRequest GET '/v1/watch?timeoutSeconds=%2B1'
 
 echo "# oversize bodies (413)"
 t 413 RequestEntityTooLarge PUT $D "@$T/big.json"
