@@ -828,13 +828,15 @@ static err_t check_device(struct store *st, const char *self, const char *r, con
     struct devrow d;
     err_t rc = devrow_get(st, r, id, &d, seen);
 
-    if (!rc && (!d.found || (d.removed && strcmp(d.holder, self) != 0))) {
-        snprintf(msg, cap, "unknown device %s %s", r, id);
-        rc = ERR_UNPROCESSABLE;
-    } else if (!rc && d.holder[0] && strcmp(d.holder, self) != 0) {
+    /* A removed device that another pod still holds is listed (Unhealthy,
+     * with its holder): held, 409, as any held device; unknown once free. */
+    if (!rc && d.found && d.holder[0] && strcmp(d.holder, self) != 0) {
         snprintf(msg, cap, "device %s %s is held by pod %s (container %s)", r, id, d.holder,
                  d.container);
         rc = ERR_CONFLICT;
+    } else if (!rc && (!d.found || (d.removed && strcmp(d.holder, self) != 0))) {
+        snprintf(msg, cap, "unknown device %s %s", r, id);
+        rc = ERR_UNPROCESSABLE;
     } else if (!rc && d.reserved[0] && strcmp(d.reserved, self) != 0) {
         snprintf(msg, cap, "device %s %s is reserved for pod %s", r, id, d.reserved);
         rc = ERR_CONFLICT;
@@ -1526,6 +1528,20 @@ static err_t pod_answer(struct store *st, err_t rc, struct pod_op *o, json_t **o
     return *out ? ERR_OK : ERR_NOMEM;
 }
 
+/* An allocate whose reservation names a device that is not registered (or
+ * removed): the request is fine, the reservation cannot be used now, as
+ * when devices are short: 409. (The allocator picks registered devices
+ * only; a reservation is used as written.) */
+static err_t resv_unusable(struct pod_op *o)
+{
+    char why[512];
+
+    str_copy(why, sizeof(why), o->msg);
+    snprintf(o->msg, o->cap, "the reservation of pod %s/%s cannot be used: %s", o->ns, o->name,
+             why);
+    return ERR_CONFLICT;
+}
+
 static err_t allocate_run(struct store *st, void *ctx)
 {
     struct pod_op *o = ctx;
@@ -1550,6 +1566,8 @@ static err_t allocate_run(struct store *st, void *ctx)
     if (!rc)
         rc = bind_pod(st, o->ns, o->name, o->uid, containers, o->req, o->msg, o->cap, &o->created,
                       &o->changed, &pod);
+    if (rc == ERR_UNPROCESSABLE) /* a reserved device that is not there: the request is fine */
+        rc = resv_unusable(o);
     if (!rc && pod.sb.len) {
         o->obj = json_loadb(pod.sb.buf, pod.sb.len, 0, NULL);
         rc = o->obj ? ERR_OK : ERR_NOMEM;

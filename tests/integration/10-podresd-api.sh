@@ -171,6 +171,34 @@ CODE=$(curl -s -o "$T/out" -w '%{http_code}' -H 'Host: evil.example.com' "http:/
 expect_status 403 Forbidden "non-loopback Host"
 ok "TCP reads open; writes need the bearer token; Host checked"
 
+# A device dropped from the set while bound stays listed, Unhealthy, with its
+# holder: another pod binding it gets 409 naming the holder, as for any held
+# device (it used to get 422 "unknown device"). An allocate whose reservation
+# names a device not registered is 409 too: the request is fine.
+register example.com/fpga '[{"id":"f0"},{"id":"f1"}]'
+req PUT /v1/namespaces/hw/pods/a '{"uid":"ua","containers":[{"name":"c","devices":[{"resourceName":"example.com/fpga","deviceIds":["f0"]}]}]}'
+expect_code 201 "bind f0"
+register example.com/fpga '[{"id":"f1"}]'
+req GET '/v1/devices?resource=example.com/fpga'
+[ "$(jqo '.devices[] | select(.id=="f0") | "\(.health) \(.holder.name)"')" = "Unhealthy a" ] ||
+    fail "a dropped, bound device: $(out)"
+req PUT /v1/namespaces/hw/pods/b '{"uid":"ub","containers":[{"name":"c","devices":[{"resourceName":"example.com/fpga","deviceIds":["f0"]}]}]}'
+expect_status 409 Conflict "bind a dropped device another pod holds"
+jqo .message | grep -q "held by pod hw/a" || fail "message: $(out)"
+req DELETE /v1/namespaces/hw/pods/a
+expect_code 200 "release a"
+req PUT /v1/namespaces/hw/pods/b '{"uid":"ub","containers":[{"name":"c","devices":[{"resourceName":"example.com/fpga","deviceIds":["f0"]}]}]}'
+expect_status 422 Invalid "bind a dropped device once free: unknown"
+req PUT /v1/reservations/hw/d '{"containers":[{"name":"m","devices":[{"resourceName":"example.com/fpga","deviceIds":["f9"]}]}]}'
+expect_code 201 "reserve a device not registered"
+req POST /v1/namespaces/hw/pods/d/allocate '{"uid":"ud","containers":[{"name":"m","requests":{"example.com/fpga":1}}]}'
+expect_status 409 Conflict "allocate with a reservation that cannot be used"
+jqo .message | grep -q "reservation of pod hw/d cannot be used: unknown device example.com/fpga f9" ||
+    fail "message: $(out)"
+req DELETE /v1/reservations/hw/d
+expect_code 200 "release the reservation"
+ok "a dropped device held elsewhere: 409; an unusable reservation: 409"
+
 # A declared body over the first block podresd sets aside for it (64 KiB,
 # http.c) is read whole: 2,000 devices with 400-byte properties, ~900 KiB.
 python3 -c 'import json; print(json.dumps({"devices": [{"id": "d%d" % i, "properties":

@@ -1210,11 +1210,12 @@ static void test_removed_bound_device(void)
         CHECK_EQ_INT(json_array_size(json_object_get(list, "devices")), 3);
         json_decref(list);
     }
+    /* listed, held by ns/a: 409 as any held device, not 422 "unknown" */
     CHECK_EQ_INT(bind(&f, "ns", "b",
                       "{\"uid\":\"ub\",\"containers\":[{\"name\":\"c\",\"devices\":[{"
                       "\"resourceName\":\"" GPU "\",\"deviceIds\":[\"gpu-3\"]}]}]}",
                       NULL, NULL, NULL),
-                 ERR_UNPROCESSABLE);
+                 ERR_CONFLICT);
     /* the same PUT again changes nothing */
     {
         uint64_t rev = store_revision(f.st);
