@@ -1542,6 +1542,17 @@ static err_t resv_unusable(struct pod_op *o)
     return ERR_CONFLICT;
 }
 
+/* Bind the devices plan() chose; a reserved device that is not there is
+ * the reservation's fault, not the request's. */
+static err_t bind_planned(struct store *st, struct pod_op *o, const json_t *containers,
+                          struct jsonw *pod)
+{
+    err_t rc = bind_pod(st, o->ns, o->name, o->uid, containers, o->req, o->msg, o->cap, &o->created,
+                        &o->changed, pod);
+
+    return rc == ERR_UNPROCESSABLE ? resv_unusable(o) : rc;
+}
+
 static err_t allocate_run(struct store *st, void *ctx)
 {
     struct pod_op *o = ctx;
@@ -1564,10 +1575,7 @@ static err_t allocate_run(struct store *st, void *ctx)
     if (!rc)
         rc = plan(st, o->ns, o->name, o->request, o->msg, o->cap, &containers);
     if (!rc)
-        rc = bind_pod(st, o->ns, o->name, o->uid, containers, o->req, o->msg, o->cap, &o->created,
-                      &o->changed, &pod);
-    if (rc == ERR_UNPROCESSABLE) /* a reserved device that is not there: the request is fine */
-        rc = resv_unusable(o);
+        rc = bind_planned(st, o, containers, &pod);
     if (!rc && pod.sb.len) {
         o->obj = json_loadb(pod.sb.buf, pod.sb.len, 0, NULL);
         rc = o->obj ? ERR_OK : ERR_NOMEM;
