@@ -9,13 +9,21 @@
 
 struct settings {
     char *name;       /* OPT_STR */
+    char *addr;       /* OPT_STR with a check */
     char *mode;       /* OPT_ENUM */
     uint64_t resync;  /* OPT_DURATION, ms */
     uint64_t workers; /* OPT_COUNT */
     double qps;       /* OPT_NUMBER */
 };
 
+/* Good when it has a ':' in it. */
+static const char *has_colon(const char *v)
+{
+    return strchr(v, ':') ? NULL : "needs a colon";
+}
+
 static const struct opt table[] = {
+    {"addr", OPT_STR, offsetof(struct settings, addr), NULL, has_colon},
     {"node_name", OPT_STR, offsetof(struct settings, name), NULL, NULL},
     {"log_level", OPT_ENUM, offsetof(struct settings, mode), "|debug|info|warn|", NULL},
     {"resync_period", OPT_DURATION, offsetof(struct settings, resync), NULL, NULL},
@@ -43,6 +51,28 @@ static void test_str(void)
     CHECK_HAS(msg, "node_name");
     opts_release(table, ARRAY_SIZE(table), &s);
     CHECK(s.name == NULL);
+}
+
+/* A check says why a value is bad; the key, the value and the reason are
+ * named and the field keeps its value. Empty stays "a bad value". */
+static void test_check(void)
+{
+    struct settings s = {0};
+    char msg[256];
+
+    CHECK_OK(set(&s, "addr", "a:1", msg));
+    CHECK_STREQ(s.addr, "a:1");
+    msg[0] = '\0';
+    CHECK_EQ_INT(set(&s, "addr", "a1", msg), ERR_INVAL);
+    CHECK_STREQ(s.addr, "a:1");
+    CHECK_HAS(msg, "\"addr\"");
+    CHECK_HAS(msg, "\"a1\"");
+    CHECK_HAS(msg, "needs a colon");
+    msg[0] = '\0';
+    CHECK_EQ_INT(set(&s, "addr", "", msg), ERR_INVAL);
+    CHECK_HAS(msg, "bad value");
+    opts_release(table, ARRAY_SIZE(table), &s);
+    CHECK(s.addr == NULL);
 }
 
 static void test_enum(void)
@@ -218,4 +248,5 @@ static void test_apply(void)
     opts_release(table, ARRAY_SIZE(table), &s); /* twice is fine */
 }
 
-TEST_MAIN(test_str, test_enum, test_duration, test_count, test_number, test_unknown, test_apply)
+TEST_MAIN(test_str, test_check, test_enum, test_duration, test_count, test_number, test_unknown,
+          test_apply)
