@@ -219,9 +219,8 @@ static err_t first_lines(struct api_req *r, struct watcher *w, bool has_since)
     if (has_since) {
         rc = store_changes_after(w->api->store, &w->cursor, &w->flt, CATCHUP_ROWS, &w->buf, &w->len,
                                  &w->cap);
-        rev = store_revision(w->api->store);
-        if (rc == ERR_GONE && w->cursor > rev) /* a restored or replaced database */
-            snprintf(r->msg, sizeof(r->msg),
+        if (rc == ERR_GONE && w->cursor > (rev = store_revision(w->api->store)))
+            snprintf(r->msg, sizeof(r->msg), /* a restored or replaced database */
                      "revision %llu is newer than this podresd's (%llu): list again",
                      (unsigned long long)w->cursor, (unsigned long long)rev);
         else if (rc == ERR_GONE)

@@ -829,8 +829,9 @@ static err_t check_device(struct store *st, const char *self, const char *r, con
     err_t rc = devrow_get(st, r, id, &d, seen);
 
     /* A removed device that another pod still holds is listed (Unhealthy,
-     * with its holder): held, 409, as any held device; unknown once free. */
-    if (!rc && d.found && d.holder[0] && strcmp(d.holder, self) != 0) {
+     * with its holder): held, 409, as any held device; unknown once free.
+     * (Only a row found has a holder.) */
+    if (!rc && d.holder[0] && strcmp(d.holder, self) != 0) {
         snprintf(msg, cap, "device %s %s is held by pod %s (container %s)", r, id, d.holder,
                  d.container);
         rc = ERR_CONFLICT;

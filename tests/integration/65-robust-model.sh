@@ -267,11 +267,15 @@ class Client:
         self.last_put = (path, body, q)
         self.req("put_pod", "PUT", path, body, q, pod=(ns, name))
 
+    def again(self, kind, method, last, first, q):
+        """The last request of its kind again, or 'first' when there is none yet."""
+        if not last:
+            return first(q)
+        path, body, q0 = last
+        self.req(kind, method, path, body, q0, pod=(path.split("/")[3], path.split("/")[5]))
+
     def op_put_same(self, q):
-        if not self.last_put:
-            return self.op_put_pod(q)
-        path, body, q0 = self.last_put
-        self.req("put_same", "PUT", path, body, q0, pod=(path.split("/")[3], path.split("/")[5]))
+        self.again("put_same", "PUT", self.last_put, self.op_put_pod, q)
 
     def op_allocate(self, q):
         ns, name = self.pod()
@@ -289,10 +293,7 @@ class Client:
         self.req("allocate", "POST", path, body, q, pod=(ns, name))
 
     def op_alloc_same(self, q):
-        if not self.last_alloc:
-            return self.op_allocate(q)
-        path, body, q0 = self.last_alloc
-        self.req("alloc_same", "POST", path, body, q0, pod=(path.split("/")[3], path.split("/")[5]))
+        self.again("alloc_same", "POST", self.last_alloc, self.op_allocate, q)
 
     def op_delete_pod(self, q):
         ns, name = self.pod()
