@@ -13,13 +13,14 @@ uid_b=$(emu_pod ml train-1 test-node)
 uid_c=$(emu_pod web nginx test-node)
 sy_start
 
-# A binding appears within a second, with the right status.
+# A binding appears in seconds, not at the next resync (300 s), with the
+# right status. The bound is loose: a loaded CI runner is slow, not wrong.
 bind ml train-0 "$uid_a" gpu-0 gpu-1
 start=$(date +%s%N)
-wait_until 3 sh -c "curl -sk '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0' | jq -e '.status.phase == \"Bound\"'" ||
+wait_until 10 sh -c "curl -sk '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0' | jq -e '.status.phase == \"Bound\"'" ||
     fail "no Bound DeviceBinding for ml/train-0: $(cat "$T/syncer.log")"
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
-[ "$ms" -lt $((1000 * MULT)) ] || fail "the DeviceBinding took ${ms} ms"
+[ "$ms" -lt $((5000 * MULT)) ] || fail "the DeviceBinding took ${ms} ms"
 dvb ml train-0
 [ "$(jqo .status.summary)" = "example.com/gpu=2" ] || fail "summary: $(out)"
 [ "$(jqo '.status.containers[0].devices[0].deviceIds | join(",")')" = "gpu-0,gpu-1" ] || fail "ids"
@@ -65,7 +66,7 @@ other_rv=$(jqo .metadata.resourceVersion)
 
 # Hand edits: a deleted object comes back, an edited status is repaired.
 kapi DELETE /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0
-wait_until 3 sh -c "curl -sk '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0' | jq -e '.status.phase == \"Bound\"'" ||
+wait_until 10 sh -c "curl -sk '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0' | jq -e '.status.phase == \"Bound\"'" ||
     fail "a DeviceBinding deleted by hand was not recreated"
 kapi PATCH /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-1/status '{"status":{"summary":"bogus","phase":"Conflict"}}' application/merge-patch+json
 [ "$CODE" = 200 ] || fail "hand edit: $CODE"
