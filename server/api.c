@@ -438,7 +438,7 @@ static err_t get_healthz(struct api_req *r, struct api_resp *out)
 
 static err_t get_readyz(struct api_req *r, struct api_resp *out)
 {
-    char why[256] = "", line[300];
+    char why[256] = "";
 
     if (r->api->stopping)
         snprintf(why, sizeof(why), "shutting down");
@@ -446,8 +446,8 @@ static err_t get_readyz(struct api_req *r, struct api_resp *out)
         ;
     else
         return text(out, 200, "ok\n");
-    snprintf(line, sizeof(line), "not ready: %s\n", why);
-    return text(out, 503, line);
+    /* every non-2xx answer is a Status (CONTRACT.md, Errors): 503 ServiceUnavailable */
+    return fail(r, ERR_UNAVAIL, "not ready: %s", why);
 }
 
 static err_t render_gauges(struct api *api, struct strbuf *sb)

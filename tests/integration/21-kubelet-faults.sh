@@ -39,7 +39,10 @@ kubelet_interval: 200ms"
 # podresd starts before its kubelet: up, but not ready.
 pd_start
 not_ready || fail "ready without a kubelet"
-curl -s --unix-socket "$PD_SOCK" http://localhost/readyz | grep -q "no successful kubelet sync" ||
+# the 503 is a Status (CONTRACT.md, Errors) whose message gives the reason
+curl -s --unix-socket "$PD_SOCK" http://localhost/readyz |
+    jq -e '.kind == "Status" and .code == 503 and .reason == "ServiceUnavailable" and
+        (.message | startswith("not ready: ") and contains("no successful kubelet sync"))' > /dev/null ||
     fail "readyz reason: $(curl -s --unix-socket "$PD_SOCK" http://localhost/readyz)"
 fk_start
 wait_until 10 ready || fail "not ready once the kubelet is up"
