@@ -214,19 +214,18 @@ static bool pattern_matches(const char *pattern, const char *const *seg, size_t 
     return *p == '\0';
 }
 
-/* The route for method and segments; *path_known tells 405 from 404. */
+/* The route for method and segments; *path_known tells 405 from 404. A 405
+ * has no route: /metrics counts it as unmatched, as a 404. */
 static const struct api_route *find_route(const char *method, const char *const *seg, size_t n,
-                                          bool *path_known, size_t *label)
+                                          bool *path_known)
 {
     size_t i;
 
     *path_known = false;
-    *label = api_nroutes;
     for (i = 0; i < api_nroutes; i++) {
         if (!pattern_matches(api_routes[i].pattern, seg, n))
             continue;
         *path_known = true;
-        *label = i;
         if (strcmp(api_routes[i].method, method) == 0 ||
             (strcmp(method, "HEAD") == 0 && strcmp(api_routes[i].method, "GET") == 0))
             return &api_routes[i];
@@ -471,7 +470,7 @@ static enum MHD_Result dispatch(struct listener *l, struct MHD_Connection *conn,
     if (strlen(url) >= sizeof(path) ||
         !split_path(memcpy(path, url, strlen(url) + 1), r.seg, &r.nseg))
         return queue_error(conn, c, ERR_NOTFOUND, "the path is not served by podresd");
-    rt = find_route(method, r.seg, r.nseg, &known, &c->route);
+    rt = find_route(method, r.seg, r.nseg, &known);
     if (!rt && !known)
         return queue_error(conn, c, ERR_NOTFOUND, "the path is not served by podresd");
     if (!rt) {

@@ -213,8 +213,13 @@ ok "a ~900 KiB body is read whole"
 
 # Metrics and health.
 curl -sf --unix-socket "$PD_SOCK" http://localhost/readyz | grep -q ok || fail readyz
+req POST /v1/pods '{}'
+expect_code 405 "POST /v1/pods"
 curl -s --unix-socket "$PD_SOCK" http://localhost/metrics > "$T/metrics"
+# a 405 matched no route: it is counted as unmatched, not under GET /v1/pods
+grep -qF 'route="/v1/pods",code="405"' "$T/metrics" && fail "a POST's 405 counted under GET /v1/pods"
 for m in 'podresd_http_requests_total{method="PUT",route="/v1/namespaces/{ns}/pods/{name}",code="409"}' \
+         'podresd_http_requests_total{method="",route="unmatched",code="405"} 1' \
          'podresd_http_request_duration_seconds_bucket' 'podresd_pods 3' \
          'podresd_devices{resource="example.com/gpu",health="Unhealthy"} 2' \
          'podresd_bound_devices' 'podresd_revision' 'podresd_watchers 0'; do
