@@ -566,20 +566,28 @@ static err_t put_one_device(struct store *st, const char *resource, const json_t
     char *numa = jsonx_dumps(json_object_get(dev, "numa"));
     char *props = jsonx_dumps(json_object_get(dev, "properties"));
     sqlite3_stmt *s = NULL;
-    bool row = false, same = false;
+    bool row = false, same = false, removed = false;
     err_t rc = numa && props ? ERR_OK : ERR_NOMEM;
 
     if (!rc)
         rc = st_prep(st->wdb, &s,
-                     "SELECT health=? AND numa=? AND properties=? AND removed=0 FROM devices "
+                     "SELECT health=? AND numa=? AND properties=?, removed FROM devices "
                      "WHERE resource=? AND id=?",
                      "ttttt", health, numa, props, resource, id);
     if (!rc)
         rc = st_step(st->wdb, s, &row);
-    if (!rc && row)
+    if (!rc && row) {
         same = sqlite3_column_int(s, 0) != 0;
+        removed = sqlite3_column_int(s, 1) != 0;
+    }
     st_done(s);
-    if (!rc && !same) {
+    if (!rc && same && removed) {
+        /* a removed device, still held, registered again as it is listed:
+         * registered again, and nothing a reader sees changed (no event) */
+        rc = st_exec(st->wdb, "UPDATE devices SET removed=0 WHERE resource=? AND id=?", "tt",
+                     resource, id);
+        *changed = true;
+    } else if (!rc && !same) {
         rc = st_exec(st->wdb,
                      "INSERT INTO devices(resource,id,health,numa,properties,removed,revision) "
                      "VALUES(?,?,?,?,?,0,?) ON CONFLICT(resource,id) DO UPDATE SET "
@@ -630,7 +638,9 @@ static err_t drop_missing(struct store *st, const char *resource, const json_t *
                          "UPDATE devices SET removed=1,health='Unhealthy' WHERE resource=? AND "
                          "id=?",
                          "tt", resource, id);
-            if (!rc)
+            /* 'removed' is not in the Device object: an event only when it
+             * turns Unhealthy */
+            if (!rc && strcmp(d.health, "Unhealthy") != 0)
                 rc = emit_device(st, "MODIFIED", resource, id);
             *changed = true;
         }

@@ -1251,6 +1251,64 @@ static int64_t sql_int(struct fx *f, const char *sql)
     return v;
 }
 
+/* A held device already Unhealthy leaves its set: nothing a reader sees
+ * changes, so no event and no revision; registered again as listed, the
+ * same; then released, it stays (registered), where a removed one goes. */
+static void test_removed_unhealthy_device(void)
+{
+    static const char *const three =
+        "{\"devices\":[{\"id\":\"gpu-0\",\"topology\":{\"nodes\":[{\"ID\":0}]}},"
+        "{\"id\":\"gpu-1\",\"topology\":{\"nodes\":[{\"ID\":0}]}},"
+        "{\"id\":\"gpu-2\",\"topology\":{\"nodes\":[{\"ID\":1}]}}]}";
+    struct fx f;
+    json_t *out = NULL;
+    uint64_t rev;
+    char ev[1024], b[128], *again;
+    size_t n;
+
+    if (fx_open(&f, 100))
+        return;
+    CHECK_OK(put_devices(&f, GPU, FOUR_GPUS, NULL));
+    CHECK_OK(bind(&f, "ns", "a",
+                  "{\"uid\":\"ua\",\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":"
+                  "\"" GPU "\",\"deviceIds\":[\"gpu-3\"]}]}]}",
+                  NULL, NULL, NULL));
+    CHECK_OK(store_device_set_health(f.st, GPU, "gpu-3", "Unhealthy", f.msg, sizeof(f.msg), &out));
+    json_decref(out);
+    fx_some_events(&f, 2);
+    rev = store_revision(f.st);
+    CHECK_OK(put_devices(&f, GPU, three, NULL));
+    CHECK_EQ_INT(fx_events(&f, ev, sizeof(ev)), 0);
+    CHECK_EQ_INT(store_revision(f.st), rev);
+    CHECK_STREQ(health(&f, GPU, "gpu-3", b, sizeof(b)), "Unhealthy");
+    CHECK_STREQ(holder(&f, GPU, "gpu-3", b, sizeof(b)), "ns/a/c");
+    CHECK_EQ_INT(sql_int(&f, "SELECT removed FROM devices WHERE id='gpu-3'"), 1);
+    /* registered again as listed (Unhealthy, same topology and properties) */
+    n = strlen(three);
+    again = malloc(n + 100);
+    CHECK(again != NULL);
+    if (!again) {
+        fx_close(&f);
+        return;
+    }
+    snprintf(
+        again, n + 100,
+        "%.*s,{\"id\":\"gpu-3\",\"health\":\"Unhealthy\",\"topology\":{\"nodes\":[{\"ID\":1}]},"
+        "\"properties\":{\"model\":\"x\"}}]}",
+        (int)(n - 2), three);
+    CHECK_OK(put_devices(&f, GPU, again, NULL));
+    free(again);
+    CHECK_EQ_INT(fx_events(&f, ev, sizeof(ev)), 0);
+    CHECK_EQ_INT(store_revision(f.st), rev);
+    CHECK_EQ_INT(sql_int(&f, "SELECT removed FROM devices WHERE id='gpu-3'"), 0);
+    /* released: registered, so it stays, free */
+    CHECK_OK(release(&f, "ns", "a", NULL));
+    CHECK_EQ_INT(fx_events(&f, ev, sizeof(ev)), 2);
+    CHECK_STREQ(ev, "DELETED PodResources ns/a;MODIFIED Device gpu-3");
+    CHECK_STREQ(health(&f, GPU, "gpu-3", b, sizeof(b)), "Unhealthy");
+    fx_close(&f);
+}
+
 /* Schema 3: a let-go device keeps its bindings row (pod '') with the
  * revision of the change; a bind writes only the rows of devices whose
  * holder changed. Every read must see a let-go row as free, and the
@@ -2324,6 +2382,7 @@ static void test_other_process(void)
 TEST_MAIN(quiet, test_open_schema, test_event_text, test_rebind_event_text,
           test_rebind_same_uid_conflict, test_register, test_bind, test_allocate,
           test_numa_preference, test_reservations, test_release, test_removed_bound_device,
-          test_let_go_rows, test_ttl, test_changes_after, test_ring_head, test_ring_layout,
-          test_snapshot, test_persistence, test_combiner, test_dropped_batch, test_first_member,
-          test_group_commit, test_checkpoint_in_commit, test_statement_cache, test_other_process)
+          test_removed_unhealthy_device, test_let_go_rows, test_ttl, test_changes_after,
+          test_ring_head, test_ring_layout, test_snapshot, test_persistence, test_combiner,
+          test_dropped_batch, test_first_member, test_group_commit, test_checkpoint_in_commit,
+          test_statement_cache, test_other_process)
