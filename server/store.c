@@ -1310,14 +1310,27 @@ err_t store_changes_after(struct store *st, uint64_t *cursor, const struct feed_
 }
 
 /* Append one ADDED line for 'obj' (steals it). */
-static err_t snapshot_line(json_t *obj, const char *kind, char **buf, size_t *len, size_t *cap)
+/* Where each ADDED line of a snapshot is in the buffer, and its revision. */
+struct snap_line {
+    uint64_t rev;
+    size_t off, len;
+};
+
+struct snap {
+    char **buf;
+    size_t *len, *cap; /* the caller's growable buffer */
+    struct snap_line *lines;
+    size_t n, room;
+};
+
+static err_t snapshot_line(json_t *obj, const char *kind, struct snap *sn)
 {
-    json_t *rev = json_object_get(obj, "revision");
-    json_t *ev = json_pack("{s:s,s:s,s:O,s:o}", "type", "ADDED", "kind", kind, "revision",
-                           rev ? rev : json_integer(0), "object", obj);
+    json_int_t rev = json_integer_value(json_object_get(obj, "revision"));
+    json_t *ev = json_pack("{s:s,s:s,s:I,s:o}", "type", "ADDED", "kind", kind, "revision", rev,
+                           "object", obj); /* 'obj' is the line's now */
     char *line;
-    size_t n = 0;
-    err_t rc;
+    size_t n = 0, off = *sn->len;
+    err_t rc = ERR_OK;
 
     if (!ev)
         return ERR_NOMEM;
@@ -1325,9 +1338,56 @@ static err_t snapshot_line(json_t *obj, const char *kind, char **buf, size_t *le
     json_decref(ev);
     if (!line)
         return ERR_NOMEM;
-    rc = buf_add(buf, len, cap, line, n);
+    if (sn->n == sn->room) {
+        size_t room = sn->room ? 2 * sn->room : 64;
+        struct snap_line *l = realloc(sn->lines, room * sizeof(*l));
+
+        if (l) {
+            sn->lines = l;
+            sn->room = room;
+        } else {
+            rc = ERR_NOMEM;
+        }
+    }
+    if (!rc)
+        rc = buf_add(sn->buf, sn->len, sn->cap, line, n);
+    if (!rc)
+        sn->lines[sn->n++] = (struct snap_line){(uint64_t)rev, off, n};
     free(line);
     return rc;
+}
+
+static int cmp_line_rev(const void *a, const void *b)
+{
+    uint64_t x = ((const struct snap_line *)a)->rev, y = ((const struct snap_line *)b)->rev;
+
+    return x < y ? -1 : x > y;
+}
+
+/* Put the snapshot's lines (from sn->lines[0].off on) in revision order, as
+ * every event of a watch is (CONTRACT §3): an object's revision is that of
+ * its last event, so no two are equal. */
+static err_t snapshot_sort(struct snap *sn)
+{
+    size_t i, from, at = 0;
+    char *tmp;
+
+    for (i = 1; i < sn->n && sn->lines[i - 1].rev <= sn->lines[i].rev; i++)
+        ;
+    if (i >= sn->n)
+        return ERR_OK; /* already in order (or fewer than two) */
+    from = sn->lines[0].off;
+    tmp = malloc(*sn->len - from);
+    if (!tmp)
+        return ERR_NOMEM;
+    qsort(sn->lines, sn->n, sizeof(*sn->lines), cmp_line_rev);
+    for (i = 0; i < sn->n; i++) {
+        memcpy(tmp + at, *sn->buf + sn->lines[i].off, sn->lines[i].len);
+        at += sn->lines[i].len;
+    }
+    memcpy(*sn->buf + from, tmp, at);
+    free(tmp);
+    return ERR_OK;
 }
 
 struct snap_kind {
@@ -1345,7 +1405,7 @@ static const struct snap_kind snap_kinds[] = {
 };
 
 static err_t snapshot_kind(sqlite3 *db, const struct snap_kind *k, const struct feed_filter *flt,
-                           char **buf, size_t *len, size_t *cap)
+                           struct snap *sn)
 {
     sqlite3_stmt *stmt = NULL;
     json_t *obj;
@@ -1360,7 +1420,7 @@ static err_t snapshot_kind(sqlite3 *db, const struct snap_kind *k, const struct 
             continue;
         rc = k->view(db, st_text(stmt, 0), st_text(stmt, 1), &obj);
         if (!rc)
-            rc = snapshot_line(obj, k->kind, buf, len, cap);
+            rc = snapshot_line(obj, k->kind, sn);
     }
     st_done(stmt);
     return rc;
@@ -1369,6 +1429,7 @@ static err_t snapshot_kind(sqlite3 *db, const struct snap_kind *k, const struct 
 err_t store_snapshot(struct store *st, const struct feed_filter *flt, char **buf, size_t *len,
                      size_t *cap, uint64_t *rev)
 {
+    struct snap sn = {buf, len, cap, NULL, 0, 0};
     sqlite3 *db = NULL;
     size_t i;
     err_t rc = st_read_begin(st, &db);
@@ -1376,7 +1437,10 @@ err_t store_snapshot(struct store *st, const struct feed_filter *flt, char **buf
     if (!rc)
         rc = st_db_revision(st, db, rev);
     for (i = 0; !rc && i < ARRAY_SIZE(snap_kinds); i++)
-        rc = snapshot_kind(db, &snap_kinds[i], flt, buf, len, cap);
+        rc = snapshot_kind(db, &snap_kinds[i], flt, &sn);
     st_read_end(st, db);
+    if (!rc)
+        rc = snapshot_sort(&sn);
+    free(sn.lines);
     return rc;
 }

@@ -70,8 +70,9 @@ err_t store_stats(struct store *st, json_t **out) WARN_UNUSED;
 
 /* ---- the change feed ---- */
 /* ADDED lines for every current object matching 'flt' appended to *buf
- * (growable, *len bytes used, *cap allocated), in one read transaction;
- * *rev is the revision of that snapshot. */
+ * (growable, *len bytes used, *cap allocated), in one read transaction, in
+ * the order of the objects' revisions; *rev is the revision of that
+ * snapshot. */
 err_t store_snapshot(struct store *st, const struct feed_filter *flt, char **buf, size_t *len,
                      size_t *cap, uint64_t *rev) WARN_UNUSED;
 /* Change-log lines after *cursor matching 'flt', at most 'limit' rows looked

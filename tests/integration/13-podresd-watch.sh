@@ -28,6 +28,16 @@ jq -r 'select(.type=="DELETED" and .kind=="PodResources") | .object.name' "$T/al
     fail "no DELETED event for p1: $(cat "$T/all")"
 ok "initial ADDED, initialEventsEnd, then every change in order, once"
 
+# A watch from now: its initial ADDED events too come in revision order (each
+# object's revision, that of its last change), whatever their kinds.
+curl -sN --max-time 3 --unix-socket "$PD_SOCK" "http://localhost/v1/watch?timeoutSeconds=1" > "$T/now" || true
+init=$(jq -r 'select(.type=="ADDED") | "\(.revision) \(.object.revision)"' "$T/now")
+[ "$(echo "$init" | wc -l)" -ge 5 ] || fail "initial events: $(cat "$T/now")"
+echo "$init" | awk '$1 != $2 { exit 1 }' || fail "an initial event's revision is not its object's: $init"
+[ "$(echo "$init" | cut -d' ' -f1 | sort -n | uniq | tr '\n' ' ')" = "$(echo "$init" | cut -d' ' -f1 | tr '\n' ' ')" ] ||
+    fail "initial events out of revision order: $(jq -c '[.kind, .revision]' "$T/now" | tr '\n' ' ')"
+ok "the initial ADDED events of a new watch come in revision order"
+
 # Resume with since=.
 timeout 5 curl -sN --unix-socket "$PD_SOCK" "http://localhost/v1/watch?since=5&timeoutSeconds=1" > "$T/since"
 [ "$(jq -r 'select(.type!="BOOKMARK") | .revision' "$T/since" | tr '\n' ' ')" = "$(seq 6 "$final" | tr '\n' ' ')" ] ||

@@ -1725,8 +1725,24 @@ static void test_snapshot(void)
     CHECK_OK(store_snapshot(f.st, NULL, &buf, &len, &cap, &rev));
     CHECK_EQ_INT(rev, store_revision(f.st));
     CHECK_EQ_INT(summarise(buf, len, NULL, sum, sizeof(sum)), 4);
-    CHECK_STREQ(sum, "ADDED PodResources ns/a;ADDED Device gpu-0;ADDED Device gpu-1;"
-                     "ADDED Reservation other/r");
+    /* in the order of the objects' revisions (each that of its last event),
+     * not of their kinds: ns/a 3, gpu-0 4 (bound), other/r 5, gpu-1 6
+     * (reserved for it) */
+    CHECK_STREQ(sum, "ADDED PodResources ns/a;ADDED Device gpu-0;ADDED Reservation other/r;"
+                     "ADDED Device gpu-1");
+    /* gpu-0 turns Unhealthy: last */
+    {
+        json_t *out = NULL;
+
+        CHECK_OK(
+            store_device_set_health(f.st, GPU, "gpu-0", "Unhealthy", f.msg, sizeof(f.msg), &out));
+        json_decref(out);
+    }
+    len = 0;
+    CHECK_OK(store_snapshot(f.st, NULL, &buf, &len, &cap, &rev));
+    CHECK_EQ_INT(summarise(buf, len, NULL, sum, sizeof(sum)), 4);
+    CHECK_STREQ(sum, "ADDED PodResources ns/a;ADDED Reservation other/r;ADDED Device gpu-1;"
+                     "ADDED Device gpu-0");
     len = 0;
     CHECK_OK(store_snapshot(f.st, &pods, &buf, &len, &cap, &rev));
     CHECK_EQ_INT(summarise(buf, len, NULL, sum, sizeof(sum)), 1);
