@@ -357,20 +357,44 @@ static err_t post_allocate(struct api_req *r, struct api_resp *out)
     return rc ? rc : ok_json(out, created ? 201 : 200, j);
 }
 
+/* A DELETE's preconditions: ?uid= and those of a DeleteOptions body. */
+struct del_opts {
+    const char *uid; /* NULL: any */
+    uint64_t rev;    /* 0: any */
+    json_t *body;    /* the parsed body, or NULL; borrowed strings point in it */
+};
+
+/* The optional DeleteOptions body a Kubernetes client sends with a DELETE
+ * (validate_delete_options). */
+static err_t delete_options(struct api_req *r, bool has_uid, struct del_opts *d)
+{
+    err_t rc;
+
+    if (r->body_len == 0)
+        return ERR_OK;
+    rc = parse_body(r, &d->body);
+    return rc ? rc
+              : validate_delete_options(d->body, has_uid, &d->uid, &d->rev, r->msg, sizeof(r->msg));
+}
+
 static err_t delete_pod(struct api_req *r, struct api_resp *out)
 {
     char msg[API_MSG_MAX] = "";
-    const char *uid = api_arg(r, "uid");
+    struct del_opts d = {api_arg(r, "uid"), 0, NULL};
     json_t *j = NULL;
     err_t rc = pod_names(r, r->seg[2], r->seg[4]);
 
-    if (!rc && uid && !validate_uid(uid))
-        rc = fail(r, ERR_INVAL, "query uid=\"%.200s\" is not a valid uid", uid);
+    if (!rc && d.uid && !validate_uid(d.uid))
+        rc = fail(r, ERR_INVAL, "query uid=\"%.200s\" is not a valid uid", d.uid);
+    if (!rc)
+        rc = delete_options(r, true, &d);
     if (!rc) {
-        rc = store_pod_release(r->api->store, r->seg[2], r->seg[4], uid, msg, sizeof(msg), &j);
+        rc = store_pod_release(r->api->store, r->seg[2], r->seg[4], d.uid, d.rev, msg, sizeof(msg),
+                               &j);
         if (rc)
             store_fail(r, rc, msg);
     }
+    json_decref(d.body);
     return rc ? rc : ok_json(out, 200, j);
 }
 
@@ -399,14 +423,19 @@ static err_t put_reservation(struct api_req *r, struct api_resp *out)
 static err_t delete_reservation(struct api_req *r, struct api_resp *out)
 {
     char msg[API_MSG_MAX] = "";
+    struct del_opts d = {NULL, 0, NULL};
     json_t *j = NULL;
     err_t rc = pod_names(r, r->seg[2], r->seg[3]);
 
+    if (!rc)
+        rc = delete_options(r, false, &d);
     if (!rc) {
-        rc = store_reservation_delete(r->api->store, r->seg[2], r->seg[3], msg, sizeof(msg), &j);
+        rc = store_reservation_delete(r->api->store, r->seg[2], r->seg[3], d.rev, msg, sizeof(msg),
+                                      &j);
         if (rc)
             store_fail(r, rc, msg);
     }
+    json_decref(d.body);
     return rc ? rc : ok_json(out, 200, j);
 }
 

@@ -107,17 +107,20 @@ err_t store_pod_bind(struct store *st, const char *ns, const char *name, const c
 err_t store_pod_allocate(struct store *st, const char *ns, const char *name, const char *uid,
                          const json_t *request, char *msg, size_t cap, json_t **out, bool *created,
                          bool *changed) WARN_UNUSED;
-/* Release a pod's devices. uid NULL = any. ERR_NOTFOUND; ERR_CONFLICT when
- * the uid differs. *out = {"podResources":{last state},"revision":N}. */
+/* Release a pod's devices. Preconditions: uid (NULL = any) and rev, the
+ * pod's revision (0 = any). ERR_NOTFOUND; ERR_CONFLICT when one fails.
+ * *out = {"podResources":{last state},"revision":N}. */
 err_t store_pod_release(struct store *st, const char *ns, const char *name, const char *uid,
-                        char *msg, size_t cap, json_t **out) WARN_UNUSED;
+                        uint64_t rev, char *msg, size_t cap, json_t **out) WARN_UNUSED;
 /* Pre-assign devices; 'containers' as for bind (devices only).
  * *out = {"reservation":{...},"revision":N}. */
 err_t store_reservation_put(struct store *st, const char *ns, const char *name,
                             const json_t *containers, char *msg, size_t cap, json_t **out,
                             bool *created, bool *changed) WARN_UNUSED;
-err_t store_reservation_delete(struct store *st, const char *ns, const char *name, char *msg,
-                               size_t cap, json_t **out) WARN_UNUSED;
+/* Delete a reservation; precondition rev, its revision (0 = any): else
+ * ERR_CONFLICT. ERR_NOTFOUND. *out = {"reservation":{last state},"revision":N}. */
+err_t store_reservation_delete(struct store *st, const char *ns, const char *name, uint64_t rev,
+                               char *msg, size_t cap, json_t **out) WARN_UNUSED;
 /* Mark devices of resources whose heartbeat lapsed before 'now_ms' (wall
  * clock) Unhealthy. *expired counts the resources that lapsed. */
 err_t store_expire_ttls(struct store *st, uint64_t now_ms, int *expired) WARN_UNUSED;

@@ -9,6 +9,8 @@
 #include "alloc.h"
 #include "store_int.h"
 
+#include <inttypes.h>
+
 #define KEY_MAX 600
 
 static void dev_key(char *key, const char *resource, const char *id)
@@ -1520,6 +1522,7 @@ out:
 /* A pod write run by the combiner (st_write) whose answer is {key: obj}. */
 struct pod_op {
     const char *ns, *name, *uid; /* the pod */
+    uint64_t rev;                /* release: its revision as a precondition, or 0 */
     const json_t *request;       /* allocate: the validated request */
     char *req;                   /* allocate: its canonical text */
     char *msg;                   /* why it failed, 'cap' bytes */
@@ -1636,6 +1639,12 @@ static err_t release_check(struct pod_op *o, const struct podrow *p)
                  o->uid);
         return ERR_CONFLICT;
     }
+    if (o->rev && o->rev != p->revision) {
+        snprintf(o->msg, o->cap,
+                 "pod %s/%s has revision %" PRIu64 ", not %" PRIu64 " (the precondition's)", o->ns,
+                 o->name, p->revision, o->rev);
+        return ERR_CONFLICT;
+    }
     return ERR_OK;
 }
 
@@ -1677,9 +1686,9 @@ static err_t release_run(struct store *st, void *ctx)
 }
 
 err_t store_pod_release(struct store *st, const char *ns, const char *name, const char *uid,
-                        char *msg, size_t cap, json_t **out)
+                        uint64_t rev, char *msg, size_t cap, json_t **out)
 {
-    struct pod_op o = {.ns = ns, .name = name, .uid = uid, .msg = msg, .cap = cap};
+    struct pod_op o = {.ns = ns, .name = name, .uid = uid, .rev = rev, .msg = msg, .cap = cap};
 
     return pod_answer(st, st_write(st, release_run, &o), &o, out);
 }
@@ -1861,6 +1870,7 @@ err_t store_reservation_put(struct store *st, const char *ns, const char *name,
 
 struct resv_delete {
     const char *ns, *name;
+    uint64_t rev; /* its revision as a precondition, or 0 */
     char *msg;
     size_t cap;
 };
@@ -1871,9 +1881,16 @@ static err_t resv_delete_run(struct store *st, void *args, json_t **obj)
     const char *ns = a->ns, *name = a->name;
     json_t *before = NULL, *none = json_object();
     err_t rc = none ? st_reservation_json(st->wdb, ns, name, obj) : ERR_NOMEM;
+    uint64_t was = rc ? 0 : (uint64_t)json_integer_value(json_object_get(*obj, "revision"));
 
     if (rc == ERR_NOTFOUND)
         snprintf(a->msg, a->cap, "reservation %s/%s not found", ns, name);
+    if (!rc && a->rev && a->rev != was) {
+        snprintf(a->msg, a->cap,
+                 "reservation %s/%s has revision %" PRIu64 ", not %" PRIu64 " (the precondition's)",
+                 ns, name, was, a->rev);
+        rc = ERR_CONFLICT;
+    }
     if (!rc && json_object_set_new(*obj, "revision", json_integer((json_int_t)st_tx_next(st))))
         rc = ERR_NOMEM;
     if (!rc)
@@ -1892,10 +1909,10 @@ static err_t resv_delete_run(struct store *st, void *args, json_t **obj)
     return rc;
 }
 
-err_t store_reservation_delete(struct store *st, const char *ns, const char *name, char *msg,
-                               size_t cap, json_t **out)
+err_t store_reservation_delete(struct store *st, const char *ns, const char *name, uint64_t rev,
+                               char *msg, size_t cap, json_t **out)
 {
-    struct resv_delete a = {ns, name, msg, cap};
+    struct resv_delete a = {ns, name, rev, msg, cap};
 
     return write_json(st, "reservation", resv_delete_run, &a, out);
 }

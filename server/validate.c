@@ -513,3 +513,79 @@ err_t validate_reservation(const json_t *body, json_t **containers_out, char *ms
 {
     return pod_like(body, C_RESV, NULL, containers_out, msg, cap);
 }
+
+/* ---- DELETE ---- */
+
+/* preconditions.uid: a pod's uid, as ?uid= (both: they must agree). */
+static err_t precondition_uid(const json_t *v, int has_uid, const char **uid, char *msg, size_t cap)
+{
+    const char *s = json_string_value(v);
+
+    if (!has_uid)
+        return bad(msg, cap, ERR_INVAL, "preconditions.uid: a reservation has no uid");
+    if (!s || !validate_uid(s))
+        return bad(msg, cap, ERR_INVAL, "preconditions.uid is not a valid uid");
+    if (*uid && strcmp(*uid, s) != 0)
+        return bad(msg, cap, ERR_INVAL,
+                   "query uid=\"%.200s\" and preconditions.uid \"%.200s\" differ", *uid, s);
+    *uid = s;
+    return ERR_OK;
+}
+
+/* preconditions.resourceVersion: the object's revision, as a decimal string. */
+static err_t precondition_rev(const json_t *v, uint64_t *rev, char *msg, size_t cap)
+{
+    const char *s = json_string_value(v);
+    char *end = NULL;
+    uint64_t n = 0;
+
+    errno = 0;
+    if (s && *s >= '1' && *s <= '9' && strspn(s, "0123456789") == strlen(s))
+        n = strtoull(s, &end, 10);
+    if (!s || !end || *end || errno)
+        return bad(msg, cap, ERR_INVAL,
+                   "preconditions.resourceVersion must be the object's revision as a string, "
+                   "e.g. \"42\"");
+    *rev = n;
+    return ERR_OK;
+}
+
+/* The body's own fields: a DeleteOptions, not a dry run. */
+static err_t delete_body(const json_t *body, char *msg, size_t cap)
+{
+    const json_t *k = json_object_get(body, "kind"), *v = json_object_get(body, "dryRun");
+    const char *kind = json_string_value(k);
+
+    if (!json_is_object(body))
+        return bad(msg, cap, ERR_INVAL, "request body must be a JSON object");
+    if (k && (!kind || strcmp(kind, "DeleteOptions") != 0))
+        return bad(msg, cap, ERR_INVAL,
+                   "the body of a DELETE is DeleteOptions, not kind \"%.100s\"", kind ? kind : "?");
+    if (v && !json_is_null(v) && !(json_is_array(v) && json_array_size(v) == 0))
+        return bad(msg, cap, ERR_INVAL,
+                   "dryRun is not supported: a DELETE here is never a dry run");
+    return ERR_OK;
+}
+
+err_t validate_delete_options(const json_t *body, int has_uid, const char **uid, uint64_t *rev,
+                              char *msg, size_t cap)
+{
+    const json_t *pre = json_object_get(body, "preconditions"), *v;
+    const char *u = *uid;
+    uint64_t r = 0;
+    err_t rc = delete_body(body, msg, cap);
+
+    if (!rc && pre && !json_is_null(pre) && !json_is_object(pre))
+        rc = bad(msg, cap, ERR_INVAL, "preconditions must be an object");
+    v = json_object_get(rc ? NULL : pre, "uid");
+    if (v && !json_is_null(v))
+        rc = precondition_uid(v, has_uid, &u, msg, cap);
+    v = json_object_get(rc ? NULL : pre, "resourceVersion");
+    if (v && !json_is_null(v))
+        rc = precondition_rev(v, &r, msg, cap);
+    if (!rc) {
+        *uid = u;
+        *rev = r;
+    }
+    return rc;
+}

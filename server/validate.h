@@ -29,6 +29,14 @@ err_t validate_allocate(const json_t *body, const char **uid, json_t **request, 
 /* PUT reservation: *containers = [{"name","devices":[...]}]. */
 err_t validate_reservation(const json_t *body, json_t **containers, char *msg,
                            size_t cap) WARN_UNUSED;
+/* DELETE: a DeleteOptions body, as kubectl and client-go send one. Its
+ * preconditions hold: uid (only when 'has_uid': a pod; *uid comes in as
+ * ?uid= or NULL, and both must agree) and resourceVersion, the object's
+ * revision as a decimal string (*rev; 0 when absent). dryRun is refused:
+ * a DELETE here is never a dry run. The other fields (propagationPolicy,
+ * gracePeriodSeconds, ...) mean nothing for these objects. All ERR_INVAL. */
+err_t validate_delete_options(const json_t *body, int has_uid, const char **uid, uint64_t *rev,
+                              char *msg, size_t cap) WARN_UNUSED;
 /* A pod uid: [A-Za-z0-9._-]{0,128}. */
 int validate_uid(const char *uid);
 

@@ -2,8 +2,8 @@
 /* fuzz_validate.c - libFuzzer target for the request bodies of every write
  * endpoint: the bytes go through jsonx_parse (as http.c hands them to
  * api.c) and then through the validator the first byte selects (devices
- * PUT, health PATCH, pod PUT, allocate POST, reservation PUT), plus the
- * name checks. Any input must give ERR_OK with outputs or an error with a
+ * PUT, health PATCH, pod PUT, allocate POST, reservation PUT, a DELETE's
+ * DeleteOptions), plus the name checks. Any input must give ERR_OK with outputs or an error with a
  * message; never a crash, a leak or another code. */
 #include "../../common/common.h"
 #include "../../common/jsonx.h"
@@ -28,7 +28,9 @@ static void validate_one(unsigned which, const json_t *body)
     uint64_t ttl = 0;
     err_t rc;
 
-    switch (which % 5) {
+    uint64_t rev = 0;
+
+    switch (which % 6) {
     case 0:
         rc = validate_devices_put(body, &out, &ttl, msg, sizeof(msg));
         break;
@@ -43,8 +45,13 @@ static void validate_one(unsigned which, const json_t *body)
     case 3:
         rc = validate_allocate(body, &s, &out, msg, sizeof(msg));
         break;
-    default:
+    case 4:
         rc = validate_reservation(body, &out, msg, sizeof(msg));
+        break;
+    default:
+        rc = validate_delete_options(body, (which / 6) & 1, &s, &rev, msg, sizeof(msg));
+        if (!rc && s && !validate_uid(s))
+            abort();
         break;
     }
     check(rc, msg);

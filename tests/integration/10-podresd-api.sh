@@ -114,7 +114,12 @@ expect_code 201 "allocate with reservation"
 [ "$(jqo '.podResources.containers[0].devices[0].deviceIds[0]')" = gpu-4 ] || fail "reservation not used: $(out)"
 req GET /v1/reservations
 [ "$(jqo '.reservations[0].state')" = Bound ] || fail "reservation should be Bound: $(out)"
-req DELETE /v1/reservations/ml/sched-0
+req DELETE /v1/reservations/ml/sched-0 '{"preconditions":{"uid":"u"}}'
+expect_status 400 BadRequest "a reservation has no uid to check"
+req DELETE /v1/reservations/ml/sched-0 '{"preconditions":{"resourceVersion":"1"}}'
+expect_status 409 Conflict "delete a reservation with another revision as precondition"
+req GET /v1/reservations
+req DELETE /v1/reservations/ml/sched-0 "{\"preconditions\":{\"resourceVersion\":\"$(jqo '.reservations[0].revision')\"}}"
 expect_code 200 "delete reservation"
 req GET /v1/reservations
 [ "$(jqo '.reservations | length')" = 0 ] || fail "reservation left"
@@ -123,7 +128,26 @@ ok "a reservation is used by its pod's allocate and avoided by others"
 # Release.
 req DELETE '/v1/namespaces/ml/pods/train-0?uid=wrong'
 expect_status 409 Conflict "release with another uid"
-req DELETE /v1/namespaces/ml/pods/train-0?uid=uid-a
+# A DeleteOptions body, as kubectl and client-go send one: its preconditions
+# hold (uid; resourceVersion, the pod's revision); bad ones change nothing.
+req GET /v1/namespaces/ml/pods/train-0
+prev=$(jqo .podResources.revision)
+req DELETE /v1/namespaces/ml/pods/train-0 '{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":"wrong"}}'
+expect_status 409 Conflict "release with preconditions.uid another uid"
+req DELETE /v1/namespaces/ml/pods/train-0 "{\"preconditions\":{\"uid\":\"uid-a\",\"resourceVersion\":\"$((prev + 1000))\"}}"
+expect_status 409 Conflict "release with preconditions.resourceVersion another revision"
+jqo .message | grep -q "has revision $prev, not $((prev + 1000))" || fail "message: $(out)"
+for body in 'garbage' '[]' '{"kind":"Pod"}' '{"dryRun":["All"]}' '{"preconditions":"x"}' \
+    '{"preconditions":{"resourceVersion":7}}' '{"preconditions":{"resourceVersion":"07"}}' \
+    '{"preconditions":{"uid":"uid-b"}}?uid=uid-a'; do
+    path=/v1/namespaces/ml/pods/train-0
+    case $body in *'?uid='*) path="$path?${body##*\?}" body=${body%%\?*} ;; esac
+    req DELETE "$path" "$body"
+    expect_status 400 BadRequest "release with the body $body"
+done
+req GET /v1/namespaces/ml/pods/train-0
+expect_code 200 "the pod is still there after refused DELETEs"
+req DELETE /v1/namespaces/ml/pods/train-0?uid=uid-a "{\"propagationPolicy\":\"Background\",\"gracePeriodSeconds\":0,\"preconditions\":{\"uid\":\"uid-a\",\"resourceVersion\":\"$prev\"}}"
 expect_code 200 "release"
 req DELETE /v1/namespaces/ml/pods/train-0
 expect_status 404 NotFound "release twice"

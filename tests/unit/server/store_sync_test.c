@@ -267,7 +267,7 @@ static void test_after_api_mode(void)
     json_decref(cs);
     json_decref(b);
     out = NULL;
-    CHECK_OK(store_pod_release(f.st, "api", "p", NULL, msg, sizeof(msg), &out));
+    CHECK_OK(store_pod_release(f.st, "api", "p", NULL, 0, msg, sizeof(msg), &out));
     json_decref(out);
     events(&f, ev, sizeof(ev));
     /* now the kubelet's view: g0 held by ml/a, g1 not listed any more */

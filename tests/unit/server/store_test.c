@@ -297,7 +297,7 @@ static err_t release(struct fx *f, const char *ns, const char *name, const char 
     err_t rc;
 
     f->msg[0] = '\0';
-    rc = store_pod_release(f->st, ns, name, uid, f->msg, sizeof(f->msg), &out);
+    rc = store_pod_release(f->st, ns, name, uid, 0, f->msg, sizeof(f->msg), &out);
     if (!rc)
         CHECK(json_is_object(json_object_get(out, "podResources")));
     json_decref(out);
@@ -931,10 +931,10 @@ static void test_reservations(void)
     {
         json_t *out = NULL;
 
-        CHECK_OK(store_reservation_delete(f.st, "ns", "z", f.msg, sizeof(f.msg), &out));
+        CHECK_OK(store_reservation_delete(f.st, "ns", "z", 0, f.msg, sizeof(f.msg), &out));
         json_decref(out);
         out = NULL;
-        CHECK_EQ_INT(store_reservation_delete(f.st, "ns", "z", f.msg, sizeof(f.msg), &out),
+        CHECK_EQ_INT(store_reservation_delete(f.st, "ns", "z", 0, f.msg, sizeof(f.msg), &out),
                      ERR_NOTFOUND);
     }
     CHECK_STREQ(resv_state(&f, "ns", "z", b, sizeof(b)), "missing");
@@ -1366,7 +1366,7 @@ static void test_let_go_rows(void)
                      "{\"containers\":[{\"name\":\"c\",\"devices\":[{"
                      "\"resourceName\":\"" GPU "\",\"deviceIds\":[\"gpu-0\"]}]}]}",
                      NULL));
-    CHECK_OK(store_reservation_delete(f.st, "ns", "r", f.msg, sizeof(f.msg), &list));
+    CHECK_OK(store_reservation_delete(f.st, "ns", "r", 0, f.msg, sizeof(f.msg), &list));
     json_decref(list);
     list = NULL;
     CHECK_OK(allocate(&f, "ns", "b",

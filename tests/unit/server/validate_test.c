@@ -333,10 +333,84 @@ static void test_uid(void)
     CHECK(!validate_uid("a\"b"));
 }
 
+/* ---- DELETE: DeleteOptions ---- */
+
+/* A refused body: ERR_INVAL, a message containing 'why', outputs untouched. */
+static void delete_bad(const char *body, int has_uid, const char *query_uid, const char *why)
+{
+    json_t *b = J(body);
+    const char *uid = query_uid;
+    uint64_t rev = 77;
+    char msg[256] = "";
+
+    CHECK_EQ_INT(validate_delete_options(b, has_uid, &uid, &rev, msg, sizeof(msg)), ERR_INVAL);
+    CHECK(uid == query_uid);
+    CHECK_EQ_INT(rev, 77);
+    if (!strstr(msg, why))
+        CHECK_STREQ(msg, why);
+    json_decref(b);
+}
+
+static void test_delete_options(void)
+{
+    json_t *b;
+    const char *uid;
+    uint64_t rev;
+    char msg[256] = "";
+
+    /* what kubectl and client-go send: nothing to hold */
+    b = J("{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"propagationPolicy\":"
+          "\"Background\",\"gracePeriodSeconds\":0,\"dryRun\":[]}");
+    uid = "q";
+    rev = 5;
+    CHECK_OK(validate_delete_options(b, 1, &uid, &rev, msg, sizeof(msg)));
+    CHECK_STREQ(uid, "q");
+    CHECK_EQ_INT(rev, 0);
+    json_decref(b);
+    /* preconditions: uid (with the same ?uid=) and the revision */
+    b = J("{\"preconditions\":{\"uid\":\"u-1\",\"resourceVersion\":\"18446744073709551615\"}}");
+    uid = "u-1";
+    CHECK_OK(validate_delete_options(b, 1, &uid, &rev, msg, sizeof(msg)));
+    CHECK_STREQ(uid, "u-1");
+    CHECK(rev == UINT64_MAX);
+    uid = NULL;
+    CHECK_OK(validate_delete_options(b, 1, &uid, &rev, msg, sizeof(msg)));
+    CHECK_STREQ(uid, "u-1");
+    json_decref(b);
+    b = J("{\"preconditions\":{\"uid\":null,\"resourceVersion\":null}}");
+    uid = NULL;
+    CHECK_OK(validate_delete_options(b, 0, &uid, &rev, msg, sizeof(msg)));
+    CHECK(uid == NULL);
+    CHECK_EQ_INT(rev, 0);
+    json_decref(b);
+
+    delete_bad("[]", 1, NULL, "JSON object");
+    delete_bad("{\"kind\":\"Pod\"}", 1, NULL, "not kind \"Pod\"");
+    delete_bad("{\"kind\":7}", 1, NULL, "DeleteOptions");
+    delete_bad("{\"dryRun\":[\"All\"]}", 1, NULL, "dryRun");
+    delete_bad("{\"dryRun\":\"All\"}", 1, NULL, "dryRun");
+    delete_bad("{\"preconditions\":[]}", 1, NULL, "preconditions must be an object");
+    delete_bad("{\"preconditions\":{\"uid\":\"u\"}}", 0, NULL, "a reservation has no uid");
+    delete_bad("{\"preconditions\":{\"uid\":\"a b\"}}", 1, NULL, "not a valid uid");
+    delete_bad("{\"preconditions\":{\"uid\":1}}", 1, NULL, "not a valid uid");
+    delete_bad("{\"preconditions\":{\"uid\":\"b\"}}", 1, "a", "differ");
+    delete_bad("{\"preconditions\":{\"uid\":\"u\",\"resourceVersion\":\"x\"}}", 1, NULL,
+               "resourceVersion");
+    static const char *const revs[] = {"7",      "\"\"",   "\"0\"",
+                                       "\"07\"", "\"+7\"", "\" 7\"",
+                                       "\"7 \"", "\"-1\"", "\"18446744073709551616\""};
+    for (size_t i = 0; i < ARRAY_SIZE(revs); i++) {
+        char body[128];
+
+        snprintf(body, sizeof(body), "{\"preconditions\":{\"resourceVersion\":%s}}", revs[i]);
+        delete_bad(body, 1, NULL, "resourceVersion must be the object's revision");
+    }
+}
+
 static void test_free_sentinel(void)
 {
     json_decref(sentinel());
 }
 
 TEST_MAIN(test_devices_put, test_health_patch, test_pod_put, test_allocate, test_reservation,
-          test_uid, test_free_sentinel)
+          test_uid, test_delete_options, test_free_sentinel)
