@@ -1309,7 +1309,6 @@ err_t store_changes_after(struct store *st, uint64_t *cursor, const struct feed_
     return rc;
 }
 
-/* Append one ADDED line for 'obj' (steals it). */
 /* Where each ADDED line of a snapshot is in the buffer, and its revision. */
 struct snap_line {
     uint64_t rev;
@@ -1323,6 +1322,7 @@ struct snap {
     size_t n, room;
 };
 
+/* Append one ADDED line for 'obj' (steals it), and where it is. */
 static err_t snapshot_line(json_t *obj, const char *kind, struct snap *sn)
 {
     json_int_t rev = json_integer_value(json_object_get(obj, "revision"));
