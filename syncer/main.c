@@ -131,13 +131,45 @@ struct syncer {
     char crs_query[512];                                 /* labelSelector=podres.dev/node=NODE */
     volatile time_t last_resync;                         /* wall clock of the last full resync */
     struct MHD_Daemon *http;                             /* /metrics and /healthz */
-    pthread_t threads[4];                                /* feed, pods, crs, worker */
-    int nthreads;                                        /* started */
+    pthread_mutex_t wmu;                                 /* guards 'waiting' */
+    json_t *waiting;      /* keys of pre-assignments whose devices are taken */
+    pthread_t threads[4]; /* feed, pods, crs, worker */
+    int nthreads;         /* started */
 };
 
 static void enqueue(void *ctx, const char *key)
 {
     queue_add(ctx, key, 0);
+}
+
+/* A change of podresd's state (a pod, a reservation): its key, and every
+ * pre-assignment waiting for devices that the change may have freed (a
+ * release, a deleted reservation): they are rechecked now, not at the next
+ * resync. They are few: a reservation PUT to podresd each. */
+static void enqueue_node(void *ctx, const char *key)
+{
+    struct syncer *s = ctx;
+    const char *k;
+    json_t *v;
+
+    queue_add(s->queue, key, 0);
+    pthread_mutex_lock(&s->wmu);
+    json_object_foreach(s->waiting, k, v) {
+        if (strcmp(k, key) != 0)
+            queue_add(s->queue, k, 0);
+    }
+    pthread_mutex_unlock(&s->wmu);
+}
+
+/* After a reconcile of 'key': whether it waits for devices. */
+static void note_waiting(struct syncer *s, const char *key, bool waiting)
+{
+    pthread_mutex_lock(&s->wmu);
+    if (waiting)
+        json_object_set_new(s->waiting, key, json_true());
+    else
+        json_object_del(s->waiting, key);
+    pthread_mutex_unlock(&s->wmu);
 }
 
 /* Every key the node or the API server knows about. */
@@ -203,6 +235,7 @@ static void *worker_run(void *arg)
         }
         rc = reconcile_key(&s->rec, key, &wrote, &again, msg, sizeof(msg));
         if (rc == ERR_OK) {
+            note_waiting(s, key, s->rec.waiting);
             json_object_del(fails, key);
             if (again)
                 queue_add(s->queue, key, again);
@@ -452,10 +485,11 @@ static err_t setup(struct syncer *s)
     s->pd_gate = kube_gate_new(0, 1);
     s->stats = kube_stats_new();
     s->queue = queue_new();
-    if (!s->gate || !s->pd_gate || !s->stats || !s->queue)
+    s->waiting = json_object();
+    if (!s->gate || !s->pd_gate || !s->stats || !s->queue || !s->waiting)
         return ERR_NOMEM;
-    s->pr = cache_new(enqueue, s->queue);
-    s->resv = cache_new(enqueue, s->queue);
+    s->pr = cache_new(enqueue_node, s);
+    s->resv = cache_new(enqueue_node, s);
     s->pods = cache_new(enqueue, s->queue);
     s->crs = cache_new(enqueue, s->queue);
     if (!s->pr || !s->resv || !s->pods || !s->crs || make_clients(s))
@@ -570,6 +604,9 @@ static void teardown(struct syncer *s)
     kubeconfig_release(&s->kc);
     kubeconfig_release(&s->pd_kc);
     opts_release(opt_table, NOPTS, &s->set);
+    json_decref(s->waiting);
+    s->waiting = NULL;
+    pthread_mutex_destroy(&s->wmu);
     pthread_mutex_destroy(&s->lag.mu);
 }
 
@@ -582,9 +619,11 @@ int main(int argc, char **argv)
     mem_tune(); /* thread per connection: see common/mem.h */
     fault_init();
     pthread_mutex_init(&s.lag.mu, NULL);
+    pthread_mutex_init(&s.wmu, NULL);
     r = load_settings(argc, argv, &s);
     if (r) {
         opts_release(opt_table, NOPTS, &s.set);
+        pthread_mutex_destroy(&s.wmu);
         pthread_mutex_destroy(&s.lag.mu);
         return r == 1 ? 0 : 1;
     }
@@ -596,6 +635,7 @@ int main(int argc, char **argv)
     if (kube_global_init()) {
         log_err("cannot initialise libcurl");
         opts_release(opt_table, NOPTS, &s.set);
+        pthread_mutex_destroy(&s.wmu);
         pthread_mutex_destroy(&s.lag.mu);
         return 1;
     }

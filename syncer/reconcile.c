@@ -401,9 +401,9 @@ static void verdict_of(const json_t *resv, bool bound, struct verdict *v)
 
 /* Place or update the reservation; the verdict follows its state. */
 static err_t reserve(struct reconciler *r, const char *ns, const char *name, const json_t *want,
-                     json_t *resv, bool bound, struct verdict *v)
+                     json_t *resv, bool bound, struct verdict *v, char *msg, size_t cap)
 {
-    char path[1024], msg[512];
+    char path[1024];
     json_t *body, *ans = NULL,
                   *have = resv ? reservation_of(json_object_get(resv, "containers")) : NULL;
     err_t rc = ERR_OK;
@@ -411,7 +411,7 @@ static err_t reserve(struct reconciler *r, const char *ns, const char *name, con
     if (!have || !json_equal(have, want)) {
         snprintf(path, sizeof(path), "/v1/reservations/%s/%s", ns, name);
         body = json_pack("{s:O}", "containers", want);
-        rc = body ? kube_do(r->pd, "PUT", path, body, NULL, &ans, msg, sizeof(msg)) : ERR_NOMEM;
+        rc = body ? kube_do(r->pd, "PUT", path, body, NULL, &ans, msg, cap) : ERR_NOMEM;
         json_decref(body);
         if (rc == ERR_CONFLICT || rc == ERR_UNPROCESSABLE || rc == ERR_INVAL) {
             *v = (struct verdict){"Conflict", "False", "Unavailable", ""};
@@ -504,7 +504,8 @@ static err_t preassigned(struct reconciler *r, const char *key, const char *ns, 
                  "the pod did not arrive on node %s within %llds; the reservation was released",
                  r->node, ttl_s);
     } else {
-        rc = reserve(r, ns, name, want, in->resv, bound, &v);
+        rc = reserve(r, ns, name, want, in->resv, bound, &v, msg, cap);
+        r->waiting = !rc && v.reason && strcmp(v.reason, "Unavailable") == 0;
         if (!arrived)
             *requeue_ms = (uint64_t)(ttl_s - (age > 0 ? age : 0)) * 1000 + 500;
     }
@@ -583,6 +584,7 @@ err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t
 
     *wrote = false;
     *requeue_ms = 0;
+    r->waiting = false;
     msg[0] = '\0';
     if (!slash || (size_t)(slash - key) >= sizeof(ns))
         goto out;

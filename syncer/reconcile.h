@@ -28,6 +28,9 @@ struct reconciler {
     struct cache *resv; /* podresd Reservations; borrowed */
     struct cache *pods; /* API Pods of this node; borrowed */
     struct cache *crs;  /* DeviceBindings labelled for this node; borrowed */
+    bool waiting;       /* out: the last key is a pre-assignment whose devices are
+                         * taken (Conflict, Unavailable): any change on the node may
+                         * free them (reconcile_key sets it) */
 };
 
 /* Bring 'key' to its desired state. *wrote tells whether an API write was

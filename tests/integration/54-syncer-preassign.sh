@@ -95,6 +95,27 @@ wait_until 5 sh -c "[ \"\$(curl -s --unix-socket '$PD_SOCK' http://localhost/v1/
     fail "the reservation survived its pod: $(resv_state p1)"
 ok "the pod goes away: DeviceBinding collected, reservation released"
 
+# A pre-assignment whose device another pod holds, or another pre-assignment
+# reserved, waits as a Conflict; when the device is let go it is reserved at
+# once, not at the next resync (300 s away).
+hold_uid=$(emu_pod ml holder test-node)
+bind ml holder "$hold_uid" gpu-4
+emu_pod ml p7 test-node > /dev/null
+emu_pod ml p8 test-node > /dev/null
+preassign p7 gpu-4
+wait_until 3 phase_is p7 Conflict || fail "p7: a held device is not a Conflict"
+cond p7 message | grep -q "gpu-4 is bound to pod ml/holder" || fail "message: $(cond p7 message)"
+req DELETE /v1/namespaces/ml/pods/holder
+expect_code 200 "release the holder"
+wait_until 5 phase_is p7 Pending || fail "p7 still waits after the holder let gpu-4 go: $(cond p7 message)"
+[ "$(resv_state p7)" = Pending ] || fail "p7: no reservation"
+preassign p8 gpu-4
+wait_until 3 phase_is p8 Conflict || fail "p8: a reserved device is not a Conflict"
+kapi DELETE /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/p7
+wait_until 5 phase_is p8 Pending || fail "p8 still waits after p7's reservation went: $(cond p8 message)"
+[ "$(resv_state p8)" = Pending ] || fail "p8: no reservation"
+ok "a pre-assignment waiting for a held or reserved device gets it as soon as it is let go"
+
 # Nothing is rewritten while nothing changes.
 sleep 1
 w0=$(writes)
