@@ -29,6 +29,7 @@ struct settings {
     char *node_name;             /* this node */
     char *podresd_socket;        /* podresd's unix socket */
     char *podresd_url;           /* or its URL */
+    char *podresd_token_file;    /* bearer token for writes to podresd over its URL */
     char *kubeconfig;            /* --kubeconfig, or NULL */
     double qps;                  /* API requests per second */
     uint64_t burst;              /* token bucket size */
@@ -40,10 +41,18 @@ struct settings {
 };
 
 #define OFF(f) offsetof(struct settings, f)
+
+/* A token file must be readable at start; a check names the key. */
+static const char *readable(const char *path)
+{
+    return access(path, R_OK) == 0 ? NULL : strerror(errno);
+}
+
 static const struct opt opt_table[] = {
     {"node_name", OPT_STR, OFF(node_name), NULL, NULL},
     {"podresd_socket", OPT_STR, OFF(podresd_socket), NULL, NULL},
     {"podresd_url", OPT_STR, OFF(podresd_url), NULL, NULL},
+    {"podresd_token_file", OPT_STR, OFF(podresd_token_file), NULL, readable},
     {"kubeconfig", OPT_STR, OFF(kubeconfig), NULL, NULL},
     {"qps", OPT_NUMBER, OFF(qps), NULL, NULL},
     {"burst", OPT_COUNT, OFF(burst), NULL, NULL},
@@ -57,7 +66,8 @@ static const struct opt opt_table[] = {
 
 static const char usage[] =
     "usage: podres-syncer [--config FILE] [--node-name NAME] [--podresd-socket PATH | "
-    "--podresd-url URL]\n"
+    "--podresd-url URL\n"
+    "                     [--podresd-token-file PATH]]\n"
     "                     [--kubeconfig PATH] [--qps N] [--burst N] [--resync-interval D]\n"
     "                     [--metrics-listen HOST:PORT] [--reservation-ttl D] [--once]\n"
     "                     [--log-format text|json] [--log-level LEVEL] [--version] [--help]\n"
@@ -68,6 +78,7 @@ static const struct option long_opts[] = {
     {"node-name", required_argument, NULL, 0},
     {"podresd-socket", required_argument, NULL, 0},
     {"podresd-url", required_argument, NULL, 0},
+    {"podresd-token-file", required_argument, NULL, 0},
     {"kubeconfig", required_argument, NULL, 0},
     {"qps", required_argument, NULL, 0},
     {"burst", required_argument, NULL, 0},
@@ -460,6 +471,16 @@ static err_t make_clients(struct syncer *s)
                            .unix_socket = s->set.podresd_url ? NULL : s->set.podresd_socket};
 
     s->pd_kc.server = strdup(s->set.podresd_url ? s->set.podresd_url : "http://localhost");
+    /* podresd's TCP listener takes writes (reservations) with its write token only */
+    if (s->set.podresd_url && s->set.podresd_token_file &&
+        !(s->pd_kc.token_file = strdup(s->set.podresd_token_file)))
+        return ERR_NOMEM;
+    if (s->set.podresd_url && !s->set.podresd_token_file)
+        log_warn("--podresd-url without --podresd-token-file: podresd refuses writes over TCP, "
+                 "so pre-assignments cannot reserve their devices (use the unix socket, or "
+                 "podresd's write token)");
+    if (!s->set.podresd_url && s->set.podresd_token_file)
+        log_warn("--podresd-token-file is for --podresd-url; the unix socket needs none");
     s->k_pods = kube_new(&api);
     s->k_crs = kube_new(&api);
     s->k_work = kube_new(&api);
