@@ -462,6 +462,23 @@ static void escape_query(char *out, size_t cap, const char *name, const char *se
     snprintf(out, cap, "%s=%s", name, esc);
 }
 
+/* podresd's TCP listener takes writes (reservations) with its write token
+ * only: --podresd-token-file, for --podresd-url. */
+static err_t pd_token(struct syncer *s)
+{
+    const char *url = s->set.podresd_url, *file = s->set.podresd_token_file;
+
+    if (url && !file)
+        log_warn("--podresd-url without --podresd-token-file: podresd refuses writes over TCP, "
+                 "so pre-assignments cannot reserve their devices (use the unix socket, or "
+                 "podresd's write token)");
+    if (!url && file)
+        log_warn("--podresd-token-file is for --podresd-url; the unix socket needs none");
+    if (url && file && !(s->pd_kc.token_file = strdup(file)))
+        return ERR_NOMEM;
+    return ERR_OK;
+}
+
 static err_t make_clients(struct syncer *s)
 {
     struct kube_opts api = {.kc = &s->kc, .gate = s->gate, .stats = s->stats};
@@ -471,16 +488,8 @@ static err_t make_clients(struct syncer *s)
                            .unix_socket = s->set.podresd_url ? NULL : s->set.podresd_socket};
 
     s->pd_kc.server = strdup(s->set.podresd_url ? s->set.podresd_url : "http://localhost");
-    /* podresd's TCP listener takes writes (reservations) with its write token only */
-    if (s->set.podresd_url && s->set.podresd_token_file &&
-        !(s->pd_kc.token_file = strdup(s->set.podresd_token_file)))
+    if (pd_token(s))
         return ERR_NOMEM;
-    if (s->set.podresd_url && !s->set.podresd_token_file)
-        log_warn("--podresd-url without --podresd-token-file: podresd refuses writes over TCP, "
-                 "so pre-assignments cannot reserve their devices (use the unix socket, or "
-                 "podresd's write token)");
-    if (!s->set.podresd_url && s->set.podresd_token_file)
-        log_warn("--podresd-token-file is for --podresd-url; the unix socket needs none");
     s->k_pods = kube_new(&api);
     s->k_crs = kube_new(&api);
     s->k_work = kube_new(&api);
