@@ -108,6 +108,29 @@ static bool skipped(const char *const *skip, const char *key)
     return false;
 }
 
+/* Keys are spelled with _, and a flag's - is taken too: one setting given
+ * both ways would be decided by position, so it is refused. */
+static err_t spelled_twice(const json_t *doc, const char *key, char *msg, size_t cap)
+{
+    const char *other;
+    json_t *v;
+    size_t i;
+
+    json_object_foreach((json_t *)doc, other, v) {
+        if (other == key || strcmp(other, key) == 0 || strlen(other) != strlen(key))
+            continue;
+        for (i = 0;
+             key[i] && (key[i] == other[i] || (strchr("-_", key[i]) && strchr("-_", other[i])));
+             i++)
+            ;
+        if (!key[i]) {
+            snprintf(msg, cap, "duplicate key \"%s\" (also spelled \"%s\")", key, other);
+            return ERR_INVAL;
+        }
+    }
+    return ERR_OK;
+}
+
 err_t opts_apply(const struct opt *t, size_t n, void *base, const json_t *doc,
                  const char *const *skip, char *msg, size_t cap)
 {
@@ -123,6 +146,8 @@ err_t opts_apply(const struct opt *t, size_t n, void *base, const json_t *doc,
     json_object_foreach((json_t *)doc, key, v) {
         if (skipped(skip, key))
             continue;
+        if ((rc = spelled_twice(doc, key, msg, cap)))
+            return rc;
         if (json_is_string(v)) {
             rc = opts_set(t, n, base, key, json_string_value(v), msg, cap);
         } else if (json_is_number(v)) {

@@ -462,7 +462,7 @@ static err_t text(struct api_resp *out, int status, const char *body)
 static err_t get_healthz(struct api_req *r, struct api_resp *out)
 {
     (void)r;
-    return text(out, 200, "ok\n");
+    return text(out, 200, "ok");
 }
 
 static err_t get_readyz(struct api_req *r, struct api_resp *out)
@@ -474,7 +474,7 @@ static err_t get_readyz(struct api_req *r, struct api_resp *out)
     else if (r->api->source_ready && !r->api->source_ready(r->api->source_ctx, why, sizeof(why)))
         ;
     else
-        return text(out, 200, "ok\n");
+        return text(out, 200, "ok");
     /* every non-2xx answer is a Status (CONTRACT.md, Errors): 503 ServiceUnavailable */
     return fail(r, ERR_UNAVAIL, "not ready: %s", why);
 }

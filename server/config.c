@@ -12,11 +12,22 @@
 
 #define OFF(f) offsetof(struct config, f)
 
-/* The token is read at start; a file that cannot be read stops start-up
- * here, with the key named. */
-static const char *readable(const char *path)
+/* The token is read at start; a file that cannot be read, or that does
+ * not hold one non-empty line, stops start-up here, with the key named. */
+static const char *token_file_ok(const char *path)
 {
-    return access(path, R_OK) == 0 ? NULL : strerror(errno);
+    char buf[4096];
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    if (!f)
+        return strerror(errno);
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+        buf[--n] = '\0';
+    return n == 0 || strchr(buf, '\n') ? "must hold one non-empty line (the token)" : NULL;
 }
 
 static const struct opt opts[] = {
@@ -25,9 +36,9 @@ static const struct opt opts[] = {
     {"listen", OPT_STR, OFF(listen), NULL, http_listen_check},
     {"node_name", OPT_STR, OFF(node_name), NULL, NULL},
     {"source", OPT_ENUM, OFF(source), "|api|kubelet|", NULL},
-    {"kubelet_socket", OPT_STR, OFF(kubelet_socket), NULL, NULL},
+    {"kubelet_socket", OPT_STR, OFF(kubelet_socket), NULL, http_socket_check},
     {"kubelet_interval", OPT_DURATION, OFF(kubelet_interval_ms), NULL, NULL},
-    {"write_token_file", OPT_STR, OFF(write_token_file), NULL, readable},
+    {"write_token_file", OPT_STR, OFF(write_token_file), NULL, token_file_ok},
     {"history", OPT_COUNT, OFF(history), NULL, NULL},
     {"log_format", OPT_ENUM, OFF(log_format), "|text|json|", NULL},
     {"log_level", OPT_ENUM, OFF(log_level), "|err|warn|info|debug|", NULL},
@@ -75,6 +86,26 @@ err_t config_set(struct config *c, const char *key, const char *value, char *msg
     return opts_set(opts, ARRAY_SIZE(opts), c, key, value, msg, cap);
 }
 
+/* Each resource once: a second entry would replace the first's set at
+ * start, every start (the first's devices added, then deleted). */
+static err_t unique_resource(const json_t *list, size_t i, const char *res, char *msg, size_t cap)
+{
+    size_t j;
+
+    for (j = 0; j < i; j++) {
+        const char *r = json_string_value(json_object_get(json_array_get(list, j), "resourceName"));
+
+        if (r && strcmp(r, res) == 0) {
+            snprintf(msg, cap,
+                     "key \"devices[%zu]\" (%s): the resource is listed already (devices[%zu]); "
+                     "list its devices once",
+                     i, res, j);
+            return ERR_INVAL;
+        }
+    }
+    return ERR_OK;
+}
+
 /* devices: [{resourceName, devices: [...]}] -> validated. */
 static err_t static_devices(struct config *c, const json_t *list, char *msg, size_t cap)
 {
@@ -102,6 +133,8 @@ static err_t static_devices(struct config *c, const json_t *list, char *msg, siz
             rc = ERR_INVAL;
             break;
         }
+        if ((rc = unique_resource(list, i, res, msg, cap)))
+            break;
         body = json_pack("{s:O}", "devices", json_object_get(e, "devices"));
         rc = body ? validate_devices_put(body, &devs, &ttl, why, sizeof(why)) : ERR_NOMEM;
         json_decref(body);

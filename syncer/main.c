@@ -333,10 +333,10 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn, const cha
     } else if (strcmp(url, "/metrics") == 0) {
         status = render_metrics(s, &sb) ? 500 : 200;
     } else if (strcmp(url, "/healthz") == 0) {
-        text = "ok\n";
+        text = "ok";
     } else if (strcmp(url, "/readyz") == 0) {
         status = caches_synced(s) ? 200 : 503;
-        text = status == 200 ? "ok\n" : "not ready: caches not synced\n";
+        text = status == 200 ? "ok" : "not ready: caches not synced";
     } else {
         status = 404;
         text = "not found\n";

@@ -237,6 +237,10 @@ ok "a ~900 KiB body is read whole"
 
 # Metrics and health.
 curl -sf --unix-socket "$PD_SOCK" http://localhost/readyz | grep -q ok || fail readyz
+for p in healthz readyz; do # exactly "ok", as the API server's own
+    [ "$(curl -s --unix-socket "$PD_SOCK" "http://localhost/$p" | od -An -tx1 | tr -d ' \n')" = 6f6b ] ||
+        fail "/$p: $(curl -s --unix-socket "$PD_SOCK" "http://localhost/$p" | od -c)"
+done
 req POST /v1/pods '{}'
 expect_code 405 "POST /v1/pods"
 curl -s --unix-socket "$PD_SOCK" http://localhost/metrics > "$T/metrics"

@@ -642,7 +642,7 @@ def exchange(payload, limit=5.0):
 
 def healthz():
     data = exchange(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-    return data.startswith(b"HTTP/1.1 200") and data.endswith(b"ok\n")
+    return data.startswith(b"HTTP/1.1 200") and data.endswith(b"\r\n\r\nok")
 
 def case(name, fn):
     try:
@@ -783,7 +783,7 @@ def keepalive_after_error():
     s.close()
     if not d.startswith(b"HTTP/1.1 400") or b'"kind":"Status"' not in d:
         return "first answer is not a 400 Status: %r" % d[:120]
-    if b"HTTP/1.1 200" not in d or not d.endswith(b"ok\n"):
+    if b"HTTP/1.1 200" not in d or not d.endswith(b"\r\n\r\nok"):
         return "second request on the connection not answered: %r" % d[-120:]
     return None
 
@@ -795,7 +795,7 @@ def pipelined_hostile():
     reqs += b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
     d = exchange(reqs)
     n400 = d.count(b"HTTP/1.1 400 ")
-    if n400 != 4 or not d.endswith(b"ok\n"):
+    if n400 != 4 or not d.endswith(b"\r\n\r\nok"):
         return "want 4 x 400 then ok, got %d x 400: %r" % (n400, d[-120:])
     return None
 

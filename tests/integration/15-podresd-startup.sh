@@ -38,6 +38,21 @@ expect_start_fail "listen in the file" "bad6.yaml': key \"listen\"" --config "$T
 printf 'write_token_file: %s/no-such-token\n' "$T" > "$T/bad7.yaml"
 expect_start_fail "unreadable token file" "bad7.yaml': key \"write_token_file\"" --config "$T/bad7.yaml" --db "$T/l.db" --socket "$T/l.sock"
 expect_start_fail "socket path too long" 'key "socket"' --db "$T/l.db" --socket "$T/$(printf 's%.0s' {1..120})"
+expect_start_fail "kubelet socket path too long" 'key "kubelet_socket"' --db "$T/l.db" --socket "$T/l.sock" \
+    --source kubelet --kubelet-socket "$T/$(printf 'k%.0s' {1..120})"
+for content in '' '\n' 'one\ntwo\n'; do
+    printf "$content" > "$T/token-$RANDOM"
+done
+for f in "$T"/token-*; do
+    printf 'write_token_file: %s\n' "$f" > "$T/bad8.yaml"
+    expect_start_fail "a token file without one non-empty line" "bad8.yaml': key \"write_token_file\": .*one non-empty line" \
+        --config "$T/bad8.yaml" --db "$T/l.db" --socket "$T/l.sock"
+done
+printf 'node_name: under\nnode-name: dash\n' > "$T/bad9.yaml"
+expect_start_fail "a key spelled both ways" "bad9.yaml': duplicate key" --config "$T/bad9.yaml" --db "$T/l.db" --socket "$T/l.sock"
+printf 'devices:\n  - resourceName: example.com/gpu\n    devices: [{id: a}]\n  - resourceName: example.com/gpu\n    devices: [{id: b}]\n' > "$T/bad10.yaml"
+expect_start_fail "a resource listed twice" 'devices\[1\]" (example.com/gpu): the resource is listed already' \
+    --config "$T/bad10.yaml" --db "$T/l.db" --socket "$T/l.sock"
 [ ! -e "$T/l.db" ] && [ ! -e "$T/l.sock" ] || fail "a bad setting left a database or a socket behind"
 # A file that is not a database is refused, named, and left as it was.
 head -c 8192 /dev/urandom > "$T/notdb.db"

@@ -197,6 +197,12 @@ static void test_apply(void)
     CHECK(s.qps == 2.5);
     json_decref(doc);
 
+    /* one setting spelled both ways: refused, whichever comes first */
+    doc = json_pack("{s:s,s:s}", "node_name", "a", "node-name", "b");
+    CHECK_EQ_INT(opts_apply(table, ARRAY_SIZE(table), &s, doc, skip, msg, sizeof(msg)), ERR_INVAL);
+    CHECK(strstr(msg, "duplicate key") != NULL);
+    json_decref(doc);
+
     /* numbers for durations (seconds) and numbers */
     doc = json_pack("{s:i,s:i}", "resync_period", 30, "qps", 50);
     CHECK_OK(opts_apply(table, ARRAY_SIZE(table), &s, doc, NULL, msg, sizeof(msg)));
