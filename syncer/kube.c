@@ -38,6 +38,7 @@ struct kube_gate {
     uint64_t not_before_ms; /* no request before this (backoff, Retry-After) */
     uint64_t backoff_ms;    /* current backoff; 0 while healthy */
     bool failing;           /* logged the failure already */
+    const char *peer;       /* who, in the log: "Kubernetes API server", "podresd" */
     volatile int stopped;   /* shutdown */
 };
 
@@ -52,7 +53,13 @@ struct kube_gate *kube_gate_new(double qps, int burst)
     g->burst = burst > 0 ? burst : 1;
     g->tokens = g->burst;
     g->refilled_ms = now_ms();
+    g->peer = "Kubernetes API server";
     return g;
+}
+
+void kube_gate_name(struct kube_gate *g, const char *peer)
+{
+    g->peer = peer;
 }
 
 void kube_gate_free(struct kube_gate *g)
@@ -154,7 +161,7 @@ static void gate_failed(struct kube_gate *g, uint64_t retry_after_ms, const char
     g->failing = true;
     pthread_mutex_unlock(&g->mu);
     if (first)
-        log_warn("Kubernetes API server unavailable (%s); backing off", what);
+        log_warn("%s unavailable (%s); backing off", g->peer, what);
 }
 
 static void gate_ok(struct kube_gate *g)
@@ -169,7 +176,7 @@ static void gate_ok(struct kube_gate *g)
     g->backoff_ms = 0;
     pthread_mutex_unlock(&g->mu);
     if (was)
-        log_info("Kubernetes API server reachable again");
+        log_info("%s reachable again", g->peer);
 }
 
 /* ---- stats ---- */

@@ -35,6 +35,9 @@ struct kube_stats;
 /* 'qps' <= 0 disables the bucket. New, or NULL. */
 struct kube_gate *kube_gate_new(double qps, int burst);
 void kube_gate_free(struct kube_gate *g); /* NULL is a no-op */
+/* Who the gate's requests go to, as its log lines name it ('peer' static;
+ * "Kubernetes API server" unless set). */
+void kube_gate_name(struct kube_gate *g, const char *peer);
 /* Make every wait and transfer return soon (shutdown). */
 void kube_gate_stop(struct kube_gate *g);
 bool kube_gate_stopped(struct kube_gate *g);

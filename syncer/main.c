@@ -518,6 +518,7 @@ static err_t setup(struct syncer *s)
     s->waiting = json_object();
     if (!s->gate || !s->pd_gate || !s->stats || !s->queue || !s->waiting)
         return ERR_NOMEM;
+    kube_gate_name(s->pd_gate, "podresd");
     s->pr = cache_new(enqueue_node, s);
     s->resv = cache_new(enqueue_node, s);
     s->pods = cache_new(enqueue, s->queue);

@@ -2,7 +2,8 @@
 # podres-syncer reaching podresd over loopback TCP (--podresd-url): it reads
 # the feed there, and with --podresd-token-file (podresd's write token) it
 # reserves a pre-assignment's devices; without it podresd refuses the write
-# (403) and the syncer says so, at start and with the reason.
+# (403) and the syncer says so, at start and with the reason. An outage of
+# podresd is logged as podresd's.
 . "$(dirname "$0")/lib.sh"
 
 printf 'w-secret\n' > "$T/write-token"
@@ -45,5 +46,13 @@ preassign p2 gpu-1
 wait_until 5 grep -q "cannot sync DeviceBinding ml/p2: .*writes over TCP" "$T/syncer.log" ||
     fail "the refusal's reason is not logged: $(tail -5 "$T/syncer.log")"
 [ "$(resv_state p2)" = none ] || fail "p2 reserved without a token?"
-sy_stop
 ok "without the token: a warning at start and the 403's reason in the log"
+
+# podresd goes away and comes back: the log names podresd, not the API server.
+pd_stop
+wait_until 10 grep -q "podresd unavailable" "$T/syncer.log" || fail "podresd's outage not logged: $(tail -3 "$T/syncer.log")"
+grep -q "Kubernetes API server unavailable" "$T/syncer.log" && fail "podresd's outage logged as the API server's"
+pd_start
+wait_until 10 grep -q "podresd reachable again" "$T/syncer.log" || fail "podresd's return not logged: $(tail -3 "$T/syncer.log")"
+sy_stop
+ok "podresd's outage and return are logged as podresd's"
