@@ -250,14 +250,23 @@ static err_t delete_cr(struct reconciler *r, const char *key, const char *ns, co
                        const json_t *cr, char *msg, size_t cap)
 {
     char path[1024];
-    json_t *body = json_pack("{s:s,s:s,s:{s:s}}", "kind", "DeleteOptions", "apiVersion", "v1",
-                             "preconditions", "uid",
-                             meta_str(cr, "uid") ? meta_str(cr, "uid") : "");
-    json_t *out = NULL;
+    /* The object as decided on: its uid, and its resourceVersion, so that a
+     * change the cache has not seen yet (a scheduler's spec.containers just
+     * written) makes it a 409 and a new decision, not a lost pre-assignment. */
+    json_t *pre = json_object(), *out = NULL;
+    json_t *body = json_pack("{s:s,s:s,s:o}", "kind", "DeleteOptions", "apiVersion", "v1",
+                             "preconditions", pre);
+    const char *uid = meta_str(cr, "uid"), *rv = meta_str(cr, "resourceVersion");
     err_t rc;
 
     if (!body)
         return ERR_NOMEM;
+    /* a field given empty would be compared as such: only those known */
+    if ((uid && json_object_set_new(pre, "uid", json_string(uid))) ||
+        (rv && json_object_set_new(pre, "resourceVersion", json_string(rv)))) {
+        json_decref(body);
+        return ERR_NOMEM;
+    }
     cr_path(path, sizeof(path), ns, name, NULL);
     rc = kube_do(r->kube, "DELETE", path, body, NULL, &out, msg, cap);
     json_decref(body);

@@ -130,5 +130,26 @@ wait_until 8 phase_is p6 Conflict || fail "the TTL did not expire p6"
 [ "$(cond p6 reason)" = ReservationExpired ] || fail "reason $(cond p6 reason)"
 [ "$(resv_state p6)" = none ] || fail "the reservation of p6 was not released"
 ok "the TTL releases an unused reservation and says so: $(cond p6 message)"
+
+# The syncer's copy is behind: a scheduler pre-assigns on a DeviceBinding
+# the syncer is about to delete (its pod lets its devices go). The DELETE
+# carries the resourceVersion it decided on: 409, read again, kept.
+st_uid=$(emu_pod ml stale test-node)
+bind ml stale "$st_uid" gpu-5
+wait_until 5 phase_is stale Bound || fail "no Bound DeviceBinding for ml/stale"
+curl -sk -X POST "$EMU_URL/_emulator/faults" -d 'watch-stall:resource=devicebindings:seconds=4' > /dev/null
+curl -sk -X POST "$EMU_URL/_emulator/watches/drop" > /dev/null
+sleep 1
+kapi PATCH /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/stale \
+    '{"spec":{"containers":[{"name":"main","devices":[{"resourceName":"example.com/gpu","deviceIds":["gpu-5"]}]}]}}' \
+    application/merge-patch+json
+[ "$CODE" = 200 ] || fail "the scheduler's PATCH: HTTP $CODE $(out)"
+req DELETE /v1/namespaces/ml/pods/stale
+expect_code 200 "release ml/stale"
+sleep 2
+dvb ml stale
+[ "$CODE" = 200 ] || fail "the syncer deleted a pre-assignment its copy had not seen: HTTP $CODE"
+wait_until 8 phase_is stale Pending || fail "ml/stale is not a Pending pre-assignment: $(kapi GET /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/stale; out)"
+ok "a DELETE decided on a stale copy is refused (resourceVersion) and the pre-assignment kept"
 sy_stop
 pd_stop
