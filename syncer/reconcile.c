@@ -188,6 +188,29 @@ static json_t *owner_refs(const char *name, const char *uid)
                      uid);
 }
 
+/* The owners 'cr' should have: its own, but for a Pod owner of another
+ * instance, and the Pod 'name' 'uid'. Others' owners (a scheduler's
+ * PodGroup, ...) are kept: the list is patched whole. New, or NULL. */
+static json_t *owners_with_pod(const json_t *cr, const char *name, const char *uid)
+{
+    json_t *all = json_array(), *o, *pod = owner_refs(name, uid);
+    size_t i;
+
+    json_array_foreach(json_object_get(json_object_get(cr, "metadata"), "ownerReferences"), i, o) {
+        const char *kind = json_string_value(json_object_get(o, "kind"));
+        const char *api = json_string_value(json_object_get(o, "apiVersion"));
+
+        if (!(kind && api && strcmp(kind, "Pod") == 0 && strcmp(api, "v1") == 0))
+            json_array_append(all, o);
+    }
+    if (!all || !pod || json_array_extend(all, pod)) {
+        json_decref(all);
+        all = NULL;
+    }
+    json_decref(pod);
+    return all;
+}
+
 /* Put an acknowledged object into the cache (anything but an object is ignored). */
 static void remember(struct reconciler *r, const char *key, json_t *obj)
 {
@@ -523,7 +546,8 @@ static err_t preassigned(struct reconciler *r, const char *key, const char *ns, 
         return rc;
     if (pod_uid && !owner_ok(in->cr, pod_uid)) {
         rc = patch(r, key, ns, name, "",
-                   json_pack("{s:{s:o}}", "metadata", "ownerReferences", owner_refs(name, pod_uid)),
+                   json_pack("{s:{s:o}}", "metadata", "ownerReferences",
+                             owners_with_pod(in->cr, name, pod_uid)),
                    msg, cap);
         if (rc)
             return rc;
@@ -558,7 +582,8 @@ static err_t ensure(struct reconciler *r, const char *key, const char *ns, const
     }
     if (!owner_ok(in->cr, uid)) {
         rc = patch(r, key, ns, name, "",
-                   json_pack("{s:{s:o}}", "metadata", "ownerReferences", owner_refs(name, uid)),
+                   json_pack("{s:{s:o}}", "metadata", "ownerReferences",
+                             owners_with_pod(in->cr, name, uid)),
                    msg, cap);
         if (rc)
             return rc;

@@ -131,6 +131,17 @@ wait_until 8 phase_is p6 Conflict || fail "the TTL did not expire p6"
 [ "$(resv_state p6)" = none ] || fail "the reservation of p6 was not released"
 ok "the TTL releases an unused reservation and says so: $(cond p6 message)"
 
+# A scheduler's own owner (a PodGroup) stays when the Pod owner is added.
+kapi POST /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings \
+    '{"apiVersion":"podres.dev/v1alpha1","kind":"DeviceBinding","metadata":{"name":"grp","namespace":"ml","labels":{"podres.dev/node":"test-node"},"ownerReferences":[{"apiVersion":"scheduling.x-k8s.io/v1alpha1","kind":"PodGroup","name":"g","uid":"pg-1"}]},"spec":{"nodeName":"test-node","containers":[{"name":"main","devices":[{"resourceName":"example.com/gpu","deviceIds":["gpu-9"]}]}]}}'
+[ "$CODE" = 201 ] || fail "create ml/grp: HTTP $CODE $(out)"
+grp_uid=$(emu_pod ml grp test-node)
+owners() { curl -sk "$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/grp" | jq -c '[.metadata.ownerReferences[] | [.kind, .uid]] | sort'; }
+wait_until 5 sh -c "curl -sk '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/grp' | jq -e '.metadata.ownerReferences | length == 2' > /dev/null" ||
+    fail "owners of ml/grp: $(owners)"
+[ "$(owners)" = "[[\"Pod\",\"$grp_uid\"],[\"PodGroup\",\"pg-1\"]]" ] || fail "owners of ml/grp: $(owners)"
+ok "a scheduler's owner reference is kept beside the Pod's"
+
 # The syncer's copy is behind: a scheduler pre-assigns on a DeviceBinding
 # the syncer is about to delete (its pod lets its devices go). The DELETE
 # carries the resourceVersion it decided on: 409, read again, kept.
