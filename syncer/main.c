@@ -215,12 +215,14 @@ static bool caches_synced(struct syncer *s)
     return cache_synced(s->pr) && cache_synced(s->pods) && cache_synced(s->crs);
 }
 
-/* Per-key backoff after a failure: 200 ms doubling to 30 s (5 min for 403/422). */
+/* Per-key backoff after a failure: 200 ms doubling to 30 s; 30 s doubling
+ * to 5 min for 403/422, which only a person fixes (each is logged). */
 static uint64_t retry_delay(json_t *fails, const char *key, err_t rc)
 {
     json_int_t n = json_integer_value(json_object_get(fails, key)) + 1;
-    uint64_t cap = rc == ERR_FORBIDDEN || rc == ERR_UNPROCESSABLE ? 300000 : 30000;
-    uint64_t d = 200;
+    bool stuck = rc == ERR_FORBIDDEN || rc == ERR_UNPROCESSABLE;
+    uint64_t cap = stuck ? 300000 : 30000;
+    uint64_t d = stuck ? 30000 : 200;
 
     json_object_set_new(fails, key, json_integer(n));
     while (--n > 0 && d < cap)

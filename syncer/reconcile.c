@@ -220,7 +220,12 @@ static void remember(struct reconciler *r, const char *key, json_t *obj)
 
 /* ---- writes ---- */
 
-static err_t refetch(struct reconciler *r, const char *key, const char *ns, const char *name)
+/* Read the object again into the cache. ERR_FORBIDDEN (the reason in
+ * 'why') when it is not this node's: labelled for another node, or not at
+ * all: nothing is written to it, and it is looked at again after the
+ * longest backoff, not every 30 s. */
+static err_t refetch(struct reconciler *r, const char *key, const char *ns, const char *name,
+                     char *why, size_t cap)
 {
     char path[1024], msg[512];
     json_t *obj = NULL;
@@ -237,13 +242,17 @@ static err_t refetch(struct reconciler *r, const char *key, const char *ns, cons
         return rc;
     owner = json_string_value(json_object_get(
         json_object_get(json_object_get(obj, "metadata"), "labels"), RECONCILE_LABEL));
-    if (owner && strcmp(owner, r->node) == 0)
+    if (owner && strcmp(owner, r->node) == 0) {
         remember(r, key, obj);
-    else
-        log_warn("DeviceBinding %s exists but is not labelled for node '%s'; leaving it alone", key,
-                 r->node);
+    } else {
+        snprintf(why, cap,
+                 "DeviceBinding %s exists but is labelled for %s%s%s, not node '%s'; leaving it "
+                 "alone",
+                 key, owner ? "node '" : "no node", owner ? owner : "", owner ? "'" : "", r->node);
+        rc = ERR_FORBIDDEN;
+    }
     json_decref(obj);
-    return ERR_OK;
+    return rc;
 }
 
 static err_t create(struct reconciler *r, const char *key, const char *ns, const char *name,
@@ -263,8 +272,12 @@ static err_t create(struct reconciler *r, const char *key, const char *ns, const
     json_decref(body);
     if (rc == ERR_CONFLICT) {
         /* It exists already (our cache lagged): read it and decide again. */
-        if (refetch(r, key, ns, name) == ERR_OK)
+        err_t f = refetch(r, key, ns, name, msg, cap);
+
+        if (f == ERR_OK)
             snprintf(msg, cap, "DeviceBinding %s already exists; read it again", key);
+        else if (f == ERR_FORBIDDEN)
+            rc = f;
     }
     return rc;
 }
@@ -299,7 +312,7 @@ static err_t delete_cr(struct reconciler *r, const char *key, const char *ns, co
         return ERR_OK;
     }
     if (rc == ERR_CONFLICT)
-        refetch(r, key, ns, name); /* another object by that name now: decide again */
+        refetch(r, key, ns, name, msg, cap); /* another object by that name now: decide again */
     return rc;
 }
 
@@ -319,7 +332,7 @@ static err_t patch(struct reconciler *r, const char *key, const char *ns, const 
     if (!rc)
         remember(r, key, out);
     else if (rc == ERR_NOTFOUND || rc == ERR_CONFLICT)
-        refetch(r, key, ns, name);
+        refetch(r, key, ns, name, msg, cap);
     json_decref(out);
     return rc;
 }

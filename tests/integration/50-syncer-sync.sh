@@ -63,6 +63,23 @@ kapi POST /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings \
   '{"apiVersion":"podres.dev/v1alpha1","kind":"DeviceBinding","metadata":{"name":"elsewhere","namespace":"ml","labels":{"podres.dev/node":"other-node"}},"spec":{"nodeName":"other-node"}}'
 [ "$CODE" = 201 ] || fail "create other node's object: $CODE"
 other_rv=$(jqo .metadata.resourceVersion)
+# ... not even when one of this node's pods has its name: read, logged, and
+# left alone for 30 s and more, not tried again every few hundred ms.
+kapi POST /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings \
+  '{"apiVersion":"podres.dev/v1alpha1","kind":"DeviceBinding","metadata":{"name":"clash","namespace":"ml","labels":{"podres.dev/node":"other-node"}},"spec":{"nodeName":"other-node"}}'
+[ "$CODE" = 201 ] || fail "create other node's clash: $CODE"
+clash_rv=$(jqo .metadata.resourceVersion)
+uid_clash=$(emu_pod ml clash test-node)
+bind ml clash "$uid_clash" gpu-1
+wait_until 5 grep -q "DeviceBinding ml/clash exists but is labelled for node 'other-node'" "$T/syncer.log" ||
+    fail "the clash is not logged: $(tail -3 "$T/syncer.log")"
+sleep 4
+posts=$(curl -sk "$EMU_URL/_emulator/requests" | jq '[.requests[] | select(.method == "POST" and (.path | endswith("/devicebindings")) and .code == 409)] | length')
+[ "$posts" -le 2 ] || fail "$posts creates of ml/clash in 4 s"
+kapi GET /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/clash
+[ "$(jqo .metadata.resourceVersion)" = "$clash_rv" ] || fail "the other node's clash was written"
+req DELETE /v1/namespaces/ml/pods/clash
+ok "a name taken by another node's DeviceBinding: left alone, logged, not hammered ($posts create)"
 
 # Hand edits: a deleted object comes back, an edited status is repaired.
 kapi DELETE /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0
