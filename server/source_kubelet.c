@@ -302,29 +302,59 @@ static err_t allocatable_json(const V1__AllocatableResourcesResponse *a, json_t 
     return rc;
 }
 
-/* The two decoded answers as {"pods","devices"}; 'why' on ERR_INVAL. */
+/* The node's allocatable CPUs and memory, as a container's. */
+static err_t allocatable_rest(const V1__AllocatableResourcesResponse *a, json_t *cpus, json_t *mem)
+{
+    size_t i;
+    err_t rc = ERR_OK;
+
+    for (i = 0; !rc && i < a->n_cpu_ids; i++) {
+        if (json_array_append_new(cpus, json_integer((json_int_t)a->cpu_ids[i])))
+            rc = ERR_NOMEM;
+    }
+    if (!rc)
+        APPEND_ALL(rc, mem, a->n_memory, a->memory, memory_json);
+    return rc;
+}
+
+static err_t drop4(json_t *a, json_t *b, json_t *c, json_t *d, err_t rc)
+{
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    json_decref(d);
+    return rc;
+}
+
+/* The two decoded answers as {"pods","devices","cpuIds","memory"}; 'why' on
+ * ERR_INVAL. */
 static err_t snapshot_of(const V1__ListPodResourcesResponse *l,
                          const V1__AllocatableResourcesResponse *a, json_t **out, char *why,
                          size_t cap)
 {
-    json_t *pods = json_array(), *devs = json_array();
-    err_t rc = pods && devs ? ERR_OK : ERR_NOMEM;
+    json_t *pods = json_array(), *devs = json_array(), *cpus = json_array(), *mem = json_array();
+    err_t rc = pods && devs && cpus && mem ? ERR_OK : ERR_NOMEM;
 
     APPEND_ALL(rc, pods, l->n_pod_resources, l->pod_resources, pod_json);
-    if (rc == ERR_INVAL)
-        snprintf(why, cap, "List answer has an empty or malformed name");
-    if (!rc) {
-        rc = allocatable_json(a, devs);
-        if (rc == ERR_INVAL)
-            snprintf(why, cap, "GetAllocatableResources answer has an empty or malformed name");
+    if (rc == ERR_INVAL) {
+        snprintf(why, cap,
+                 "List answer has an empty or malformed name, or a memory size over 2^63-1");
+        return drop4(pods, devs, cpus, mem, rc);
     }
+    if (!rc)
+        rc = allocatable_json(a, devs);
+    if (!rc)
+        rc = allocatable_rest(a, cpus, mem);
+    if (rc == ERR_INVAL)
+        snprintf(why, cap,
+                 "GetAllocatableResources answer has an empty or malformed name, or a memory "
+                 "size over 2^63-1");
     if (!rc) {
-        *out = json_pack("{s:O,s:O}", "pods", pods, "devices", devs);
+        *out = json_pack("{s:O,s:O,s:O,s:O}", "pods", pods, "devices", devs, "cpuIds", cpus,
+                         "memory", mem);
         rc = *out ? ERR_OK : ERR_NOMEM;
     }
-    json_decref(pods);
-    json_decref(devs);
-    return rc;
+    return drop4(pods, devs, cpus, mem, rc);
 }
 
 err_t source_kubelet_decode(const uint8_t *list, size_t list_len, const uint8_t *alloc,

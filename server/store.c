@@ -779,6 +779,7 @@ err_t store_open(const struct store_opts *opts, struct store **out)
     pthread_mutex_init(&st->cmu, NULL);
     pthread_cond_init(&st->ccv, NULL);
     pthread_mutex_init(&st->qmu, NULL);
+    pthread_mutex_init(&st->amu, NULL);
     st->history = opts->history ? opts->history : 1;
     st->feed = opts->feed;
     st->path = strdup(opts->path);
@@ -823,6 +824,8 @@ void store_free(struct store *st)
     pthread_mutex_destroy(&st->cmu);
     pthread_cond_destroy(&st->ccv);
     pthread_mutex_destroy(&st->qmu);
+    pthread_mutex_destroy(&st->amu);
+    json_decref(st->alloc_rest);
     pthread_mutex_destroy(&st->wmu);
     pthread_mutex_destroy(&st->pmu);
     pthread_cond_destroy(&st->pcv);

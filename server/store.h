@@ -130,12 +130,15 @@ err_t store_expire_ttls(struct store *st, uint64_t now_ms, int *expired) WARN_UN
  * for what changed, and commits nothing (the revision does not move) when
  * nothing did. 'snap' (borrowed) is
  *   {"pods":[{"namespace","name","containers":[ContainerResources]}],
- *    "devices":[{"resourceName","id","topology":{"nodes":[{"ID":n}]}}]}
+ *    "devices":[{"resourceName","id","topology":{"nodes":[{"ID":n}]}}],
+ *    "cpuIds":[n],"memory":[ContainerMemory]}
  * with "devices" the allocatable ones (they become Healthy); a bound device
  * that is not allocatable stays listed as Unhealthy; every other device is
  * deleted. Pods get an empty uid; device groups and ids are stored sorted.
  * A device listed for two containers is bound to the first only. Entries
  * with missing or empty names are ERR_INVAL (nothing changes).
+ * The last "cpuIds" and "memory" (optional) are what /v1/allocatable
+ * gives besides the devices (kept in memory, not in the database).
  * *changed tells whether a transaction was committed. */
 err_t store_kubelet_sync(struct store *st, const json_t *snap, bool *changed) WARN_UNUSED;
 

@@ -82,6 +82,8 @@ struct store {
     uint64_t ckpt_seen;           /* WAL frames after the last COMMIT (under wmu) */
     uint64_t ncommits;            /* COMMITs of batches with writes (atomic) */
     uint64_t nwrites;             /* writes those COMMITs held (atomic) */
+    pthread_mutex_t amu;          /* guards alloc_rest */
+    json_t *alloc_rest;           /* {"cpuIds","memory"} the kubelet last gave, or NULL */
     pthread_mutex_t pmu;          /* the read pool's lock */
     sqlite3 *pool[READ_POOL_MAX]; /* idle read connections */
     size_t npool;                 /* how many are idle */

@@ -495,6 +495,22 @@ static err_t sync_run(struct store *st, void *ctx)
     return rc;
 }
 
+/* The node's allocatable CPUs and memory, kept in memory for
+ * /v1/allocatable: no object of the feed holds them, and the kubelet gives
+ * them again at every poll (readiness waits for the first). */
+static void alloc_rest_set(struct store *st, const json_t *snap)
+{
+    json_t *rest = json_pack("{s:O?,s:O?}", "cpuIds", json_object_get(snap, "cpuIds"), "memory",
+                             json_object_get(snap, "memory"));
+
+    if (!rest)
+        return; /* out of memory: the last ones stay */
+    pthread_mutex_lock(&st->amu);
+    json_decref(st->alloc_rest);
+    st->alloc_rest = rest;
+    pthread_mutex_unlock(&st->amu);
+}
+
 err_t store_kubelet_sync(struct store *st, const json_t *snap, bool *changed)
 {
     struct sync s;
@@ -507,5 +523,7 @@ err_t store_kubelet_sync(struct store *st, const json_t *snap, bool *changed)
         rc = st_write(st, sync_run, &s);
     *changed = rc == ERR_OK && s.events > 0;
     sync_release(&s);
+    if (!rc)
+        alloc_rest_set(st, snap);
     return rc;
 }

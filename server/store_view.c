@@ -369,16 +369,29 @@ static json_t *allocatable_row(sqlite3_stmt *s)
     return d;
 }
 
+/* An array of 'rest' (new reference), or a new empty one. */
+static json_t *rest_part(json_t *rest, const char *key)
+{
+    json_t *v = json_object_get(rest, key);
+
+    return json_is_array(v) ? json_incref(v) : json_array();
+}
+
 err_t store_allocatable(struct store *st, json_t **out)
 {
+    json_t *rest;
     err_t rc = read_list(st, "devices", allocatable_row,
                          "SELECT resource,id,numa FROM devices WHERE health='Healthy' AND "
                          "removed=0 ORDER BY resource,id",
                          NULL, NULL, NULL, NULL, out);
 
-    if (!rc && (json_object_set_new(*out, "cpuIds", json_array()) ||
-                json_object_set_new(*out, "memory", json_array())))
+    pthread_mutex_lock(&st->amu);
+    rest = json_deep_copy(st->alloc_rest); /* NULL: none (api mode, or no sync yet) */
+    pthread_mutex_unlock(&st->amu);
+    if (!rc && (json_object_set_new(*out, "cpuIds", rest_part(rest, "cpuIds")) ||
+                json_object_set_new(*out, "memory", rest_part(rest, "memory"))))
         rc = ERR_NOMEM;
+    json_decref(rest);
     return rc;
 }
 

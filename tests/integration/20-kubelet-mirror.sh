@@ -33,7 +33,7 @@ NIC='{"resourceName":"example.com/nic","deviceIds":["nic-0"],"topology":{"nodes"
 TRAIN='{"name":"train-0","namespace":"ml","containers":[{"name":"main","devices":[{"resourceName":"example.com/gpu","deviceIds":["gpu-1","gpu-0"],"topology":{"nodes":[{"ID":0}]}},{"resourceName":"example.com/nic","deviceIds":["nic-0"],"topology":{"nodes":[{"ID":0},{"ID":1}]}}],"cpuIds":[4,5,6,7],"memory":[{"memoryType":"memory","size":1073741824,"topology":{"nodes":[{"ID":0}]}},{"memoryType":"hugepages-2Mi","size":4194304}]},{"name":"sidecar","cpuIds":[8]}]}'
 WEB='{"name":"web","namespace":"default","containers":[{"name":"nginx"}]}'
 
-fk_state "{\"pods\":[$TRAIN,$WEB],\"allocatable\":{\"devices\":[$GPU0,$GPU1,$NIC],\"cpuIds\":[0,1,2,3,4,5,6,7,8],\"memory\":[]}}"
+fk_state "{\"pods\":[$TRAIN,$WEB],\"allocatable\":{\"devices\":[$GPU0,$GPU1,$NIC],\"cpuIds\":[0,1,2,3,4,5,6,7,8],\"memory\":[{\"memoryType\":\"memory\",\"size\":8589934592,\"topology\":{\"nodes\":[{\"ID\":0}]}}]}}"
 fk_start
 pd_config "source: kubelet
 kubelet_socket: $FK_SOCK
@@ -72,7 +72,10 @@ req GET /v1/devices
 [ "$(jqo '.devices[] | select(.id=="gpu-2") | .holder')" = null ] || fail "free device"
 req GET /v1/allocatable
 [ "$(jqo '.devices | length')" = 4 ] || fail "allocatable: $(out)"
-ok "devices mirrored from GetAllocatableResources, holders from List"
+[ "$(jqo '.cpuIds | join(",")')" = 0,1,2,3,4,5,6,7,8 ] || fail "allocatable cpuIds: $(out)"
+[ "$(jq -c .memory "$T/out")" = '[{"memoryType":"memory","size":8589934592,"topology":{"nodes":[{"ID":0}]}}]' ] ||
+    fail "allocatable memory: $(out)"
+ok "devices, CPUs and memory mirrored from GetAllocatableResources, holders from List"
 
 # An unchanged kubelet: no event, no revision, over ten polls.
 rev=$(revision)

@@ -78,20 +78,29 @@ static uint8_t *list_answer(const char *pod_name, size_t *len)
     return buf;
 }
 
-/* Allocatable: gpu-0..2 without topology. */
+/* Allocatable: gpu-0..2 without topology, CPUs 0..3, 2 GiB of memory. */
 static uint8_t *alloc_answer(size_t *len)
 {
     char *ids[] = {S("gpu-0"), S("gpu-1"), S("gpu-2")};
+    int64_t cpus[] = {0, 1, 2, 3};
     V1__ContainerDevices dev = V1__CONTAINER_DEVICES__INIT;
     V1__ContainerDevices *devs[] = {&dev};
+    V1__ContainerMemory mem = V1__CONTAINER_MEMORY__INIT;
+    V1__ContainerMemory *mems[] = {&mem};
     V1__AllocatableResourcesResponse resp = V1__ALLOCATABLE_RESOURCES_RESPONSE__INIT;
     uint8_t *buf;
 
     dev.resource_name = S("example.com/gpu");
     dev.n_device_ids = 3;
     dev.device_ids = ids;
+    mem.memory_type = S("memory");
+    mem.size = 2147483648u;
     resp.n_devices = 1;
     resp.devices = devs;
+    resp.n_cpu_ids = 4;
+    resp.cpu_ids = cpus;
+    resp.n_memory = 1;
+    resp.memory = mems;
     *len = v1__allocatable_resources_response__get_packed_size(&resp);
     buf = malloc(*len ? *len : 1);
     v1__allocatable_resources_response__pack(&resp, buf);
@@ -128,6 +137,14 @@ static void test_decode(void)
     d = json_array_get(json_object_get(snap, "devices"), 2);
     CHECK_STREQ(json_string_value(json_object_get(d, "id")), "gpu-2");
     CHECK_EQ_INT(json_array_size(json_object_get(json_object_get(d, "topology"), "nodes")), 0);
+    /* the node's allocatable CPUs and memory */
+    d = json_pack("{s:O,s:O}", "cpuIds", json_object_get(snap, "cpuIds"), "memory",
+                  json_object_get(snap, "memory"));
+    text = json_dumps(d, JSON_SORT_KEYS | JSON_COMPACT);
+    json_decref(d);
+    CHECK_STREQ(text, "{\"cpuIds\":[0,1,2,3],\"memory\":[{\"memoryType\":\"memory\",\"size\":"
+                      "2147483648,\"topology\":{\"nodes\":[]}}]}");
+    free(text);
     json_decref(snap);
     free(l);
     free(a);
