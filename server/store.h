@@ -135,7 +135,8 @@ err_t store_expire_ttls(struct store *st, uint64_t now_ms, int *expired) WARN_UN
  * with "devices" the allocatable ones (they become Healthy); a bound device
  * that is not allocatable stays listed as Unhealthy; every other device is
  * deleted. Pods get an empty uid; device groups and ids are stored sorted.
- * A device listed for two containers is bound to the first only. Entries
+ * A device listed for two containers is bound to the first only; a pod
+ * listed twice is one pod with the containers of both. Entries
  * with missing or empty names are ERR_INVAL (nothing changes).
  * The last "cpuIds" and "memory" (optional) are what /v1/allocatable
  * gives besides the devices (kept in memory, not in the database).

@@ -194,6 +194,22 @@ static err_t want_container(struct sync *s, const char *ns, const char *name, js
     return rc;
 }
 
+/* A pod listed twice (an old and a new instance: the List has no uid) is
+ * one pod with the containers of both, so that every device bound to it is
+ * one it lists: *cs becomes the first's containers followed by its own. */
+static err_t merge_twin(struct sync *s, const char *key, json_t **cs)
+{
+    json_t *prev = json_object_get(json_object_get(s->want_pods, key), "containers");
+
+    if (!prev)
+        return ERR_OK;
+    if (json_array_extend(prev, *cs))
+        return ERR_NOMEM;
+    json_decref(*cs);
+    *cs = json_incref(prev);
+    return ERR_OK;
+}
+
 /* A pod: its canonical containers and their text. */
 static err_t want_pod(struct sync *s, const json_t *pod)
 {
@@ -207,16 +223,18 @@ static err_t want_pod(struct sync *s, const json_t *pod)
         if (!rc)
             rc = json_is_object(c) ? want_container(s, ns, name, c) : ERR_INVAL;
     }
+    if (!rc) {
+        key2(key, ns, name);
+        rc = merge_twin(s, key, &cs);
+    }
     if (!rc)
         text = jsonx_dumps(cs);
     if (!rc && text)
         p = json_pack("{s:s,s:s,s:O,s:s}", "ns", ns, "name", name, "containers", cs, "text", text);
     if (!rc && !p)
         rc = ERR_NOMEM;
-    if (!rc) {
-        key2(key, ns, name);
+    if (!rc)
         rc = json_object_set_new(s->want_pods, key, p) ? ERR_NOMEM : ERR_OK;
-    }
     json_decref(cs);
     free(text);
     return rc;

@@ -235,6 +235,52 @@ static void test_double_listing(void)
     fx_close(&f);
 }
 
+/* A pod listed twice (an old and a new instance) is one pod with both's
+ * containers: each device it holds is one it lists. */
+static void test_pod_listed_twice(void)
+{
+    struct fx f;
+    char ev[2048];
+    bool changed;
+    json_t *out = NULL, *d;
+    size_t i;
+
+    fx_open(&f);
+    CHECK_OK(sync_text(
+        &f, "{\"pods\":[" POD_A("[\"g0\"]", "[]") "," POD_A("[\"g1\"]", "[1]") "]," ALLOC2 "}",
+        &changed));
+    CHECK(changed);
+    events(&f, ev, sizeof(ev));
+    CHECK_OK(store_pod_get(f.st, "ml", "a", &out));
+    d = json_object_get(json_object_get(out, "podResources"), "containers");
+    CHECK_EQ_INT(json_array_size(d), 2);
+    CHECK_STREQ(
+        json_string_value(json_array_get(
+            json_object_get(json_array_get(json_object_get(json_array_get(d, 0), "devices"), 0),
+                            "deviceIds"),
+            0)),
+        "g0");
+    CHECK_STREQ(
+        json_string_value(json_array_get(
+            json_object_get(json_array_get(json_object_get(json_array_get(d, 1), "devices"), 0),
+                            "deviceIds"),
+            0)),
+        "g1");
+    json_decref(out);
+    out = NULL;
+    CHECK_OK(store_devices_list(f.st, NULL, NULL, false, &out));
+    json_array_foreach(json_object_get(out, "devices"), i, d)
+        CHECK_STREQ(json_string_value(json_object_get(json_object_get(d, "holder"), "name")), "a");
+    CHECK_EQ_INT(json_array_size(json_object_get(out, "devices")), 2);
+    json_decref(out);
+    /* the same answer again: nothing changes */
+    CHECK_OK(sync_text(
+        &f, "{\"pods\":[" POD_A("[\"g0\"]", "[]") "," POD_A("[\"g1\"]", "[1]") "]," ALLOC2 "}",
+        &changed));
+    CHECK(!changed);
+    fx_close(&f);
+}
+
 /* A database the write API used first has let-go bindings rows (schema 3:
  * pod ''). The reconcile neither takes them for bindings nor trips over
  * them when it binds their devices, and drops them with their devices. */
@@ -304,4 +350,4 @@ static void test_after_api_mode(void)
 }
 
 TEST_MAIN(test_first_and_same, test_changes_only, test_bad_snapshots, test_double_listing,
-          test_after_api_mode)
+          test_pod_listed_twice, test_after_api_mode)
