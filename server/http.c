@@ -692,10 +692,17 @@ static err_t make_socket_dir(const char *path)
         return ERR_OK;
     *slash = '\0';
     if (mkdir(dir, 0750) == 0 || errno == EEXIST) {
-        if (lstat(dir, &sb) == 0 && S_ISDIR(sb.st_mode))
-            return ERR_OK;
-        log_err("cannot use socket directory '%s': not a directory", dir);
-        return ERR_IO;
+        if (lstat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            log_err("cannot use socket directory '%s': not a directory", dir);
+            return ERR_IO;
+        }
+        /* A directory others may write to (found so: podresd makes its own
+         * 0750) lets them put their own socket in place of podresd's. */
+        if (sb.st_mode & S_IWOTH)
+            log_warn("socket directory '%s' is writable by everyone (mode %04o): anyone can "
+                     "replace podresd's socket; use a private directory",
+                     dir, (unsigned)(sb.st_mode & 07777));
+        return ERR_OK;
     }
     log_err("cannot create socket directory '%s': %s", dir, strerror(errno));
     return ERR_IO;

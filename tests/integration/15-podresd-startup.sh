@@ -80,6 +80,12 @@ curl -s --unix-socket "$PD_SOCK" http://localhost/version | jq -e '.nodeName == 
 req GET /v1/devices
 [ "$(jqo '[.devices[].id] | join(",")')" = a,b ] || fail "static devices: $(out)"
 ok "flags win; static devices; a stale socket is replaced"
+grep -q "writable by everyone" "$T/podresd.log" && fail "a warning about podresd's own 0750 directory"
+# A socket directory found writable by everyone: a warning (anyone can replace the socket).
+mkdir -p "$T/open" && chmod 1777 "$T/open"
+timeout 1 "$PODRES_BIN/podresd" --db "$T/open.db" --socket "$T/open/p.sock" > "$T/open.log" 2>&1 || true
+grep -q "socket directory '$T/open' is writable by everyone (mode 1777)" "$T/open.log" ||
+    fail "no warning for a world-writable socket directory: $(cat "$T/open.log")"
 # A second podresd on the same socket refuses to start.
 expect_start_fail "socket in use" "another process" --config "$T/podresd.yaml" --db "$T/other.db"
 # A second podresd on the same database refuses to start, at once, and
