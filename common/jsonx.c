@@ -19,7 +19,7 @@ err_t jsonx_parse(const char *buf, size_t len, json_t **out, char *msg, size_t c
             snprintf(msg, cap, "request body is empty; expected a JSON object");
         else
             snprintf(msg, cap, "malformed JSON at line %d, column %d: %s", jerr.line, jerr.column,
-                     jerr.text);
+                     strstr(jerr.text, "JSON_ALLOW_NUL") ? "a string holds \\u0000" : jerr.text);
         return ERR_INVAL;
     }
     *out = v;

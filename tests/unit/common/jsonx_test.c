@@ -36,6 +36,13 @@ static void test_parse(void)
     CHECK(strstr(msg, "line 1") != NULL);
     CHECK(strstr(msg, "duplicate") != NULL);
 
+    /* \u0000 in a string: said so, not in jansson's words (a flag name) */
+    msg[0] = '\0';
+    CHECK_EQ_INT(parse("{\"a\":\"x\\u0000y\"}", &v, msg, sizeof(msg)), ERR_INVAL);
+    CHECK(v == NULL);
+    CHECK(strstr(msg, "a string holds \\u0000") != NULL);
+    CHECK(strstr(msg, "JSON_ALLOW_NUL") == NULL);
+
     msg[0] = '\0';
     CHECK_EQ_INT(jsonx_parse("", 0, &v, msg, sizeof(msg)), ERR_INVAL);
     CHECK(v == NULL);
