@@ -479,6 +479,11 @@ static enum MHD_Result dispatch(struct listener *l, struct MHD_Connection *conn,
         return queue_error_allow(conn, c, ERR_METHOD, r.msg, allow);
     }
     c->route = (size_t)(rt - api_routes);
+    /* RFC 9112 3.2: an HTTP/1.1 request without Host is a 400; on TCP the
+     * Host is what the DNS-rebinding check reads */
+    if (l->tcp && strcmp(version, MHD_HTTP_VERSION_1_0) != 0 &&
+        !MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host"))
+        return queue_error(conn, c, ERR_INVAL, "an HTTP/1.1 request needs a Host header");
     rc = check_access(l, conn, rt, r.msg, sizeof(r.msg));
     if (!rc)
         rc = check_body(conn, c, rt, r.msg, sizeof(r.msg));

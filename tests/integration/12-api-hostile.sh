@@ -577,6 +577,8 @@ tt 403 Forbidden GET /v1/devices "$NOBODY" -H 'Host: 127.0.0.1.nip.io'
 tt 403 Forbidden GET /v1/devices "$NOBODY" -H 'Host: 10.0.0.1'
 tt 403 Forbidden GET /v1/devices "$NOBODY" -H 'Host: [::2]:9444'
 tt 403 Forbidden GET /v1/devices "$NOBODY" -H 'Host: [::1'
+tt 400 BadRequest GET /v1/pods "$NOBODY" -H 'Host:' # HTTP/1.1 without Host (curl drops it)
+tt 400 BadRequest PATCH $D/gpu1 '{"health":"Unhealthy"}' -H 'Host:' -H "Authorization: Bearer $TOKEN"
 tt 403 Forbidden DELETE /v1/namespaces/ns1/pods/holder "$NOBODY" -H 'Host: evil.example.com' \
     -H "Authorization: Bearer $TOKEN"
 # the token is good: the request is then judged on its own merits, still no change
