@@ -34,6 +34,12 @@ def switches(emu):
     def setf(spec):
         emu.admin("PUT", "/faults", {"spec": spec})
 
+    # a body that is no spec (a bare number, a list): 400, the faults unchanged
+    for body in (503, [1], {"spec": 7}):
+        r = emu.req("PUT", "/_emulator/faults", body, token="")
+        eq(r.code, 400, "PUT /_emulator/faults with %r" % (body,))
+    eq(emu.admin("GET", "/faults")["faults"], [], "no fault set by a bad body")
+
     setf("429:count=1")
     r = emu.get(LIST)
     eq((r.code, r.header("Retry-After"), r.header("Content-Type").split(";")[0], r.body),
