@@ -530,6 +530,37 @@ def pods_and_gc(emu):
     wn.close()
 
 
+def fidelity(emu):
+    """Smaller things a real server does that clients see."""
+    # Services exist (empty), as `kubectl cluster-info` lists kube-system's.
+    r = emu.get("/api/v1/namespaces/kube-system/services?labelSelector=kubernetes.io/cluster-service%3Dtrue")
+    eq((r.code, r.json["kind"], r.json["items"]), (200, "ServiceList", []), "services: an empty list")
+    check(any(x["name"] == "services" for x in emu.get("/api/v1").json["resources"]),
+          "services in /api/v1 discovery")
+    # An integer sent as 2.0 is given back as 2 (Go decodes it into an int64).
+    emu.post(NS, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fid"}})
+    eq(emu.post(db_path("fid"), db("f", ns="fid")).code, 201, "create fid/f")
+    r = emu.patch(db_path("fid", "f") + "/status", {"status": {"observedRevision": 2.0}})
+    check(r.code == 200 and b'"observedRevision": 2.0' not in r.body and b'"observedRevision":2.0' not in r.body
+          and r.json["status"]["observedRevision"] == 2, "2.0 in an integer field is stored as 2", r)
+    r = emu.get(db_path("fid", "f"))
+    check(isinstance(r.json["status"]["observedRevision"], int), "read back as an integer", r)
+    # A bad label value: upstream's whole message, examples and regex included.
+    r = emu.patch(db_path("fid", "f"), {"metadata": {"labels": {"q": "bad value!"}}})
+    check(r.code == 422 and r.json["message"].endswith(
+        "regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"),
+        "bad label value: upstream's message", r)
+    # Creating in a namespace being deleted: the 403 names the object.
+    emu.post(db_path("fid"), db("g", ns="fid"))
+    emu.patch(db_path("fid", "g"), {"metadata": {"finalizers": ["x/keep"]}})
+    emu.delete(NS + "/fid")
+    r = emu.post(db_path("fid"), db("q", ns="fid"))
+    eq((r.code, r.json["message"], r.json["details"]["name"]),
+       (403, 'devicebindings.podres.dev "q" is forbidden: unable to create new content in namespace fid '
+        'because it is being terminated', "q"), "create in a terminating namespace: 403 naming it")
+    emu.patch(db_path("fid", "g"), {"metadata": {"finalizers": None}})
+
+
 def run():
     emu = Emulator("--gc-delay", "0.3", "--bookmark-interval", "0.3")
     emu.install_crd()
@@ -540,6 +571,7 @@ def run():
     watches(emu)
     selectors(emu)
     pods_and_gc(emu)
+    fidelity(emu)
     emu.stop()
 
 

@@ -143,6 +143,7 @@ KUBECTL=kubectl
 write_cr "$EMU_DIR/cr.yaml" node-t
 expect_out 'train-0 created' "kubectl over TLS + token: apply" k apply -f "$EMU_DIR/cr.yaml"
 expect_out '^ml +train-0 +node-t' "kubectl over TLS + token: get -A" k get dvb -A
+expect_out 'control plane.* is running at' "kubectl cluster-info (lists kube-system's services)" k cluster-info
 curl -sf --cacert "$TMP/certs/ca.crt" "$EMU_ADMIN/counters?verb=list&code=401" | jq -e '.total == 0' >/dev/null \
     || fail "requests were refused with 401 during the TLS run"
 pass "no 401 while the token was right"
