@@ -12,22 +12,40 @@
 
 #define OFF(f) offsetof(struct config, f)
 
-/* The token is read at start; a file that cannot be read, or that does
- * not hold one non-empty line, stops start-up here, with the key named. */
-static const char *token_file_ok(const char *path)
+err_t config_read_token(const char *path, char **out, const char **why)
 {
     char buf[4096];
     FILE *f = fopen(path, "r");
     size_t n;
 
-    if (!f)
-        return strerror(errno);
+    if (!f) {
+        *why = strerror(errno);
+        return ERR_IO;
+    }
     n = fread(buf, 1, sizeof(buf) - 1, f);
     fclose(f);
     buf[n] = '\0';
     while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
         buf[--n] = '\0';
-    return n == 0 || strchr(buf, '\n') ? "must hold one non-empty line (the token)" : NULL;
+    if (n == 0 || strchr(buf, '\n')) {
+        *why = "must hold one non-empty line (the token)";
+        return ERR_INVAL;
+    }
+    *out = strdup(buf);
+    *why = "out of memory";
+    return *out ? ERR_OK : ERR_NOMEM;
+}
+
+/* The token is read at start: a file config_read_token refuses stops
+ * start-up here, with the key named. */
+static const char *token_file_ok(const char *path)
+{
+    const char *why = NULL;
+    char *token = NULL;
+    err_t rc = config_read_token(path, &token, &why);
+
+    free(token);
+    return rc ? why : NULL;
 }
 
 static const struct opt opts[] = {

@@ -52,28 +52,15 @@ static const struct option long_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
-/* Read the write token; trailing white space is dropped. Never logged. */
+/* The write token (checked when set; the file may have changed since). */
 static err_t read_token(const char *path, char **out)
 {
-    char buf[4096];
-    FILE *f = fopen(path, "r");
-    size_t n;
+    const char *why = "";
+    err_t rc = config_read_token(path, out, &why);
 
-    if (!f) {
-        log_err("cannot read write token file '%s': %s", path, strerror(errno));
-        return ERR_IO;
-    }
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
-        buf[--n] = '\0';
-    if (n == 0 || strchr(buf, '\n')) {
-        log_err("write token file '%s' must hold one non-empty line", path);
-        return ERR_INVAL;
-    }
-    *out = strdup(buf);
-    return *out ? ERR_OK : ERR_NOMEM;
+    if (rc)
+        log_err("write token file '%s': %s", path, why);
+    return rc;
 }
 
 static err_t make_parent_dir(const char *path)
