@@ -3,7 +3,7 @@
 # `make test`. Builds the default optimised binaries (-O2) and the bench tools.
 
 BENCH_DIR := build/bench
-BENCH_PKGS := wrk nginx-light jq curl sqlite3 libsqlite3-dev python3
+BENCH_PKGS := wrk nginx-light jq curl sqlite3 libsqlite3-dev python3 linux-perf
 
 .PHONY: bench bench-ab bench-deps bench-tools
 bench: deps bench-deps all bench-tools

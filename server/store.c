@@ -647,16 +647,19 @@ static void free_pending_from(struct store *st, size_t from);
  * SQLite's automatic checkpoint runs inside the COMMIT that crosses 1000 WAL
  * frames: that write (and every write queued behind it) waits for ~100 page
  * writes and an fsync of the database file. Here the write connection's WAL
- * hook checkpoints in that COMMIT only when no write is queued; else it wakes
- * a thread of the store's own, which checkpoints PASSIVE on a connection of
- * its own while writes go on. With one writer at a time, a checkpoint beside
- * the writes only competed with them for the disk and the CPUs (1 client:
- * +1.8 % to +7.5 % with it in the COMMIT, docs/BENCHMARKS.md). Durability is
- * unchanged: a COMMIT is on disk once the WAL is synced. */
+ * hook only notes that a checkpoint is due; once the batch's events are
+ * published and its members told (batch_end), the write connection
+ * checkpoints if no write is queued, else it wakes a thread of the store's
+ * own, which checkpoints PASSIVE on a connection of its own while writes go
+ * on. So no watcher waits for a checkpoint, and neither does any write but
+ * the combiner's own. With one writer at a time, a checkpoint beside the
+ * writes only competed with them for the disk and the CPUs (1 client: +1.8 %
+ * to +7.5 % with it on the write connection, docs/BENCHMARKS.md). Durability
+ * is unchanged: a COMMIT is on disk once the WAL is synced. */
 #define CKPT_FRAMES 1000     /* checkpoint every this many new frames */
-#define CKPT_FRAMES_MAX 4000 /* ~16 MiB of WAL: checkpoint inside the COMMIT */
+#define CKPT_FRAMES_MAX 4000 /* ~16 MiB of WAL: checkpoint on the write connection */
 
-/* Checkpoint in the COMMIT on 'db' (the write connection): true when done. */
+/* Checkpoint on 'db' (the write connection): true when done. */
 static bool checkpoint_here(struct store *st, sqlite3 *db)
 {
     if (sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL) != SQLITE_OK)
@@ -668,37 +671,52 @@ static bool checkpoint_here(struct store *st, sqlite3 *db)
 
 /* Called by the write connection after each COMMIT, wmu held, with the frames
  * now in the WAL. Every CKPT_FRAMES new frames (not after every COMMIT) the
- * log is checkpointed: here if no write waits, else by the checkpointer. A
- * checkpoint that runs while writes go on never catches up with the end of
- * the log, so the log is not restarted and keeps growing under constant
- * writes; past CKPT_FRAMES_MAX this COMMIT checkpoints itself, as SQLite
- * would, so that the log restarts. */
+ * log is to be checkpointed (checkpoint_due). A checkpoint that runs while
+ * writes go on never catches up with the end of the log, so the log is not
+ * restarted and keeps growing under constant writes; past CKPT_FRAMES_MAX the
+ * write connection checkpoints itself, as SQLite would, so that the log
+ * restarts. */
 static int on_wal(void *ctx, sqlite3 *db, const char *name, int frames)
 {
     struct store *st = ctx;
-    bool queued;
 
+    (void)db;
     (void)name;
     if ((uint64_t)frames < st->ckpt_seen)
         st->ckpt_next = CKPT_FRAMES; /* the log restarted */
     st->ckpt_seen = (uint64_t)frames;
     if ((uint64_t)frames >= CKPT_FRAMES_MAX) {
-        checkpoint_here(st, db);
+        st->ckpt_due = st->ckpt_must = true;
         return SQLITE_OK;
     }
     if ((uint64_t)frames < st->ckpt_next)
         return SQLITE_OK;
     st->ckpt_next = (uint64_t)frames + CKPT_FRAMES;
+    st->ckpt_due = true;
+    return SQLITE_OK;
+}
+
+/* The checkpoint on_wal asked for, once the batch is answered; wmu held, no
+ * transaction open: here if no write is queued (or the log is too long),
+ * else by the checkpointer. */
+static void checkpoint_due(struct store *st)
+{
+    bool queued, must = st->ckpt_must;
+
+    if (!st->ckpt_due)
+        return;
+    st->ckpt_due = st->ckpt_must = false;
     pthread_mutex_lock(&st->qmu);
     queued = st->qhead != NULL;
     pthread_mutex_unlock(&st->qmu);
-    if (!queued && checkpoint_here(st, db))
-        return SQLITE_OK;
+    if ((must || !queued) && checkpoint_here(st, st->wdb))
+        return;
+    if (must)
+        return; /* the thread's runs, or it failed: the next COMMIT asks again */
     pthread_mutex_lock(&st->cmu);
     st->ckpt_want = true;
     pthread_cond_signal(&st->ccv);
     pthread_mutex_unlock(&st->cmu);
-    return SQLITE_OK;
 }
 
 /* One checkpoint; the first failure of a run of them is logged. */
@@ -986,6 +1004,7 @@ static err_t batch_end(struct store *st, err_t e)
         w->err = e;
         sem_post(&w->done);
     }
+    checkpoint_due(st);
     return e;
 }
 

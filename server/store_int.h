@@ -80,6 +80,8 @@ struct store {
     uint64_t nckpts_commit;       /* of those, done in a COMMIT (atomic; for tests) */
     uint64_t ckpt_next;           /* WAL frames at which to wake it next (under wmu) */
     uint64_t ckpt_seen;           /* WAL frames after the last COMMIT (under wmu) */
+    bool ckpt_due;                /* on_wal asked for a checkpoint after this batch (wmu) */
+    bool ckpt_must;               /* ... and the WAL is past CKPT_FRAMES_MAX (wmu) */
     uint64_t ncommits;            /* COMMITs of batches with writes (atomic) */
     uint64_t nwrites;             /* writes those COMMITs held (atomic) */
     pthread_mutex_t amu;          /* guards alloc_rest */

@@ -4,9 +4,12 @@
  *
  *   podbench put    ADDR CLIENTS SECONDS MAXREQ   PUT bindings, one connection per client
  *                                                   (all driven by one thread, epoll)
- *   podbench watch  ADDR WATCHERS EVENTS          COMMIT -> last watcher latency
+ *   podbench watch  ADDR WATCHERS EVENTS [FILE]   PUT sent -> first and last watcher;
+ *                                                   FILE gets each event's times (CLOCK_MONOTONIC
+ *                                                   ms: sent, first watcher, last, answer)
  *   podbench get    ADDR PATH N                   keep-alive GET round trips
- *   podbench ready  ADDR TIMEOUT_MS LOG CMD ARGS...  exec CMD (output to LOG), time until /readyz is 200
+ *   podbench ready  ADDR TIMEOUT_MS LOG CMD ARGS...  exec CMD (output to LOG), time until /readyz
+ *                                                   is 200
  *   podbench time   CMD ARGS...                   wall time of CMD
  * Results are printed as `key=value` words on one line (times in ms).
  */
@@ -45,7 +48,8 @@ static int dial(const char *addr)
 {
     int fd;
     if (strncmp(addr, "tcp:", 4) == 0) {
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(addr + 4))};
+        struct sockaddr_in sa = {.sin_family = AF_INET,
+                                 .sin_port = htons((uint16_t)atoi(addr + 4))};
         sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         int one = 1;
@@ -159,9 +163,9 @@ static double pct(double *v, size_t n, double p)
  * thread per request, CPU the server under test did not get. */
 struct putc {
     int id, fd;
-    long k;          /* requests sent */
-    double t0;       /* when the one in flight was sent */
-    char buf[8192];  /* its answer, so far */
+    long k;         /* requests sent */
+    double t0;      /* when the one in flight was sent */
+    char buf[8192]; /* its answer, so far */
     size_t have;
 };
 
@@ -343,11 +347,13 @@ static int cmd_watch(char **a)
     if (pfd < 0)
         die("connect");
     double *lat = calloc((size_t)ev, sizeof(double)), *rtt = calloc((size_t)ev, sizeof(double));
-    double *after = calloc((size_t)ev, sizeof(double));
+    double *first = calloc((size_t)ev, sizeof(double)), *fan = calloc((size_t)ev, sizeof(double));
+    double *sent = calloc((size_t)ev, sizeof(double));
     int done = 0, misses = 0;
     for (int e = 0; e < ev; e++) {
         char body[256], put[768];
-        int n = snprintf(body, sizeof(body), "{\"uid\":\"u%d\",\"containers\":[{\"name\":\"main\"}]}", e);
+        int n = snprintf(body, sizeof(body),
+                         "{\"uid\":\"u%d\",\"containers\":[{\"name\":\"main\"}]}", e);
         int pm = snprintf(put, sizeof(put),
                           "PUT /v1/namespaces/watchbench/pods/p HTTP/1.1\r\nHost: localhost\r\n"
                           "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
@@ -355,7 +361,7 @@ static int cmd_watch(char **a)
         long want[4096];
         for (int i = 0; i < nw && i < 4096; i++)
             want[i] = w[i].seen + 1;
-        double t0 = now_ms(), t1 = 0, tlast = 0;
+        double t0 = now_ms(), t1 = 0, tfirst = 0, tlast = 0;
         if (send_all(pfd, put, (size_t)pm))
             die("put");
         int pending = nw;
@@ -373,7 +379,8 @@ static int cmd_watch(char **a)
                         die("watch stream ended");
                     w[i].seen += count_needle(&w[i], buf, (size_t)r);
                     if (w[i].seen >= want[i]) {
-                        pending--;
+                        if (pending-- == nw)
+                            tfirst = tn;
                         tlast = tn;
                     }
                 }
@@ -388,14 +395,27 @@ static int cmd_watch(char **a)
         }
         lat[done] = tlast - t0;
         rtt[done] = t1 - t0;
-        after[done] = tlast - t0;
+        sent[done] = t0;
+        first[done] = tfirst - t0;
+        fan[done] = tlast - tfirst;
         done++;
         usleep(10000);
     }
-    (void)after;
-    printf("events=%d misses=%d p50=%.3f p99=%.3f put_rtt_p50=%.3f put_rtt_p99=%.3f\n", done, misses,
-           pct(lat, (size_t)done, 0.5), pct(lat, (size_t)done, 0.99), pct(rtt, (size_t)done, 0.5),
-           pct(rtt, (size_t)done, 0.99));
+    if (a[3]) { /* each event's times, CLOCK_MONOTONIC ms: sent, first, last watcher, answer */
+        FILE *f = fopen(a[3], "w");
+        if (!f)
+            die("events file");
+        for (int e = 0; e < done; e++)
+            fprintf(f, "%.3f %.3f %.3f %.3f\n", sent[e], sent[e] + first[e], sent[e] + lat[e],
+                    sent[e] + rtt[e]);
+        fclose(f);
+    }
+    printf("events=%d misses=%d p50=%.3f p99=%.3f put_rtt_p50=%.3f put_rtt_p99=%.3f "
+           "first_p50=%.3f first_p99=%.3f fan_p50=%.3f fan_p99=%.3f\n",
+           done, misses, pct(lat, (size_t)done, 0.5), pct(lat, (size_t)done, 0.99),
+           pct(rtt, (size_t)done, 0.5), pct(rtt, (size_t)done, 0.99), pct(first, (size_t)done, 0.5),
+           pct(first, (size_t)done, 0.99), pct(fan, (size_t)done, 0.5),
+           pct(fan, (size_t)done, 0.99));
     return misses ? 1 : 0;
 }
 

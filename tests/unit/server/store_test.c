@@ -2314,8 +2314,29 @@ static void test_group_commit(void)
  * no write queued and checkpoints itself; the log then starts over, so the
  * checkpoint thread is never woken. 400 binds of new pods write 3-4 pages
  * each: past 1000 frames, short of 4000 (where a COMMIT checkpoints anyway). */
+/* What the feed saw when a batch was published: whether a checkpoint was
+ * still to come, and how many had been done in a COMMIT by then. */
+struct ckpt_seen {
+    struct store *st;
+    int due;            /* publishes with a checkpoint still due */
+    uint64_t done_then; /* nckpts_commit at the last such publish */
+};
+
+static void on_publish_ckpt(void *ctx)
+{
+    struct ckpt_seen *c = ctx;
+
+    if (!c->st->ckpt_due)
+        return;
+    c->due++;
+    c->done_then = __atomic_load_n(&c->st->nckpts_commit, __ATOMIC_RELAXED);
+}
+
+/* The write connection checkpoints when no write is queued, after the
+ * batch's events are published: a watcher never waits for a checkpoint. */
 static void test_checkpoint_in_commit(void)
 {
+    struct ckpt_seen seen = {0};
     struct fx f;
     struct strbuf body = STRBUF_INIT;
     json_t *stats = NULL;
@@ -2334,10 +2355,17 @@ static void test_checkpoint_in_commit(void)
     CHECK_OK(put_devices(&f, NIC, text, NULL));
     free(text);
     rev0 = store_revision(f.st);
+    fx_attach_feed(&f);
+    seen.st = f.st;
+    feed_set_notify(f.feed, on_publish_ckpt, &seen);
     for (i = 0; i < 400; i++) {
         snprintf(name, sizeof(name), "s-%d", i);
         CHECK_OK(gc_bind(f.st, name, name, NULL));
+        if (seen.due) /* that write's checkpoint came after its events */
+            CHECK(__atomic_load_n(&f.st->nckpts_commit, __ATOMIC_RELAXED) > seen.done_then);
     }
+    CHECK(seen.due >= 1);
+    CHECK(!f.st->ckpt_due);
     CHECK(__atomic_load_n(&f.st->nckpts_commit, __ATOMIC_RELAXED) >= 1);
     CHECK_OK(store_stats(f.st, &stats));
     CHECK_EQ_INT(json_integer_value(json_object_get(stats, "checkpoints")),
