@@ -77,7 +77,7 @@ struct store {
     bool ckpt_stop;               /* store_free() is waiting for it */
     bool ckpt_failing;            /* the last checkpoint failed (logged once) */
     uint64_t nckpts;              /* checkpoints done, either way (atomic) */
-    uint64_t nckpts_commit;       /* of those, done in a COMMIT (atomic; for tests) */
+    uint64_t nckpts_commit;       /* of those, on the write connection (atomic; tests) */
     uint64_t ckpt_next;           /* WAL frames at which to wake it next (under wmu) */
     uint64_t ckpt_seen;           /* WAL frames after the last COMMIT (under wmu) */
     bool ckpt_due;                /* on_wal asked for a checkpoint after this batch (wmu) */

@@ -2,7 +2,10 @@
  * with podresd's PRAGMAs (WAL, synchronous=FULL, foreign_keys=ON).
  * Each iteration is BEGIN IMMEDIATE; one INSERT of a ~200-byte row; COMMIT.
  *
- *   sqlite_commit DB SECONDS MAXN     prints: n=N secs=S rate=R p50=MS p99=MS
+ *   sqlite_commit DB SECONDS MAXN [PACE_MS]   prints: n=N secs=S rate=R p50=MS p99=MS
+ *
+ * With PACE_MS each commit follows PACE_MS of sleep, as row 4's PUTs do: the
+ * latencies are then those of a commit on an idle machine.
  */
 #include <sqlite3.h>
 #include <stdio.h>
@@ -33,14 +36,16 @@ static void check(sqlite3 *db, int rc, const char *what)
 
 int main(int argc, char **argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: sqlite_commit DB SECONDS MAXN\n");
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: sqlite_commit DB SECONDS MAXN [PACE_MS]\n");
         return 2;
     }
     double secs = atof(argv[2]);
     long maxn = atol(argv[3]);
+    double pace = argc == 5 ? atof(argv[4]) : 0;
     sqlite3 *db;
-    check(NULL, sqlite3_open_v2(argv[1], &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL), "open");
+    check(NULL, sqlite3_open_v2(argv[1], &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL),
+          "open");
     sqlite3_busy_timeout(db, 5000);
     check(db,
           sqlite3_exec(db,
@@ -49,7 +54,8 @@ int main(int argc, char **argv)
                        NULL, NULL, NULL),
           "setup");
     sqlite3_stmt *ins, *begin, *commit;
-    check(db, sqlite3_prepare_v2(db, "INSERT INTO t(k, v) VALUES (?1, ?2)", -1, &ins, NULL), "prepare");
+    check(db, sqlite3_prepare_v2(db, "INSERT INTO t(k, v) VALUES (?1, ?2)", -1, &ins, NULL),
+          "prepare");
     check(db, sqlite3_prepare_v2(db, "BEGIN IMMEDIATE", -1, &begin, NULL), "prepare");
     check(db, sqlite3_prepare_v2(db, "COMMIT", -1, &commit, NULL), "prepare");
     char v[200];
@@ -60,6 +66,12 @@ int main(int argc, char **argv)
     long n = 0;
     for (; n < maxn && now_ms() < until; n++) {
         char k[32];
+        if (pace > 0) {
+            struct timespec ts = {
+                .tv_sec = (time_t)(pace / 1e3),
+                .tv_nsec = (long)((pace - 1e3 * (double)(time_t)(pace / 1e3)) * 1e6)};
+            nanosleep(&ts, NULL);
+        }
         snprintf(k, sizeof(k), "k%ld", n);
         double s = now_ms();
         check(db, sqlite3_step(begin), "begin");

@@ -2355,7 +2355,6 @@ static void test_checkpoint_in_commit(void)
     CHECK_OK(put_devices(&f, NIC, text, NULL));
     free(text);
     rev0 = store_revision(f.st);
-    fx_attach_feed(&f);
     seen.st = f.st;
     feed_set_notify(f.feed, on_publish_ckpt, &seen);
     for (i = 0; i < 400; i++) {
