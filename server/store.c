@@ -697,22 +697,25 @@ static int on_wal(void *ctx, sqlite3 *db, const char *name, int frames)
 }
 
 /* The checkpoint on_wal asked for, once the batch is answered; wmu held, no
- * transaction open: here if no write is queued (or the log is too long),
- * else by the checkpointer. */
+ * transaction open: here if the log is too long or no write is queued, else
+ * by the checkpointer. */
 static void checkpoint_due(struct store *st)
 {
-    bool queued, must = st->ckpt_must;
+    bool queued;
 
     if (!st->ckpt_due)
         return;
-    st->ckpt_due = st->ckpt_must = false;
+    st->ckpt_due = false;
+    if (st->ckpt_must) {
+        st->ckpt_must = false;
+        checkpoint_here(st, st->wdb); /* BUSY or failed: the next COMMIT asks again */
+        return;
+    }
     pthread_mutex_lock(&st->qmu);
     queued = st->qhead != NULL;
     pthread_mutex_unlock(&st->qmu);
-    if ((must || !queued) && checkpoint_here(st, st->wdb))
+    if (!queued && checkpoint_here(st, st->wdb))
         return;
-    if (must)
-        return; /* the thread's runs, or it failed: the next COMMIT asks again */
     pthread_mutex_lock(&st->cmu);
     st->ckpt_want = true;
     pthread_cond_signal(&st->ccv);

@@ -269,10 +269,9 @@ row 3c "bound for 3a: 1 s / (raw commit + GET /version round trip p50 $(median "
 PROBE=
 if [ "$(id -u)" = 0 ] && command -v perf >/dev/null; then
     perf probe -q -d probe_podresd:podres_commit >/dev/null 2>&1 || true # an aborted run's
-fi
-if [ "$(id -u)" = 0 ] && command -v perf >/dev/null &&
-    perf probe -q -x "$BIN/podresd" --add 'podres_commit=feed_publish' >/dev/null 2>&1; then
-    PROBE=probe_podresd:podres_commit
+    if perf probe -q -x "$BIN/podresd" --add 'podres_commit=feed_publish' >/dev/null 2>&1; then
+        PROBE=probe_podresd:podres_commit
+    fi
 fi
 f50=() f99=() r50=() r99=() s50=() s99=() q99=()
 for r in $(seq "$RUNS"); do

@@ -67,10 +67,9 @@ int main(int argc, char **argv)
     for (; n < maxn && now_ms() < until; n++) {
         char k[32];
         if (pace > 0) {
-            struct timespec ts = {
-                .tv_sec = (time_t)(pace / 1e3),
-                .tv_nsec = (long)((pace - 1e3 * (double)(time_t)(pace / 1e3)) * 1e6)};
-            nanosleep(&ts, NULL);
+            long ns = (long)(pace * 1e6);
+            nanosleep(&(struct timespec){.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000},
+                      NULL);
         }
         snprintf(k, sizeof(k), "k%ld", n);
         double s = now_ms();

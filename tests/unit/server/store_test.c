@@ -2310,12 +2310,8 @@ static void test_group_commit(void)
     fx_close(&f);
 }
 
-/* One writer at a time: the COMMIT that takes the WAL past 1000 frames finds
- * no write queued and checkpoints itself; the log then starts over, so the
- * checkpoint thread is never woken. 400 binds of new pods write 3-4 pages
- * each: past 1000 frames, short of 4000 (where a COMMIT checkpoints anyway). */
 /* What the feed saw when a batch was published: whether a checkpoint was
- * still to come, and how many had been done in a COMMIT by then. */
+ * still to come, and how many the write connection had done by then. */
 struct ckpt_seen {
     struct store *st;
     int due;            /* publishes with a checkpoint still due */
@@ -2332,8 +2328,12 @@ static void on_publish_ckpt(void *ctx)
     c->done_then = __atomic_load_n(&c->st->nckpts_commit, __ATOMIC_RELAXED);
 }
 
-/* The write connection checkpoints when no write is queued, after the
- * batch's events are published: a watcher never waits for a checkpoint. */
+/* One writer at a time: after the batch that takes the WAL past 1000 frames
+ * has published its events, the write connection finds no write queued and
+ * checkpoints itself, so a watcher never waits for a checkpoint; the log then
+ * starts over, so the checkpoint thread is never woken. 400 binds of new pods
+ * write 3-4 pages each: past 1000 frames, short of 4000 (where the write
+ * connection checkpoints anyway). */
 static void test_checkpoint_in_commit(void)
 {
     struct ckpt_seen seen = {0};
