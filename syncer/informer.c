@@ -1,11 +1,109 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* informer.c - list, watch, resume, relist. Failures are logged once by the
- * client's gate; the loop only waits and tries again. */
+/* informer.c - list, watch, resume, relist, and an API server whose state
+ * went back (an etcd restore or wipe: resourceVersions start again lower).
+ * Failures of requests are logged once by the client's gate; the loop only
+ * waits and tries again.
+ *
+ * Why a watch is resumed only after it ran its full time and showed life:
+ * the real API server (its watch cache) accepts a watch from a
+ * resourceVersion newer than its own and then stays silent, no event and no
+ * bookmark, until its own passes ours (k8s.io/apiserver
+ * pkg/storage/cacher). After the server came back with its state reset, a
+ * resumed watch would wait there, stale, for good. A server that restarts,
+ * or whose watch cache starts over, ends every watch first; the consistent
+ * list that follows says where it stands. */
 #define LOG_MOD "informer"
 #include "../common/common.h"
 #include "informer.h"
 
+#include <time.h>
+
 #define WATCH_TIMEOUT_S 240 /* the server ends a watch after this; we resume */
+#define LIST_EVERY_MS 1000  /* lists come no closer together than this */
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A resourceVersion as the integer Kubernetes' etcd3 storage makes it;
+ * false when it is not one (they are opaque in general). */
+static bool rv_number(const char *s, uint64_t *v)
+{
+    char *end;
+
+    if (!s || *s < '0' || *s > '9')
+        return false;
+    errno = 0;
+    *v = strtoull(s, &end, 10);
+    return *end == '\0' && errno == 0;
+}
+
+/* Whether resourceVersion 'a' is older than 'b'; false unless both are integers. */
+static bool rv_older(const char *a, const char *b)
+{
+    uint64_t x, y;
+
+    return rv_number(a, &x) && rv_number(b, &y) && x < y;
+}
+
+/* ---- readiness, read by other threads ---- */
+
+/* A relist is required: 'why' first, so that a reader who sees synced = 0
+ * reads its reason. */
+static void set_unsynced(struct informer *inf, const char *why)
+{
+    __atomic_store_n(&inf->relist, true, __ATOMIC_RELEASE);
+    __atomic_store_n(&inf->why, why, __ATOMIC_RELAXED);
+    __atomic_store_n(&inf->synced, 0, __ATOMIC_RELEASE);
+}
+
+/* The API server answered: a list, or a watch that it ended. */
+static void answered(struct informer *inf)
+{
+    __atomic_store_n(&inf->failing_since_ms, 0, __ATOMIC_RELAXED);
+}
+
+static void failed(struct informer *inf)
+{
+    if (!__atomic_load_n(&inf->failing_since_ms, __ATOMIC_RELAXED))
+        __atomic_store_n(&inf->failing_since_ms, now_ms(), __ATOMIC_RELAXED);
+}
+
+bool informer_synced(struct informer *inf)
+{
+    return __atomic_load_n(&inf->synced, __ATOMIC_ACQUIRE) != 0;
+}
+
+bool informer_current(struct informer *inf)
+{
+    return informer_synced(inf) && !__atomic_load_n(&inf->relist, __ATOMIC_ACQUIRE);
+}
+
+bool informer_ready(struct informer *inf, uint64_t grace_ms, char *why, size_t cap)
+{
+    uint64_t since = __atomic_load_n(&inf->failing_since_ms, __ATOMIC_RELAXED), t;
+    const char *w;
+
+    if (!informer_synced(inf)) {
+        w = __atomic_load_n(&inf->why, __ATOMIC_RELAXED);
+        snprintf(why, cap, "%s informer %s", inf->name, w ? w : "not listed yet");
+        return false;
+    }
+    t = now_ms();
+    if (since && t - since >= grace_ms) {
+        snprintf(why, cap,
+                 "%s informer failing for %llu s (the API server is unreachable or failing)",
+                 inf->name, (unsigned long long)((t - since) / 1000));
+        return false;
+    }
+    return true;
+}
+
+/* ---- list ---- */
 
 /* The part of 'obj' the cache keeps (new). */
 static json_t *kept(const struct informer *inf, json_t *obj)
@@ -13,38 +111,104 @@ static json_t *kept(const struct informer *inf, json_t *obj)
     return inf->slim ? inf->slim(obj) : json_incref(obj);
 }
 
-err_t informer_list(struct informer *inf)
+/* The API server's state went back from 'from' to 'to': said once a reset. */
+static void note_reset(struct informer *inf, const char *from, const char *to)
 {
-    char path[1024], msg[512], key[512];
-    json_t *list = NULL, *all, *item;
-    const char *rv;
-    size_t i;
-    err_t rc;
+    if (!inf->reset_logged)
+        log_info("API server state reset (resourceVersion went back from %s to %s); listing %s "
+                 "again",
+                 from, to, inf->name);
+    inf->reset_logged = true;
+}
 
-    snprintf(path, sizeof(path), "%s?%s", inf->path, inf->query);
-    rc = kube_do(inf->kube, "GET", path, NULL, NULL, &list, msg, sizeof(msg));
-    if (rc) {
-        if (rc != ERR_UNAVAIL)
-            log_debug("cannot list %s: %s", inf->name, msg);
-        return rc;
-    }
-    all = json_object();
+/* The list's items as key -> kept object (new). */
+static json_t *objects_of(const struct informer *inf, const json_t *list)
+{
+    json_t *all = json_object(), *item;
+    char key[512];
+    size_t i;
+
     json_array_foreach(json_object_get(list, "items"), i, item) {
         if (cache_key_of(item, key, sizeof(key)))
             json_object_set_new(all, key, kept(inf, item));
     }
+    return all;
+}
+
+err_t informer_list(struct informer *inf)
+{
+    char path[1024], msg[512];
+    json_t *list = NULL, *all;
+    const char *rv;
+    err_t rc;
+
+    snprintf(path, sizeof(path), "%s?%s%s", inf->path, inf->query,
+             inf->rv[0] || inf->consistent ? "" : "&resourceVersion=0");
+    rc = kube_do(inf->kube, "GET", path, NULL, NULL, &list, msg, sizeof(msg));
     rv = json_string_value(json_object_get(json_object_get(list, "metadata"), "resourceVersion"));
-    snprintf(inf->rv, sizeof(inf->rv), "%s", rv ? rv : "");
+    if (!rc && (!rv || !*rv || strlen(rv) >= sizeof(inf->rv))) {
+        snprintf(msg, sizeof(msg), "the list has no usable metadata.resourceVersion");
+        rc = ERR_UPSTREAM; /* nothing to watch from: list again, after a pause */
+    }
+    if (rc) {
+        if (rc != ERR_UNAVAIL) {
+            failed(inf);
+            log_debug("cannot list %s: %s", inf->name, msg);
+        }
+        json_decref(list);
+        return rc;
+    }
+    /* Older than what was seen: the server's state was reset. The list is
+     * the truth now, and the watch goes on from it. */
+    if (inf->rv[0] && rv_older(rv, inf->rv))
+        note_reset(inf, inf->rv, rv);
+    snprintf(inf->rv, sizeof(inf->rv), "%s", rv);
+    all = objects_of(inf, list);
     cache_replace(inf->cache, all);
     json_decref(all);
     json_decref(list);
+    __atomic_store_n(&inf->relist, false, __ATOMIC_RELEASE);
+    answered(inf);
+    __atomic_store_n(&inf->synced, 1, __ATOMIC_RELEASE);
     return ERR_OK;
 }
 
+/* ---- watch ---- */
+
 struct watch_state {
     struct informer *inf; /* borrowed */
-    bool gone;            /* an ERROR 410 arrived: relist */
+    bool gone;            /* an ERROR 410 arrived */
+    bool too_large;       /* an ERROR said our resourceVersion is newer than the server's */
+    bool failed;          /* another ERROR arrived */
+    size_t events;        /* events and bookmarks delivered */
+    char current[32];     /* the server's resourceVersion a too-large answer named, or "" */
 };
+
+/* The server's resourceVersion in a too-large message ("Timeout: Too large
+ * resource version: 5000, current: 100"), or "" when it names none. */
+static void current_of(const char *msg, char *out, size_t cap)
+{
+    const char *p = msg ? strstr(msg, "current: ") : NULL;
+    size_t n = p ? strspn(p + 9, "0123456789") : 0;
+
+    snprintf(out, cap, "%.*s", (int)(n < cap ? n : 0), n ? p + 9 : "");
+}
+
+/* An ERROR event: a Status. */
+static void watch_error(struct watch_state *ws, const json_t *st)
+{
+    const char *m = json_string_value(json_object_get(st, "message"));
+
+    if (json_integer_value(json_object_get(st, "code")) == 410) {
+        ws->gone = true;
+    } else if (kube_status_too_large(st)) {
+        ws->too_large = true;
+        current_of(m, ws->current, sizeof(ws->current));
+    } else {
+        ws->failed = true;
+        log_debug("watch of %s: %s", ws->inf->name, m ? m : "ERROR event");
+    }
+}
 
 static bool on_event(void *ctx, json_t *ev)
 {
@@ -58,9 +222,10 @@ static bool on_event(void *ctx, json_t *ev)
     if (!type || !obj)
         return false;
     if (strcmp(type, "ERROR") == 0) {
-        ws->gone = json_integer_value(json_object_get(obj, "code")) == 410;
+        watch_error(ws, obj);
         return false;
     }
+    ws->events++;
     if (rv)
         snprintf(ws->inf->rv, sizeof(ws->inf->rv), "%s", rv);
     if (strcmp(type, "BOOKMARK") == 0 || !cache_key_of(obj, key, sizeof(key)))
@@ -77,35 +242,91 @@ static bool on_event(void *ctx, json_t *ev)
     return true;
 }
 
-static err_t watch_once(struct informer *inf)
+/* 410: the server no longer has our resourceVersion's history. */
+static void expired(struct informer *inf)
+{
+    log_info("watch of %s expired; listing again", inf->name);
+    set_unsynced(inf, "relisting after its watch expired");
+    answered(inf);
+}
+
+/* "Too large resource version": the server is behind what we saw, so its
+ * state went back. Not an outage: the gate is left alone. */
+static void too_large(struct informer *inf, const char *current)
+{
+    if (*current)
+        note_reset(inf, inf->rv, current);
+    set_unsynced(inf, "relisting after the API server's state was reset");
+    answered(inf);
+}
+
+/* One watch, and what comes after it: a resume, or a list. */
+static void watch_once(struct informer *inf)
 {
     struct watch_state ws = {.inf = inf};
+    int timeout_s = inf->timeout_s > 0 ? inf->timeout_s : WATCH_TIMEOUT_S;
+    uint64_t start = now_ms();
     char path[1200], msg[512];
+    const json_t *st;
     err_t rc;
 
     snprintf(path, sizeof(path),
              "%s?%s&watch=true&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%d",
-             inf->path, inf->query, inf->rv, WATCH_TIMEOUT_S);
+             inf->path, inf->query, inf->rv, timeout_s);
     rc = kube_stream(inf->kube, path, on_event, &ws, msg, sizeof(msg));
-    if (ws.gone || rc == ERR_GONE) {
-        log_info("watch of %s expired; listing again", inf->name);
-        inf->rv[0] = '\0';
-        return ERR_OK;
+    if (kube_gate_stopped(inf->gate))
+        return;
+    if (ws.events)
+        inf->reset_logged = false; /* it works again: the next reset is news */
+    st = kube_last_status(inf->kube);
+    if (rc && kube_status_too_large(st)) {
+        ws.too_large = true;
+        current_of(json_string_value(json_object_get(st, "message")), ws.current,
+                   sizeof(ws.current));
     }
-    if (rc)
+    if (ws.gone || rc == ERR_GONE) {
+        expired(inf);
+        return;
+    }
+    if (ws.too_large) {
+        too_large(inf, ws.current);
+        return;
+    }
+    if (rc) {
+        failed(inf);
         log_debug("watch of %s ended: %s", inf->name, msg);
-    return rc;
+    } else {
+        answered(inf);
+    }
+    /* Anything but the normal end, at the timeout (95% of it: the clock
+     * started before the connection) after a sign of life, calls for a list. */
+    if (rc || ws.failed || !ws.events || (now_ms() - start) * 20 < timeout_s * 19000ull)
+        __atomic_store_n(&inf->relist, true, __ATOMIC_RELEASE);
+}
+
+/* One list or watch. Lists come at most one a second: a server that ends
+ * every watch so that a list must follow (410, too large, at once), or
+ * fails every list, is not asked in a loop. */
+static void step(struct informer *inf)
+{
+    uint64_t t = now_ms(), due = inf->listed_ms + LIST_EVERY_MS;
+
+    if (!inf->relist && inf->rv[0]) {
+        watch_once(inf);
+        return;
+    }
+    if (t < due && !kube_gate_sleep(inf->gate, due - t))
+        return;
+    inf->listed_ms = now_ms();
+    if (informer_list(inf))
+        return; /* logged; the next step lists again */
 }
 
 void *informer_run(void *arg)
 {
     struct informer *inf = arg;
-    err_t rc;
 
-    while (!kube_gate_stopped(inf->gate)) {
-        rc = inf->rv[0] ? watch_once(inf) : informer_list(inf);
-        if (rc && !kube_gate_sleep(inf->gate, 1000))
-            break;
-    }
+    while (!kube_gate_stopped(inf->gate))
+        step(inf);
     return NULL;
 }

@@ -268,6 +268,7 @@ struct kube {
     int max_attempts;             /* retryable tries */
     char *token;                  /* current bearer token or NULL */
     struct timespec token_mtime;  /* of kc->token_file when read */
+    json_t *status;               /* the last request's error answer (a Status), or NULL */
     char errbuf[CURL_ERROR_SIZE]; /* libcurl's message */
 };
 
@@ -330,6 +331,7 @@ void kube_free(struct kube *k)
         curl_easy_cleanup(k->curl);
     free(k->unix_socket);
     free(k->token);
+    json_decref(k->status);
     free(k);
 }
 
@@ -569,6 +571,46 @@ static void status_message(const struct xfer *x, long code, char *msg, size_t ca
     json_decref(v);
 }
 
+/* Keep the JSON object of an error answer for kube_last_status; NULL
+ * keeps nothing (a new request). */
+static void keep_status(struct kube *k, const struct xfer *x)
+{
+    json_t *v = x && x->body && x->len ? json_loadb(x->body, x->len, 0, NULL) : NULL;
+
+    json_decref(k->status);
+    k->status = json_is_object(v) ? v : NULL;
+    if (!k->status)
+        json_decref(v);
+}
+
+const json_t *kube_last_status(const struct kube *k)
+{
+    return k->status;
+}
+
+/* As client-go's isTooLargeResourceVersionError: the cause since 1.18.6,
+ * the cause's message in 1.17.0-1.18.5, the Status message before. */
+bool kube_status_too_large(const json_t *status)
+{
+    const char *reason = json_string_value(json_object_get(status, "reason"));
+    const char *msg = json_string_value(json_object_get(status, "message"));
+    json_t *c;
+    size_t i;
+
+    json_array_foreach(json_object_get(json_object_get(status, "details"), "causes"), i, c) {
+        const char *r = json_string_value(json_object_get(c, "reason"));
+        const char *m = json_string_value(json_object_get(c, "message"));
+
+        if (r && strcmp(r, "ResourceVersionTooLarge") == 0)
+            return true;
+        if (reason && strcmp(reason, "Timeout") == 0 && m &&
+            strcmp(m, "Too large resource version") == 0)
+            return true;
+    }
+    return reason && strcmp(reason, "Timeout") == 0 && msg &&
+           strstr(msg, "Too large resource version") != NULL;
+}
+
 /* One attempt. *code is 0 for a transport failure. */
 static err_t attempt(struct kube *k, const char *method, const char *path, const char *body,
                      size_t blen, const char *ctype, struct xfer *x, long *code, bool stream)
@@ -601,9 +643,10 @@ static void attempt_failed(struct kube *k, struct xfer *x, long code, char *msg,
     gate_failed(k->gate, x->retry_after_ms, msg);
 }
 
-/* The answer of a finished request: JSON on success, the Status message else. */
-static err_t conclude(struct xfer *x, err_t rc, long code, const char *what, json_t **out,
-                      char *msg, size_t cap)
+/* The answer of a finished request: JSON on success, else the Status
+ * message, and the Status kept for kube_last_status. */
+static err_t conclude(struct kube *k, struct xfer *x, err_t rc, long code, const char *what,
+                      json_t **out, char *msg, size_t cap)
 {
     json_t *v;
 
@@ -616,6 +659,8 @@ static err_t conclude(struct xfer *x, err_t rc, long code, const char *what, jso
         snprintf(msg, cap, "answer to %s is not JSON", what);
         return ERR_UPSTREAM;
     }
+    if (code >= 300)
+        keep_status(k, x);
     if (rc != ERR_UPSTREAM && rc != ERR_UNAVAIL && code)
         status_message(x, code, msg, cap);
     return rc;
@@ -632,6 +677,7 @@ err_t kube_do(struct kube *k, const char *method, const char *path, const json_t
     err_t rc = ERR_UPSTREAM;
 
     msg[0] = '\0';
+    keep_status(k, NULL);
     if (body && !text)
         return ERR_NOMEM;
     while (tries < k->max_attempts) {
@@ -658,7 +704,7 @@ err_t kube_do(struct kube *k, const char *method, const char *path, const json_t
             stats_count(k->stats, method, 0, true);
     }
     snprintf(what, sizeof(what), "%s %.250s", method, path);
-    rc = conclude(&x, rc, code, what, out, msg, cap);
+    rc = conclude(k, &x, rc, code, what, out, msg, cap);
     free(text);
     free(x.body);
     return rc;
@@ -672,6 +718,7 @@ err_t kube_stream(struct kube *k, const char *path, kube_line_fn fn, void *ctx, 
     err_t rc;
 
     msg[0] = '\0';
+    keep_status(k, NULL);
     if (!gate_wait(k->gate))
         return ERR_OK;
     refresh_token(k, false);
@@ -685,9 +732,12 @@ err_t kube_stream(struct kube *k, const char *path, kube_line_fn fn, void *ctx, 
         gate_ok(k->gate);
     } else if (code >= 300) {
         status_message(&x, code, msg, cap);
+        keep_status(k, &x);
         if (code == 401)
             refresh_token(k, true);
-        if (rc == ERR_UPSTREAM)
+        /* A 504 "too large resource version" is the server answering, about
+         * the resourceVersion asked for: no outage, the caller lists again. */
+        if (rc == ERR_UPSTREAM && !kube_status_too_large(k->status))
             gate_failed(k->gate, x.retry_after_ms, msg);
     } else {
         snprintf(msg, cap, "%s", k->errbuf[0] ? k->errbuf : "stream broken");

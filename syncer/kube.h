@@ -85,6 +85,18 @@ typedef bool (*kube_line_fn)(void *ctx, json_t *line);
 err_t kube_stream(struct kube *k, const char *path, kube_line_fn fn, void *ctx, char *msg,
                   size_t cap) WARN_UNUSED;
 
+/* The JSON object (a Kubernetes Status, as a rule) the server answered the
+ * last kube_do or kube_stream of 'k' with when it failed with an HTTP
+ * status; NULL after a success, a transport failure, or a body that is not
+ * a JSON object. Borrowed until the next request of 'k'. */
+const json_t *kube_last_status(const struct kube *k);
+
+/* Whether 'status' (a Status, or NULL) says the resourceVersion asked for is
+ * newer than the server's: "too large resource version", a 504 of reason
+ * Timeout with the cause ResourceVersionTooLarge. kube_stream answered so
+ * does not count as the server failing (no backoff). */
+bool kube_status_too_large(const json_t *status);
+
 /* Percent-encode 's' for a query value into 'out' (NUL-terminated, truncated to cap). */
 void kube_escape(const char *s, char *out, size_t cap);
 

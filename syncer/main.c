@@ -93,6 +93,11 @@ static const struct option long_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* How long the API server may fail an informer's requests before /readyz
+ * says so: an API server restarting or a connection re-established is not
+ * news. */
+#define READY_GRACE_MS 15000
+
 /* ---- the sync-lag histogram ---- */
 
 static const double lag_bounds[] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
@@ -210,9 +215,25 @@ static void resync(struct syncer *s)
     s->last_resync = time(NULL);
 }
 
+/* Every cache holds a full list not known to be behind: podresd's state,
+ * and the informers' (not while one lists again: after a 410, a reset, or a
+ * watch that broke, the API server may be back with its state reset, and
+ * the worker decides nothing on a copy the server may no longer hold). */
 static bool caches_synced(struct syncer *s)
 {
-    return cache_synced(s->pr) && cache_synced(s->pods) && cache_synced(s->crs);
+    return cache_synced(s->pr) && informer_current(&s->inf_pods) && informer_current(&s->inf_crs);
+}
+
+/* /readyz: synced, and no informer failing for longer than READY_GRACE_MS;
+ * else false and 'why' names the first that is not. */
+static bool ready(struct syncer *s, char *why, size_t cap)
+{
+    if (!cache_synced(s->pr)) {
+        snprintf(why, cap, "podresd's state not listed yet");
+        return false;
+    }
+    return informer_ready(&s->inf_pods, READY_GRACE_MS, why, cap) &&
+           informer_ready(&s->inf_crs, READY_GRACE_MS, why, cap);
 }
 
 /* Per-key backoff after a failure: 200 ms doubling to 30 s; 30 s doubling
@@ -288,11 +309,15 @@ static err_t render_metrics(struct syncer *s, struct strbuf *sb)
             "# TYPE podres_syncer_podresd_revision gauge\npodres_syncer_podresd_revision %llu\n"
             "# HELP podres_syncer_devicebindings DeviceBindings of this node in the cache.\n"
             "# TYPE podres_syncer_devicebindings gauge\npodres_syncer_devicebindings %zu\n"
+            "# HELP podres_syncer_skipped_total DeviceBindings left alone each time one was "
+            "looked at, by reason (foreign_label: labelled for another node, or none).\n"
+            "# TYPE podres_syncer_skipped_total counter\n"
+            "podres_syncer_skipped_total{reason=\"foreign_label\"} %llu\n"
             "# HELP podres_syncer_sync_lag_seconds From a change seen on the node to the API "
             "server's acknowledgement.\n"
             "# TYPE podres_syncer_sync_lag_seconds histogram\n",
             queue_len(s->queue), (long long)s->last_resync, (unsigned long long)s->feed.revision,
-            cache_size(s->crs));
+            cache_size(s->crs), (unsigned long long)reconcile_skipped(&s->rec));
     pthread_mutex_lock(&s->lag.mu);
     for (i = 0; !rc && i < NLAG; i++) {
         cum += s->lag.buckets[i];
@@ -309,6 +334,19 @@ static err_t render_metrics(struct syncer *s, struct strbuf *sb)
     return rc;
 }
 
+/* /readyz: 200 "ok", or 503 "not ready: REASON" into 'text'. */
+static unsigned readyz(struct syncer *s, char *text, size_t cap)
+{
+    char why[256];
+
+    if (ready(s, why, sizeof(why))) {
+        snprintf(text, cap, "ok");
+        return 200;
+    }
+    snprintf(text, cap, "not ready: %s", why);
+    return 503;
+}
+
 static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn, const char *url,
                                const char *method, const char *version, const char *data,
                                size_t *size, void **con_cls)
@@ -316,6 +354,7 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn, const cha
     struct syncer *s = cls;
     struct strbuf sb = STRBUF_INIT;
     struct MHD_Response *resp;
+    char why[320];
     unsigned status = 200;
     const char *text = NULL;
     enum MHD_Result ret;
@@ -337,8 +376,8 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn, const cha
     } else if (strcmp(url, "/healthz") == 0) {
         text = "ok";
     } else if (strcmp(url, "/readyz") == 0) {
-        status = caches_synced(s) ? 200 : 503;
-        text = status == 200 ? "ok" : "not ready: caches not synced";
+        status = readyz(s, why, sizeof(why));
+        text = why;
     } else {
         status = 404;
         text = "not found\n";
@@ -568,6 +607,9 @@ static bool run_once(struct syncer *s)
     uint64_t again;
     bool ok = true, wrote;
 
+    /* No watch follows to catch up with a watch cache behind etcd. */
+    s->inf_pods.consistent = true;
+    s->inf_crs.consistent = true;
     if (informer_list(&s->inf_pods) || informer_list(&s->inf_crs) || nodefeed_list(&s->feed)) {
         log_err("cannot read the node's or the API server's state");
         return false;
@@ -626,6 +668,7 @@ static void teardown(struct syncer *s)
     kube_free(s->k_pd);
     kube_free(s->k_pdw);
     nodefeed_release(&s->feed);
+    reconcile_release(&s->rec);
     cache_free(s->pr);
     cache_free(s->resv);
     cache_free(s->pods);

@@ -211,6 +211,49 @@ static json_t *owners_with_pod(const json_t *cr, const char *name, const char *u
     return all;
 }
 
+/* ---- whose object ---- */
+
+/* The node 'cr' is labelled for, or NULL. */
+static const char *label_of(const json_t *cr)
+{
+    return json_string_value(json_object_get(
+        json_object_get(json_object_get(cr, "metadata"), "labels"), RECONCILE_LABEL));
+}
+
+uint64_t reconcile_skipped(struct reconciler *r)
+{
+    return __atomic_load_n(&r->skipped, __ATOMIC_RELAXED);
+}
+
+void reconcile_release(struct reconciler *r)
+{
+    json_decref(r->foreign);
+    r->foreign = NULL;
+}
+
+/* Whether the cached 'cr' (or NULL) is another node's, or no node's: the
+ * informer asked for this node's only, but a server may ignore the label
+ * selector. A skip is counted; logged once per key and label. */
+static bool foreign(struct reconciler *r, const char *key, const json_t *cr)
+{
+    const char *owner = label_of(cr);
+    const char *logged = json_string_value(json_object_get(r->foreign, key));
+
+    if (!cr || (owner && strcmp(owner, r->node) == 0)) {
+        json_object_del(r->foreign, key); /* a no-op without it */
+        return false;
+    }
+    __atomic_add_fetch(&r->skipped, 1, __ATOMIC_RELAXED);
+    if (logged && strcmp(logged, owner ? owner : "") == 0)
+        return true;
+    if (!r->foreign)
+        r->foreign = json_object();
+    json_object_set_new(r->foreign, key, json_string(owner ? owner : ""));
+    log_info("DeviceBinding %s is labelled for %s%s%s, not node '%s'; leaving it alone", key,
+             owner ? "node '" : "no node", owner ? owner : "", owner ? "'" : "", r->node);
+    return true;
+}
+
 /* Put an acknowledged object into the cache (anything but an object is ignored). */
 static void remember(struct reconciler *r, const char *key, json_t *obj)
 {
@@ -223,7 +266,8 @@ static void remember(struct reconciler *r, const char *key, json_t *obj)
 /* Read the object again into the cache. ERR_FORBIDDEN (the reason in
  * 'why') when it is not this node's: labelled for another node, or not at
  * all: nothing is written to it, and it is looked at again after the
- * longest backoff, not every 30 s. */
+ * longest backoff, not every 30 s. Whatever the cache held for the key is
+ * not what the server has, and the server's is not this node's: it goes. */
 static err_t refetch(struct reconciler *r, const char *key, const char *ns, const char *name,
                      char *why, size_t cap)
 {
@@ -240,11 +284,12 @@ static err_t refetch(struct reconciler *r, const char *key, const char *ns, cons
     }
     if (rc)
         return rc;
-    owner = json_string_value(json_object_get(
-        json_object_get(json_object_get(obj, "metadata"), "labels"), RECONCILE_LABEL));
+    owner = label_of(obj);
     if (owner && strcmp(owner, r->node) == 0) {
         remember(r, key, obj);
     } else {
+        cache_del(r->crs, key);
+        __atomic_add_fetch(&r->skipped, 1, __ATOMIC_RELAXED);
         snprintf(why, cap,
                  "DeviceBinding %s exists but is labelled for %s%s%s, not node '%s'; leaving it "
                  "alone",
@@ -311,8 +356,10 @@ static err_t delete_cr(struct reconciler *r, const char *key, const char *ns, co
         cache_del(r->crs, key);
         return ERR_OK;
     }
-    if (rc == ERR_CONFLICT)
-        refetch(r, key, ns, name, msg, cap); /* another object by that name now: decide again */
+    /* Changed, or another object by that name now: decide again, or leave
+     * it alone if it is not this node's. */
+    if (rc == ERR_CONFLICT && refetch(r, key, ns, name, msg, cap) == ERR_FORBIDDEN)
+        rc = ERR_FORBIDDEN;
     return rc;
 }
 
@@ -331,8 +378,9 @@ static err_t patch(struct reconciler *r, const char *key, const char *ns, const 
     json_decref(body);
     if (!rc)
         remember(r, key, out);
-    else if (rc == ERR_NOTFOUND || rc == ERR_CONFLICT)
-        refetch(r, key, ns, name, msg, cap);
+    else if ((rc == ERR_NOTFOUND || rc == ERR_CONFLICT) &&
+             refetch(r, key, ns, name, msg, cap) == ERR_FORBIDDEN)
+        rc = ERR_FORBIDDEN;
     json_decref(out);
     return rc;
 }
@@ -619,13 +667,33 @@ static err_t unbound(struct reconciler *r, const char *key, const char *ns, cons
     return rc;
 }
 
+/* "namespace/name" into its parts; false when 'key' is not one. */
+static bool split_key(const char *key, char *ns, size_t ns_cap, char *name, size_t name_cap)
+{
+    const char *slash = strchr(key, '/');
+
+    if (!slash || (size_t)(slash - key) >= ns_cap)
+        return false;
+    snprintf(ns, ns_cap, "%.*s", (int)(slash - key), key);
+    snprintf(name, name_cap, "%s", slash + 1);
+    return true;
+}
+
+/* The key's DeviceBinding is another node's: it is never written. No
+ * DeviceBinding of this node has the key, so a reservation under it goes,
+ * as one without any does. */
+static err_t not_ours(struct reconciler *r, const char *ns, const char *name,
+                      const struct inputs *in)
+{
+    return in->resv ? release(r, ns, name) : ERR_OK;
+}
+
 err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t *requeue_ms,
                     char *msg, size_t cap)
 {
     struct inputs in = {cache_get(r->pr, key), cache_get(r->pods, key), cache_get(r->crs, key),
                         cache_get(r->resv, key)};
     char ns[256], name[512];
-    const char *slash = strchr(key, '/');
     const char *pr_uid = json_string_value(json_object_get(in.pr, "uid"));
     err_t rc = ERR_OK;
 
@@ -633,10 +701,12 @@ err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t
     *requeue_ms = 0;
     r->waiting = false;
     msg[0] = '\0';
-    if (!slash || (size_t)(slash - key) >= sizeof(ns))
+    if (!split_key(key, ns, sizeof(ns), name, sizeof(name)))
         goto out;
-    snprintf(ns, sizeof(ns), "%.*s", (int)(slash - key), key);
-    snprintf(name, sizeof(name), "%s", slash + 1);
+    if (foreign(r, key, in.cr)) {
+        rc = not_ours(r, ns, name, &in);
+        goto out;
+    }
     if (in.cr && json_object_get(json_object_get(in.cr, "metadata"), "deletionTimestamp"))
         goto out; /* going away already */
     if (in.cr && json_array_size(json_object_get(json_object_get(in.cr, "spec"), "containers"))) {

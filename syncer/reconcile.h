@@ -31,6 +31,10 @@ struct reconciler {
     bool waiting;       /* out: the last key is a pre-assignment whose devices are
                          * taken (Conflict, Unavailable): any change on the node may
                          * free them (reconcile_key sets it) */
+    json_t *foreign;    /* key -> the label of the other node's object logged for it
+                         * (logged once); owned, reconcile_release frees it */
+    uint64_t skipped;   /* DeviceBindings left alone, labelled for another node or
+                         * none, each time; atomic, read by reconcile_skipped */
 };
 
 /* Bring 'key' to its desired state. *wrote tells whether an API write was
@@ -46,9 +50,24 @@ struct reconciler {
  * Conflict (condition False, the reason in its message) when a device is
  * unknown, unhealthy, held or reserved elsewhere, or the binding differs.
  * The reservation is released when the object goes away, or after ttl_ms
- * from its creation when the pod has not arrived on the node. */
+ * from its creation when the pod has not arrived on the node.
+ *
+ * A DeviceBinding not labelled podres.dev/node=<r->node> is never written
+ * (a server that ignored the label selector, a name another node's object
+ * holds), and each skip is counted. As cached: logged once (info), ERR_OK,
+ * and a reservation under that key in this node's podresd is released,
+ * since no DeviceBinding of this node has the key. As read again after a
+ * 404 or 409: dropped from the cache, ERR_FORBIDDEN with the reason. */
 err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t *requeue_ms,
                     char *msg, size_t cap) WARN_UNUSED;
+
+/* Free what reconcile_key keeps in 'r' (not the borrowed fields); a no-op
+ * for a reconciler never used. */
+void reconcile_release(struct reconciler *r);
+
+/* How many times a DeviceBinding was left alone, as cached or as read,
+ * because it is labelled for another node or for none. Thread-safe. */
+uint64_t reconcile_skipped(struct reconciler *r);
 
 /* The status a DeviceBinding should carry for PodResources 'pr' (borrowed,
  * may be NULL: no devices yet) of the pod with 'pod_uid' on 'node', with

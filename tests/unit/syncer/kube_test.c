@@ -614,6 +614,77 @@ static void test_stream_status_newline(void)
     CHECK_HAS(msg, "namespaces \"x\" not found");
 }
 
+/* "Too large resource version" in each form client-go's reflector knows
+ * (isTooLargeResourceVersionError), and nothing else. */
+static void test_too_large(void)
+{
+    static const char *const yes[] = {
+        /* 1.18.6 on, as kube-apiserver 1.36 sends it */
+        "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"Timeout: Too large "
+        "resource version: 5000, current: 100\",\"reason\":\"Timeout\",\"details\":{\"causes\":"
+        "[{\"reason\":\"ResourceVersionTooLarge\",\"message\":\"Too large resource version\"}],"
+        "\"retryAfterSeconds\":1},\"code\":504}",
+        /* 1.17.0 to 1.18.5: the cause's message */
+        "{\"reason\":\"Timeout\",\"message\":\"Timeout: x\",\"details\":{\"causes\":[{"
+        "\"message\":\"Too large resource version\"}]},\"code\":504}",
+        /* before: the message */
+        "{\"reason\":\"Timeout\",\"message\":\"Too large resource version: 5, current: 3\"}",
+    };
+    static const char *const no[] = {
+        "{\"reason\":\"Timeout\",\"message\":\"Timeout: request did not complete\",\"code\":504}",
+        "{\"reason\":\"Expired\",\"message\":\"too old resource version: 1 (2)\",\"code\":410}",
+        "{\"reason\":\"InternalError\",\"message\":\"Too large resource version\",\"details\":{"
+        "\"causes\":[{\"message\":\"Too large resource version\"}]},\"code\":500}",
+        "{\"details\":{\"causes\":\"ResourceVersionTooLarge\"}}",
+        "[\"ResourceVersionTooLarge\"]",
+    };
+    json_t *v;
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(yes); i++) {
+        v = json_loads(yes[i], 0, NULL);
+        TEST_REPORT(v && kube_status_too_large(v), "not too large: %s", yes[i]);
+        json_decref(v);
+    }
+    for (i = 0; i < ARRAY_SIZE(no); i++) {
+        v = json_loads(no[i], 0, NULL);
+        TEST_REPORT(v && !kube_status_too_large(v), "too large: %s", no[i]);
+        json_decref(v);
+    }
+    CHECK(!kube_status_too_large(NULL));
+}
+
+/* kube_last_status: the answer of the last request that failed with a
+ * status, as JSON; nothing after a success or a transport failure. */
+static void test_last_status(void)
+{
+    const struct reply r[] = {
+        {STATUS(404, "Not Found", "devicebindings \\\"b\\\" not found"), NULL, 0},
+        {JSON_200("{}"), NULL, 0},
+        {STATUS(504, "Gateway Timeout", "Timeout: Too large resource version: 9, current: 1"), NULL,
+         0},
+    };
+    struct responder s;
+    struct client c;
+    struct lines l = {0};
+    json_t *out = NULL;
+    char msg[256];
+
+    responder_start(&s, r, 3);
+    client_new(&c, s.port, NULL, NULL, 1);
+    CHECK(kube_last_status(c.k) == NULL);
+    CHECK_EQ_INT(kube_do(c.k, "GET", "/x", NULL, NULL, &out, msg, sizeof(msg)), ERR_NOTFOUND);
+    CHECK_EQ_INT(json_integer_value(json_object_get(kube_last_status(c.k), "code")), 404);
+    CHECK_OK(kube_do(c.k, "GET", "/x", NULL, NULL, &out, msg, sizeof(msg)));
+    json_decref(out);
+    CHECK(kube_last_status(c.k) == NULL);
+    CHECK_EQ_INT(kube_stream(c.k, "/x?watch=true", on_line, &l, msg, sizeof(msg)), ERR_UPSTREAM);
+    CHECK_EQ_INT(json_integer_value(json_object_get(kube_last_status(c.k), "code")), 504);
+    CHECK_EQ_INT(l.n, 0);
+    responder_stop(&s);
+    kube_free(c.k);
+}
+
 static void test_cleanup(void)
 {
     kube_global_cleanup();
@@ -622,4 +693,5 @@ static void test_cleanup(void)
 TEST_MAIN(test_setup, test_escape, test_gate_sleep_stop, test_gate_stop_wakes_sleeper,
           test_stopped_gate_sends_nothing, test_token_bucket, test_refused_retries,
           test_retry_after, test_status_mapping, test_bodies, test_stream, test_stream_status,
-          test_stream_status_newline, test_bad_json_leaves_out, test_cleanup)
+          test_stream_status_newline, test_bad_json_leaves_out, test_too_large, test_last_status,
+          test_cleanup)

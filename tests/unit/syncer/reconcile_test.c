@@ -6,6 +6,7 @@
 #include "../../../common/common.h"
 #include "../../../syncer/reconcile.h"
 #include "../test.h"
+#include "responder.h"
 
 #include <curl/curl.h>
 
@@ -66,7 +67,8 @@ static void test_status_one(void)
     json_t *st = reconcile_status(pr, "u1", "node-a");
 
     CHECK_JSON(st, "{\"nodeName\":\"node-a\",\"podUID\":\"u1\",\"phase\":\"Bound\","
-                   "\"summary\":\"nvidia.com/gpu=2\",\"observedRevision\":7,\"containers\":"
+                   "\"summary\":\"nvidia.com/gpu=2\","
+                   "\"observedRevision\":7,\"containers\":"
                    "[{\"name\":\"main\",\"devices\":[{\"resourceName\":\"nvidia.com/gpu\","
                    "\"deviceIds\":[\"g0\",\"g1\"],\"topology\":{\"nodes\":[{\"id\":0}]}}]}]"
                    "}");
@@ -322,6 +324,100 @@ static void test_key_write_fails_loudly(void)
     kube_global_cleanup();
 }
 
+#define CR_OF(label)                                                                               \
+    "{\"metadata\":{\"namespace\":\"d\",\"name\":\"p\",\"uid\":\"cr1\","                           \
+    "\"resourceVersion\":\"5\"" label "},\"spec\":{\"nodeName\":\"node-b\"}}"
+#define LABELS_B ",\"labels\":{\"podres.dev/node\":\"node-b\"}"
+
+/* Another node's DeviceBinding in the cache (a server that ignored the
+ * label selector): never written, whatever this node's state calls for;
+ * each skip counted, logged once per key and label. */
+static void test_key_foreign_label(void)
+{
+    struct world w;
+    bool wrote = true;
+    uint64_t requeue = 0;
+    char msg[256] = "";
+
+    world_new(&w);
+    put(w.r.crs, "d/p", CR_OF(LABELS_B)); /* no devices: ours would be deleted */
+    CHECK_QUIET(&w, "d/p");
+    CHECK_EQ_INT(reconcile_skipped(&w.r), 1);
+    CHECK_STREQ(json_string_value(json_object_get(w.r.foreign, "d/p")), "node-b");
+    put(w.r.pr, "d/p", PR_DEV); /* devices and Pod: ours would be patched */
+    put(w.r.pods, "d/p", POD("u1"));
+    CHECK_QUIET(&w, "d/p");
+    CHECK_EQ_INT(reconcile_skipped(&w.r), 2);
+    put(w.r.crs, "d/p", CR_OF("")); /* labelled for no node */
+    CHECK_QUIET(&w, "d/p");
+    CHECK_EQ_INT(reconcile_skipped(&w.r), 3);
+    CHECK_STREQ(json_string_value(json_object_get(w.r.foreign, "d/p")), "");
+    /* a pre-assignment of another node's is no reservation of this node's */
+    put(w.r.crs, "d/p",
+        "{\"metadata\":{\"namespace\":\"d\",\"name\":\"p\",\"uid\":\"cr1\"" LABELS_B "},"
+        "\"spec\":{\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":\"a.com/x\","
+        "\"deviceIds\":[\"x0\"]}]}]}}");
+    CHECK_QUIET(&w, "d/p");
+    CHECK_EQ_INT(cache_size(w.r.crs), 1); /* not deleted from the cache either */
+    /* a reservation of this node's under that key goes (podresd: port 1) */
+    put(w.r.resv, "d/p", "{\"namespace\":\"d\",\"name\":\"p\",\"containers\":[]}");
+    CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, msg, sizeof(msg)), ERR_UPSTREAM);
+    CHECK(!wrote);
+    /* ours again: no longer remembered */
+    cache_del(w.r.resv, "d/p");
+    put(w.r.crs, "d/p", CR_PLAIN);
+    CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, msg, sizeof(msg)), ERR_UPSTREAM);
+    CHECK_EQ_INT(json_object_size(w.r.foreign), 0);
+    CHECK_EQ_INT(reconcile_skipped(&w.r), 5);
+    reconcile_release(&w.r);
+    reconcile_release(&w.r); /* twice is fine */
+    world_free(&w);
+}
+
+#define CHECK_PREFIX(s, prefix)                                                                    \
+    TEST_REPORT(strncmp((s), (prefix), strlen(prefix)) == 0, "\"%.80s\" does not start \"%s\"",    \
+                (s), (prefix))
+
+/* As read: a DELETE refused (409) because the object by that name is now
+ * another node's; read again, it is left alone and leaves the cache. */
+static void test_key_foreign_as_read(void)
+{
+    const struct reply r[] = {
+        {"HTTP/1.1 409 Conflict\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+         "{\"kind\":\"Status\",\"code\":409,\"message\":\"Precondition failed: UID\"}",
+         NULL, 0},
+        {HEAD_200 "{\"metadata\":{\"namespace\":\"d\",\"name\":\"p\",\"uid\":\"cr9\","
+                  "\"resourceVersion\":\"9\"" LABELS_B "}}",
+         NULL, 0},
+    };
+    struct responder s;
+    struct world w;
+    struct kube_opts o = {.max_attempts = 1};
+    bool wrote = true;
+    uint64_t requeue = 0;
+    char url[64], msg[256] = "";
+
+    responder_start(&s, r, 2);
+    world_new(&w);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", s.port);
+    w.kc.server = url;
+    o.kc = &w.kc;
+    kube_free(w.kube);
+    w.kube = kube_new(&o);
+    w.r.kube = w.kube;
+    put(w.r.crs, "d/p", CR_PLAIN); /* ours, as cached; no devices: delete */
+    CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, msg, sizeof(msg)), ERR_FORBIDDEN);
+    CHECK(!wrote);
+    CHECK(strstr(msg, "labelled for node 'node-b', not node 'node-a'") != NULL);
+    CHECK_PREFIX(s.req[0], "DELETE /apis/podres.dev/v1alpha1/namespaces/d/devicebindings/p HTTP");
+    CHECK_PREFIX(s.req[1], "GET /apis/podres.dev/v1alpha1/namespaces/d/devicebindings/p HTTP");
+    CHECK_EQ_INT(cache_size(w.r.crs), 0);
+    CHECK_EQ_INT(reconcile_skipped(&w.r), 1);
+    responder_stop(&s);
+    reconcile_release(&w.r);
+    world_free(&w);
+}
+
 /* The Pod informer keeps metadata name, namespace, uid and resourceVersion. */
 static void test_pod_view(void)
 {
@@ -349,4 +445,5 @@ static void test_pod_view(void)
 
 TEST_MAIN(test_pod_view, test_has_devices, test_status_one, test_status_several,
           test_status_summary_order, test_status_empty, test_condition, test_key_nothing_to_do,
-          test_key_waits_for_pod, test_key_deleting_cr, test_key_write_fails_loudly)
+          test_key_waits_for_pod, test_key_deleting_cr, test_key_foreign_label,
+          test_key_foreign_as_read, test_key_write_fails_loudly)
