@@ -99,24 +99,51 @@ static char *summary_of(const json_t *counts)
     return strbuf_detach(&sb, NULL);
 }
 
+/* Every device id of the status's containers, "a,b,c" in their order: what
+ * `kubectl get -o wide` shows (a printer column shows one JSONPath result). */
+static char *ids_of(const json_t *containers)
+{
+    struct strbuf sb = STRBUF_INIT;
+    const json_t *c, *g, *id;
+    size_t i, j, k;
+    err_t rc = strbuf_add(&sb, "", 0);
+
+    json_array_foreach(containers, i, c) {
+        json_array_foreach(json_object_get(c, "devices"), j, g) {
+            json_array_foreach(json_object_get(g, "deviceIds"), k, id) {
+                if (!rc && json_is_string(id))
+                    rc = strbuf_printf(&sb, "%s%s", sb.len ? "," : "", json_string_value(id));
+            }
+        }
+    }
+    if (rc) {
+        strbuf_release(&sb);
+        return NULL;
+    }
+    return strbuf_detach(&sb, NULL);
+}
+
 json_t *reconcile_status(const json_t *pr, const char *pod_uid, const char *node)
 {
     json_t *counts = json_object(), *containers, *st = NULL;
-    char *summary;
+    char *summary, *ids = NULL;
 
     if (!counts)
         return NULL;
     containers = status_containers(pr, counts);
     summary = summary_of(counts);
-    if (containers && summary)
-        st = json_pack("{s:s,s:s,s:s,s:s,s:O,s:I}", "nodeName", node, "podUID", pod_uid, "phase",
-                       "Bound", "summary", summary, "containers", containers, "observedRevision",
-                       json_object_get(pr, "revision")
-                           ? json_integer_value(json_object_get(pr, "revision"))
-                           : (json_int_t)0);
+    if (containers)
+        ids = ids_of(containers);
+    if (containers && summary && ids)
+        st = json_pack(
+            "{s:s,s:s,s:s,s:s,s:s,s:O,s:I}", "nodeName", node, "podUID", pod_uid, "phase", "Bound",
+            "summary", summary, "boundDevices", ids, "containers", containers, "observedRevision",
+            json_object_get(pr, "revision") ? json_integer_value(json_object_get(pr, "revision"))
+                                            : (json_int_t)0);
     json_decref(counts);
     json_decref(containers);
     free(summary);
+    free(ids);
     return st;
 }
 

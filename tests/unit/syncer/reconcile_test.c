@@ -67,7 +67,7 @@ static void test_status_one(void)
     json_t *st = reconcile_status(pr, "u1", "node-a");
 
     CHECK_JSON(st, "{\"nodeName\":\"node-a\",\"podUID\":\"u1\",\"phase\":\"Bound\","
-                   "\"summary\":\"nvidia.com/gpu=2\","
+                   "\"summary\":\"nvidia.com/gpu=2\",\"boundDevices\":\"g0,g1\","
                    "\"observedRevision\":7,\"containers\":"
                    "[{\"name\":\"main\",\"devices\":[{\"resourceName\":\"nvidia.com/gpu\","
                    "\"deviceIds\":[\"g0\",\"g1\"],\"topology\":{\"nodes\":[{\"id\":0}]}}]}]"
@@ -94,7 +94,7 @@ static void test_status_several(void)
 
     CHECK_JSON(st, "{\"nodeName\":\"n2\",\"podUID\":\"uid-9\",\"phase\":\"Bound\","
                    "\"summary\":\"a.com/x=1,b.com/"
-                   "y=3\",\"observedRevision\":12,\"containers\":["
+                   "y=3\",\"boundDevices\":\"y0,y1,x0,y2\",\"observedRevision\":12,\"containers\":["
                    "{\"name\":\"main\",\"devices\":["
                    " {\"resourceName\":\"b.com/y\",\"deviceIds\":[\"y0\",\"y1\"],"
                    "  \"topology\":{\"nodes\":[{\"id\":0}]}},"
@@ -128,12 +128,12 @@ static void test_status_empty(void)
     json_t *st = reconcile_status(pr, "u", "n");
 
     CHECK_JSON(st, "{\"nodeName\":\"n\",\"podUID\":\"u\",\"phase\":\"Bound\","
-                   "\"summary\":\"\","
+                   "\"summary\":\"\",\"boundDevices\":\"\","
                    "\"observedRevision\":3,\"containers\":[]}");
     json_decref(st);
     st = reconcile_status(NULL, "", "n"); /* no devices yet */
     CHECK_JSON(st, "{\"nodeName\":\"n\",\"podUID\":\"\",\"phase\":\"Bound\","
-                   "\"summary\":\"\","
+                   "\"summary\":\"\",\"boundDevices\":\"\","
                    "\"observedRevision\":0,\"containers\":[]}");
     json_decref(st);
     json_decref(pr);
