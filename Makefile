@@ -60,7 +60,7 @@ UNIT_BINS := $(UNIT_SRCS:%.c=$(B)/%)
 PROGS := $(BIN)/podresd $(if $(wildcard syncer/main.c),$(BIN)/podres-syncer)
 
 DEBIAN_PKGS := gcc make pkg-config libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev \
-	libcurl3-gnutls libyaml-dev libsqlite3-dev sqlite3 curl jq python3 python3-kubernetes \
+	libcurl3-gnutls libyaml-dev libsqlite3-dev sqlite3 curl jq python3 \
 	python3-yaml openssl protobuf-c-compiler libprotobuf-c-dev python3-grpcio python3-grpc-tools perl \
 	cppcheck pmccabe clang-format
 
@@ -136,10 +136,10 @@ deps:
 check unit: deps all $(UNIT_BINS)
 	@prove --exec '' $(UNIT_BINS)
 
-integration: deps all
+integration: deps all kube
 	@PODRES_BIN=$(CURDIR)/$(BIN) tests/run-integration.sh
 
-test: deps all $(UNIT_BINS)
+test: deps all kube $(UNIT_BINS)
 	@PODRES_BIN=$(CURDIR)/$(BIN) UNIT_BINS="$(UNIT_BINS)" tests/run-all.sh
 
 run: deps all
@@ -149,7 +149,7 @@ run: deps all
 	@echo "  curl -s http://127.0.0.1:9444/v1/devices | jq"
 	$(BIN)/podresd --config deploy/dev/podresd.yaml
 
-demo: deps all
+demo: deps all kube
 	@tools/demo.sh $(BIN)
 
 FORMAT_SRCS = common/*.[ch] server/*.[ch] $(wildcard syncer/*.[ch]) tests/unit/*/*.c

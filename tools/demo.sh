@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # demo.sh BIN_DIR - the whole path on one machine: podresd on the embedded
-# default (deploy/dev/podresd.yaml, state in a temp dir), the Kubernetes API
-# emulator, podres-syncer; three pods get devices; then what a user sees.
-# Stops everything it started and exits 0.
+# default (deploy/dev/podresd.yaml, state in a temp dir), a real Kubernetes
+# control plane (tests/kube/cluster, built by `make kube`), podres-syncer as
+# its ServiceAccount of deploy/; three pods get devices; then what a user
+# sees. Stops everything it started and exits 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-bin}
@@ -10,6 +11,7 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/podres-demo.XXXXXX")
 PIDS=()
 cleanup() {
     local p
+    tests/kube/cluster down "$T/kube" 2>/dev/null || true
     for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -TERM "$p" 2>/dev/null || true; done
     for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null || true; done
     rm -rf "$T"
@@ -27,14 +29,30 @@ PD_SOCK=$T/podresd.sock
 "$BIN/podresd" --config deploy/dev/podresd.yaml --db "$T/podresd.db" --socket "$PD_SOCK" \
     --listen "127.0.0.1:$(port)" --node-name demo-node --log-level warn 2> "$T/podresd.log" &
 PIDS+=($!)
-/usr/bin/python3 tests/fixtures/kube-apiserver-emulator --listen 127.0.0.1:0 --port-file "$T/port" \
-    --kubeconfig-out "$T/kubeconfig" --crd deploy/crd-devicebinding.yaml 2> "$T/emulator.log" &
-PIDS+=($!)
 until_ok curl -sf --unix-socket "$PD_SOCK" http://localhost/healthz || { cat "$T/podresd.log"; exit 1; }
-until_ok test -s "$T/port" || { cat "$T/emulator.log"; exit 1; }
-export KUBECONFIG=$T/kubeconfig KUBECACHEDIR=$T/kube-cache
-until_ok kubectl get --raw /version
-"$BIN/podres-syncer" --node-name demo-node --podresd-socket "$PD_SOCK" --kubeconfig "$KUBECONFIG" \
+
+echo "demo: starting etcd, kube-apiserver and kube-controller-manager (tests/kube/cluster)"
+tests/kube/cluster up "$T/kube" --owner $$ > "$T/cluster.log" 2>&1 || { cat "$T/cluster.log"; exit 1; }
+. "$T/kube/env"
+export KUBECONFIG KUBECACHEDIR=$T/kube-cache
+kubectl() { "$KUBECTL" "$@"; }
+say "kubectl apply -f deploy/namespace.yaml -f deploy/crd-devicebinding.yaml -f deploy/serviceaccount.yaml -f deploy/rbac.yaml"
+kubectl apply -f deploy/namespace.yaml -f deploy/crd-devicebinding.yaml -f deploy/serviceaccount.yaml \
+    -f deploy/rbac.yaml
+kubectl wait --for condition=Established crd/devicebindings.podres.dev > /dev/null
+
+# podres-syncer runs as the podres-syncer ServiceAccount (deploy/rbac.yaml's
+# least privilege), with a token from the TokenRequest API.
+cat > "$T/syncer.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: demo, cluster: {server: "$KUBE_SERVER", certificate-authority: "$KUBE_CA"}}]
+users: [{name: podres-syncer, user: {token: "$(kubectl -n podres-system create token podres-syncer)"}}]
+contexts: [{name: demo, context: {cluster: demo, user: podres-syncer}}]
+current-context: demo
+EOF
+chmod 600 "$T/syncer.kubeconfig"
+"$BIN/podres-syncer" --node-name demo-node --podresd-socket "$PD_SOCK" --kubeconfig "$T/syncer.kubeconfig" \
     --metrics-listen "127.0.0.1:$(port)" --log-level warn 2> "$T/syncer.log" &
 PIDS+=($!)
 
@@ -46,6 +64,9 @@ $S -X PUT -H 'Content-Type: application/json' http://localhost/v1/resources/exam
 
 say "three pods are scheduled to demo-node (kubectl apply)"
 kubectl create namespace ml > /dev/null
+# A new namespace's default ServiceAccount, which a pod needs, comes from
+# kube-controller-manager a moment later.
+until_ok kubectl -n ml get serviceaccount default
 for p in train-0 train-1 infer-0; do
     kubectl -n ml run "$p" --image=demo --restart=Never \
         --overrides='{"spec":{"nodeName":"demo-node"}}' > /dev/null
@@ -73,4 +94,4 @@ $S http://localhost/v1/devices | jq -r '.devices[] | "\(.resourceName)\t\(.id)\t
 say "kubectl get devicebindings -A"
 kubectl get devicebindings -A
 echo
-echo "demo: done; stopping podresd, podres-syncer and the emulator"
+echo "demo: done; stopping podresd, podres-syncer and the control plane"

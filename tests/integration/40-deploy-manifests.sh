@@ -1,23 +1,31 @@
-#!/bin/bash
-# deploy/ (issue 7): every manifest parses and applies with real kubectl to the Kubernetes API
-# emulator (kubectl apply -k, then -f per file, then an image change through a kustomize overlay
-# as a strategic merge patch); the ClusterRole grants exactly the syncer's list and nothing
-# more (the checker is first shown to reject widened copies); the DaemonSet has what issue 7
-# asks for; both podresd configs are accepted by bin/podresd; the CRD copies are identical;
-# the Dockerfile's stages and runtime libraries match `ldd`/`dpkg -S`; the systemd units pass
-# `systemd-analyze verify` (when installed) and a structural check.
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-. tests/emulator/lib.sh
+#!/usr/bin/env bash
+# deploy/ (issue 7) against a real control plane (tests/kube/cluster: kube-apiserver, etcd and
+# kube-controller-manager of the pinned release): kubectl apply -k deploy/ --server-side on an
+# empty cluster, then (after delete -k) client-side apply -k, then the switch to --server-side -
+# every object accepted by the real validation without a warning, applying again changes
+# nothing, the CRD passes the structural-schema checks and is Established; the machine's older
+# kubectl (1.32) dry-runs it; every file with --dry-run=server and then -f (examples included);
+# an image change through a kustomize overlay is one strategic merge PATCH; the server refuses
+# a misspelt field, a dangling volumeMount and a non-structural CRD copy; kubectl explain shows
+# the CRD's field descriptions; the ClusterRole grants exactly the syncer's list (the checker is
+# first shown to reject widened copies) and `kubectl auth can-i` as the ServiceAccount agrees,
+# with no right beyond it (a widened copy of rbac.yaml is caught); the DaemonSet as stored by
+# apps/v1 has what issue 7 asks for and its pod passes pod admission (PodSecurity privileged;
+# baseline refuses the hostPaths). Without the API: every YAML parses, the kustomization lists
+# every manifest, both podresd configs are accepted by bin/podresd, the CRD copies are
+# identical, the Dockerfile's stages and runtime libraries match `ldd`/`dpkg -S`, the systemd
+# units pass `systemd-analyze verify` (when installed) and a structural check.
+. "$(dirname "$0")/lib.sh"
+cd "$PODRES_ROOT"
 PY=/usr/bin/python3
-export HOME=$TMP/home
+export HOME=$T/home
 mkdir -p "$HOME"
-k() { kubectl --cache-dir "$KCACHE" --request-timeout=20s "$@"; }
+say() { echo "# $*"; }
 
 # ---- 1. the CRD copies
 cmp -s schema/crd-devicebinding.yaml deploy/crd-devicebinding.yaml \
     || fail "deploy/crd-devicebinding.yaml differs from schema/crd-devicebinding.yaml"
-pass "deploy/crd-devicebinding.yaml is byte-identical to schema/"
+ok "deploy/crd-devicebinding.yaml is byte-identical to schema/"
 
 # ---- 2. every YAML file parses; the kustomization lists every top-level manifest
 out=$($PY - <<'EOF' 2>&1
@@ -45,91 +53,230 @@ print("\n".join(bad) if bad else "%d files" % len(files))
 sys.exit(1 if bad else 0)
 EOF
 ) || fail "deploy YAML: $out"
-pass "every YAML file under deploy/ parses ($out); kustomization.yaml lists every manifest"
+ok "every YAML file under deploy/ parses ($out); kustomization.yaml lists every manifest"
 
-# ---- 3. kubectl apply -k / -f against the emulator
-start_emulator deploy
+# ---- 3. kubectl apply -k / -f against a real API server
+# kube_up_bare - kube_up without the CRD and deploy/'s objects: apply -k makes them all.
+kube_up_bare() {
+    KDIR=$T/kube
+    KUBE_OWNED=1
+    "$PODRES_ROOT/tests/kube/cluster" up "$KDIR" --owner $$ > "$T/kube-up.log" 2>&1 ||
+        { cat "$T/kube-up.log" >&2; fail "the control plane did not start"; }
+    # shellcheck disable=SC1091
+    . "$KDIR/env"
+    KCFG=$KUBECONFIG
+    unset KUBECONFIG
+    KCURL="curl -s --cacert $KUBE_CA --cert $KDIR/pki/admin.crt --key $KDIR/pki/admin.key"
+}
+kube_up_bare
+ADMIN=kubernetes-admin # the CN of the admin's client certificate
+
 expect_apply() {  # expect_apply DESCRIPTION WANT_REGEX_PER_LINE COUNT kubectl-args...
     local what=$1 re=$2 n=$3 out err
     shift 3
-    out=$(k "$@" 2>"$EMU_DIR/stderr") || fail "$what: kubectl $*: $out $(cat "$EMU_DIR/stderr")"
-    err=$(cat "$EMU_DIR/stderr")
+    out=$(k "$@" 2>"$T/stderr") || fail "$what: kubectl $*: $out $(cat "$T/stderr")"
+    err=$(cat "$T/stderr")
     [ -z "$err" ] || fail "$what: kubectl printed on stderr (warnings?): $err"
     [ "$(grep -c . <<<"$out")" = "$n" ] || fail "$what: want $n lines: $out"
     local extra
     extra=$(grep -Ev "$re" <<<"$out" || true)
     [ -z "$extra" ] || fail "$what: unexpected lines: $extra"
-    pass "$what"
+    ok "$what"
 }
-expect_apply "kubectl apply -k deploy/ creates all 7 objects without warnings" \
-    '^[a-z0-9.]+/[a-z0-9.-]+ created$' 7 apply -k deploy/
-for want in namespace/podres-system customresourcedefinition.apiextensions.k8s.io/devicebindings.podres.dev \
-    serviceaccount/podres-syncer clusterrole.rbac.authorization.k8s.io/podres-syncer \
-    clusterrolebinding.rbac.authorization.k8s.io/podres-syncer configmap/podresd-config daemonset.apps/podres; do
-    k get "$want" -n podres-system -o name >/dev/null || fail "apply -k: $want is not there"
-done
-pass "kubectl get finds every applied object"
-expect_apply "apply -k again: all unchanged" ' unchanged$' 7 apply -k deploy/
-K127="$(kubectl_dir)/kubectl.1.27"
-if [ -x "$K127" ]; then
-    out=$("$K127" --cache-dir "$KCACHE" apply -k deploy/ 2>&1) || fail "kubectl 1.27 apply -k: $out"
-    [ "$(grep -c ' unchanged$' <<<"$out")" = 7 ] || fail "kubectl 1.27 apply -k: $out"
-    pass "kubectl 1.27 apply -k deploy/: all unchanged"
-fi
-files=(deploy/namespace.yaml)
+# rvs - kind/name and resourceVersion of every object of deploy/, one a line.
+rvs() {
+    k get -k deploy/ -o json | jq -r '.items[] | "\(.kind)/\(.metadata.name) \(.metadata.resourceVersion)"'
+}
+# audit_mark; audit_new FILTER - the admin's completed requests since audit_mark, passing FILTER.
+audit_mark() { AMARK=$(wc -l < "$KUBE_AUDIT"); }
+audit_new() {
+    tail -n +$((AMARK + 1)) "$KUBE_AUDIT" | jq -c --arg u "$ADMIN" \
+        "select(.stage == \"ResponseComplete\" and .user.username == \$u) | select(${1:-true})"
+}
+WRITE='(.verb | IN("create","update","patch","delete","deletecollection"))'
+crd_ok() {  # the CRD is Established with its names accepted, and no condition says otherwise
+    k get crd devicebindings.podres.dev -o json | jq -e '[.status.conditions[] | {(.type): .status}] | add
+        | .Established == "True" and .NamesAccepted == "True" and .NonStructuralSchema == null' > /dev/null
+}
+OBJS="namespace/podres-system customresourcedefinition.apiextensions.k8s.io/devicebindings.podres.dev
+    serviceaccount/podres-syncer clusterrole.rbac.authorization.k8s.io/podres-syncer
+    clusterrolebinding.rbac.authorization.k8s.io/podres-syncer configmap/podresd-config daemonset.apps/podres"
+
+files=(deploy/namespace.yaml) # every file, examples included, namespaces first
 for f in deploy/*.yaml deploy/examples/namespace-*.yaml deploy/examples/*.yaml; do
     [[ " ${files[*]} " == *" $f "* ]] || [ "$f" = deploy/kustomization.yaml ] || files+=("$f")
 done
-for f in "${files[@]}"; do
-    out=$(k apply -f "$f" 2>"$EMU_DIR/stderr") || fail "kubectl apply -f $f: $out $(cat "$EMU_DIR/stderr")"
-    [ ! -s "$EMU_DIR/stderr" ] || fail "kubectl apply -f $f warned: $(cat "$EMU_DIR/stderr")"
-    grep -Evq ' (unchanged|created)$' <<<"$out" && fail "kubectl apply -f $f: $out"
+# per_file DESCRIPTION [--server-side] - each file: apply --dry-run=server, then apply.
+per_file() {
+    local what=$1 mode=${2:-} f n out run sent=0
+    audit_mark
+    for f in "${files[@]}"; do
+        n=$("$PY" -c 'import sys, yaml; print(sum(1 for d in yaml.safe_load_all(open(sys.argv[1])) if d))' "$f")
+        for run in --dry-run=server ""; do
+            out=$(k apply $run $mode -f "$f" 2>"$T/stderr") || fail "kubectl apply $run $mode -f $f: $out $(cat "$T/stderr")"
+            [ ! -s "$T/stderr" ] || fail "kubectl apply $run $mode -f $f warned: $(cat "$T/stderr")"
+            [ "$(grep -cE " (unchanged|created|serverside-applied)${run:+ \\(server dry run\\)}$" <<<"$out")" = "$n" ] ||
+                fail "kubectl apply $run $mode -f $f: want $n objects: $out"
+        done
+        sent=$((sent + n))
+    done
+    # deploy/'s objects are as they were; with --server-side every dry run
+    # reached the server (a client-side one of an unchanged object sends nothing).
+    rvs > "$T/rv.c"
+    cmp -s "$T/rv.b" "$T/rv.c" || fail "$what: applying the unchanged deploy/ files wrote: $(diff "$T/rv.b" "$T/rv.c")"
+    if [ -n "$mode" ]; then
+        n=$(audit_new "(.requestURI | contains(\"dryRun=All\")) and .verb == \"patch\" and .responseStatus.code < 300" | wc -l)
+        [ "$n" = "$sent" ] || fail "$what: $n server-side dry-run applies answered 2xx, want $sent"
+    fi
+    out=$(k get dvb -n ml -o json | jq -r '.items[] | .metadata.name + " " + .spec.nodeName + " "
+          + ([.spec.containers[].devices[].deviceIds[]] | join(","))')
+    [ "$out" = "train-0 node-a GPU-0b1c2d3e,GPU-4f5a6b7c,nic-1" ] || fail "$what: pre-assignment example: $out"
+    ok "$what: every file (${#files[@]}, examples included) with --dry-run=server, then for real, without error or warning; the pre-assignment example is a DeviceBinding with spec.containers"
+}
+
+# -- Server-side apply on an empty cluster: each object sent whole and validated.
+expect_apply "kubectl apply -k deploy/ --server-side creates all 7 objects without warnings" \
+    '^[a-z0-9.]+/[a-z0-9.-]+ serverside-applied$' 7 apply -k deploy/ --server-side
+k wait --for condition=Established --timeout 30s crd/devicebindings.podres.dev > /dev/null ||
+    fail "the DeviceBinding CRD is not Established: $(k get crd devicebindings.podres.dev -o json | jq -c .status)"
+crd_ok || fail "CRD conditions: $(k get crd devicebindings.podres.dev -o json | jq -c .status.conditions)"
+rvs > "$T/rv.a"
+expect_apply "apply -k --server-side again" ' serverside-applied$' 7 apply -k deploy/ --server-side
+rvs > "$T/rv.b"
+cmp -s "$T/rv.a" "$T/rv.b" || fail "apply -k --server-side again wrote: $(diff "$T/rv.a" "$T/rv.b")"
+ok "... the CRD passes the structural-schema checks and is Established; applying again writes nothing"
+per_file "kubectl apply --server-side -f" --server-side
+
+# The machine's older kubectl (1.32, beyond the supported skew of a 1.36 server).
+OLD_KUBECTL=/usr/bin/kubectl
+if [ -x "$OLD_KUBECTL" ]; then
+    oldv=$("$OLD_KUBECTL" version --client -o json | jq -r .clientVersion.gitVersion)
+    audit_mark
+    KUBECTL=$OLD_KUBECTL expect_apply "kubectl $oldv apply -k deploy/ --server-side --dry-run=server" \
+        ' serverside-applied \(server dry run\)$' 7 apply -k deploy/ --server-side --dry-run=server
+    n=$(audit_new "$WRITE and (.userAgent | startswith(\"kubectl/${oldv%%-*} \"))
+        and (.requestURI | contains(\"dryRun=All\")) and .responseStatus.code == 200" | wc -l)
+    [ "$n" = 7 ] || fail "want 7 dry-run applies answered 200 from kubectl $oldv, saw $n: $(audit_new "$WRITE")"
+    wet=$(audit_new "$WRITE and (.requestURI | contains(\"dryRun=All\") | not)")
+    [ -z "$wet" ] || fail "a dry run wrote: $wet"
+    ok "... the server validated its 7 dry-run applies (audit log: user agent kubectl/${oldv%%-*}), nothing written"
+else
+    say "no $OLD_KUBECTL: the older client is not tried"
+fi
+k delete namespace ml --wait=false > /dev/null || fail "cannot delete namespace ml"
+out=$(k delete -k deploy/ --wait --timeout 60s 2>&1) || fail "kubectl delete -k deploy/: $out"
+k wait --for=delete namespace/ml --timeout 60s > /dev/null 2>&1 || fail "namespace ml is not deleted"
+
+# -- Client-side apply (kubectl's default) on the empty cluster.
+expect_apply "kubectl apply -k deploy/ creates all 7 objects without warnings" \
+    '^[a-z0-9.]+/[a-z0-9.-]+ created$' 7 apply -k deploy/
+for want in $OBJS; do
+    k get "$want" -n podres-system -o name >/dev/null || fail "apply -k: $want is not there"
 done
-pass "kubectl apply -f per file (${#files[@]} files, examples included) without error or warning"
-out=$(k get dvb -n ml -o json | jq -r '.items[] | .metadata.name + " " + .spec.nodeName + " "
-      + ([.spec.containers[].devices[].deviceIds[]] | join(","))')
-[ "$out" = "train-0 node-a GPU-0b1c2d3e,GPU-4f5a6b7c,nic-1" ] || fail "pre-assignment example: $out"
-pass "the scheduler pre-assignment example is a valid DeviceBinding with spec.containers"
+ok "kubectl get finds every applied object"
+k wait --for condition=Established --timeout 30s crd/devicebindings.podres.dev > /dev/null && crd_ok ||
+    fail "CRD conditions after apply -k: $(k get crd devicebindings.podres.dev -o json | jq -c .status.conditions)"
+rvs > "$T/rv.a"
+expect_apply "apply -k again: all unchanged" ' unchanged$' 7 apply -k deploy/
+rvs > "$T/rv.b"
+cmp -s "$T/rv.a" "$T/rv.b" || fail "apply -k again wrote: $(diff "$T/rv.a" "$T/rv.b")"
+if [ -x "$OLD_KUBECTL" ]; then
+    KUBECTL=$OLD_KUBECTL expect_apply "kubectl $oldv apply -k deploy/ --dry-run=server: all unchanged" \
+        ' unchanged \(server dry run\)$' 7 apply -k deploy/ --dry-run=server
+fi
+per_file "kubectl apply -f"
 
 # an image change through a kustomize overlay goes out as a strategic merge patch
-mkdir -p "$TMP/overlay"
-cat >"$TMP/overlay/kustomization.yaml" <<EOF
+mkdir -p "$T/overlay"
+cat >"$T/overlay/kustomization.yaml" <<EOF
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
-- $(realpath --relative-to="$TMP/overlay" deploy)
+- $(realpath --relative-to="$T/overlay" deploy)
 images:
 - name: podres
   newName: registry.example.com/podres
   newTag: 0.2.0
 EOF
-curl -sf -X DELETE "$EMU_ADMIN/requests" >/dev/null
-out=$(k apply -k "$TMP/overlay" 2>&1) || fail "overlay apply: $out"
+audit_mark
+out=$(k apply -k "$T/overlay" -v=9 2>"$T/overlay.log") || fail "overlay apply: $out $(tail -5 "$T/overlay.log")"
 grep -q '^daemonset.apps/podres configured$' <<<"$out" && [ "$(grep -c ' unchanged$' <<<"$out")" = 6 ] \
     || fail "overlay apply: $out"
-curl -sf "$EMU_ADMIN/requests" | jq -e '[.requests[] | select(.verb == "patch" and .resource == "daemonsets"
-    and .code == 200 and (.contentType | startswith("application/strategic-merge-patch+json")))]
-    | length == 1' >/dev/null || fail "the image change was not one strategic merge PATCH"
+w=$(audit_new "$WRITE")
+jq -se 'length == 1 and .[0].verb == "patch" and .[0].objectRef.resource == "daemonsets"
+    and .[0].responseStatus.code == 200' <<<"$w" > /dev/null || fail "the overlay's writes: $w"
+grep -- '-XPATCH' "$T/overlay.log" | grep -q 'Content-Type: application/strategic-merge-patch+json' ||
+    fail "the image change was not a strategic merge PATCH: $(grep -- '-XPATCH' "$T/overlay.log")"
 out=$(k get ds podres -n podres-system -o json | jq -r '[.spec.template.spec.containers[]
       | "\(.name)=\(.image):\(.volumeMounts | length)"] | join(" ")')
 [ "$out" = "podresd=registry.example.com/podres:0.2.0:5 podres-syncer=registry.example.com/podres:0.2.0:1" ] \
     || fail "after the overlay: $out"
-pass "an image change via a kustomize overlay: one strategic merge PATCH, both containers kept whole"
+ok "an image change via a kustomize overlay: one strategic merge PATCH, both containers kept whole"
 
-# the emulator checks what it is sent: a typo and a dangling mount are refused
-sed 's/readOnlyRootFilesystem/readOnlyRootFileSystem/' deploy/daemonset.yaml >"$TMP/typo.yaml"
-out=$(k apply -f "$TMP/typo.yaml" 2>&1) && fail "a DaemonSet with a misspelt field was accepted: $out"
+# the server checks what it is sent: a typo, a dangling mount, a non-structural CRD are refused
+sed 's/readOnlyRootFilesystem/readOnlyRootFileSystem/' deploy/daemonset.yaml >"$T/typo.yaml"
+out=$(k apply -f "$T/typo.yaml" 2>&1) && fail "a DaemonSet with a misspelt field was accepted: $out"
 grep -q 'unknown field "spec.template.spec.containers\[0\].securityContext.readOnlyRootFileSystem"' <<<"$out" \
     || fail "typo: $out"
 perl -0pe 's/- name: tmp\n(\s+)emptyDir/- name: scratch\n$1emptyDir/; s/\n  name: podres\n/\n  name: podres-bad\n/' \
-    deploy/daemonset.yaml >"$TMP/dangling.yaml"
-grep -q 'name: scratch' "$TMP/dangling.yaml" || fail "could not make the dangling-mount copy"
-out=$(k apply -f "$TMP/dangling.yaml" 2>&1) && fail "a dangling volumeMount was accepted: $out"
+    deploy/daemonset.yaml >"$T/dangling.yaml"
+grep -q 'name: scratch' "$T/dangling.yaml" || fail "could not make the dangling-mount copy"
+out=$(k apply -f "$T/dangling.yaml" 2>&1) && fail "a dangling volumeMount was accepted: $out"
 grep -q 'volumeMounts\[4\].name: Not found: "tmp"' <<<"$out" || fail "dangling mount: $out"
-pass "the emulator refuses a misspelt field (strict decoding) and a mount of a missing volume (422)"
+perl -0pe 's/(\n          spec:\n(?:            description:.*\n)?)            type: object\n/$1/' \
+    deploy/crd-devicebinding.yaml >"$T/nonstructural.yaml"
+cmp -s deploy/crd-devicebinding.yaml "$T/nonstructural.yaml" && fail "could not make the non-structural CRD copy"
+out=$(k apply --dry-run=server -f "$T/nonstructural.yaml" 2>&1) && fail "a non-structural CRD was accepted: $out"
+grep -q 'openAPIV3Schema.properties\[spec\].type: Required value' <<<"$out" || fail "non-structural CRD: $out"
+ok "the server refuses a misspelt field (strict field validation), a mount of a missing volume and a non-structural CRD"
 
-# ---- 4. least privilege: the ClusterRole as stored by the API server
-cat >"$TMP/rbac_check.py" <<'EOF'
+# -- The switch from client-side to server-side apply (of the overlay: the image stays).
+expect_apply "kubectl apply -k --server-side then takes the objects over without a conflict or warning" \
+    ' serverside-applied$' 7 apply -k "$T/overlay" --server-side
+rvs > "$T/rv.a"
+expect_apply "apply -k --server-side again" ' serverside-applied$' 7 apply -k "$T/overlay" --server-side
+rvs > "$T/rv.b"
+cmp -s "$T/rv.a" "$T/rv.b" || fail "apply -k --server-side again wrote: $(diff "$T/rv.a" "$T/rv.b")"
+ok "... and once taken over, applying again writes nothing"
+
+# kubectl explain: the CRD's published OpenAPI schema, descriptions included
+wait_until 30 k explain devicebinding.spec || fail "kubectl explain devicebinding.spec: $(k explain devicebinding.spec 2>&1)"
+for p in spec spec.containers; do
+    k explain "devicebinding.$p" >"$T/explain.$p" 2>&1 || fail "kubectl explain devicebinding.$p: $(cat "$T/explain.$p")"
+    out=$($PY - deploy/crd-devicebinding.yaml "$p" "$T/explain.$p" <<'EOF' 2>&1
+import re, sys, yaml
+crd, path, text = yaml.safe_load(open(sys.argv[1])), sys.argv[2], open(sys.argv[3]).read()
+node = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+for part in path.split("."):
+    node = node["properties"][part]
+    node = node.get("items", node) if part != path.split(".")[-1] else node
+fields = (node.get("items") or node).get("properties") or {}
+required = set((node.get("items") or node).get("required") or [])
+flat = " ".join(text.split())
+bad = []
+if not node.get("description"):
+    bad.append("%s has no description in the CRD" % path)
+elif " ".join(node["description"].split()) not in flat:
+    bad.append("description of %s not shown" % path)
+for name, f in fields.items():
+    m = re.search(r"^  %s\t<[^>]+>( -required-)?$" % re.escape(name), text, re.M)
+    if not m:
+        bad.append("field %s not listed" % name)
+    elif bool(m.group(1)) != (name in required):
+        bad.append("field %s: -required- is %s" % (name, bool(m.group(1))))
+    if f.get("description") and " ".join(f["description"].split()) not in flat:
+        bad.append("description of %s.%s not shown" % (path, name))
+print("\n".join(bad) if bad else "%d fields" % len(fields))
+sys.exit(1 if bad else 0)
+EOF
+) || fail "kubectl explain devicebinding.$p: $out
+$(cat "$T/explain.$p")"
+    explained="${explained:+$explained, }$p ($out)"
+done
+ok "kubectl explain devicebinding: $explained, with the CRD's descriptions and required fields"
+
+# ---- 4. least privilege: the ClusterRole as stored by the API server, and what the syncer may do
+cat >"$T/rbac_check.py" <<'EOF'
 import json, sys
 ALLOWED = {("podres.dev", "devicebindings"): {"get", "list", "watch", "create", "update", "patch", "delete"},
            ("podres.dev", "devicebindings/status"): {"get", "list", "watch", "create", "update", "patch", "delete"},
@@ -179,22 +326,109 @@ p = problems(role)
 print("\n".join(p) if p else "ok")
 sys.exit(1 if p else 0)
 EOF
-k get clusterrole podres-syncer -o json >"$TMP/role.json"
-out=$($PY "$TMP/rbac_check.py" "$TMP/role.json" selftest) || fail "least-privilege checker self-test: $out"
-pass "least-privilege checker: $out"
-out=$($PY "$TMP/rbac_check.py" "$TMP/role.json") || fail "ClusterRole podres-syncer is not least privilege: $out"
-pass "ClusterRole podres-syncer grants exactly devicebindings{,/status} get/list/watch/create/update/patch/delete and pods get/list/watch"
+k get clusterrole podres-syncer -o json >"$T/role.json"
+out=$($PY "$T/rbac_check.py" "$T/role.json" selftest) || fail "least-privilege checker self-test: $out"
+ok "least-privilege checker: $out"
+out=$($PY "$T/rbac_check.py" "$T/role.json") || fail "ClusterRole podres-syncer is not least privilege: $out"
+ok "ClusterRole podres-syncer grants exactly devicebindings{,/status} get/list/watch/create/update/patch/delete and pods get/list/watch"
 n=$(grep -rlE '^kind: *(Role|ClusterRole|RoleBinding|ClusterRoleBinding)$' deploy | wc -l)
 [ "$n" = 1 ] || fail "RBAC objects outside deploy/rbac.yaml: $(grep -rlE '^kind: *(Role|ClusterRole|RoleBinding)' deploy)"
 k get clusterrolebinding podres-syncer -o json | jq -e '.roleRef == {"apiGroup":"rbac.authorization.k8s.io",
     "kind":"ClusterRole","name":"podres-syncer"} and .subjects == [{"kind":"ServiceAccount",
     "name":"podres-syncer","namespace":"podres-system"}]' >/dev/null || fail "ClusterRoleBinding subjects/roleRef"
-pass "the binding gives that role to ServiceAccount podres-system/podres-syncer only; no other RBAC object"
+ok "the binding gives that role to ServiceAccount podres-system/podres-syncer only; no other RBAC object"
+SA=system:serviceaccount:podres-system:podres-syncer
+# can SA_OR_USER VERB RESOURCE [kubectl auth can-i FLAGS...] - yes (0) or no (1), nothing on stderr.
+can() {
+    local who=$1 verb=$2 res=$3 out rc=0
+    shift 3
+    out=$(k auth can-i "$verb" "$res" --as="$who" "$@" 2>"$T/stderr") || rc=$?
+    [ ! -s "$T/stderr" ] || fail "kubectl auth can-i $verb $res $*: $(cat "$T/stderr")"
+    case $rc:$out in 0:yes) return 0 ;; 1:no) return 1 ;; esac
+    fail "kubectl auth can-i $verb $res $*: rc $rc, $out"
+}
+for verb in get list watch create update patch delete; do
+    for sub in "" status; do
+        can "$SA" "$verb" devicebindings.podres.dev -n ml ${sub:+--subresource=$sub} ||
+            fail "the syncer cannot $verb devicebindings${sub:+/$sub} in ml"
+    done
+done
+for verb in get list watch; do
+    can "$SA" "$verb" devicebindings -A || fail "the syncer cannot $verb devicebindings cluster-wide"
+    can "$SA" "$verb" pods -A || fail "the syncer cannot $verb pods cluster-wide"
+done
+nos=0
+while read -r verb res flags; do
+    # shellcheck disable=SC2086
+    can "$SA" "$verb" "$res" $flags && fail "the syncer can $verb $res $flags"
+    nos=$((nos + 1))
+done <<'EOF'
+create pods -n ml
+update pods -n ml
+delete pods -n ml
+patch pods -n ml --subresource=status
+create pods -n ml --subresource=eviction
+list secrets -A
+get secrets -n podres-system
+get nodes -A
+create events -n ml
+create events.events.k8s.io -n podres-system
+deletecollection devicebindings -n ml
+get configmaps -n podres-system
+create serviceaccounts -n podres-system --subresource=token
+impersonate serviceaccounts -A
+escalate clusterroles -A
+EOF
+ok "kubectl auth can-i as $SA: yes to get/list/watch/create/update/patch/delete devicebindings{,/status} and get/list/watch pods; no to all $nos others tried (create pods, list secrets, get nodes, create events, ...)"
+
+# rights USER NS - what USER may do in NS (kubectl auth can-i --list), one normalized rule a line.
+rights() {
+    k auth can-i --list --as="$1" -n "$2" | tail -n +2 | $PY -c '
+import re, sys
+for line in sys.stdin:
+    print(line.split("[")[0].strip(), *["[%s]" % " ".join(sorted(g.split())) for g in re.findall(r"\[([^]]*)\]", line)])' |
+        sort -u
+}
+WANT_RIGHTS='devicebindings.podres.dev [] [] [create delete get list patch update watch]
+devicebindings.podres.dev/status [] [] [create delete get list patch update watch]
+pods [] [] [get list watch]'
+# rights_exact NS - the syncer's rights in NS beyond those of any ServiceAccount
+# (podres-system/default's) are exactly WANT_RIGHTS; else print the difference.
+rights_exact() {
+    local extra
+    extra=$(comm -23 <(rights "$SA" "$1") <(rights system:serviceaccount:podres-system:default "$1"))
+    [ "$extra" = "$WANT_RIGHTS" ] && return 0
+    diff <(echo "$WANT_RIGHTS") <(echo "$extra") | grep '^[<>]'
+    return 1
+}
+not() { ! "$@"; }
+for ns in podres-system ml default; do
+    out=$(rights_exact "$ns") || fail "the syncer's rights in namespace $ns (< missing, > extra): $out"
+done
+# The check is shown to catch a widened copy of deploy/rbac.yaml (bound, then removed).
+$PY - deploy/rbac.yaml >"$T/rbac-widened.yaml" <<'EOF'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+for d in docs:
+    d["metadata"]["name"] += "-widened"
+    if d["kind"] == "ClusterRole":
+        d["rules"].append({"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]})
+    else:
+        d["roleRef"]["name"] += "-widened"
+yaml.safe_dump_all(docs, sys.stdout)
+EOF
+k apply -f "$T/rbac-widened.yaml" > /dev/null || fail "cannot apply the widened copy"
+wait_until 10 not rights_exact podres-system || fail "the rights check did not see the widened copy"
+out=$(rights_exact ml || true)
+grep -q '^> secrets \[\] \[\] \[list\]$' <<<"$out" || fail "the widened copy: $out"
+k delete -f "$T/rbac-widened.yaml" > /dev/null || fail "cannot delete the widened copy"
+wait_until 10 rights_exact podres-system || fail "rights after the widened copy is gone: $(rights_exact podres-system)"
+ok "kubectl auth can-i --list: in podres-system, ml and default the syncer may do exactly that beyond any ServiceAccount (a widened copy of rbac.yaml is caught)"
 
 # ---- 5. the DaemonSet as stored (after the overlay: only the image differs)
-k get ds podres -n podres-system -o json >"$TMP/ds.json"
-k get cm podresd-config -n podres-system -o json >"$TMP/cm.json"
-out=$($PY - "$TMP/ds.json" "$TMP/cm.json" <<'EOF' 2>&1
+k get ds podres -n podres-system -o json >"$T/ds.json"
+k get cm podresd-config -n podres-system -o json >"$T/cm.json"
+out=$($PY - "$T/ds.json" "$T/cm.json" <<'EOF' 2>&1
 import json, sys, yaml
 ds, cm = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 bad = []
@@ -264,12 +498,37 @@ print("\n".join(bad) if bad else "ok")
 sys.exit(1 if bad else 0)
 EOF
 ) || fail "DaemonSet: $out"
-pass "DaemonSet: 3 hostPaths, source kubelet, shared socket dir, NODE_NAME, exec probes, requests/limits, read-only root, no capabilities, non-root syncer"
-stop_emulator
+ok "DaemonSet: 3 hostPaths, source kubelet, shared socket dir, NODE_NAME, exec probes, requests/limits, read-only root, no capabilities, non-root syncer"
+# apps/v1 validated, defaulted and stored it (no kubelet and no DaemonSet controller: the
+# object is checked, not pods): one spec change since its creation, the overlay's.
+k get ds podres -n podres-system -o json | jq -e '.metadata.generation == 2 and .spec.revisionHistoryLimit == 10
+    and .spec.updateStrategy.rollingUpdate.maxSurge == 0 and .spec.template.spec.dnsPolicy == "ClusterFirst"
+    and .spec.template.spec.schedulerName == "default-scheduler"
+    and ([.spec.template.spec.containers[].terminationMessagePolicy] == ["File", "File"])' > /dev/null ||
+    fail "the stored DaemonSet: $(k get ds podres -n podres-system -o json | jq -c '{generation: .metadata.generation, spec: (.spec | del(.template))}')"
+# The pod it would make passes pod admission in podres-system (Pod Security
+# "privileged", system-node-critical resolved, its ServiceAccount found), and
+# a "baseline" namespace refuses it for the three hostPath volumes alone.
+pod_of() {  # pod_of NS - the DaemonSet's pod for node-a in NS, as JSON
+    jq --arg ns "$1" '{apiVersion: "v1", kind: "Pod", metadata: {name: "podres-node-a", namespace: $ns,
+        labels: .spec.template.metadata.labels}, spec: (.spec.template.spec + {nodeName: "node-a"})}' "$T/ds.json"
+}
+pod_of podres-system >"$T/pod.json"
+out=$(k create --dry-run=server -o json -f "$T/pod.json" 2>"$T/stderr") || fail "the DaemonSet's pod in podres-system: $out $(cat "$T/stderr")"
+[ ! -s "$T/stderr" ] || fail "the DaemonSet's pod in podres-system: warnings: $(cat "$T/stderr")"
+jq -e '.spec.priority == 2000001000 and .spec.serviceAccountName == "podres-syncer"' <<<"$out" > /dev/null ||
+    fail "the DaemonSet's pod as admitted: $(jq -c '{priority: .spec.priority, sa: .spec.serviceAccountName}' <<<"$out")"
+k create namespace podres-baseline > /dev/null && k label namespace podres-baseline pod-security.kubernetes.io/enforce=baseline > /dev/null &&
+    k create serviceaccount podres-syncer -n podres-baseline > /dev/null || fail "cannot make namespace podres-baseline"
+pod_of podres-baseline >"$T/pod-baseline.json"
+out=$(k create --dry-run=server -f "$T/pod-baseline.json" 2>&1) && fail "a baseline namespace admitted the DaemonSet's pod: $out"
+grep -q 'violates PodSecurity "baseline:latest": hostPath volumes (volumes "pod-resources", "db", "socket-dir")$' <<<"$out" ||
+    fail "the DaemonSet's pod in a baseline namespace: $out"
+ok "DaemonSet as stored by apps/v1 (defaulted, generation 2); its pod passes pod admission in podres-system, and baseline refuses only its hostPaths"
 
 # ---- 6. the configurations are accepted by podresd
-check_config() {  # check_config FILE [YAML-KEY]: start podresd on it (paths moved to $TMP)
-    local f=$1 key=${2:-} d=$TMP/cfg.$RANDOM pid i
+check_config() {  # check_config FILE [YAML-KEY]: start podresd on it (paths moved to $T)
+    local f=$1 key=${2:-} d=$T/cfg.$RANDOM pid i
     mkdir -p "$d"
     if [ -n "$key" ]; then
         $PY -c 'import sys,yaml; print(yaml.safe_load(open(sys.argv[1]))["data"][sys.argv[2]])' "$f" "$key" >"$d/c.yaml"
@@ -294,7 +553,7 @@ PD=${PODRES_BIN:-bin}/podresd
 [ -x "$PD" ] || fail "$PD not built"
 check_config deploy/configmap.yaml podresd.yaml
 check_config deploy/systemd/podresd.yaml
-pass "podresd starts on the ConfigMap's configuration and on deploy/systemd/podresd.yaml"
+ok "podresd starts on the ConfigMap's configuration and on deploy/systemd/podresd.yaml"
 SY=${PODRES_BIN:-bin}/podres-syncer
 if [ -x "$SY" ]; then
     help=$("$SY" --help 2>&1 || true)
@@ -303,13 +562,13 @@ if [ -x "$SY" ]; then
         case $f in --podresd-socket|--metrics-listen|--log-format|--kubeconfig) ;; *) continue ;; esac
         grep -q -- "$f" <<<"$help" || fail "podres-syncer --help does not know $f (used in deploy/)"
     done
-    pass "every podres-syncer flag deploy/ uses is in its --help"
+    ok "every podres-syncer flag deploy/ uses is in its --help"
 else
     say "podres-syncer not built: its flags are not checked"
 fi
 
 # ---- 7. Dockerfile: stages, and runtime libraries against ldd / dpkg -S
-$PY - >"$TMP/docker.txt" <<'EOF'
+$PY - >"$T/docker.txt" <<'EOF'
 import re
 text = re.sub(r"\\\n", " ", open("deploy/Dockerfile").read())
 stages, cur = [], None
@@ -331,15 +590,15 @@ print("BUILDMAKE\t" + str(any(re.search(r"\bmake\b.*\ball\b|\bmake\s*(&&|$)", r)
 print("RUNTIME\t" + " ".join(stages[-1]["pkgs"]))
 print("USER\t" + str(stages[-1]["user"]))
 EOF
-froms=$(grep '^FROM' "$TMP/docker.txt" | cut -f2)
+froms=$(grep '^FROM' "$T/docker.txt" | cut -f2)
 [ "$froms" = $'FROM debian:12 AS build\nFROM debian:12-slim' ] || fail "Dockerfile FROM lines: $froms"
-grep -q $'^BUILDMAKE\tTrue' "$TMP/docker.txt" || fail "the build stage does not run make"
-user=$(grep '^USER' "$TMP/docker.txt" | cut -f2)
+grep -q $'^BUILDMAKE\tTrue' "$T/docker.txt" || fail "the build stage does not run make"
+user=$(grep '^USER' "$T/docker.txt" | cut -f2)
 [ -n "$user" ] && [ "$user" != None ] && [ "${user%%:*}" != 0 ] && [ "${user%%:*}" != root ] \
     || fail "the runtime stage has no non-root USER: $user"
-pass "Dockerfile: debian:12 build stage running make, debian:12-slim runtime, non-root USER $user"
-read -r -a runtime <<<"$(grep '^RUNTIME' "$TMP/docker.txt" | cut -f2)"
-read -r -a build <<<"$(grep '^BUILD	' "$TMP/docker.txt" | cut -f2)"
+ok "Dockerfile: debian:12 build stage running make, debian:12-slim runtime, non-root USER $user"
+read -r -a runtime <<<"$(grep '^RUNTIME' "$T/docker.txt" | cut -f2)"
+read -r -a build <<<"$(grep '^BUILD	' "$T/docker.txt" | cut -f2)"
 pkg_of() {  # pkg_of PATH: the Debian package that ships it (without :arch)
     local p=$1 r
     for cand in "$p" "$(readlink -f "$p")" "/usr${p#/usr}" "${p#/usr}"; do
@@ -385,13 +644,13 @@ done
 for p in "${!linkable[@]}"; do
     [ -n "${installed[$p]}" ] || fail "the link line names a library of $p, which the runtime stage lacks"
 done
-pass "Dockerfile runtime libraries = the link line's (${!linkable[*]}); ldd needs $(printf '%s\n' "${needed_pkgs[@]}" | sort -u | tr '\n' ' ')- all installed"
+ok "Dockerfile runtime libraries = the link line's (${!linkable[*]}); ldd needs $(printf '%s\n' "${needed_pkgs[@]}" | sort -u | tr '\n' ' ')- all installed"
 for p in $(sed -n '/^DEBIAN_PKGS/,/^$/p' Makefile | tr -d '\\' | sed 's/^DEBIAN_PKGS *:= *//'); do
     case $p in *-dev|gcc|make|pkg-config|protobuf-c-compiler|libcurl3-gnutls)  # the last: linked by name
         [[ " ${build[*]} " == *" $p "* ]] || fail "the build stage lacks $p (Makefile DEBIAN_PKGS)";;
     esac
 done
-pass "the build stage installs every compiler/-dev package of the Makefile's DEBIAN_PKGS (and libcurl3-gnutls)"
+ok "the build stage installs every compiler/-dev package of the Makefile's DEBIAN_PKGS (and libcurl3-gnutls)"
 
 # ---- 8. systemd units
 $PY - <<'EOF' || fail "systemd units: structural check failed"
@@ -440,9 +699,9 @@ for b in bad:
     print(b)
 sys.exit(1 if bad else 0)
 EOF
-pass "systemd units: sections, hardening keys, State/RuntimeDirectory=podresd (0750), ExecStart flags"
+ok "systemd units: sections, hardening keys, State/RuntimeDirectory=podresd (0750), ExecStart flags"
 if command -v systemd-analyze >/dev/null; then
-    u=$TMP/units
+    u=$T/units
     mkdir -p "$u"
     verify() {  # verify UNIT...: systemd-analyze verify must be silent
         local out
@@ -467,7 +726,7 @@ if command -v systemd-analyze >/dev/null; then
         awk -v s="$score" 'BEGIN { exit !(s <= 3.0) }' || fail "$f.service exposure $score > 3.0"
         say "$f.service: systemd-analyze security exposure $score"
     done
-    pass "systemd-analyze verify: both units clean (and a broken copy is caught); exposure <= 3.0"
+    ok "systemd-analyze verify: both units clean (and a broken copy is caught); exposure <= 3.0"
 else
     say "systemd-analyze not installed: structural check only"
 fi

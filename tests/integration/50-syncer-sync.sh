@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# podres-syncer against real podresd and the emulator: bindings become
+# podres-syncer against real podresd and a real control plane: bindings become
 # DeviceBindings, releases delete them, restarts leave no duplicates or
 # orphans, hand edits are repaired, other nodes' objects are left alone, the
 # garbage collector is not fought, and an idle node writes nothing.
@@ -7,23 +7,24 @@
 
 pd_start
 register example.com/gpu '[{"id":"gpu-0","topology":{"nodes":[{"ID":0}]}},{"id":"gpu-1","topology":{"nodes":[{"ID":0}]}},{"id":"gpu-2","topology":{"nodes":[{"ID":1}]}},{"id":"gpu-3"}]'
-emu_start --gc-delay 0.3
-uid_a=$(emu_pod ml train-0 test-node)
-uid_b=$(emu_pod ml train-1 test-node)
-uid_c=$(emu_pod web nginx test-node)
+kube_up
+uid_a=$(kube_pod ml train-0 test-node)
+uid_b=$(kube_pod ml train-1 test-node)
+uid_c=$(kube_pod web nginx test-node)
 sy_start
 
 # A binding appears in seconds, not at the next resync (300 s), with the
 # right status. The bound is loose: a loaded CI runner is slow, not wrong.
 bind ml train-0 "$uid_a" gpu-0 gpu-1
 start=$(date +%s%N)
-wait_until 10 sh -c "curl -sk '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0' | jq -e '.status.phase == \"Bound\"'" ||
+wait_until 10 sh -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0' | jq -e '.status.phase == \"Bound\"'" ||
     fail "no Bound DeviceBinding for ml/train-0: $(cat "$T/syncer.log")"
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
 [ "$ms" -lt $((5000 * MULT)) ] || fail "the DeviceBinding took ${ms} ms"
 dvb ml train-0
 [ "$(jqo .status.summary)" = "example.com/gpu=2" ] || fail "summary: $(out)"
 [ "$(jqo '.status.containers[0].devices[0].deviceIds | join(",")')" = "gpu-0,gpu-1" ] || fail "ids"
+[ "$(jqo .status.boundDevices)" = "gpu-0,gpu-1" ] || fail "boundDevices: $(jqo .status.boundDevices)"
 [ "$(jqo '.status.containers[0].devices[0].topology.nodes[0].id')" = 0 ] || fail "topology"
 [ "$(jqo .status.podUID)" = "$uid_a" ] || fail "podUID"
 [ "$(jqo .status.nodeName)" = test-node ] && [ "$(jqo .spec.nodeName)" = test-node ] || fail "nodeName"
@@ -33,7 +34,7 @@ dvb ml train-0
     fail "observedRevision"
 ok "a binding is a Bound DeviceBinding in ${ms} ms, with label, owner and status"
 
-KUBECONFIG=$EMU_KCFG kubectl get devicebindings -A > "$T/kget" 2>&1 || fail "kubectl: $(cat "$T/kget")"
+k get devicebindings -A > "$T/kget" 2>&1 || fail "kubectl: $(cat "$T/kget")"
 head -1 "$T/kget" | grep -qE 'NAMESPACE +NAME +NODE +PHASE +DEVICES +AGE' || fail "columns: $(cat "$T/kget")"
 grep -qE '^ml +train-0 +test-node +Bound +example.com/gpu=2 ' "$T/kget" || fail "row: $(cat "$T/kget")"
 ok "kubectl get devicebindings -A shows it"
@@ -41,20 +42,20 @@ ok "kubectl get devicebindings -A shows it"
 # A pod without devices gets none; releasing deletes; rebinding recreates.
 req PUT /v1/namespaces/web/pods/nginx "{\"uid\":\"$uid_c\",\"containers\":[{\"name\":\"main\"}]}"
 bind ml train-1 "$uid_b" gpu-2
-wait_until 3 sh -c "curl -sk '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-1' | jq -e '.status.phase'" ||
+wait_until 3 sh -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-1' | jq -e '.status.phase'" ||
     fail "no DeviceBinding for ml/train-1"
 dvb web nginx; [ "$CODE" = 404 ] || fail "a pod without devices got a DeviceBinding"
 req DELETE /v1/namespaces/ml/pods/train-1
-wait_until 3 sh -c "[ \$(curl -sk -o /dev/null -w '%{http_code}' '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-1') = 404 ]" ||
+wait_until 3 sh -c "[ \$($KCURL -o /dev/null -w '%{http_code}' '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-1') = 404 ]" ||
     fail "release did not delete the DeviceBinding"
 bind ml train-1 "$uid_b" gpu-2 gpu-3
-wait_until 3 sh -c "curl -sk '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-1' | jq -e '.status.summary == \"example.com/gpu=2\"'" ||
+wait_until 3 sh -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-1' | jq -e '.status.summary == \"example.com/gpu=2\"'" ||
     fail "rebinding did not recreate it"
 ok "release deletes, rebind recreates, a pod without devices gets none"
 
 # A change of the binding updates the status in place.
 bind ml train-0 "$uid_a" gpu-0
-wait_until 3 sh -c "curl -sk '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0' | jq -e '.status.summary == \"example.com/gpu=1\"'" ||
+wait_until 3 sh -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0' | jq -e '.status.summary == \"example.com/gpu=1\"'" ||
     fail "status not updated"
 ok "a changed binding updates the status"
 
@@ -69,12 +70,12 @@ kapi POST /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings \
   '{"apiVersion":"podres.dev/v1alpha1","kind":"DeviceBinding","metadata":{"name":"clash","namespace":"ml","labels":{"podres.dev/node":"other-node"}},"spec":{"nodeName":"other-node"}}'
 [ "$CODE" = 201 ] || fail "create other node's clash: $CODE"
 clash_rv=$(jqo .metadata.resourceVersion)
-uid_clash=$(emu_pod ml clash test-node)
+uid_clash=$(kube_pod ml clash test-node)
 bind ml clash "$uid_clash" gpu-1
 wait_until 5 grep -q "DeviceBinding ml/clash exists but is labelled for node 'other-node'" "$T/syncer.log" ||
     fail "the clash is not logged: $(tail -3 "$T/syncer.log")"
 sleep 4
-posts=$(curl -sk "$EMU_URL/_emulator/requests" | jq '[.requests[] | select(.method == "POST" and (.path | endswith("/devicebindings")) and .code == 409)] | length')
+posts=$(audit '.verb == "create" and .objectRef.resource == "devicebindings" and .objectRef.namespace == "ml" and .responseStatus.code == 409' | wc -l)
 [ "$posts" -le 2 ] || fail "$posts creates of ml/clash in 4 s"
 kapi GET /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/clash
 [ "$(jqo .metadata.resourceVersion)" = "$clash_rv" ] || fail "the other node's clash was written"
@@ -83,11 +84,11 @@ ok "a name taken by another node's DeviceBinding: left alone, logged, not hammer
 
 # Hand edits: a deleted object comes back, an edited status is repaired.
 kapi DELETE /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0
-wait_until 10 sh -c "curl -sk '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0' | jq -e '.status.phase == \"Bound\"'" ||
+wait_until 10 sh -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0' | jq -e '.status.phase == \"Bound\"'" ||
     fail "a DeviceBinding deleted by hand was not recreated"
 kapi PATCH /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-1/status '{"status":{"summary":"bogus","phase":"Conflict"}}' application/merge-patch+json
 [ "$CODE" = 200 ] || fail "hand edit: $CODE"
-wait_until 3 sh -c "curl -sk '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-1' | jq -e '.status.summary == \"example.com/gpu=2\" and .status.phase == \"Bound\"'" ||
+wait_until 3 sh -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-1' | jq -e '.status.summary == \"example.com/gpu=2\" and .status.phase == \"Bound\"'" ||
     fail "a status edited by hand was not repaired"
 ok "deleted and edited DeviceBindings are repaired"
 
@@ -96,11 +97,11 @@ kill -9 "$SY_PID"; wait "$SY_PID" 2>/dev/null || true
 req DELETE /v1/namespaces/ml/pods/train-1
 bind ml train-0 "$uid_a" gpu-0 gpu-1
 sy_start --resync-interval 5s # resyncs inside the idle window below
-wait_until 5 sh -c "[ \$(curl -sk -o /dev/null -w '%{http_code}' '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-1') = 404 ]" ||
+wait_until 5 sh -c "[ \$($KCURL -o /dev/null -w '%{http_code}' '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-1') = 404 ]" ||
     fail "an orphan survived a restart"
-wait_until 3 sh -c "curl -sk '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0' | jq -e '.status.summary == \"example.com/gpu=2\"'" ||
+wait_until 3 sh -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0' | jq -e '.status.summary == \"example.com/gpu=2\"'" ||
     fail "a change made while the syncer was down was not applied"
-[ "$(curl -sk "$EMU_URL/apis/podres.dev/v1alpha1/devicebindings?labelSelector=podres.dev%2Fnode%3Dtest-node" | jq '.items | length')" = 1 ] ||
+[ "$($KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/devicebindings?labelSelector=podres.dev%2Fnode%3Dtest-node" | jq '.items | length')" = 1 ] ||
     fail "duplicates or orphans after SIGKILL"
 kapi GET /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/elsewhere
 [ "$(jqo .metadata.resourceVersion)" = "$other_rv" ] || fail "another node's DeviceBinding was modified"
@@ -119,17 +120,22 @@ sleep $((15 * MULT))
 [ "$(resync_ts)" -ge $((r0 + 5)) ] || fail "no resync in the idle window (last at $(resync_ts), was $r0)"
 ok "no change on the node: zero API writes in 15 s, across resyncs"
 
-# The Pod is deleted in the API server: the GC removes the DeviceBinding and
-# the syncer does not recreate it (podresd still has the binding).
-kapi DELETE /api/v1/namespaces/ml/pods/train-0
-wait_until 5 sh -c "[ \$(curl -sk -o /dev/null -w '%{http_code}' '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0') = 404 ]" ||
+# The Pod is deleted in the API server: kube-controller-manager's garbage
+# collector removes the DeviceBinding through its ownerReference, and the
+# syncer does not recreate it (podresd still has the binding).
+kube_pod_delete ml train-0
+wait_until 5 sh -c "[ \$($KCURL -o /dev/null -w '%{http_code}' '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0') = 404 ]" ||
     fail "the GC did not remove the DeviceBinding"
 w0=$(writes)
 sleep 2
 dvb ml train-0
 [ "$CODE" = 404 ] || fail "the syncer recreated a DeviceBinding of a deleted Pod"
 [ "$(writes)" = "$w0" ] || fail "the syncer wrote after the GC"
-ok "the garbage collector is not fought"
+gc_deletes=$(jq -c 'select(.stage == "ResponseComplete" and .verb == "delete" and .objectRef.name == "train-0"
+    and .objectRef.resource == "devicebindings" and .user.username != "kubernetes-admin") | .user.username' "$KUBE_AUDIT")
+[ "$gc_deletes" = '"system:serviceaccount:kube-system:generic-garbage-collector"' ] ||
+    fail "the DeviceBinding's deletion was not the garbage collector's alone: $gc_deletes"
+ok "the garbage collector deletes the DeviceBinding; the syncer sends no DELETE and does not recreate it"
 
 curl -s "http://127.0.0.1:$SY_PORT/metrics" > "$T/m"
 for m in 'podres_syncer_api_requests_total{verb="PATCH",code="200"}' podres_syncer_queue_depth \

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# podres-syncer under a misbehaving API server: a 30 s outage during churn
-# (503 on every request, counted), then convergence; 409s and 429s with
-# Retry-After, then convergence, no request before Retry-After, nothing
-# lost or duplicated.
+# podres-syncer behind tests/fixtures/fault-proxy, in front of the real API
+# server: a 30 s outage during churn (503 on every request, counted), then
+# convergence; 409s and 429s with Retry-After, then convergence, no request
+# before Retry-After, nothing lost or duplicated.
 . "$(dirname "$0")/lib.sh"
 
 # The DeviceBindings labelled for test-node, as "ns/name summary" lines.
 api_state() {
-    curl -sk "$EMU_URL/apis/podres.dev/v1alpha1/devicebindings?labelSelector=podres.dev%2Fnode%3Dtest-node" |
+    $KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/devicebindings?labelSelector=podres.dev%2Fnode%3Dtest-node" |
         jq -r '.items[] | "\(.metadata.namespace)/\(.metadata.name) \(.status.summary // "-")"' | sort
 }
 # The same from podresd: pods holding devices.
@@ -20,16 +20,17 @@ converged() { [ "$(api_state)" = "$(node_state)" ]; }
 
 pd_start
 register example.com/gpu "$(jq -nc '[range(0;16) | {id: "gpu-\(.)"}]')"
-emu_start --gc-delay 5
-for i in $(seq 0 7); do uid[$i]=$(emu_pod ns p$i test-node); done
-sy_start --qps 50 --burst 100 --log-level debug
+kube_up
+fp_start
+for i in $(seq 0 7); do uid[$i]=$(kube_pod ns p$i test-node); done
+SY_KCFG=$FP_KCFG sy_start --qps 50 --burst 100 --log-level debug
 for i in 0 1 2 3; do bind ns p$i "${uid[$i]}" gpu-$i; done
 wait_until 5 converged || fail "no initial convergence: $(api_state) vs $(node_state)"
 ok "initial state synced"
 
 # Outage: every request answers 503 for 30 s while the node churns.
-curl -sk -X DELETE "$EMU_URL/_emulator/counters" > /dev/null
-curl -sk -X PUT "$EMU_URL/_emulator/faults" -d '{"spec":"503"}' > /dev/null
+fp DELETE /_proxy/counters > /dev/null
+fp PUT /_proxy/faults '{"spec":"503"}' > /dev/null
 end=$(( $(date +%s) + 30 * MULT ))
 i=4
 while [ "$(date +%s)" -lt "$end" ]; do
@@ -38,8 +39,8 @@ while [ "$(date +%s)" -lt "$end" ]; do
     i=$((i + 1))
     sleep 1
 done
-during=$(curl -sk "$EMU_URL/_emulator/counters" | jq .total)
-curl -sk -X DELETE "$EMU_URL/_emulator/faults" > /dev/null
+during=$(fp GET /_proxy/counters | jq .total)
+fp DELETE /_proxy/faults > /dev/null
 echo "# requests during the 30 s outage: $during"
 # Budget: one shared backoff doubling from 200 ms to 30 s allows about 8 tries in
 # 30 s; three times that leaves room for threads already in flight.
@@ -48,17 +49,17 @@ wait_until 45 converged || fail "no convergence after the outage: $(api_state) v
 ok "a 30 s outage during churn: $during requests, then exactly the node's state"
 
 # 409 and 429 (plain text, Retry-After: 1) on half of the writes.
-curl -sk -X DELETE "$EMU_URL/_emulator/requests" > /dev/null
-curl -sk -X PUT "$EMU_URL/_emulator/faults" \
-    -d '{"spec":"409:count=6:verbs=update|patch,429:count=6:verbs=write,429:count=2:verbs=write:body=status"}' > /dev/null
+fp DELETE /_proxy/requests > /dev/null
+fp PUT /_proxy/faults \
+    '{"spec":"409:count=6:verbs=update|patch,429:count=6:verbs=write,429:count=2:verbs=write:body=status"}' > /dev/null
 for i in $(seq 0 7); do
     if [ $((i % 2)) = 0 ]; then bind ns p$i "${uid[$i]}" gpu-$((i + 8)); else req DELETE /v1/namespaces/ns/pods/p$i; fi
 done
 t0=$(date +%s)
 wait_until 60 converged || fail "no convergence under 409/429: [$(api_state)] vs [$(node_state)]"
 echo "# converged under 409/429 in $(( $(date +%s) - t0 )) s"
-[ "$(curl -sk "$EMU_URL/_emulator/faults" | jq '.faults | length')" = 0 ] || fail "the faults were not all hit"
-curl -sk "$EMU_URL/_emulator/requests" > "$T/reqs"
+[ "$(fp GET /_proxy/faults | jq '.faults | length')" = 0 ] || fail "the faults were not all hit"
+fp GET /_proxy/requests > "$T/reqs"
 /usr/bin/python3 - "$T/reqs" <<'PY' || fail "a request came before Retry-After"
 import json, sys
 reqs = json.load(open(sys.argv[1]))["requests"]
@@ -75,8 +76,8 @@ if bad:
     print("early:", bad[:3], file=sys.stderr)
     sys.exit(1)
 PY
-n=$(curl -sk "$EMU_URL/apis/podres.dev/v1alpha1/devicebindings" | jq '[.items[].metadata.name] | length')
-u=$(curl -sk "$EMU_URL/apis/podres.dev/v1alpha1/devicebindings" | jq '[.items[].metadata.name] | unique | length')
+n=$($KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/devicebindings" | jq '[.items[].metadata.name] | length')
+u=$($KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/devicebindings" | jq '[.items[].metadata.name] | unique | length')
 [ "$n" = "$u" ] || fail "duplicate DeviceBindings"
 ok "409 and 429 with Retry-After: converged, nothing lost or duplicated, no request before Retry-After"
 grep -q "Kubernetes API server unavailable" "$T/syncer.log" || fail "the outage was not logged"

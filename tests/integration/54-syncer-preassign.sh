@@ -14,22 +14,23 @@ preassign() { # NAME DEVICE...
  "metadata":{"name":"$name","namespace":"ml","labels":{"podres.dev/node":"test-node"}},
  "spec":{"nodeName":"test-node","containers":[{"name":"main","devices":[{"resourceName":"example.com/gpu","deviceIds":[${ids%,}]}]}]}}
 JSON
-    KUBECONFIG=$EMU_KCFG kubectl apply -f "$T/pa-$name.json" > /dev/null || fail "kubectl apply $name"
+    k apply -f "$T/pa-$name.json" > /dev/null || fail "kubectl apply $name"
 }
 phase_is() { # NAME PHASE
-    curl -sk "$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/$1" | jq -e ".status.phase == \"$2\"" > /dev/null
+    $KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/$1" | jq -e ".status.phase == \"$2\"" > /dev/null
 }
 cond() { # NAME FIELD
-    curl -sk "$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/$1" |
+    $KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/$1" |
         jq -r ".status.conditions[] | select(.type==\"PreassignmentHonored\") | .$2"
 }
 resv_state() { curl -s --unix-socket "$PD_SOCK" "http://localhost/v1/reservations/ml/$1" | jq -r '.reservation.state // "none"'; }
 
 pd_start
 register example.com/gpu "$(jq -nc '[range(0;6) | {id: "gpu-\(.)"}]')"
-emu_start
-sy_start --reservation-ttl 4s
-kapi POST /api/v1/namespaces '{"metadata":{"name":"ml"}}'
+kube_up
+fp_start
+SY_KCFG=$FP_KCFG sy_start --reservation-ttl 4s
+kube_ns ml
 
 # Before the pod exists: Pending, devices reserved in podresd.
 preassign p1 gpu-0
@@ -41,7 +42,7 @@ req GET /v1/devices
 ok "a pre-assignment written with kubectl is Pending and reserved in podresd"
 
 # The pod arrives and allocates: the reservation is used; Bound, honoured.
-uid1=$(emu_pod ml p1 test-node)
+uid1=$(kube_pod ml p1 test-node)
 req POST /v1/namespaces/ml/pods/p1/allocate "{\"uid\":\"$uid1\",\"containers\":[{\"name\":\"main\",\"requests\":{\"example.com/gpu\":1}}]}"
 expect_code 201 "allocate p1"
 [ "$(jqo '.podResources.containers[0].devices[0].deviceIds[0]')" = gpu-0 ] || fail "allocate ignored the reservation"
@@ -54,8 +55,8 @@ dvb ml p1
 ok "allocate uses the reservation; Bound with PreassignmentHonored=True and a lastTransitionTime"
 
 # Two pre-assignments of one device: the second is a Conflict naming it.
-emu_pod ml p2 test-node > /dev/null
-emu_pod ml p3 test-node > /dev/null
+kube_pod ml p2 test-node > /dev/null
+kube_pod ml p3 test-node > /dev/null
 preassign p2 gpu-1
 wait_until 3 phase_is p2 Pending || fail "p2 is not Pending"
 preassign p3 gpu-1
@@ -65,8 +66,8 @@ ok "a second pre-assignment of the same device is a Conflict naming it: $(cond p
 
 # Unhealthy and unknown devices.
 req PATCH /v1/resources/example.com/gpu/devices/gpu-2 '{"health":"Unhealthy"}'
-emu_pod ml p4 test-node > /dev/null
-emu_pod ml p5 test-node > /dev/null
+kube_pod ml p4 test-node > /dev/null
+kube_pod ml p5 test-node > /dev/null
 preassign p4 gpu-2
 preassign p5 gpu-9
 wait_until 3 phase_is p4 Conflict || fail "unhealthy device: not a Conflict"
@@ -90,7 +91,7 @@ ok "deleting the DeviceBinding releases the reservation"
 
 # The pod goes away: the garbage collector removes the DeviceBinding (its
 # owner was set when the pod appeared) and the reservation is released.
-kapi DELETE /api/v1/namespaces/ml/pods/p1
+kube_pod_delete ml p1
 wait_until 5 sh -c "[ \"\$(curl -s --unix-socket '$PD_SOCK' http://localhost/v1/reservations/ml/p1 | jq -r .code)\" = 404 ]" ||
     fail "the reservation survived its pod: $(resv_state p1)"
 ok "the pod goes away: DeviceBinding collected, reservation released"
@@ -98,10 +99,10 @@ ok "the pod goes away: DeviceBinding collected, reservation released"
 # A pre-assignment whose device another pod holds, or another pre-assignment
 # reserved, waits as a Conflict; when the device is let go it is reserved at
 # once, not at the next resync (300 s away).
-hold_uid=$(emu_pod ml holder test-node)
+hold_uid=$(kube_pod ml holder test-node)
 bind ml holder "$hold_uid" gpu-4
-emu_pod ml p7 test-node > /dev/null
-emu_pod ml p8 test-node > /dev/null
+kube_pod ml p7 test-node > /dev/null
+kube_pod ml p8 test-node > /dev/null
 preassign p7 gpu-4
 wait_until 3 phase_is p7 Conflict || fail "p7: a held device is not a Conflict"
 cond p7 message | grep -q "gpu-4 is bound to pod ml/holder" || fail "message: $(cond p7 message)"
@@ -135,9 +136,9 @@ ok "the TTL releases an unused reservation and says so: $(cond p6 message)"
 kapi POST /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings \
     '{"apiVersion":"podres.dev/v1alpha1","kind":"DeviceBinding","metadata":{"name":"grp","namespace":"ml","labels":{"podres.dev/node":"test-node"},"ownerReferences":[{"apiVersion":"scheduling.x-k8s.io/v1alpha1","kind":"PodGroup","name":"g","uid":"pg-1"}]},"spec":{"nodeName":"test-node","containers":[{"name":"main","devices":[{"resourceName":"example.com/gpu","deviceIds":["gpu-9"]}]}]}}'
 [ "$CODE" = 201 ] || fail "create ml/grp: HTTP $CODE $(out)"
-grp_uid=$(emu_pod ml grp test-node)
-owners() { curl -sk "$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/grp" | jq -c '[.metadata.ownerReferences[] | [.kind, .uid]] | sort'; }
-wait_until 5 sh -c "curl -sk '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/grp' | jq -e '.metadata.ownerReferences | length == 2' > /dev/null" ||
+grp_uid=$(kube_pod ml grp test-node)
+owners() { $KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/grp" | jq -c '[.metadata.ownerReferences[] | [.kind, .uid]] | sort'; }
+wait_until 5 sh -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/grp' | jq -e '.metadata.ownerReferences | length == 2' > /dev/null" ||
     fail "owners of ml/grp: $(owners)"
 [ "$(owners)" = "[[\"Pod\",\"$grp_uid\"],[\"PodGroup\",\"pg-1\"]]" ] || fail "owners of ml/grp: $(owners)"
 ok "a scheduler's owner reference is kept beside the Pod's"
@@ -145,11 +146,11 @@ ok "a scheduler's owner reference is kept beside the Pod's"
 # The syncer's copy is behind: a scheduler pre-assigns on a DeviceBinding
 # the syncer is about to delete (its pod lets its devices go). The DELETE
 # carries the resourceVersion it decided on: 409, read again, kept.
-st_uid=$(emu_pod ml stale test-node)
+st_uid=$(kube_pod ml stale test-node)
 bind ml stale "$st_uid" gpu-5
 wait_until 5 phase_is stale Bound || fail "no Bound DeviceBinding for ml/stale"
-curl -sk -X POST "$EMU_URL/_emulator/faults" -d 'watch-stall:resource=devicebindings:seconds=4' > /dev/null
-curl -sk -X POST "$EMU_URL/_emulator/watches/drop" > /dev/null
+fp POST /_proxy/faults 'watch-stall:resource=devicebindings:seconds=4' > /dev/null
+fp POST /_proxy/watches/drop > /dev/null
 sleep 1
 kapi PATCH /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/stale \
     '{"spec":{"containers":[{"name":"main","devices":[{"resourceName":"example.com/gpu","deviceIds":["gpu-5"]}]}]}}' \

@@ -14,8 +14,8 @@ pod() { # NAME DEVICE...
     printf '{"name":"%s","namespace":"ml","containers":[{"name":"main","devices":[{"resourceName":"example.com/gpu","deviceIds":[%s],"topology":{"nodes":[{"ID":0}]}}]}]}' "$1" "${ids%,}"
 }
 ALLOC='"allocatable":{"devices":[{"resourceName":"example.com/gpu","deviceIds":["gpu-0","gpu-1","gpu-2","gpu-3"],"topology":{"nodes":[{"ID":0}]}}],"cpuIds":[],"memory":[]}'
-phase_is() { curl -sk "$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/$1" | jq -e ".status.phase == \"$2\"" > /dev/null; }
-cond() { curl -sk "$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/$1" |
+phase_is() { $KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/$1" | jq -e ".status.phase == \"$2\"" > /dev/null; }
+cond() { $KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/$1" |
          jq -r ".status.conditions[] | select(.type==\"PreassignmentHonored\") | .$2"; }
 
 fk_state "{\"pods\":[],$ALLOC}"
@@ -27,11 +27,11 @@ pd_config "source: kubelet
 kubelet_socket: $FK_SOCK
 kubelet_interval: 200ms"
 pd_start
-emu_start
-kapi POST /api/v1/namespaces '{"metadata":{"name":"ml"}}'
-uid_a=$(emu_pod ml a test-node)
-emu_pod ml b test-node > /dev/null
-emu_pod ml c test-node > /dev/null
+kube_up
+kube_ns ml
+uid_a=$(kube_pod ml a test-node)
+kube_pod ml b test-node > /dev/null
+kube_pod ml c test-node > /dev/null
 sy_start
 
 # Pre-assign gpu-1 to b and gpu-2 to c before the kubelet admits them.
@@ -61,7 +61,7 @@ ok "the kubelet chose other devices: Conflict naming both sets ($msg)"
 
 # The kubelet drops pod a: its DeviceBinding goes.
 fk_state "{\"pods\":[$(pod b gpu-1),$(pod c gpu-3)],$ALLOC}"
-wait_until 5 sh -c "[ \$(curl -sk -o /dev/null -w '%{http_code}' '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/a') = 404 ]" ||
+wait_until 5 sh -c "[ \$($KCURL -o /dev/null -w '%{http_code}' '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/a') = 404 ]" ||
     fail "the DeviceBinding of a dropped pod stayed"
 ok "a pod the kubelet drops loses its DeviceBinding"
 sy_stop

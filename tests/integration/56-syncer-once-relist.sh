@@ -4,13 +4,13 @@
 # syncer (410 in the stream): both are listed again and nothing is missed.
 . "$(dirname "$0")/lib.sh"
 
-once() { "$PODRES_BIN/podres-syncer" --once --node-name test-node --podresd-socket "$PD_SOCK" --kubeconfig "$EMU_KCFG" "$@"; }
+once() { "$PODRES_BIN/podres-syncer" --once --node-name test-node --podresd-socket "$PD_SOCK" --kubeconfig "$SY_KCFG" "$@"; }
 
 pd_config "history: 5"
 pd_start
 register example.com/gpu "$(jq -nc '[range(0;12) | {id: "g\(.)"}]')"
-emu_start
-for i in 0 1 2; do uid[$i]=$(emu_pod ns p$i test-node); done
+kube_up
+for i in 0 1 2; do uid[$i]=$(kube_pod ns p$i test-node); done
 bind ns p0 "${uid[0]}" g0
 bind ns p1 "${uid[1]}" g1
 
@@ -25,18 +25,21 @@ once >> "$T/once.log" 2>&1 || fail "second --once failed"
 ok "--once reconciles everything and exits 0; again, it writes nothing"
 rc=0
 "$PODRES_BIN/podres-syncer" --once --node-name test-node --podresd-socket "$T/nope.sock" \
-    --kubeconfig "$EMU_KCFG" > "$T/once-bad.log" 2>&1 || rc=$?
+    --kubeconfig "$SY_KCFG" > "$T/once-bad.log" 2>&1 || rc=$?
 [ "$rc" = 1 ] || fail "--once without podresd exited $rc"
 ok "--once exits 1 when it cannot read the node"
 
-sy_start
-# The API server compacts its history and ends every watch with 410.
-curl -sk -X POST "$EMU_URL/_emulator/compact" -d '{"expireWatches":true}' > /dev/null
+fp_start
+SY_KCFG=$FP_KCFG sy_start
+# The API server has compacted its history: every watch ends, and resuming
+# one gets the real server's "too old resource version" ERROR 410 event.
+fp POST /_proxy/faults '410:verbs=watch:count=2' > /dev/null
+fp POST /_proxy/watches/drop > /dev/null
 bind ns p2 "${uid[2]}" g2
-wait_until 5 sh -c "curl -sk '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ns/devicebindings/p2' | jq -e '.status.phase == \"Bound\"'" ||
+wait_until 5 sh -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ns/devicebindings/p2' | jq -e '.status.phase == \"Bound\"'" ||
     fail "no sync after the API server's compaction"
 kapi DELETE /apis/podres.dev/v1alpha1/namespaces/ns/devicebindings/p1
-wait_until 5 sh -c "curl -sk '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ns/devicebindings/p1' | jq -e '.status.phase == \"Bound\"'" ||
+wait_until 5 sh -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ns/devicebindings/p1' | jq -e '.status.phase == \"Bound\"'" ||
     fail "the DeviceBinding informer did not recover from 410"
 grep -q "expired; listing again" "$T/syncer.log" || fail "no relist logged after 410"
 ok "API watches expired (410): relisted, in sync"
@@ -50,8 +53,8 @@ req DELETE /v1/namespaces/ns/pods/p0
 for i in 3 4 5 6 7 8 9; do req PATCH "/v1/resources/example.com/gpu/devices/g$i" '{"health":"Unhealthy"}'; done
 bind ns p1 "${uid[1]}" g1 g10
 kill -CONT "$SY_PID"
-wait_until 10 sh -c "[ \$(curl -sk -o /dev/null -w '%{http_code}' '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ns/devicebindings/p0') = 404 ] &&
-    curl -sk '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ns/devicebindings/p1' | jq -e '.status.summary == \"example.com/gpu=2\"'" ||
+wait_until 10 sh -c "[ \$($KCURL -o /dev/null -w '%{http_code}' '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ns/devicebindings/p0') = 404 ] &&
+    $KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ns/devicebindings/p1' | jq -e '.status.summary == \"example.com/gpu=2\"'" ||
     fail "changes made beyond podresd's history were missed: $(tail -5 "$T/syncer.log")"
 grep -qE "podresd's feed expired|podresd no longer keeps revision" "$T/syncer.log" ||
     fail "the feed did not expire; the test did not test a relist"

@@ -10,27 +10,27 @@ printf 'w-secret\n' > "$T/write-token"
 pd_config "write_token_file: $T/write-token"
 pd_start
 register example.com/gpu '[{"id":"gpu-0"},{"id":"gpu-1"}]'
-emu_start
-uid=$(emu_pod ml a test-node)
-emu_pod ml p1 test-node > /dev/null
-emu_pod ml p2 test-node > /dev/null
+kube_up
+uid=$(kube_pod ml a test-node)
+kube_pod ml p1 test-node > /dev/null
+kube_pod ml p2 test-node > /dev/null
 preassign() { # NAME DEVICE
     kapi POST /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings \
         "{\"apiVersion\":\"podres.dev/v1alpha1\",\"kind\":\"DeviceBinding\",\"metadata\":{\"name\":\"$1\",\"namespace\":\"ml\",\"labels\":{\"podres.dev/node\":\"test-node\"}},\"spec\":{\"nodeName\":\"test-node\",\"containers\":[{\"name\":\"main\",\"devices\":[{\"resourceName\":\"example.com/gpu\",\"deviceIds\":[\"$2\"]}]}]}}"
     [ "$CODE" = 201 ] || fail "create the pre-assignment $1: HTTP $CODE $(out)"
 }
-phase() { curl -sk "$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/$1" | jq -r '.status.phase // "none"'; }
+phase() { $KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/$1" | jq -r '.status.phase // "none"'; }
 resv_state() { curl -s --unix-socket "$PD_SOCK" "http://localhost/v1/reservations/ml/$1" | jq -r '.reservation.state // "none"'; }
 
 # With the write token: the feed and the reservations over TCP.
 sy_start --podresd-url "http://127.0.0.1:$PD_PORT" --podresd-token-file "$T/write-token"
 bind ml a "$uid" gpu-0
-wait_until 5 sh -c "[ \"\$(curl -sk '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/a' | jq -r .status.phase)\" = Bound ]" ||
+wait_until 5 sh -c "[ \"\$($KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/a' | jq -r .status.phase)\" = Bound ]" ||
     fail "no Bound DeviceBinding for ml/a over --podresd-url: $(tail -5 "$T/syncer.log")"
 preassign p1 gpu-1
 wait_until 5 sh -c "[ \"\$(curl -s --unix-socket '$PD_SOCK' http://localhost/v1/reservations/ml/p1 | jq -r .reservation.state)\" = Pending ]" ||
     fail "p1 not reserved over TCP with the token: $(tail -5 "$T/syncer.log")"
-wait_until 3 sh -c "[ \"\$(curl -sk '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/p1' | jq -r .status.phase)\" = Pending ]" ||
+wait_until 3 sh -c "[ \"\$($KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/p1' | jq -r .status.phase)\" = Pending ]" ||
     fail "p1: phase $(phase p1)"
 grep -q "w-secret" "$T/syncer.log" && fail "the token appears in the syncer's log"
 sy_stop

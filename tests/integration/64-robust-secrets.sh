@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # 64-robust-secrets.sh - no token or Authorization header ever reaches a log.
-# podresd (write token on TCP) and podres-syncer (bearer token to the API
-# server emulator) run at log level debug through authenticated traffic,
+# podresd (write token on TCP) and podres-syncer (a ServiceAccount token to
+# the real API server) run at log level debug through authenticated traffic,
 # rejected tokens included; then every log is grepped for the tokens and for
 # "Authorization". The socket, directory and database modes, the symlink
 # refusal, the token and the Host check are tested in 10-podresd-api.sh,
@@ -26,26 +26,20 @@ tcp GET /v1/devices "" "$TOKEN"
 expect_code 200 "read with the token"
 ok "podresd: accepted and rejected tokens at log level debug"
 
-EMU_TOKEN=emu-secret-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
-emu_start --token "$EMU_TOKEN"
-grep -qF "$EMU_TOKEN" "$EMU_KCFG" || fail "the emulator kubeconfig lacks its token"
-EMU_TOKENS=$EMU_TOKEN
-ka() { curl -sk -H "Authorization: Bearer $EMU_TOKEN" -H 'Content-Type: application/json' "$@"; }
-ka -X POST --data-binary '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ns1"}}' \
-    "$EMU_URL/api/v1/namespaces" > /dev/null
-uid=$(ka -X POST --data-binary '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p1","namespace":"ns1"},"spec":{"nodeName":"test-node","containers":[{"name":"main","image":"x"}]}}' \
-    "$EMU_URL/api/v1/namespaces/ns1/pods" | jq -r .metadata.uid)
-[ -n "$uid" ] && [ "$uid" != null ] || fail "cannot create the pod"
+kube_up
+KUBE_TOKEN=$(sed -n 's/^    token: //p' "$SY_KCFG")
+[ -n "$KUBE_TOKEN" ] || fail "the syncer's kubeconfig has no token"
+uid=$(kube_pod ns1 p1 test-node)
 sy_start --log-level debug
 bind ns1 p1 "$uid" g0
-wait_until 15 sh -c "curl -sk -H 'Authorization: Bearer $EMU_TOKEN' '$EMU_URL/apis/podres.dev/v1alpha1/namespaces/ns1/devicebindings/p1' | grep -q g0" ||
+wait_until 15 sh -c "curl -s --cacert '$KUBE_CA' -H 'Authorization: Bearer $KUBE_TOKEN' '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ns1/devicebindings/p1' | grep -q g0" ||
     fail "the syncer did not write the DeviceBinding"
 ok "podres-syncer synced with a bearer token at log level debug"
 sy_stop
 pd_stop
 
 for f in "$T/podresd.log" "$T/syncer.log"; do
-    for secret in "$TOKEN" "$WRONG" $EMU_TOKENS; do
+    for secret in "$TOKEN" "$WRONG" "$KUBE_TOKEN"; do
         [ -n "$secret" ] || continue
         ! grep -qF -- "$secret" "$f" || fail "$(basename "$f") holds a token: $(grep -F -- "$secret" "$f" | head -2)"
     done

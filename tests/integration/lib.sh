@@ -17,6 +17,7 @@ cleanup() {
     for p in "${PIDS[@]:-}"; do
         [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true
     done
+    kube_down
     rm -rf "$T"
 }
 trap cleanup EXIT
@@ -154,62 +155,193 @@ register() {
     expect_code 200 "register $1"
 }
 
-# ---- the Kubernetes API emulator and podres-syncer ----
+# ---- the real Kubernetes control plane (tests/kube/cluster) and podres-syncer ----
 
-# emu_start [EMULATOR FLAGS...] - start the emulator with the project's CRD on
-# a free port; sets EMU_URL, EMU_KCFG (its kubeconfig), EMU_PID.
-emu_start() {
-    mkdir -p "$T/emu"
-    rm -f "$T/emu/port"
-    /usr/bin/python3 "$PODRES_ROOT/tests/fixtures/kube-apiserver-emulator" --listen 127.0.0.1:${EMU_PORT:-0} \
-        --port-file "$T/emu/port" --kubeconfig-out "$T/emu/kubeconfig" \
-        --crd "$PODRES_ROOT/deploy/crd-devicebinding.yaml" "$@" >> "$T/emu/log" 2>&1 &
-    EMU_PID=$!
-    PIDS+=("$EMU_PID")
-    wait_until 10 test -s "$T/emu/port" || fail "the emulator did not start"
-    EMU_PORT=$(cat "$T/emu/port")
-    EMU_KCFG=$T/emu/kubeconfig
-    if grep -q https "$EMU_KCFG"; then EMU_URL=https://127.0.0.1:$EMU_PORT; else EMU_URL=http://127.0.0.1:$EMU_PORT; fi
-    wait_until 10 curl -skf "$EMU_URL/_emulator/state" || fail "the emulator does not answer"
+# kube_up [CLUSTER FLAGS...] - a control plane of this test's own in $T/kube
+# (stopped by the EXIT trap, or by its watchdog if this shell is killed),
+# with the project's CRD and the syncer's namespace, ServiceAccount and RBAC
+# from deploy/. Sets KDIR, KUBE_SERVER, KUBE_CA, KUBE_AUDIT, KUBECTL, KCFG
+# (the cluster admin's kubeconfig), KCURL (curl as the cluster admin) and
+# SY_KCFG (a kubeconfig of the podres-syncer ServiceAccount, with a token
+# from the TokenRequest API).
+kube_up() {
+    KDIR=$T/kube
+    KUBE_OWNED=1
+    "$PODRES_ROOT/tests/kube/cluster" up "$KDIR" --owner $$ \
+        --crd "$PODRES_ROOT/deploy/crd-devicebinding.yaml" "$@" > "$T/kube-up.log" 2>&1 ||
+        { cat "$T/kube-up.log" >&2; fail "the control plane did not start"; }
+    # shellcheck disable=SC1091
+    . "$KDIR/env"
+    KCFG=$KUBECONFIG
+    unset KUBECONFIG
+    KCURL="curl -s --cacert $KUBE_CA --cert $KDIR/pki/admin.crt --key $KDIR/pki/admin.key"
+    kube_install
 }
 
-emu_stop() {
-    kill -TERM "$EMU_PID" 2>/dev/null || true
-    wait "$EMU_PID" 2>/dev/null || true
+# k ARGS... - kubectl of the server's release, as the cluster admin.
+k() { "$KUBECTL" --kubeconfig "$KCFG" "$@"; }
+
+# kube_install - the CRD (Established) and the syncer's identity from deploy/.
+kube_install() {
+    k apply -f "$PODRES_ROOT/deploy/namespace.yaml" -f "$PODRES_ROOT/deploy/crd-devicebinding.yaml" \
+        -f "$PODRES_ROOT/deploy/serviceaccount.yaml" -f "$PODRES_ROOT/deploy/rbac.yaml" \
+        > "$T/kube-install.log" 2>&1 || { cat "$T/kube-install.log" >&2; fail "cannot install deploy/"; }
+    k wait --for condition=Established --timeout 30s crd/devicebindings.podres.dev > /dev/null ||
+        fail "the DeviceBinding CRD is not Established"
+    SY_KCFG=$T/syncer.kubeconfig
+    sa_kubeconfig podres-system podres-syncer "$SY_KCFG"
 }
 
-# kapi METHOD PATH [BODY [CONTENT-TYPE]] - plain request to the emulator; body in $T/out.
+# sa_kubeconfig NS SA FILE - a kubeconfig for ServiceAccount NS/SA (token from
+# the TokenRequest API, the cluster's CA, the server URL).
+sa_kubeconfig() {
+    local tok
+    tok=$(k create token "$2" -n "$1" --duration 2h) || fail "no token for $1/$2"
+    cat > "$3" <<KCFG
+apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster:
+    server: ${4:-$KUBE_SERVER}
+    certificate-authority-data: $(base64 -w0 < "$KUBE_CA")
+users:
+- name: $2
+  user:
+    token: $tok
+contexts:
+- name: test
+  context: {cluster: test, user: $2, namespace: default}
+current-context: test
+KCFG
+    chmod 600 "$3"
+}
+
+# user_cert USER DIR - DIR/USER.crt and DIR/USER.key: a client certificate of
+# user USER signed by the cluster's CA.
+user_cert() {
+    mkdir -p "$2"
+    openssl ecparam -name prime256v1 -genkey -noout -out "$2/$1.key" 2> /dev/null
+    openssl req -new -key "$2/$1.key" -subj "/CN=$1" -out "$2/$1.csr" 2> /dev/null
+    printf 'extendedKeyUsage=clientAuth\n' > "$2/$1.ext"
+    openssl x509 -req -in "$2/$1.csr" -CA "$KUBE_CA" -CAkey "$KDIR/pki/ca.key" -CAcreateserial \
+        -CAserial "$2/ca.srl" -days 1 -extfile "$2/$1.ext" -out "$2/$1.crt" 2> /dev/null ||
+        fail "cannot sign a client certificate for $1"
+    rm -f "$2/$1.csr" "$2/$1.ext"
+}
+
+# cert_kubeconfig USER FILE - a kubeconfig for a client certificate of USER
+# (made by user_cert in $T/certs), bound to the syncer's ClusterRole.
+cert_kubeconfig() {
+    user_cert "$1" "$T/certs"
+    k create clusterrolebinding "$1" --clusterrole podres-syncer --user "$1" > /dev/null 2>&1 || true
+    cat > "$2" <<KCFG
+apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster:
+    server: $KUBE_SERVER
+    certificate-authority-data: $(base64 -w0 < "$KUBE_CA")
+users:
+- name: $1
+  user:
+    client-certificate-data: $(base64 -w0 < "$T/certs/$1.crt")
+    client-key-data: $(base64 -w0 < "$T/certs/$1.key")
+contexts:
+- name: test
+  context: {cluster: test, user: $1, namespace: default}
+current-context: test
+KCFG
+    chmod 600 "$2"
+}
+
+kube_down() {
+    [ "${KUBE_OWNED:-0}" = 1 ] && "$PODRES_ROOT/tests/kube/cluster" down "$KDIR" || true
+}
+
+# kapi METHOD PATH [BODY [CONTENT-TYPE]] - a request as the cluster admin; body
+# in $T/out, status in CODE.
 kapi() {
-    local args=(-sk -o "$T/out" -w '%{http_code}' -X "$1")
+    local args=(-o "$T/out" -w '%{http_code}' -X "$1")
     [ $# -ge 3 ] && args+=(-H "Content-Type: ${4:-application/json}" --data-binary "$3")
-    CODE=$(curl "${args[@]}" "$EMU_URL$2")
+    CODE=$($KCURL "${args[@]}" "$KUBE_SERVER$2")
 }
 
-# emu_pod NS NAME NODE - create the namespace (if needed) and a Pod on NODE; prints its uid.
-emu_pod() {
+# kube_ns NS - create namespace NS (if needed) and wait for its default
+# ServiceAccount, which a Pod needs (ServiceAccount admission).
+kube_ns() {
     kapi POST /api/v1/namespaces "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$1\"}}"
+    [ "$CODE" = 201 ] || [ "$CODE" = 409 ] || fail "create namespace $1: HTTP $CODE $(head -c 300 "$T/out")"
+    wait_until 30 sh -c "[ \$($KCURL -o /dev/null -w '%{http_code}' '$KUBE_SERVER/api/v1/namespaces/$1/serviceaccounts/default') = 200 ]" ||
+        fail "namespace $1 has no default ServiceAccount"
+}
+
+# kube_pod NS NAME NODE - a Pod on NODE (namespace created if needed); prints its uid.
+kube_pod() {
+    kube_ns "$1"
     kapi POST "/api/v1/namespaces/$1/pods" \
-        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"$2\",\"namespace\":\"$1\"},\"spec\":{\"nodeName\":\"$3\",\"containers\":[{\"name\":\"main\",\"image\":\"x\"}]}}"
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"$2\",\"namespace\":\"$1\"},\"spec\":{\"nodeName\":\"$3\",\"automountServiceAccountToken\":false,\"containers\":[{\"name\":\"main\",\"image\":\"registry.invalid/x\"}]}}"
     [ "$CODE" = 201 ] || fail "create pod $1/$2: HTTP $CODE $(head -c 300 "$T/out")"
     jq -r .metadata.uid "$T/out"
 }
 
-# dvb NS NAME - GET the DeviceBinding into $T/out; CODE is set.
-dvb() { kapi GET "/apis/podres.dev/v1alpha1/namespaces/$1/devicebindings/$2"; }
-
-# dvb_count - number of DeviceBindings in all namespaces.
-dvb_count() { curl -sk "$EMU_URL/apis/podres.dev/v1alpha1/devicebindings" | jq '.items | length'; }
-
-# writes - successful API writes counted by the emulator.
-writes() {
-    curl -sk "$EMU_URL/_emulator/counters?verb=create,update,patch,delete&code=2xx" | jq .total
+# kube_pod_delete NS NAME - delete a Pod at once (no kubelet confirms a graceful deletion).
+kube_pod_delete() {
+    kapi DELETE "/api/v1/namespaces/$1/pods/$2" '{"gracePeriodSeconds":0}'
+    [ "$CODE" = 200 ] || fail "delete pod $1/$2: HTTP $CODE $(head -c 300 "$T/out")"
 }
 
-# sy_start [FLAGS...] - podres-syncer for node test-node against podresd and the emulator.
+DVB=/apis/podres.dev/v1alpha1
+# dvb NS NAME - GET the DeviceBinding into $T/out; CODE is set.
+dvb() { kapi GET "$DVB/namespaces/$1/devicebindings/$2"; }
+# dvb_get NS NAME - print the DeviceBinding (nothing when absent).
+dvb_get() { $KCURL -f "$KUBE_SERVER$DVB/namespaces/$1/devicebindings/$2" || true; }
+# dvb_code NS NAME - the HTTP status of a GET of the DeviceBinding.
+dvb_code() { $KCURL -o /dev/null -w '%{http_code}' "$KUBE_SERVER$DVB/namespaces/$1/devicebindings/$2"; }
+# dvb_count - number of DeviceBindings in all namespaces.
+dvb_count() { $KCURL "$KUBE_SERVER$DVB/devicebindings" | jq '.items | length'; }
+
+# fp_start [FAULT SPEC] - tests/fixtures/fault-proxy in front of the API
+# server, serving TLS with the server's own certificate; sets FP_URL and
+# FP_KCFG (the syncer's ServiceAccount kubeconfig through the proxy).
+fp_start() {
+    rm -f "$T/fp.port"
+    "$PODRES_ROOT/tests/fixtures/fault-proxy" --listen 127.0.0.1:0 --port-file "$T/fp.port" \
+        --upstream "$KUBE_SERVER" --upstream-ca "$KUBE_CA" \
+        --tls-cert "$KDIR/pki/apiserver.crt" --tls-key "$KDIR/pki/apiserver.key" \
+        ${1:+--faults "$1"} >> "$T/fault-proxy.log" 2>&1 &
+    FP_PID=$!
+    PIDS+=("$FP_PID")
+    wait_until 10 test -s "$T/fp.port" || { cat "$T/fault-proxy.log" >&2; fail "fault-proxy did not start"; }
+    FP_URL=https://127.0.0.1:$(cat "$T/fp.port")
+    FP_KCFG=$T/syncer-fp.kubeconfig
+    sa_kubeconfig podres-system podres-syncer "$FP_KCFG" "$FP_URL"
+}
+
+# fp METHOD PATH [BODY] - the fault-proxy's admin API (/_proxy/...); prints the answer.
+fp() { curl -s --cacert "$KUBE_CA" -X "$1" ${3:+--data-binary "$3"} "$FP_URL$2"; }
+
+SYNCER_USER=system:serviceaccount:podres-system:podres-syncer
+# audit [JQ FILTER] - the API server's audit events (one JSON object a line)
+# of the syncer's ServiceAccount, completed, passing FILTER.
+audit() {
+    jq -c --arg u "$SYNCER_USER" \
+        "select(.stage == \"ResponseComplete\" and .user.username == \$u) | select(${1:-true})" "$KUBE_AUDIT"
+}
+# writes_by USER - USER's successful API writes so far, from the audit log.
+writes_by() {
+    SYNCER_USER=$1 audit '(.verb | IN("create","update","patch","delete","deletecollection")) and .responseStatus.code < 300' |
+        wc -l
+}
+# writes - the syncer's ServiceAccount's successful API writes so far.
+writes() { writes_by "$SYNCER_USER"; }
+
+# sy_start [FLAGS...] - podres-syncer for node test-node against podresd and the control plane (kube_up; $SY_KCFG).
 sy_start() {
     SY_PORT=${SY_PORT:-$(free_port)}
     "$PODRES_BIN/podres-syncer" --node-name test-node --podresd-socket "$PD_SOCK" \
-        --kubeconfig "$EMU_KCFG" --metrics-listen "127.0.0.1:$SY_PORT" "$@" >> "$T/syncer.log" 2>&1 &
+        --kubeconfig "$SY_KCFG" --metrics-listen "127.0.0.1:$SY_PORT" "$@" >> "$T/syncer.log" 2>&1 &
     SY_PID=$!
     PIDS+=("$SY_PID")
     wait_until 10 curl -sf "http://127.0.0.1:$SY_PORT/healthz" || { cat "$T/syncer.log" >&2; fail "podres-syncer did not start"; }
