@@ -1,12 +1,13 @@
 # mk/bench.mk - `make bench`: podres against its references, side by side in
 # one run (tests/bench/run.sh; results in docs/BENCHMARKS.md). Not part of
-# `make test`. Builds the default optimised binaries (-O2) and the bench tools.
+# `make test`. Builds the default optimised binaries (-O2) and the bench tools;
+# the syncer rows run against the real control plane of `make kube`.
 
 BENCH_DIR := build/bench
 BENCH_PKGS := wrk nginx-light jq curl sqlite3 libsqlite3-dev python3 linux-perf
 
 .PHONY: bench bench-ab bench-deps bench-tools
-bench: deps bench-deps all bench-tools
+bench: deps bench-deps all bench-tools kube
 	@tests/bench/run.sh $(BIN) $(BENCH_DIR) $(BENCH_DIR)
 
 # Row 3 for several podresd builds side by side, in sets with the raw loop
@@ -39,7 +40,7 @@ $(BENCH_DIR)/sqlite_commit: tests/bench/sqlite_commit.c
 	$(Q)$(CC) -std=c11 -O2 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -o $@ $< \
 		$(shell pkg-config --cflags --libs sqlite3 2>/dev/null || echo -lsqlite3)
 
-# Linked exactly like podres-syncer (LDLIBS_SYNCER): the reference of row 6d.
+# Linked exactly like podres-syncer (LDLIBS_SYNCER): the reference of row 6e.
 $(BENCH_DIR)/lib_floor: tests/bench/lib_floor.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -std=gnu11 -O2 -Wall -Wextra $(shell pkg-config --cflags $(SYNCER_PKGS)) -o $@ $< \

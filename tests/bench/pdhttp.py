@@ -1,5 +1,5 @@
 """Tiny HTTP helpers for the bench drivers: podresd over its unix socket,
-the emulator over 127.0.0.1. Keep-alive connections, bounded timeouts."""
+HTTP servers on 127.0.0.1. Keep-alive connections, bounded timeouts."""
 import http.client
 import json
 import socket
