@@ -5,10 +5,11 @@
 # refuses bad specs with their messages; containers merge by name under
 # server-side apply (list-map keys); explain, events, get -w, delete with a
 # finalizer; kubectl of the server's release and every older kubectl on the
-# machine (1.27 .. 1.33) work against it; a wrong token is Unauthorized.
+# machine (1.27 .. 1.33) work against it; a wrong token is Unauthorized;
+# kube-scheduler (cluster up --scheduler) binds a pod to a Node.
 . "$(dirname "$0")/lib.sh"
 
-kube_up
+kube_up --scheduler
 export HOME=$T/home
 mkdir -p "$HOME"
 KUBECTL_UNDER_TEST=$KUBECTL
@@ -163,6 +164,13 @@ for KUBECTL_UNDER_TEST in "$(command -v kubectl)" "$kdir"/kubectl.1.*; do
     n=$((n + 1))
 done
 [ "$n" -ge 2 ] || fail "no older kubectl found beside $(command -v kubectl)"
+
+# kube-scheduler places a pod on the one schedulable Node.
+kube_node sched-node
+k -n ml run sched-pod --image=registry.invalid/x --restart=Never > /dev/null
+wait_until 15 sh -c "[ \"\$('$KUBECTL' --kubeconfig '$KCFG' -n ml get pod sched-pod -o jsonpath='{.spec.nodeName}')\" = sched-node ]" ||
+    fail "kube-scheduler did not bind the pod: $(k -n ml get events 2>&1 | tail -3)"
+ok "kube-scheduler binds a pod to the schedulable Node"
 
 # A wrong token: Unauthorized, as kubectl prints it.
 sed "s/^    token: .*/    token: wrong/" "$SY_KCFG" > "$T/bad.kubeconfig"

@@ -286,6 +286,20 @@ kube_pod() {
     jq -r .metadata.uid "$T/out"
 }
 
+# kube_node NAME - a schedulable Node object (no kubelet behind it): capacity
+# in its status, and without the not-ready taint that admission puts on a
+# new Node and only the node lifecycle controller (not run) would lift.
+kube_node() {
+    kapi POST /api/v1/nodes "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"$1\"}}"
+    [ "$CODE" = 201 ] || fail "create node $1: HTTP $CODE $(head -c 300 "$T/out")"
+    kapi PATCH "/api/v1/nodes/$1/status" \
+        '{"status":{"capacity":{"cpu":"8","memory":"32Gi","pods":"110"},"allocatable":{"cpu":"8","memory":"32Gi","pods":"110"}}}' \
+        application/merge-patch+json
+    [ "$CODE" = 200 ] || fail "node $1 status: HTTP $CODE $(head -c 300 "$T/out")"
+    kapi PATCH "/api/v1/nodes/$1" '{"spec":{"taints":null}}' application/merge-patch+json
+    [ "$CODE" = 200 ] || fail "node $1 taints: HTTP $CODE $(head -c 300 "$T/out")"
+}
+
 # kube_pod_delete NS NAME - delete a Pod at once (no kubelet confirms a graceful deletion).
 kube_pod_delete() {
     kapi DELETE "/api/v1/namespaces/$1/pods/$2" '{"gracePeriodSeconds":0}'
