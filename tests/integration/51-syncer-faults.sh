@@ -82,5 +82,16 @@ u=$($KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/devicebindings" | jq '[.items[
 ok "409 and 429 with Retry-After: converged, nothing lost or duplicated, no request before Retry-After"
 grep -q "Kubernetes API server unavailable" "$T/syncer.log" || fail "the outage was not logged"
 [ "$(grep -c "Kubernetes API server unavailable" "$T/syncer.log")" -le 4 ] || fail "the outage was logged over and over"
+
+# A write stalled past the client's 30 s timeout: given up, tried again, converged.
+fp PUT /_proxy/faults 'stall:seconds=45:verbs=write:user-agent=podres-syncer:count=1' > /dev/null
+bind ns p1 "${uid[1]}" gpu-1
+t0=$(date +%s)
+wait_until 60 converged || fail "no convergence after a stalled write: [$(api_state)] vs [$(node_state)]"
+took=$(( $(date +%s) - t0 ))
+[ "$(fp GET /_proxy/faults | jq '.faults | length')" = 0 ] || fail "no write was stalled"
+# Converging took the client's timeout: the stalled write was given up, not answered.
+[ "$took" -ge 29 ] || fail "converged in $took s: the stall did not hold the write"
+ok "a write stalled past the client's 30 s timeout: given up, retried, converged in $took s"
 sy_stop
 pd_stop

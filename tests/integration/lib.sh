@@ -192,29 +192,37 @@ kube_install() {
     sa_kubeconfig podres-system podres-syncer "$SY_KCFG"
 }
 
-# sa_kubeconfig NS SA FILE - a kubeconfig for ServiceAccount NS/SA (token from
-# the TokenRequest API, the cluster's CA, the server URL).
-sa_kubeconfig() {
-    local tok
-    tok=$(k create token "$2" -n "$1" --duration 2h) || fail "no token for $1/$2"
-    cat > "$3" <<KCFG
+# write_kubeconfig FILE SERVER USER - a kubeconfig for USER at SERVER (the
+# cluster's CA); the user's lines (token, or client certificate) on stdin.
+write_kubeconfig() {
+    {
+        cat <<KCFG
 apiVersion: v1
 kind: Config
 clusters:
 - name: test
   cluster:
-    server: ${4:-$KUBE_SERVER}
+    server: $2
     certificate-authority-data: $(base64 -w0 < "$KUBE_CA")
-users:
-- name: $2
-  user:
-    token: $tok
 contexts:
 - name: test
-  context: {cluster: test, user: $2, namespace: default}
+  context: {cluster: test, user: $3, namespace: default}
 current-context: test
+users:
+- name: $3
+  user:
 KCFG
-    chmod 600 "$3"
+        sed 's/^/    /'
+    } > "$1"
+    chmod 600 "$1"
+}
+
+# sa_kubeconfig NS SA FILE [SERVER] - a kubeconfig for ServiceAccount NS/SA
+# (a token from the TokenRequest API) at SERVER (default: the API server).
+sa_kubeconfig() {
+    local tok
+    tok=$(k create token "$2" -n "$1" --duration 2h) || fail "no token for $1/$2"
+    echo "token: $tok" | write_kubeconfig "$3" "${4:-$KUBE_SERVER}" "$2"
 }
 
 # user_cert USER DIR - DIR/USER.crt and DIR/USER.key: a client certificate of
@@ -235,25 +243,8 @@ user_cert() {
 cert_kubeconfig() {
     user_cert "$1" "$T/certs"
     k create clusterrolebinding "$1" --clusterrole podres-syncer --user "$1" > /dev/null 2>&1 || true
-    cat > "$2" <<KCFG
-apiVersion: v1
-kind: Config
-clusters:
-- name: test
-  cluster:
-    server: $KUBE_SERVER
-    certificate-authority-data: $(base64 -w0 < "$KUBE_CA")
-users:
-- name: $1
-  user:
-    client-certificate-data: $(base64 -w0 < "$T/certs/$1.crt")
-    client-key-data: $(base64 -w0 < "$T/certs/$1.key")
-contexts:
-- name: test
-  context: {cluster: test, user: $1, namespace: default}
-current-context: test
-KCFG
-    chmod 600 "$2"
+    printf 'client-certificate-data: %s\nclient-key-data: %s\n' "$(base64 -w0 < "$T/certs/$1.crt")" \
+        "$(base64 -w0 < "$T/certs/$1.key")" | write_kubeconfig "$2" "$KUBE_SERVER" "$1"
 }
 
 kube_down() {
