@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # run-all.sh - the whole suite: the static checks (make lint, make
-# complexity, make format-check), unit test binaries ($UNIT_BINS, TAP) and every
-# tests/integration/NN-*.sh. Prints one line per test and the summary
-# "N passed, N failed"; exits non-zero when anything failed.
+# complexity, make format-check), the Go test fixtures' tests, unit test
+# binaries ($UNIT_BINS, TAP) and every tests/integration/NN-*.sh. Prints one
+# line per test and the summary "N passed, N failed"; exits non-zero when
+# anything failed.
 set -u
 cd "$(dirname "$0")/.."
 pass=0 fail=0 failed=()
@@ -20,6 +21,16 @@ for c in lint complexity format-check; do
         tail -n 30 "$logdir/$c.log" | sed 's/^/    /'
     fi
 done
+
+# The Go test fixtures' own tests (fault-proxy's fault grammar, streaming
+# and admin API), with the Go that `make kube` builds them with.
+go=$(command -v go || echo /usr/local/go/bin/go)
+if (cd tests/kube && "$go" test ./fault-proxy) > "$logdir/fixtures.log" 2>&1; then
+    pass=$((pass + 1)); echo "PASS fixtures/fault-proxy"
+else
+    fail=$((fail + 1)); failed+=("fixtures/fault-proxy"); echo "FAIL fixtures/fault-proxy"
+    tail -n 30 "$logdir/fixtures.log" | sed 's/^/    /'
+fi
 
 for t in ${UNIT_BINS:-}; do
     name=unit/$(basename "$t")
