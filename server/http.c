@@ -265,6 +265,21 @@ static bool token_ok(const char *want, const char *auth)
     return diff == 0;
 }
 
+/* The rest of a Host value after its host part: nothing, or ':' and a port
+ * of at most five digits (RFC 3986: port = *DIGIT). "127.0.0.1:80@evil"
+ * is not a loopback Host, whatever a client makes of it. */
+static bool host_port_ok(const char *p)
+{
+    size_t n;
+
+    if (*p == '\0')
+        return true;
+    if (*p != ':')
+        return false;
+    n = strspn(p + 1, "0123456789");
+    return n <= 5 && p[1 + n] == '\0';
+}
+
 /* Host must name the loopback (DNS-rebinding defence on TCP). */
 static bool host_ok(const char *host)
 {
@@ -279,11 +294,11 @@ static bool host_ok(const char *host)
         if (!end)
             return false;
         n = (size_t)(end - host - 1);
-        return n == 3 && strncmp(host + 1, "::1", 3) == 0 && (end[1] == '\0' || end[1] == ':');
+        return n == 3 && strncmp(host + 1, "::1", 3) == 0 && host_port_ok(end + 1);
     }
     end = strchr(host, ':');
     n = end ? (size_t)(end - host) : strlen(host);
-    if (n == 0 || n >= sizeof(name))
+    if (n == 0 || n >= sizeof(name) || (end && !host_port_ok(end)))
         return false;
     memcpy(name, host, n);
     name[n] = '\0';

@@ -575,6 +575,7 @@ tt 403 Forbidden GET /v1/pods "$NOBODY" -H 'Host: evil.example.com'
 tt 403 Forbidden GET /version "$NOBODY" -H 'Host: evil.example.com:80'
 tt 403 Forbidden GET /v1/devices "$NOBODY" -H 'Host: 127.0.0.1.nip.io'
 tt 403 Forbidden GET /v1/devices "$NOBODY" -H 'Host: 10.0.0.1'
+tt 403 Forbidden GET /v1/devices "$NOBODY" -H 'Host: 127.0.0.1:80@evil' # a port of digits only
 tt 403 Forbidden GET /v1/devices "$NOBODY" -H 'Host: [::2]:9444'
 tt 403 Forbidden GET /v1/devices "$NOBODY" -H 'Host: [::1'
 tt 400 BadRequest GET /v1/pods "$NOBODY" -H 'Host:' # HTTP/1.1 without Host (curl drops it)
