@@ -60,6 +60,7 @@ struct ctx {
     size_t route;    /* metrics label index */
     int status;      /* answered status */
     bool stream;     /* a watch stream */
+    bool begun;      /* the first call of the access handler is over */
     uint64_t t0_us;  /* start time */
 };
 
@@ -598,6 +599,73 @@ static enum MHD_Result check_declared(struct MHD_Connection *conn, struct ctx *c
     return MHD_YES;
 }
 
+/* The framing headers of a request, as framing_header() finds them. */
+struct framing {
+    const char *clen; /* the first Content-Length */
+    bool clen_differ; /* another Content-Length has another value */
+    unsigned te;      /* Transfer-Encoding headers */
+    bool te_other;    /* one of them is not "chunked" */
+};
+
+static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *value)
+{
+    struct framing *f = cls;
+
+    (void)kind;
+    value = value ? value : "";
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+        if (f->clen && strcmp(f->clen, value) != 0)
+            f->clen_differ = true;
+        if (!f->clen)
+            f->clen = value;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+        f->te++;
+        f->te_other = f->te_other || strcasecmp(value, "chunked") != 0;
+    }
+    return MHD_YES;
+}
+
+/* Why the request's body framing is ambiguous (RFC 9112 6.1, 6.3), or NULL.
+ * libmicrohttpd 0.9.75 takes the first of two Content-Length headers and
+ * lets Transfer-Encoding win over Content-Length: a proxy in front that
+ * reads them otherwise sees other requests on the connection than podresd
+ * (request smuggling). Such a request gets 400 and the connection closes. */
+static const char *framing_error(struct MHD_Connection *conn)
+{
+    struct framing f = {0};
+
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, framing_header, &f);
+    if (f.clen_differ)
+        return "Content-Length headers with different values: the body's length is ambiguous";
+    if (f.clen && f.te)
+        return "Content-Length together with Transfer-Encoding: the body's length is ambiguous";
+    if (f.te > 1 || f.te_other)
+        return "Transfer-Encoding other than one \"chunked\" is not supported";
+    return NULL;
+}
+
+/* The first call of a request: its context, then what the headers alone
+ * decide. An answer queued here closes the connection (see the top). */
+static enum MHD_Result first_call(struct MHD_Connection *conn, struct ctx *c, void **con_cls)
+{
+    const char *why;
+
+    if (!c) {
+        c = calloc(1, sizeof(*c));
+        if (!c)
+            return MHD_NO;
+        *con_cls = c;
+    }
+    c->begun = true;
+    c->t0_us = now_us();
+    c->route = api_nroutes;
+    why = framing_error(conn);
+    if (why)
+        return queue_error(conn, c, ERR_INVAL, why);
+    return check_declared(conn, c);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
@@ -605,15 +673,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     struct listener *l = cls;
     struct ctx *c = *con_cls;
 
-    if (!c) {
-        c = calloc(1, sizeof(*c));
-        if (!c)
-            return MHD_NO;
-        c->t0_us = now_us();
-        c->route = api_nroutes;
-        *con_cls = c;
-        return check_declared(conn, c);
-    }
+    if (!c || !c->begun)
+        return first_call(conn, c, con_cls);
     if (c->answered) {
         *upload_data_size = 0; /* discard */
         return MHD_YES;

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# 67-robust-podresd.sh - podresd's own hardening: HTTP framing and request
+# limits that libmicrohttpd leaves open, and the write token's life cycle.
+#
+# Framing (RFC 9112 6.1, 6.3): two Content-Length headers with different
+# values, Content-Length with Transfer-Encoding, or a Transfer-Encoding other
+# than one "chunked" get 400 (a Status, reason BadRequest) and the connection
+# closes, so that nothing after the headers is read as another request. On
+# TCP a Host whose port part is not digits ("127.0.0.1:80@evil") is not
+# loopback: 403 as any other foreign Host.
+. "$(dirname "$0")/lib.sh"
+START=$SECONDS
+
+printf '%s\n' first-token-0123456789 > "$T/token"
+chmod 600 "$T/token"
+pd_config "write_token_file: $T/token"
+pd_start
+
+echo "# HTTP framing and limits"
+cat > "$T/framing.py" <<'PY'
+import json, socket, sys
+
+sock_path, port = sys.argv[1], int(sys.argv[2])
+failures = []
+
+def dial(tcp=False):
+    if tcp:
+        return socket.create_connection(("127.0.0.1", port), timeout=5)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.connect(sock_path)
+    return s
+
+def read_until_close(s, limit=3.0):
+    """(bytes, closed): closed is False when the connection stayed open."""
+    s.settimeout(limit)
+    data = b""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                return data, True
+            data += d
+    except socket.timeout:
+        return data, False
+    except ConnectionResetError:
+        return data, True
+
+def exchange(payload, tcp=False, limit=3.0):
+    s = dial(tcp)
+    try:
+        s.sendall(payload)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    data, closed = read_until_close(s, limit)
+    s.close()
+    return data, closed
+
+def status_of(data):
+    """(HTTP code, Status body dict or None) of the first answer in data."""
+    if not data.startswith(b"HTTP/1.1 "):
+        return None, None
+    head, _, rest = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == b"content-length":
+            length = int(v)
+    try:
+        body = json.loads(rest[:length])
+    except ValueError:
+        body = None
+    return int(data[9:12]), body
+
+def want_status(data, code, reason):
+    got, body = status_of(data)
+    if got != code:
+        return "want %d, got %r" % (code, data[:120])
+    if not body or body.get("kind") != "Status" or body.get("reason") != reason \
+            or body.get("code") != code:
+        return "want a Status %d %s, got %r" % (code, reason, data[:300])
+    return None
+
+def case(name, fn):
+    try:
+        msg = fn()
+    except Exception as e:  # noqa: BLE001
+        msg = "exception %r" % (e,)
+    if msg:
+        failures.append(name)
+        print("not ok - %s: %s" % (name, msg))
+    else:
+        print("ok - %s" % name)
+
+PUT = (b"PUT /v1/reservations/ns1/r1 HTTP/1.1\r\nHost: localhost\r\n"
+       b"Content-Type: application/json\r\n")
+BODY = b'{"containers":[]}'
+NEXT = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"
+
+def framing(headers, body):
+    """400 Status, then the connection closes and the bytes after the head
+    (a second request) are never answered."""
+    data, closed = exchange(PUT + headers + b"\r\n" + body + NEXT)
+    msg = want_status(data, 400, "BadRequest")
+    if msg:
+        return msg
+    if data.count(b"HTTP/1.1 ") != 1:
+        return "more than one answer: the rest was read as a request: %r" % data[-200:]
+    return None if closed else "the connection stayed open"
+
+def two_lengths():
+    return framing(b"Content-Length: %d\r\nContent-Length: 4\r\n" % len(BODY), BODY)
+
+def length_and_chunked():
+    chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(BODY), BODY)
+    return framing(b"Content-Length: %d\r\nTransfer-Encoding: chunked\r\n" % len(chunked),
+                   chunked)
+
+def other_coding():
+    return framing(b"Transfer-Encoding: gzip, chunked\r\n", b"0\r\n\r\n")
+
+def two_codings():
+    return framing(b"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+                   b"0\r\n\r\n")
+
+def same_length_twice():
+    # RFC 9112 6.3 lets a recipient take identical values as one.
+    data, _ = exchange(PUT + b"Content-Length: %d\r\nContent-Length: %d\r\n"
+                       b"Connection: close\r\n\r\n" % (len(BODY), len(BODY)) + BODY)
+    got, _ = status_of(data)
+    return None if got == 201 else "want 201, got %r" % data[:120]
+
+def host(value, code, reason):
+    data, _ = exchange(b"GET /v1/pods HTTP/1.1\r\nHost: " + value +
+                       b"\r\nConnection: close\r\n\r\n", tcp=True)
+    if reason:
+        return want_status(data, code, reason)
+    got, _ = status_of(data)
+    return None if got == code else "want %d, got %r" % (code, data[:120])
+
+for name, fn in [
+    ("two Content-Length values: 400, closed", two_lengths),
+    ("Content-Length with Transfer-Encoding: chunked: 400, closed", length_and_chunked),
+    ("Transfer-Encoding: gzip, chunked: 400, closed", other_coding),
+    ("two Transfer-Encoding headers: 400, closed", two_codings),
+    ("the same Content-Length twice is one", same_length_twice),
+    ("Host 127.0.0.1:80@evil: 403", lambda: host(b"127.0.0.1:80@evil", 403, "Forbidden")),
+    ("Host localhost:x: 403", lambda: host(b"localhost:x", 403, "Forbidden")),
+    ("Host [::1]:80/x: 403", lambda: host(b"[::1]:80/x", 403, "Forbidden")),
+    ("Host 127.0.0.1:%d is served" % port, lambda: host(b"127.0.0.1:%d" % port, 200, None)),
+    ("Host [::1] is served", lambda: host(b"[::1]", 200, None)),
+]:
+    case(name, fn)
+sys.exit(1 if failures else 0)
+PY
+python3 "$T/framing.py" "$PD_SOCK" "$PD_PORT" || fail "HTTP framing and limits"
+req GET /v1/reservations
+[ "$(jqo '[.reservations[].name] | join(",")')" = r1 ] ||
+    fail "only the well-framed PUT may have written: $(out)"
+ok "nothing but the well-framed request was applied"
+
+pd_stop
+echo "67-robust-podresd: $((SECONDS - START)) s"
