@@ -29,6 +29,10 @@
 
 #define SHARDS_MAX 8 /* daemons of the read-only TCP listener, see tcp_shards() */
 
+/* Query arguments of one request; more get 400 (see on_uri). podresd's
+ * routes take at most four. */
+#define HTTP_ARGS_MAX 64
+
 struct listener {
     struct http *h;                   /* back pointer */
     struct MHD_Daemon *d[SHARDS_MAX]; /* one daemon, or the read-only listener's shards */
@@ -61,6 +65,7 @@ struct ctx {
     int status;      /* answered status */
     bool stream;     /* a watch stream */
     bool begun;      /* the first call of the access handler is over */
+    bool many_args;  /* the query had more than HTTP_ARGS_MAX arguments */
     uint64_t t0_us;  /* start time */
 };
 
@@ -645,6 +650,34 @@ static const char *framing_error(struct MHD_Connection *conn)
     return NULL;
 }
 
+/* libmicrohttpd's URI log callback: the request line's URI before the query
+ * is split. 0.9.75 stores each query argument in the connection's pool
+ * (16 KiB, see start_daemon) and, when it runs out (~200 short pairs),
+ * closes the connection without a byte: the 431 it queues is lost when its
+ * parser goes on. So beyond HTTP_ARGS_MAX arguments the query is cut off
+ * here, in libmicrohttpd's read buffer that it splits next (the URI is
+ * NUL-terminated there and writable: libmicrohttpd writes into it next),
+ * and the request is answered 400. The result is the request's context. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    struct ctx *c = calloc(1, sizeof(*c));
+    char *q = uri ? memchr(uri, '?', strlen(uri)) : NULL;
+    size_t n = 1;
+    const char *p;
+
+    (void)cls;
+    (void)conn;
+    if (!c || !q)
+        return c;
+    for (p = q; *p; p++)
+        n += *p == '&';
+    if (n > HTTP_ARGS_MAX) {
+        q[1] = '\0';
+        c->many_args = true;
+    }
+    return c;
+}
+
 /* The first call of a request: its context, then what the headers alone
  * decide. An answer queued here closes the connection (see the top). */
 static enum MHD_Result first_call(struct MHD_Connection *conn, struct ctx *c, void **con_cls)
@@ -672,6 +705,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 {
     struct listener *l = cls;
     struct ctx *c = *con_cls;
+    char msg[96];
 
     if (!c || !c->begun)
         return first_call(conn, c, con_cls);
@@ -691,6 +725,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return too_large(conn, c);
     if (c->no_mem)
         return queue_error(conn, c, ERR_NOMEM, "out of memory reading the body");
+    if (c->many_args) {
+        snprintf(msg, sizeof(msg), "the query has more than %d arguments", HTTP_ARGS_MAX);
+        return queue_error(conn, c, ERR_INVAL, msg);
+    }
     return dispatch(l, conn, c, url, method, version);
 }
 
@@ -962,6 +1000,7 @@ static err_t start_daemon(struct listener *l, int fd, bool shared, unsigned limi
         /* 16 KiB per connection (default 32): headers beyond it get 431. */
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024),
         MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, l,
         MHD_OPTION_END);
     /* clang-format on */

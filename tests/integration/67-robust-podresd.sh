@@ -5,9 +5,10 @@
 # Framing (RFC 9112 6.1, 6.3): two Content-Length headers with different
 # values, Content-Length with Transfer-Encoding, or a Transfer-Encoding other
 # than one "chunked" get 400 (a Status, reason BadRequest) and the connection
-# closes, so that nothing after the headers is read as another request. On
-# TCP a Host whose port part is not digits ("127.0.0.1:80@evil") is not
-# loopback: 403 as any other foreign Host.
+# closes, so that nothing after the headers is read as another request. A
+# query of 500 short pairs gets a 400 Status, not a silent close, on a
+# connection that stays usable. On TCP a Host whose port part is not digits
+# ("127.0.0.1:80@evil") is not loopback: 403 as any other foreign Host.
 . "$(dirname "$0")/lib.sh"
 START=$SECONDS
 
@@ -130,6 +131,30 @@ def same_length_twice():
     got, _ = status_of(data)
     return None if got == 201 else "want 201, got %r" % data[:120]
 
+def many_args(n, tcp=False):
+    s = dial(tcp)
+    q = b"&".join([b"a=1"] * n)
+    s.sendall(b"GET /v1/pods?" + q + b" HTTP/1.1\r\nHost: localhost\r\n\r\n" + NEXT)
+    data, _ = read_until_close(s, 2.0)
+    s.close()
+    return data
+
+def args_500():
+    data = many_args(500)
+    msg = want_status(data, 400, "BadRequest")
+    if msg:
+        return msg
+    if not data.endswith(b"\r\n\r\nok"):
+        return "the next request on the connection got no answer: %r" % data[-120:]
+    return None
+
+def args_500_tcp():
+    return want_status(many_args(500, tcp=True), 400, "BadRequest")
+
+def args_64():
+    got, _ = status_of(many_args(64))
+    return None if got == 200 else "64 arguments: want 200, got %s" % got
+
 def host(value, code, reason):
     data, _ = exchange(b"GET /v1/pods HTTP/1.1\r\nHost: " + value +
                        b"\r\nConnection: close\r\n\r\n", tcp=True)
@@ -144,6 +169,9 @@ for name, fn in [
     ("Transfer-Encoding: gzip, chunked: 400, closed", other_coding),
     ("two Transfer-Encoding headers: 400, closed", two_codings),
     ("the same Content-Length twice is one", same_length_twice),
+    ("a query of 500 pairs: 400 Status, connection usable", args_500),
+    ("a query of 500 pairs over TCP: 400 Status", args_500_tcp),
+    ("a query of 64 pairs is served", args_64),
     ("Host 127.0.0.1:80@evil: 403", lambda: host(b"127.0.0.1:80@evil", 403, "Forbidden")),
     ("Host localhost:x: 403", lambda: host(b"localhost:x", 403, "Forbidden")),
     ("Host [::1]:80/x: 403", lambda: host(b"[::1]:80/x", 403, "Forbidden")),
