@@ -16,6 +16,8 @@
 #include "store.h"
 #include "stream.h"
 
+struct token;
+
 #define API_MAX_SEGS 8
 #define API_MSG_MAX 1024
 
@@ -24,7 +26,7 @@ struct api {
     struct store *store;     /* borrowed */
     struct feed *feed;       /* borrowed */
     struct metrics *metrics; /* borrowed */
-    const char *token;       /* write token for TCP, or NULL; borrowed */
+    struct token *token;     /* write token for TCP (token.h), or NULL; borrowed */
     bool kubelet_mode;       /* devices and bindings are read-only */
     const char *node_name;   /* for /version; borrowed */
     /* Readiness hook of the binding source; NULL = always ready. Writes the

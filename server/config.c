@@ -8,18 +8,22 @@
 #include "http.h"
 #include "validate.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define OFF(f) offsetof(struct config, f)
 
-err_t config_read_token(const char *path, char **out, const char **why)
+err_t config_read_token(const char *path, char **out, char *why, size_t cap)
 {
     char buf[4096];
+    struct stat sb;
     FILE *f = fopen(path, "r");
     size_t n;
 
-    if (!f) {
-        *why = strerror(errno);
+    if (!f || fstat(fileno(f), &sb) != 0) {
+        snprintf(why, cap, "%s", strerror(errno));
+        if (f)
+            fclose(f);
         return ERR_IO;
     }
     n = fread(buf, 1, sizeof(buf) - 1, f);
@@ -28,21 +32,21 @@ err_t config_read_token(const char *path, char **out, const char **why)
     while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
         buf[--n] = '\0';
     if (n == 0 || strchr(buf, '\n')) {
-        *why = "must hold one non-empty line (the token)";
+        snprintf(why, cap, "must hold one non-empty line (the token)");
         return ERR_INVAL;
     }
     *out = strdup(buf);
-    *why = "out of memory";
+    snprintf(why, cap, "out of memory");
     return *out ? ERR_OK : ERR_NOMEM;
 }
 
 /* The token is read at start: a file config_read_token refuses stops
- * start-up here, with the key named. */
+ * start-up here, with the key named. Start-up is single-threaded. */
 static const char *token_file_ok(const char *path)
 {
-    const char *why = NULL;
+    static char why[512];
     char *token = NULL;
-    err_t rc = config_read_token(path, &token, &why);
+    err_t rc = config_read_token(path, &token, why, sizeof(why));
 
     free(token);
     return rc ? why : NULL;

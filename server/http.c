@@ -16,6 +16,7 @@
 #include "../common/jsonx.h"
 #include "http.h"
 #include "stream.h"
+#include "token.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -255,22 +256,6 @@ static void allow_header(char *buf, size_t cap, const char *const *seg, size_t n
 
 /* ---- access rules ---- */
 
-static bool token_ok(const char *want, const char *auth)
-{
-    size_t i, n, m;
-    unsigned char diff = 0;
-
-    if (!want || !auth || strncasecmp(auth, "Bearer ", 7) != 0)
-        return false;
-    auth += 7;
-    n = strlen(want);
-    m = strlen(auth);
-    diff = (unsigned char)(n != m);
-    for (i = 0; i < n; i++)
-        diff |= (unsigned char)(want[i] ^ (i < m ? auth[i] : 0));
-    return diff == 0;
-}
-
 /* The rest of a Host value after its host part: nothing, or ':' and a port
  * of at most five digits (RFC 3986: port = *DIGIT). "127.0.0.1:80@evil"
  * is not a loopback Host, whatever a client makes of it. */
@@ -330,8 +315,8 @@ static err_t check_access(struct listener *l, struct MHD_Connection *conn,
                  "writes over TCP are disabled: configure --write-token-file, or use "
                  "the unix socket");
         why = "TCP is read-only";
-    } else if (l->tcp && !token_ok(api->token, MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                                           "Authorization"))) {
+    } else if (l->tcp && !token_check(api->token, MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                                              "Authorization"))) {
         snprintf(msg, cap, "writes over TCP need a valid bearer token");
         why = "no valid write credential";
     } else if (rt->binding_write && api->kubelet_mode) {

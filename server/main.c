@@ -13,6 +13,7 @@
 #include "metrics.h"
 #include "source_kubelet.h"
 #include "store.h"
+#include "token.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -51,17 +52,6 @@ static const struct option long_opts[] = {
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
-
-/* The write token (checked when set; the file may have changed since). */
-static err_t read_token(const char *path, char **out)
-{
-    const char *why = "";
-    err_t rc = config_read_token(path, out, &why);
-
-    if (rc)
-        log_err("write token file '%s': %s", path, why);
-    return rc;
-}
 
 static err_t make_parent_dir(const char *path)
 {
@@ -104,7 +94,7 @@ static err_t load_static_devices(struct store *st, const json_t *devices)
 
 struct daemon {
     struct config cfg;              /* settings */
-    char *token;                    /* write token or NULL */
+    struct token *token;            /* write token or NULL */
     struct store *store;            /* the database */
     struct feed *feed;              /* the change-feed hub */
     struct metrics *metrics;        /* request metrics */
@@ -142,7 +132,7 @@ static err_t start(struct daemon *d)
 
     d->kubelet_mode = strcmp(d->cfg.source, "kubelet") == 0;
     if (d->cfg.write_token_file)
-        rc = read_token(d->cfg.write_token_file, &d->token);
+        rc = token_open(d->cfg.write_token_file, &d->token);
     if (!rc)
         rc = make_parent_dir(d->cfg.db);
     if (!rc)
@@ -198,7 +188,7 @@ static void stop(struct daemon *d)
     store_free(d->store);
     feed_free(d->feed);
     metrics_free(d->metrics);
-    free(d->token);
+    token_free(d->token);
     config_release(&d->cfg);
 }
 
