@@ -26,6 +26,15 @@ err_t config_read_token(const char *path, char **out, char *why, size_t cap)
             fclose(f);
         return ERR_IO;
     }
+    /* As ssh with a private key: a secret others may read is not one. */
+    if (sb.st_mode & 077) {
+        snprintf(why, cap,
+                 "permissions %04o are too open: group or others may read or write it; chmod "
+                 "0600 it",
+                 (unsigned)(sb.st_mode & 07777));
+        fclose(f);
+        return ERR_INVAL;
+    }
     n = fread(buf, 1, sizeof(buf) - 1, f);
     fclose(f);
     buf[n] = '\0';

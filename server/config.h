@@ -36,8 +36,9 @@ err_t config_set(struct config *c, const char *key, const char *value, char *msg
 /* Apply a parsed YAML document (an object). 'msg' names the key. */
 err_t config_apply(struct config *c, const json_t *doc, char *msg, size_t cap) WARN_UNUSED;
 /* The write token in 'path': its one non-empty line, trailing white space
- * dropped (*out new; never log it). A file without such a line is ERR_INVAL,
- * one that cannot be read ERR_IO. The reason goes to 'why'. */
+ * dropped (*out new; never log it). A file that group or others may read or
+ * write is refused (ERR_INVAL), as is one without such a line; one that
+ * cannot be read is ERR_IO. The reason goes to 'why'. */
 err_t config_read_token(const char *path, char **out, char *why, size_t cap) WARN_UNUSED;
 /* Load and apply a YAML file; 'msg' names the key and the file. */
 err_t config_load(struct config *c, const char *path, char *msg, size_t cap) WARN_UNUSED;

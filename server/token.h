@@ -12,15 +12,16 @@
 
 struct token;
 
-/* Read the token in 'path' (copied) with config_read_token's rules.
- * Failures are logged naming the file. On ERR_OK *out is new: token_free() it. */
+/* Read the token in 'path' (copied) with config_read_token's rules: a file
+ * group or others may read or write is refused. Failures are logged naming
+ * the file. On ERR_OK *out is new: token_free() it. */
 err_t token_open(const char *path, struct token **out) WARN_UNUSED;
 void token_free(struct token *t); /* NULL is a no-op */
 
 /* True when 'auth', an Authorization header value (NULL when absent), is
  * "Bearer " (any case) and the current token, compared in constant time.
  * When the file changed it is read first; a file that has turned bad
- * (gone, unreadable, empty) leaves the last good token in
+ * (gone, unreadable, empty, open to others) leaves the last good token in
  * force and is logged once, until a good one is read again. */
 bool token_check(struct token *t, const char *auth);
 

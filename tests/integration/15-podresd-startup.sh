@@ -41,13 +41,25 @@ expect_start_fail "socket path too long" 'key "socket"' --db "$T/l.db" --socket 
 expect_start_fail "kubelet socket path too long" 'key "kubelet_socket"' --db "$T/l.db" --socket "$T/l.sock" \
     --source kubelet --kubelet-socket "$T/$(printf 'k%.0s' {1..120})"
 for content in '' '\n' 'one\ntwo\n'; do
-    printf "$content" > "$T/token-$RANDOM"
+    f=$T/token-$RANDOM
+    printf "$content" > "$f"
+    chmod 600 "$f"
 done
 for f in "$T"/token-*; do
     printf 'write_token_file: %s\n' "$f" > "$T/bad8.yaml"
     expect_start_fail "a token file without one non-empty line" "bad8.yaml': key \"write_token_file\": .*one non-empty line" \
         --config "$T/bad8.yaml" --db "$T/l.db" --socket "$T/l.sock"
 done
+# A token file that group or others may read or write stops start-up, naming
+# the file and its mode (as ssh does with a private key); 0600 and 0400 start.
+printf 'open-token\n' > "$T/open-token"
+for m in 644 640 604 660 620; do
+    chmod "$m" "$T/open-token"
+    expect_start_fail "a token file of mode 0$m" \
+        "key \"write_token_file\": \"$T/open-token\": permissions 0$m are too open" \
+        --write-token-file "$T/open-token" --db "$T/l.db" --socket "$T/l.sock"
+done
+[ ! -e "$T/l.db" ] || fail "a refused token file still created the database"
 printf 'node_name: under\nnode-name: dash\n' > "$T/bad9.yaml"
 expect_start_fail "a key spelled both ways" "bad9.yaml': duplicate key" --config "$T/bad9.yaml" --db "$T/l.db" --socket "$T/l.sock"
 printf 'devices:\n  - resourceName: example.com/gpu\n    devices: [{id: a}]\n  - resourceName: example.com/gpu\n    devices: [{id: b}]\n' > "$T/bad10.yaml"

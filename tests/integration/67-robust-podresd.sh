@@ -12,9 +12,9 @@
 #
 # The write token file is read again when it changes: after a rotation (a
 # new file renamed over it, or rewritten in place) the new token works and
-# the old one gets 403, without a restart. A file that turns bad (empty,
-# gone) leaves the last good token in force, logged once; no token
-# ever reaches the log.
+# the old one gets 403, without a restart. A file that turns bad (open to
+# others, empty, gone) leaves the last good token in force, logged once;
+# no token ever reaches the log.
 . "$(dirname "$0")/lib.sh"
 START=$SECONDS
 
@@ -215,23 +215,37 @@ tput t2 third--token
 expect_code 200 "the new token after a rewrite in place"
 ok "a token rewritten in place: the new one works, the old one is refused"
 
+chmod 644 "$T/token"
+for i in 1 2 3; do
+    tput t2 third--token
+    expect_code 200 "the last good token while the file is open to others ($i)"
+done
+printf '%s\n' fourth-token > "$T/token" # still 0644: not taken
+tput t2 fourth-token
+expect_status 403 Forbidden "a token from a file open to others"
+n=$(grep -c "write token file '$T/token': permissions 0644 are too open.*last good token" \
+    "$T/podresd.log" || true)
+[ "$n" = 1 ] || fail "a file open to others: logged $n times, want once"
+chmod 600 "$T/token"
+tput t2 fourth-token
+expect_code 200 "the token once the file is 0600 again"
 : > "$T/token" # empty
-tput t2 third--token
+tput t2 fourth-token
 expect_code 200 "the last good token while the file is empty"
 rm "$T/token"
-tput t2 third--token
+tput t2 fourth-token
 expect_code 200 "the last good token while the file is gone"
-tput t2 second-token
+tput t2 third--token
 expect_status 403 Forbidden "an older token while the file is gone"
 n=$(grep -c "write token file '$T/token': .*last good token" "$T/podresd.log" || true)
-[ "$n" = 1 ] || fail "a bad spell (empty, then gone): $n warnings, want 1"
+[ "$n" = 2 ] || fail "two bad spells (open, then empty and gone): $n warnings, want 2"
 printf '%s\n' fifth-token > "$T/token"
 chmod 600 "$T/token"
 tput t2 fifth-token
 expect_code 200 "a good file again"
-tput t2 third--token
+tput t2 fourth-token
 expect_status 403 Forbidden "the last good token once a new good file is read"
-! grep -qE 'first-token|second-token|third--token|fifth-token' "$T/podresd.log" ||
+! grep -qE 'first-token|second-token|third--token|fourth-token|fifth-token' "$T/podresd.log" ||
     fail "a token in the log"
 ok "a bad token file keeps the last good token, logged once a spell; no token logged"
 

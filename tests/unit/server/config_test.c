@@ -5,6 +5,7 @@
 #include "../../../server/config.h"
 #include "../test.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char tmpdir[] = "/tmp/config_test.XXXXXX";
@@ -62,6 +63,7 @@ static void test_set(void)
     CHECK_OK(config_set(&c, "listen", "127.0.0.1:9444", msg, sizeof(msg)));
     CHECK_STREQ(c.listen, "127.0.0.1:9444");
     write_file("token", "secret\n", token, sizeof(token));
+    CHECK_OK(chmod(token, 0600));
     CHECK_OK(config_set(&c, "write-token-file", token, msg, sizeof(msg)));
     CHECK_STREQ(c.write_token_file, token);
     CHECK_OK(config_set(&c, "source", "kubelet", msg, sizeof(msg)));
@@ -125,6 +127,13 @@ static void test_set(void)
                  ERR_INVAL);
     CHECK(strstr(msg, "write_token_file") != NULL && strstr(msg, "No such file") != NULL);
     CHECK_STREQ(c.write_token_file, token);
+    /* one that group or others may read: refused, naming the file and mode */
+    CHECK_OK(chmod(token, 0640));
+    msg[0] = '\0';
+    CHECK_EQ_INT(config_set(&c, "write-token-file", token, msg, sizeof(msg)), ERR_INVAL);
+    CHECK(strstr(msg, "write_token_file") != NULL && strstr(msg, "0640") != NULL &&
+          strstr(msg, token) != NULL);
+    CHECK_OK(chmod(token, 0600));
     memset(longpath, 'a', sizeof(longpath) - 1);
     longpath[0] = '/';
     longpath[sizeof(longpath) - 1] = '\0';

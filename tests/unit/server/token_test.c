@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* token_test.c - the write token file: read again when it changes, the last good token kept while
- * it is bad. */
+/* token_test.c - the write token file: refused when open to others, read
+ * again when it changes, the last good token kept while it is bad. */
 #include "../../../common/common.h"
 #include "../../../server/token.h"
 #include "../test.h"
@@ -34,15 +34,20 @@ static void put(const char *text, mode_t mode, bool rename_over)
         CHECK_OK(rename(tmp, path));
 }
 
-static void test_open(void)
+static void test_open_refuses_open_modes(void)
 {
+    static const mode_t bad[] = {0644, 0640, 0604, 0620, 0602, 0660, 0666};
     struct token *t = NULL;
+    size_t i;
 
-    put("secret\n", 0600, false);
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        put("secret\n", bad[i], false);
+        CHECK_EQ_INT(token_open(path, &t), ERR_INVAL);
+        CHECK(t == NULL);
+    }
+    put("secret\n", 0400, false);
     CHECK_OK(token_open(path, &t));
     token_free(t);
-    put("\n", 0600, false);
-    CHECK_EQ_INT(token_open(path, &t), ERR_INVAL);
     CHECK_OK(unlink(path));
     CHECK_EQ_INT(token_open(path, &t), ERR_IO);
     token_free(NULL);
@@ -87,6 +92,11 @@ static void test_bad_file_keeps_last_good(void)
 
     put("good\n", 0600, false);
     CHECK_OK(token_open(path, &t));
+    CHECK_OK(chmod(path, 0644)); /* open to others: refused */
+    CHECK(token_check(t, "Bearer good"));
+    put("other\n", 0644, false);
+    CHECK(!token_check(t, "Bearer other"));
+    CHECK(token_check(t, "Bearer good"));
     put("\n", 0600, false); /* empty */
     CHECK(token_check(t, "Bearer good"));
     CHECK_OK(unlink(path)); /* gone */
@@ -112,4 +122,5 @@ static void teardown(void)
     CHECK_OK(rmdir(dir));
 }
 
-TEST_MAIN(setup, test_open, test_check, test_rotation, test_bad_file_keeps_last_good, teardown)
+TEST_MAIN(setup, test_open_refuses_open_modes, test_check, test_rotation,
+          test_bad_file_keeps_last_good, teardown)
