@@ -4,6 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 
 echo "s3cret-token" > "$T/token"
+chmod 600 "$T/token"
 pd_config "write_token_file: $T/token"
 pd_start
 

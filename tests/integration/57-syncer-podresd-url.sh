@@ -7,6 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 printf 'w-secret\n' > "$T/write-token"
+chmod 600 "$T/write-token"
 pd_config "write_token_file: $T/write-token"
 pd_start
 register example.com/gpu '[{"id":"gpu-0"},{"id":"gpu-1"}]'
