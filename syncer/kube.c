@@ -13,10 +13,11 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define BODY_MAX (64u << 20) /* largest answer accepted, bytes */
-#define BACKOFF_MIN_MS 200   /* first backoff after a failure */
-#define BACKOFF_MAX_MS 30000 /* backoff ceiling */
-#define SLICE_MS 50          /* sleeps are cut in slices to notice a stop */
+#define BODY_MAX (64u << 20)        /* largest answer accepted, bytes */
+#define STREAM_LINE_MAX (16u << 20) /* longest line of a stream, bytes: no object comes close */
+#define BACKOFF_MIN_MS 200          /* first backoff after a failure */
+#define BACKOFF_MAX_MS 30000        /* backoff ceiling */
+#define SLICE_MS 50                 /* sleeps are cut in slices to notice a stop */
 
 static uint64_t now_ms(void)
 {
@@ -386,34 +387,44 @@ struct xfer {
     void *ctx;               /* its argument */
     bool stop;               /* fn asked to stop */
     bool bad_line;           /* a line was not JSON */
+    bool long_line;          /* a line grew past STREAM_LINE_MAX without its end */
+    size_t scanned;          /* bytes of body[0..len) known to hold no newline */
     long status;             /* from the status line; 0 before it */
     struct kube_gate *gate;  /* to notice shutdown */
 };
 
+/* Hand each complete line to fn. Only bytes not searched before are
+ * searched for the newline, so a long line costs its length once, not once
+ * per piece it arrives in; one past STREAM_LINE_MAX ends the stream. */
 static void deliver_lines(struct xfer *x)
 {
+    size_t used = 0, from = x->scanned, n;
     char *nl;
-    size_t used = 0;
     json_t *v;
 
-    while (!x->stop && (nl = memchr(x->body + used, '\n', x->len - used))) {
-        size_t n = (size_t)(nl - (x->body + used));
-
+    while (!x->stop) {
+        nl = memchr(x->body + from, '\n', x->len - from);
+        if (!nl)
+            break;
+        n = (size_t)(nl - (x->body + used));
         if (n > 0) {
             v = json_loadb(x->body + used, n, 0, NULL);
-            if (!v) {
-                x->bad_line = true;
-                x->stop = true;
-                break;
-            }
-            if (!x->fn(x->ctx, v))
-                x->stop = true;
+            x->bad_line = !v;
+            x->stop = !v || !x->fn(x->ctx, v);
             json_decref(v);
         }
         used += n + 1;
+        from = used;
     }
-    memmove(x->body, x->body + used, x->len - used);
-    x->len -= used;
+    if (used) {
+        memmove(x->body, x->body + used, x->len - used);
+        x->len -= used;
+    }
+    x->scanned = x->len;
+    if (!x->stop && x->len > STREAM_LINE_MAX) {
+        x->long_line = true;
+        x->stop = true;
+    }
 }
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *cls)
@@ -623,7 +634,7 @@ static err_t attempt(struct kube *k, const char *method, const char *path, const
     cc = curl_easy_perform(k->curl);
     curl_slist_free_all(h);
     *code = 0;
-    if (cc == CURLE_OK || (cc == CURLE_WRITE_ERROR && x->stop && !x->bad_line))
+    if (cc == CURLE_OK || (cc == CURLE_WRITE_ERROR && x->stop && !x->bad_line && !x->long_line))
         curl_easy_getinfo(k->curl, CURLINFO_RESPONSE_CODE, code);
     else if (cc == CURLE_ABORTED_BY_CALLBACK && kube_gate_stopped(k->gate))
         return ERR_UNAVAIL;
@@ -725,6 +736,12 @@ err_t kube_stream(struct kube *k, const char *path, kube_line_fn fn, void *ctx, 
     rc = attempt(k, "GET", path, NULL, 0, NULL, &x, &code, true);
     if (rc == ERR_UNAVAIL || kube_gate_stopped(k->gate)) {
         rc = ERR_OK;
+    } else if (x.long_line) {
+        snprintf(msg, cap, "a line of the stream %s is longer than %u MiB", path,
+                 STREAM_LINE_MAX >> 20);
+        log_warn("dropping the stream %.300s: a line is longer than %u MiB", path,
+                 STREAM_LINE_MAX >> 20);
+        rc = ERR_UPSTREAM;
     } else if (x.bad_line) {
         snprintf(msg, cap, "a line of the stream %s is not JSON", path);
         rc = ERR_UPSTREAM;

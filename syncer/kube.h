@@ -81,7 +81,10 @@ typedef bool (*kube_line_fn)(void *ctx, json_t *line);
  * line, until the server ends it (ERR_OK), 'fn' returns false (ERR_OK), the
  * gate stops (ERR_OK), or an error: the mapped status as for kube_do, or
  * ERR_UPSTREAM for a broken connection (no retry here: the caller resumes).
- * A line that is not JSON ends the stream with ERR_UPSTREAM. */
+ * A line that is not JSON ends the stream with ERR_UPSTREAM, and so does,
+ * logged, a line longer than 16 MiB (more than any object: the API server
+ * refuses requests over 3 MiB): the buffer never holds more than that and
+ * one piece. */
 err_t kube_stream(struct kube *k, const char *path, kube_line_fn fn, void *ctx, char *msg,
                   size_t cap) WARN_UNUSED;
 
