@@ -18,8 +18,9 @@
 
 #include <time.h>
 
-#define WATCH_TIMEOUT_S 240 /* the server ends a watch after this; we resume */
-#define LIST_EVERY_MS 1000  /* lists come no closer together than this */
+#define WATCH_TIMEOUT_S 240   /* the server ends a watch after this; we resume */
+#define LIST_EVERY_MS 1000    /* lists come no closer together than this */
+#define BAD_LIST_MAX_MS 30000 /* the longest pause after answers that were no list */
 
 static uint64_t now_ms(void)
 {
@@ -135,6 +136,40 @@ static json_t *objects_of(const struct informer *inf, const json_t *list)
     return all;
 }
 
+/* Whether 'list' is a list answer: a kind "...List", items an array (null
+ * for none, as Go encodes an empty slice), a string resourceVersion that
+ * fits. If not, 'msg' says what it is. */
+static bool is_list(const struct informer *inf, const json_t *list, char *msg, size_t cap)
+{
+    const char *kind = json_string_value(json_object_get(list, "kind"));
+    const char *rv = json_string_value(
+        json_object_get(json_object_get(list, "metadata"), "resourceVersion"));
+    const json_t *items = json_object_get(list, "items");
+    size_t n = kind ? strlen(kind) : 0;
+
+    if (n < 4 || strcmp(kind + n - 4, "List") != 0 ||
+        !(json_is_array(items) || json_is_null(items)))
+        snprintf(msg, cap, "the answer to the list of %s is no list (kind '%.64s')", inf->name,
+                 kind ? kind : "none");
+    else if (!rv || !*rv || strlen(rv) >= sizeof(inf->rv))
+        snprintf(msg, cap, "the list of %s has no usable metadata.resourceVersion", inf->name);
+    else
+        return true;
+    return false;
+}
+
+/* An answer that was no list: the server, or something in front of it, is
+ * broken. Said once (a good list ends it); the next list waits 1 s, doubling
+ * to 30 s, and the cache is kept as it was. */
+static void bad_list(struct informer *inf, const char *msg)
+{
+    if (!inf->bad_list_ms)
+        log_warn("%s; keeping the cache and listing again with backoff", msg);
+    inf->bad_list_ms = inf->bad_list_ms ? inf->bad_list_ms * 2 : LIST_EVERY_MS;
+    if (inf->bad_list_ms > BAD_LIST_MAX_MS)
+        inf->bad_list_ms = BAD_LIST_MAX_MS;
+}
+
 err_t informer_list(struct informer *inf)
 {
     char path[1024], msg[512];
@@ -145,9 +180,8 @@ err_t informer_list(struct informer *inf)
     snprintf(path, sizeof(path), "%s?%s%s", inf->path, inf->query,
              inf->rv[0] || inf->consistent ? "" : "&resourceVersion=0");
     rc = kube_do(inf->kube, "GET", path, NULL, NULL, &list, msg, sizeof(msg));
-    rv = json_string_value(json_object_get(json_object_get(list, "metadata"), "resourceVersion"));
-    if (!rc && (!rv || !*rv || strlen(rv) >= sizeof(inf->rv))) {
-        snprintf(msg, sizeof(msg), "the list has no usable metadata.resourceVersion");
+    if (!rc && !is_list(inf, list, msg, sizeof(msg))) {
+        bad_list(inf, msg);
         rc = ERR_UPSTREAM; /* nothing to watch from: list again, after a pause */
     }
     if (rc) {
@@ -158,6 +192,10 @@ err_t informer_list(struct informer *inf)
         json_decref(list);
         return rc;
     }
+    if (inf->bad_list_ms)
+        log_info("the list of %s is a list again", inf->name);
+    inf->bad_list_ms = 0;
+    rv = json_string_value(json_object_get(json_object_get(list, "metadata"), "resourceVersion"));
     /* Older than what was seen: the server's state was reset. The list is
      * the truth now, and the watch goes on from it. */
     if (inf->rv[0] && rv_older(rv, inf->rv))
@@ -309,7 +347,9 @@ static void watch_once(struct informer *inf)
  * fails every list, is not asked in a loop. */
 static void step(struct informer *inf)
 {
-    uint64_t t = now_ms(), due = inf->listed_ms + LIST_EVERY_MS;
+    uint64_t t = now_ms();
+    uint64_t due = inf->listed_ms +
+                   (inf->bad_list_ms > LIST_EVERY_MS ? inf->bad_list_ms : LIST_EVERY_MS);
 
     if (!inf->relist && inf->rv[0]) {
         watch_once(inf);

@@ -347,6 +347,47 @@ static void test_list_without_rv(void)
     rig_stop(&t);
 }
 
+/* An answer that is no list (another kind, no string resourceVersion) is
+ * an error: the cache keeps what it had, and the lists after it wait 1 s,
+ * then 2 s, not once a second (a hot loop on a broken server). */
+static void test_not_a_list(void)
+{
+    const struct reply r[] = {
+        {LIST("100", A "," B), NULL, 0},
+        {HEAD_200 "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":"
+                  "\"120\"},\"status\":\"Success\"}",
+         NULL, 0},
+        {HEAD_200 "{\"kind\":\"DeviceBindingList\",\"metadata\":{\"resourceVersion\":7},"
+                  "\"items\":[]}",
+         NULL, 0},
+        {HEAD_200 "{\"kind\":\"DeviceBindingList\",\"metadata\":{\"resourceVersion\":\"130\"}}",
+         NULL, 0},
+        {LIST("140", A), NULL, 0},
+    };
+    uint64_t t0;
+    struct rig t;
+
+    rig_start(&t, r, 5);
+    CHECK_OK(informer_list(&t.inf));
+    CHECK_KEYS(t.inf.cache, "ns/a,ns/b");
+    t.inf.relist = true;
+    t.inf.listed_ms = now_ms();
+    t0 = now_ms();
+    step(&t.inf); /* a Status: after the usual second */
+    CHECK_KEYS(t.inf.cache, "ns/a,ns/b");
+    CHECK_STREQ(t.inf.rv, "100");
+    step(&t.inf); /* an integer resourceVersion: after 1 s more */
+    CHECK_KEYS(t.inf.cache, "ns/a,ns/b");
+    step(&t.inf); /* no items: after 2 s more */
+    CHECK_KEYS(t.inf.cache, "ns/a,ns/b");
+    CHECK(now_ms() - t0 >= 3900);
+    CHECK(informer_synced(&t.inf));
+    CHECK_OK(informer_list(&t.inf)); /* a list again (without the 4 s wait) */
+    CHECK_KEYS(t.inf.cache, "ns/a");
+    CHECK_STREQ(t.inf.rv, "140");
+    rig_stop(&t);
+}
+
 static void test_rv_older(void)
 {
     CHECK(rv_older("100", "5000"));
@@ -373,4 +414,4 @@ static void test_cleanup(void)
 
 TEST_MAIN(test_setup, test_rv_older, test_list_then_watch, test_resume_or_relist,
           test_too_large_event, test_too_large_http, test_list_older, test_expired, test_failing,
-          test_consistent_first_list, test_list_without_rv, test_cleanup)
+          test_consistent_first_list, test_list_without_rv, test_not_a_list, test_cleanup)
