@@ -337,6 +337,22 @@ static err_t load_user(struct parse *p, const char *name, struct kubeconfig *kc)
     return rc;
 }
 
+/* A bearer token is never sent over plain http: whoever sees the traffic
+ * could use it. kubectl 1.36 drops it there without a word; refusing at
+ * start names the mistake. Client certificates are fine (no TLS, no
+ * certificate sent), and so is an anonymous user. */
+static err_t check_plain_http(struct parse *p, const char *cluster, const char *user,
+                              const struct kubeconfig *kc)
+{
+    if (!(kc->token || kc->token_file) || strncasecmp(kc->server, "http://", 7) != 0)
+        return ERR_OK;
+    snprintf(p->msg, p->cap,
+             "cluster \"%s\" has server '%s' (plain http) and user \"%s\" a bearer token; "
+             "refusing to send the token unencrypted: use an https server",
+             cluster, kc->server, user ? user : "");
+    return ERR_INVAL;
+}
+
 /* The current context's cluster and user names, borrowed from p->root. A
  * context without a user means anonymous access (*user stays NULL). */
 static err_t current_context(struct parse *p, const char **cluster, const char **user)
@@ -388,6 +404,8 @@ err_t kubeconfig_parse(const char *text, size_t len, const char *dir, struct kub
         rc = load_cluster(&p, cluster, &kc);
     if (!rc && user)
         rc = load_user(&p, user, &kc);
+    if (!rc)
+        rc = check_plain_http(&p, cluster, user, &kc);
     if (rc == ERR_NOTFOUND)
         rc = ERR_INVAL; /* a dangling reference is a bad file, not a missing one */
 out:

@@ -355,6 +355,40 @@ static void test_inconsistent_user(void)
     CHECK_STREQ(msg, "user \"u1\": token must be a string");
 }
 
+/* A bearer token is never sent over plain http: the kubeconfig is refused,
+ * naming the cluster and the user (not the token). Certificates and no
+ * credentials at all are fine there, and so is a token over https. */
+static void test_token_over_http(void)
+{
+    static const char text[] = "current-context: main\n"
+                               "clusters:\n"
+                               "- {name: plain, cluster: {server: 'http://127.0.0.1:8080'}}\n"
+                               "contexts:\n"
+                               "- {name: main, context: {cluster: plain, user: robot}}\n"
+                               "users:\n"
+                               "- {name: robot, user: {%s}}\n";
+    struct kubeconfig kc;
+    char doc[512], msg[512] = "";
+
+    snprintf(doc, sizeof(doc), text, "token: s3cret-token");
+    memset(&kc, 0, sizeof(kc));
+    CHECK_EQ_INT(parse(doc, &kc, msg, sizeof(msg)), ERR_INVAL);
+    CHECK_HAS(msg, "cluster \"plain\" has server 'http://127.0.0.1:8080' (plain http)");
+    CHECK_HAS(msg, "user \"robot\" a bearer token");
+    CHECK_HAS(msg, "refusing to send the token unencrypted");
+    CHECK(strstr(msg, "s3cret") == NULL);
+    snprintf(doc, sizeof(doc), text, "tokenFile: /run/t");
+    CHECK_EQ_INT(parse(doc, &kc, msg, sizeof(msg)), ERR_INVAL);
+    CHECK_HAS(msg, "(plain http)");
+    snprintf(doc, sizeof(doc), text, "client-certificate: c.pem, client-key: k.pem");
+    CHECK_OK(parse(doc, &kc, msg, sizeof(msg)));
+    kubeconfig_release(&kc);
+    snprintf(doc, sizeof(doc), text, "");
+    CHECK_OK(parse(doc, &kc, msg, sizeof(msg)));
+    CHECK_STREQ(kc.server, "http://127.0.0.1:8080");
+    kubeconfig_release(&kc);
+}
+
 static void test_load_file(void)
 {
     struct kubeconfig kc;
@@ -532,6 +566,6 @@ static void cleanup(void)
 
 TEST_MAIN(setup, test_current_context, test_token_file_and_paths, test_data_fields,
           test_data_to_files, test_bad_base64, test_insecure_and_server, test_missing_references,
-          test_unsupported_users, test_inconsistent_user, test_load_file, test_env_list,
-          test_in_cluster, test_home_fallback, test_no_token_in_messages, test_release_zeroed,
-          cleanup)
+          test_unsupported_users, test_inconsistent_user, test_token_over_http, test_load_file,
+          test_env_list, test_in_cluster, test_home_fallback, test_no_token_in_messages,
+          test_release_zeroed, cleanup)
