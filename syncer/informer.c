@@ -104,7 +104,27 @@ bool informer_ready(struct informer *inf, uint64_t grace_ms, char *why, size_t c
     return true;
 }
 
+bool informer_missing(struct informer *inf)
+{
+    return __atomic_load_n(&inf->missing, __ATOMIC_RELAXED) != 0;
+}
+
 /* ---- list ---- */
+
+/* Whether the collection is served (false: its list was a 404), said once
+ * each time it changes. */
+static void note_served(struct informer *inf, bool served)
+{
+    if (served == !informer_missing(inf))
+        return;
+    if (served)
+        log_info("the API server serves %s again", inf->name);
+    else
+        log_info("the API server does not serve %s (404 for %s; is its "
+                 "CustomResourceDefinition installed?); listing again until it does",
+                 inf->name, inf->path);
+    __atomic_store_n(&inf->missing, served ? 0 : 1, __ATOMIC_RELAXED);
+}
 
 /* The part of 'obj' the cache keeps (new). */
 static json_t *kept(const struct informer *inf, json_t *obj)
@@ -184,6 +204,8 @@ err_t informer_list(struct informer *inf)
         bad_list(inf, msg);
         rc = ERR_UPSTREAM; /* nothing to watch from: list again, after a pause */
     }
+    if (rc == ERR_NOTFOUND || rc == ERR_OK)
+        note_served(inf, rc == ERR_OK);
     if (rc) {
         if (rc != ERR_UNAVAIL) {
             failed(inf);

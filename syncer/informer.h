@@ -45,6 +45,7 @@ struct informer {
     int synced;                /* listed since the last relist a 410 or a reset required */
     const char *why;           /* why not synced (static text), NULL: never listed */
     uint64_t failing_since_ms; /* monotonic ms of the first failure since an answer; 0: none */
+    int missing;               /* the last list was a 404: the collection is not served */
 };
 
 /* One list into the cache, replacing it (sets rv, marks the informer
@@ -69,5 +70,9 @@ bool informer_current(struct informer *inf);
  * been failing for 'grace_ms' or longer. When not, 'why' says so ("pods
  * informer ..."). Thread-safe. */
 bool informer_ready(struct informer *inf, uint64_t grace_ms, char *why, size_t cap);
+/* Whether the API server does not serve the collection: its last list was
+ * answered 404 (a CustomResourceDefinition not installed, or deleted). Said
+ * at info when it starts and when it ends. Thread-safe. */
+bool informer_missing(struct informer *inf);
 
 #endif

@@ -251,6 +251,20 @@ static uint64_t retry_delay(json_t *fails, const char *key, err_t rc)
     return d < cap ? d : cap;
 }
 
+/* The caches are not all current: the key waits. When DeviceBindings are
+ * not served at all (their CRD missing), its binding is not mirrored for
+ * that reason: counted, and said once. */
+static void put_off(struct syncer *s, const char *key)
+{
+    bool missing = informer_missing(&s->inf_crs);
+
+    if (missing)
+        reconcile_skip(&s->rec, key, RECONCILE_SKIP_CRD_MISSING,
+                       "the API server does not serve DeviceBindings (is the "
+                       "CustomResourceDefinition devicebindings.podres.dev installed?)");
+    queue_add(s->queue, key, missing ? 1000 : 200);
+}
+
 static void *worker_run(void *arg)
 {
     struct syncer *s = arg;
@@ -264,7 +278,7 @@ static void *worker_run(void *arg)
         if (!queue_get(s->queue, key, sizeof(key), &dirty, 1000))
             continue;
         if (!caches_synced(s)) {
-            queue_add(s->queue, key, 200);
+            put_off(s, key);
             continue;
         }
         rc = reconcile_key(&s->rec, key, &wrote, &again, msg, sizeof(msg));
@@ -309,15 +323,21 @@ static err_t render_metrics(struct syncer *s, struct strbuf *sb)
             "# TYPE podres_syncer_podresd_revision gauge\npodres_syncer_podresd_revision %llu\n"
             "# HELP podres_syncer_devicebindings DeviceBindings of this node in the cache.\n"
             "# TYPE podres_syncer_devicebindings gauge\npodres_syncer_devicebindings %zu\n"
-            "# HELP podres_syncer_skipped_total DeviceBindings left alone each time one was "
-            "looked at, by reason (foreign_label: labelled for another node, or none).\n"
-            "# TYPE podres_syncer_skipped_total counter\n"
-            "podres_syncer_skipped_total{reason=\"foreign_label\"} %llu\n"
-            "# HELP podres_syncer_sync_lag_seconds From a change seen on the node to the API "
-            "server's acknowledgement.\n"
-            "# TYPE podres_syncer_sync_lag_seconds histogram\n",
+            "# HELP podres_syncer_skipped_total Bindings not mirrored each time one was looked "
+            "at, by reason (foreign_label: the DeviceBinding is labelled for another node, or "
+            "none; no_pod: no Pod of that name on this node; pod_uid_mismatch: the Pod is "
+            "another instance than podresd's; crd_missing: DeviceBindings are not served).\n"
+            "# TYPE podres_syncer_skipped_total counter\n",
             queue_len(s->queue), (long long)s->last_resync, (unsigned long long)s->feed.revision,
-            cache_size(s->crs), (unsigned long long)reconcile_skipped(&s->rec));
+            cache_size(s->crs));
+    for (i = 0; !rc && i < RECONCILE_SKIP_N; i++)
+        rc = strbuf_printf(sb, "podres_syncer_skipped_total{reason=\"%s\"} %llu\n",
+                           reconcile_skip_name((enum reconcile_skip)i),
+                           (unsigned long long)reconcile_skipped(&s->rec, (enum reconcile_skip)i));
+    if (!rc)
+        rc = strbuf_printf(sb, "# HELP podres_syncer_sync_lag_seconds From a change seen on the "
+                               "node to the API server's acknowledgement.\n"
+                               "# TYPE podres_syncer_sync_lag_seconds histogram\n");
     pthread_mutex_lock(&s->lag.mu);
     for (i = 0; !rc && i < NLAG; i++) {
         cum += s->lag.buckets[i];

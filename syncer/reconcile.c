@@ -247,15 +247,52 @@ static const char *label_of(const json_t *cr)
         json_object_get(json_object_get(cr, "metadata"), "labels"), RECONCILE_LABEL));
 }
 
-uint64_t reconcile_skipped(struct reconciler *r)
+uint64_t reconcile_skipped(struct reconciler *r, enum reconcile_skip why)
 {
-    return __atomic_load_n(&r->skipped, __ATOMIC_RELAXED);
+    return __atomic_load_n(&r->skipped[why], __ATOMIC_RELAXED);
+}
+
+const char *reconcile_skip_name(enum reconcile_skip why)
+{
+    static const char *const names[RECONCILE_SKIP_N] = {"foreign_label", "no_pod",
+                                                        "pod_uid_mismatch", "crd_missing"};
+
+    return why < RECONCILE_SKIP_N ? names[why] : "unknown";
 }
 
 void reconcile_release(struct reconciler *r)
 {
     json_decref(r->foreign);
+    json_decref(r->skips);
     r->foreign = NULL;
+    r->skips = NULL;
+}
+
+/* Count a binding not mirrored; say why once until it is mirrored, goes,
+ * or is skipped for another reason. */
+static void note_skip(struct reconciler *r, const char *key, enum reconcile_skip why,
+                      const char *detail)
+{
+    const char *name = reconcile_skip_name(why);
+    const char *logged = json_string_value(json_object_get(r->skips, key));
+
+    __atomic_add_fetch(&r->skipped[why], 1, __ATOMIC_RELAXED);
+    if (logged && strcmp(logged, name) == 0)
+        return;
+    if (!r->skips)
+        r->skips = json_object();
+    json_object_set_new(r->skips, key, json_string(name));
+    log_info("not mirroring the binding of pod %s (%s): %s", key, name, detail);
+}
+
+void reconcile_skip(struct reconciler *r, const char *key, enum reconcile_skip why,
+                    const char *detail)
+{
+    json_t *pr = cache_get(r->pr, key);
+
+    if (reconcile_has_devices(pr))
+        note_skip(r, key, why, detail);
+    json_decref(pr);
 }
 
 /* Whether the cached 'cr' (or NULL) is another node's, or no node's: the
@@ -270,7 +307,7 @@ static bool foreign(struct reconciler *r, const char *key, const json_t *cr)
         json_object_del(r->foreign, key); /* a no-op without it */
         return false;
     }
-    __atomic_add_fetch(&r->skipped, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&r->skipped[RECONCILE_SKIP_FOREIGN_LABEL], 1, __ATOMIC_RELAXED);
     if (logged && strcmp(logged, owner ? owner : "") == 0)
         return true;
     if (!r->foreign)
@@ -316,7 +353,7 @@ static err_t refetch(struct reconciler *r, const char *key, const char *ns, cons
         remember(r, key, obj);
     } else {
         cache_del(r->crs, key);
-        __atomic_add_fetch(&r->skipped, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&r->skipped[RECONCILE_SKIP_FOREIGN_LABEL], 1, __ATOMIC_RELAXED);
         snprintf(why, cap,
                  "DeviceBinding %s exists but is labelled for %s%s%s, not node '%s'; leaving it "
                  "alone",
@@ -715,13 +752,41 @@ static err_t not_ours(struct reconciler *r, const char *ns, const char *name,
     return in->resv ? release(r, ns, name) : ERR_OK;
 }
 
+/* The pod holds devices: mirror them once its Pod is in the API server, as
+ * the instance podresd knows. Until then the binding waits, said once. */
+static err_t mirror(struct reconciler *r, const char *key, const char *ns, const char *name,
+                    struct inputs *in, bool *wrote, char *msg, size_t cap)
+{
+    const char *pr_uid = json_string_value(json_object_get(in->pr, "uid"));
+    const char *uid = meta_str(in->pod, "uid");
+    char detail[600];
+
+    /* Without the Pod there is no owner: wait for it (and never fight the
+     * garbage collector after the Pod is deleted). */
+    if (!uid) {
+        snprintf(detail, sizeof(detail),
+                 "no Pod of that name on node '%s' in the API server; waiting for it", r->node);
+        note_skip(r, key, RECONCILE_SKIP_NO_POD, detail);
+        return ERR_OK;
+    }
+    if (pr_uid && *pr_uid && strcmp(pr_uid, uid) != 0) {
+        snprintf(detail, sizeof(detail),
+                 "podresd has pod uid '%.64s', the API server's Pod uid '%.64s'; waiting until "
+                 "they agree",
+                 pr_uid, uid);
+        note_skip(r, key, RECONCILE_SKIP_POD_UID, detail);
+        return ERR_OK;
+    }
+    json_object_del(r->skips, key);
+    return ensure(r, key, ns, name, in, wrote, msg, cap);
+}
+
 err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t *requeue_ms,
                     char *msg, size_t cap)
 {
     struct inputs in = {cache_get(r->pr, key), cache_get(r->pods, key), cache_get(r->crs, key),
                         cache_get(r->resv, key)};
     char ns[256], name[512];
-    const char *pr_uid = json_string_value(json_object_get(in.pr, "uid"));
     err_t rc = ERR_OK;
 
     *wrote = false;
@@ -747,16 +812,11 @@ err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t
             goto out;
     }
     if (!reconcile_has_devices(in.pr)) {
+        json_object_del(r->skips, key); /* nothing to mirror */
         rc = unbound(r, key, ns, name, &in, wrote, msg, cap);
         goto out;
     }
-    /* Without the Pod in the API server there is no owner: wait for it (and
-     * never fight the garbage collector after the Pod is deleted). */
-    if (!in.pod || !meta_str(in.pod, "uid"))
-        goto out;
-    if (pr_uid && *pr_uid && strcmp(pr_uid, meta_str(in.pod, "uid")) != 0)
-        goto out; /* podresd and the API server disagree on the instance: wait */
-    rc = ensure(r, key, ns, name, &in, wrote, msg, cap);
+    rc = mirror(r, key, ns, name, &in, wrote, msg, cap);
 out:
     json_decref(in.pr);
     json_decref(in.pod);

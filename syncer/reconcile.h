@@ -19,6 +19,20 @@
 #define RECONCILE_GROUP_PATH "/apis/podres.dev/v1alpha1"
 #define RECONCILE_LABEL "podres.dev/node"
 
+/* Why a binding podresd reports is not mirrored into a DeviceBinding:
+ * podres_syncer_skipped_total{reason}. */
+enum reconcile_skip {
+    RECONCILE_SKIP_FOREIGN_LABEL, /* "foreign_label": the object by that name is labelled
+                                   * for another node, or none */
+    RECONCILE_SKIP_NO_POD,        /* "no_pod": no Pod of that name on this node in the API
+                                   * server (yet, or no more) */
+    RECONCILE_SKIP_POD_UID,       /* "pod_uid_mismatch": the API server's Pod is another
+                                   * instance than podresd's */
+    RECONCILE_SKIP_CRD_MISSING,   /* "crd_missing": the API server does not serve
+                                   * DeviceBindings (the caller notices it) */
+    RECONCILE_SKIP_N
+};
+
 struct reconciler {
     const char *node;   /* this node's name; borrowed */
     struct kube *kube;  /* the worker's API client; borrowed */
@@ -33,8 +47,12 @@ struct reconciler {
                          * free them (reconcile_key sets it) */
     json_t *foreign;    /* key -> the label of the other node's object logged for it
                          * (logged once); owned, reconcile_release frees it */
-    uint64_t skipped;   /* DeviceBindings left alone, labelled for another node or
-                         * none, each time; atomic, read by reconcile_skipped */
+
+    /* The worker's counts and memory of what it said; owned, freed by reconcile_release. */
+    uint64_t skipped[RECONCILE_SKIP_N]; /* bindings not mirrored, each time one is looked
+                                         * at, by reason; atomic, read by reconcile_skipped */
+    json_t *skips; /* key -> the reason name logged for it (once, until the binding is
+                    * mirrored or goes) */
 };
 
 /* Bring 'key' to its desired state. *wrote tells whether an API write was
@@ -57,7 +75,11 @@ struct reconciler {
  * holds), and each skip is counted. As cached: logged once (info), ERR_OK,
  * and a reservation under that key in this node's podresd is released,
  * since no DeviceBinding of this node has the key. As read again after a
- * 404 or 409: dropped from the cache, ERR_FORBIDDEN with the reason. */
+ * 404 or 409: dropped from the cache, ERR_FORBIDDEN with the reason.
+ *
+ * A binding with devices whose Pod is not in the API server for this node,
+ * or is another instance (uid) than podresd's, waits: counted, logged once
+ * at info. */
 err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t *requeue_ms,
                     char *msg, size_t cap) WARN_UNUSED;
 
@@ -65,9 +87,20 @@ err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t
  * for a reconciler never used. */
 void reconcile_release(struct reconciler *r);
 
-/* How many times a DeviceBinding was left alone, as cached or as read,
- * because it is labelled for another node or for none. Thread-safe. */
-uint64_t reconcile_skipped(struct reconciler *r);
+/* How many times a binding was not mirrored for 'why' (foreign_label: a
+ * DeviceBinding left alone, as cached or as read, because it is labelled
+ * for another node or for none). Thread-safe. */
+uint64_t reconcile_skipped(struct reconciler *r, enum reconcile_skip why);
+/* The reason's name in the metric: "foreign_label", "no_pod",
+ * "pod_uid_mismatch", "crd_missing". Static. */
+const char *reconcile_skip_name(enum reconcile_skip why);
+/* The binding of 'key' is not mirrored now for 'why' (a reason the caller
+ * knows: crd_missing, when the worker cannot reconcile): counted, and
+ * logged at info with 'detail' once, until the binding is mirrored or
+ * skipped for another reason. Nothing happens when podresd holds no
+ * devices for the key. Same thread as reconcile_key. */
+void reconcile_skip(struct reconciler *r, const char *key, enum reconcile_skip why,
+                    const char *detail);
 
 /* The status a DeviceBinding should carry for PodResources 'pr' (borrowed,
  * may be NULL: no devices yet) of the pod with 'pod_uid' on 'node', with

@@ -194,6 +194,7 @@ static void world_new(struct world *w)
 
 static void world_free(struct world *w)
 {
+    reconcile_release(&w->r);
     cache_free(w->r.pr);
     cache_free(w->r.resv);
     cache_free(w->r.pods);
@@ -342,15 +343,15 @@ static void test_key_foreign_label(void)
     world_new(&w);
     put(w.r.crs, "d/p", CR_OF(LABELS_B)); /* no devices: ours would be deleted */
     CHECK_QUIET(&w, "d/p");
-    CHECK_EQ_INT(reconcile_skipped(&w.r), 1);
+    CHECK_EQ_INT(reconcile_skipped(&w.r, RECONCILE_SKIP_FOREIGN_LABEL), 1);
     CHECK_STREQ(json_string_value(json_object_get(w.r.foreign, "d/p")), "node-b");
     put(w.r.pr, "d/p", PR_DEV); /* devices and Pod: ours would be patched */
     put(w.r.pods, "d/p", POD("u1"));
     CHECK_QUIET(&w, "d/p");
-    CHECK_EQ_INT(reconcile_skipped(&w.r), 2);
+    CHECK_EQ_INT(reconcile_skipped(&w.r, RECONCILE_SKIP_FOREIGN_LABEL), 2);
     put(w.r.crs, "d/p", CR_OF("")); /* labelled for no node */
     CHECK_QUIET(&w, "d/p");
-    CHECK_EQ_INT(reconcile_skipped(&w.r), 3);
+    CHECK_EQ_INT(reconcile_skipped(&w.r, RECONCILE_SKIP_FOREIGN_LABEL), 3);
     CHECK_STREQ(json_string_value(json_object_get(w.r.foreign, "d/p")), "");
     /* a pre-assignment of another node's is no reservation of this node's */
     put(w.r.crs, "d/p",
@@ -368,9 +369,81 @@ static void test_key_foreign_label(void)
     put(w.r.crs, "d/p", CR_PLAIN);
     CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, msg, sizeof(msg)), ERR_UPSTREAM);
     CHECK_EQ_INT(json_object_size(w.r.foreign), 0);
-    CHECK_EQ_INT(reconcile_skipped(&w.r), 5);
+    CHECK_EQ_INT(reconcile_skipped(&w.r, RECONCILE_SKIP_FOREIGN_LABEL), 5);
     reconcile_release(&w.r);
     reconcile_release(&w.r); /* twice is fine */
+    world_free(&w);
+}
+
+/* What the code under test logs, caught: stderr goes to a file between
+ * capture_start() and capture_end(). */
+static int saved_stderr = -1;
+static FILE *captured;
+
+static void capture_start(void)
+{
+    fflush(stderr);
+    captured = tmpfile();
+    saved_stderr = dup(2);
+    CHECK(captured && saved_stderr >= 0 && dup2(fileno(captured), 2) == 2);
+}
+
+static void capture_end(char *out, size_t cap)
+{
+    size_t n;
+
+    fflush(stderr);
+    dup2(saved_stderr, 2);
+    close(saved_stderr);
+    rewind(captured);
+    n = fread(out, 1, cap - 1, captured);
+    out[n] = '\0';
+    fclose(captured);
+    fputs(out, stderr); /* still in the test's output */
+}
+
+/* How many times 'part' occurs in 's'. */
+static int count_of(const char *s, const char *part)
+{
+    int n = 0;
+
+    for (s = strstr(s, part); s; s = strstr(s + 1, part))
+        n++;
+    return n;
+}
+
+/* A binding with devices that is not mirrored, and why: no Pod, another
+ * instance of it, the CRD missing (the worker's word). Each look counted
+ * by reason, each reason said once at info until the binding is mirrored. */
+static void test_key_skip_reasons(void)
+{
+    struct world w;
+    char log[4096];
+
+    world_new(&w);
+    put(w.r.pr, "d/p", PR_DEV);
+    capture_start();
+    CHECK_QUIET(&w, "d/p");
+    CHECK_QUIET(&w, "d/p");
+    put(w.r.pods, "d/p", POD("u2"));
+    CHECK_QUIET(&w, "d/p");
+    CHECK_QUIET(&w, "d/p");
+    reconcile_skip(&w.r, "d/p", RECONCILE_SKIP_CRD_MISSING, "DeviceBindings are not served");
+    reconcile_skip(&w.r, "d/q", RECONCILE_SKIP_CRD_MISSING, "no devices: not counted");
+    capture_end(log, sizeof(log));
+    CHECK_EQ_INT(reconcile_skipped(&w.r, RECONCILE_SKIP_NO_POD), 2);
+    CHECK_EQ_INT(reconcile_skipped(&w.r, RECONCILE_SKIP_POD_UID), 2);
+    CHECK_EQ_INT(reconcile_skipped(&w.r, RECONCILE_SKIP_CRD_MISSING), 1);
+    CHECK_EQ_INT(reconcile_skipped(&w.r, RECONCILE_SKIP_FOREIGN_LABEL), 0);
+    CHECK_EQ_INT(count_of(log, "not mirroring the binding of pod d/p (no_pod): no Pod of that "
+                               "name on node 'node-a' in the API server"),
+                 1);
+    CHECK_EQ_INT(count_of(log, "not mirroring the binding of pod d/p (pod_uid_mismatch): podresd "
+                               "has pod uid 'u1', the API server's Pod uid 'u2'"),
+                 1);
+    CHECK_EQ_INT(count_of(log, "(crd_missing): DeviceBindings are not served"), 1);
+    CHECK_EQ_INT(count_of(log, "d/q"), 0);
+    CHECK_STREQ(reconcile_skip_name(RECONCILE_SKIP_POD_UID), "pod_uid_mismatch");
     world_free(&w);
 }
 
@@ -412,7 +485,7 @@ static void test_key_foreign_as_read(void)
     CHECK_PREFIX(s.req[0], "DELETE /apis/podres.dev/v1alpha1/namespaces/d/devicebindings/p HTTP");
     CHECK_PREFIX(s.req[1], "GET /apis/podres.dev/v1alpha1/namespaces/d/devicebindings/p HTTP");
     CHECK_EQ_INT(cache_size(w.r.crs), 0);
-    CHECK_EQ_INT(reconcile_skipped(&w.r), 1);
+    CHECK_EQ_INT(reconcile_skipped(&w.r, RECONCILE_SKIP_FOREIGN_LABEL), 1);
     responder_stop(&s);
     reconcile_release(&w.r);
     world_free(&w);
@@ -446,4 +519,4 @@ static void test_pod_view(void)
 TEST_MAIN(test_pod_view, test_has_devices, test_status_one, test_status_several,
           test_status_summary_order, test_status_empty, test_condition, test_key_nothing_to_do,
           test_key_waits_for_pod, test_key_deleting_cr, test_key_foreign_label,
-          test_key_foreign_as_read, test_key_write_fails_loudly)
+          test_key_foreign_as_read, test_key_skip_reasons, test_key_write_fails_loudly)
