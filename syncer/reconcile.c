@@ -264,8 +264,21 @@ void reconcile_release(struct reconciler *r)
 {
     json_decref(r->foreign);
     json_decref(r->skips);
+    json_decref(r->reserved);
+    json_decref(r->strays);
     r->foreign = NULL;
     r->skips = NULL;
+    r->reserved = NULL;
+    r->strays = NULL;
+}
+
+/* Add 'key' to the set '*set' (made on first use). Out of memory, the key
+ * is missing: a line logged twice, or a reservation taken for a stray. */
+static void set_key(json_t **set, const char *key)
+{
+    if (!*set)
+        *set = json_object();
+    json_object_set_new(*set, key, json_true());
 }
 
 /* Count a binding not mirrored; say why once until it is mirrored, goes,
@@ -597,6 +610,30 @@ static err_t release(struct reconciler *r, const char *ns, const char *name)
     return rc == ERR_NOTFOUND ? ERR_OK : rc;
 }
 
+/* Remove the reservation under 'key'. One this reconciler placed for a
+ * pre-assignment goes silently; any other was made outside a DeviceBinding
+ * (a PUT over podresd's REST API by hand): with the syncer running, the
+ * node's reservations mirror DeviceBindings, so it is undone, and said once
+ * per reservation, since nothing else tells its maker. */
+static err_t unreserve(struct reconciler *r, const char *key, const char *ns, const char *name)
+{
+    err_t rc;
+
+    if (!json_object_get(r->reserved, key) && !json_object_get(r->strays, key)) {
+        log_info("removing reservation %s made outside a DeviceBinding: this node's "
+                 "reservations are owned by DeviceBindings; pre-assign with a DeviceBinding "
+                 "instead",
+                 key);
+        set_key(&r->strays, key);
+    }
+    rc = release(r, ns, name);
+    if (!rc) {
+        json_object_del(r->reserved, key);
+        json_object_del(r->strays, key);
+    }
+    return rc;
+}
+
 /* ---- the decision ---- */
 
 struct inputs {
@@ -654,8 +691,9 @@ static err_t preassigned(struct reconciler *r, const char *key, const char *ns, 
 
     if (!want)
         return ERR_NOMEM;
+    set_key(&r->reserved, key); /* a reservation under this key is this object's */
     if (!arrived && age >= ttl_s) {
-        rc = in->resv ? release(r, ns, name) : ERR_OK;
+        rc = in->resv ? unreserve(r, key, ns, name) : ERR_OK;
         v = (struct verdict){"Conflict", "False", "ReservationExpired", ""};
         snprintf(v.message, sizeof(v.message),
                  "the pod did not arrive on node %s within %llds; the reservation was released",
@@ -746,10 +784,10 @@ static bool split_key(const char *key, char *ns, size_t ns_cap, char *name, size
 /* The key's DeviceBinding is another node's: it is never written. No
  * DeviceBinding of this node has the key, so a reservation under it goes,
  * as one without any does. */
-static err_t not_ours(struct reconciler *r, const char *ns, const char *name,
+static err_t not_ours(struct reconciler *r, const char *key, const char *ns, const char *name,
                       const struct inputs *in)
 {
-    return in->resv ? release(r, ns, name) : ERR_OK;
+    return in->resv ? unreserve(r, key, ns, name) : ERR_OK;
 }
 
 /* The pod holds devices: mirror them once its Pod is in the API server, as
@@ -796,7 +834,7 @@ err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t
     if (!split_key(key, ns, sizeof(ns), name, sizeof(name)))
         goto out;
     if (foreign(r, key, in.cr)) {
-        rc = not_ours(r, ns, name, &in);
+        rc = not_ours(r, key, ns, name, &in);
         goto out;
     }
     if (in.cr && json_object_get(json_object_get(in.cr, "metadata"), "deletionTimestamp"))
@@ -807,7 +845,7 @@ err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t
     }
     if (in.resv) {
         /* No pre-assignment (any more): its reservation goes. */
-        rc = release(r, ns, name);
+        rc = unreserve(r, key, ns, name);
         if (rc)
             goto out;
     }

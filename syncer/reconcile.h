@@ -48,11 +48,15 @@ struct reconciler {
     json_t *foreign;    /* key -> the label of the other node's object logged for it
                          * (logged once); owned, reconcile_release frees it */
 
-    /* The worker's counts and memory of what it said; owned, freed by reconcile_release. */
+    /* The worker's counts and memory of what it said; owned, freed by
+     * reconcile_release. */
     uint64_t skipped[RECONCILE_SKIP_N]; /* bindings not mirrored, each time one is looked
                                          * at, by reason; atomic, read by reconcile_skipped */
-    json_t *skips; /* key -> the reason name logged for it (once, until the binding is
-                    * mirrored or goes) */
+    json_t *skips;    /* key -> the reason name logged for it (once, until the binding
+                       * is mirrored or goes) */
+    json_t *reserved; /* keys of the reservations this reconciler placed */
+    json_t *strays;   /* keys of reservations made outside a DeviceBinding, logged,
+                       * until they are removed */
 };
 
 /* Bring 'key' to its desired state. *wrote tells whether an API write was
@@ -79,7 +83,9 @@ struct reconciler {
  *
  * A binding with devices whose Pod is not in the API server for this node,
  * or is another instance (uid) than podresd's, waits: counted, logged once
- * at info. */
+ * at info. A reservation in podresd that this reconciler did not place for
+ * a DeviceBinding's pre-assignment (a PUT over REST by hand) is removed, and
+ * logged once at info: the node's reservations are owned by DeviceBindings. */
 err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t *requeue_ms,
                     char *msg, size_t cap) WARN_UNUSED;
 
