@@ -6,6 +6,7 @@
  * is included to feed its static on_body() a stream in small pieces. */
 #include "../../../syncer/kube.c"
 #include "../test.h"
+#include "responder.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -20,125 +21,11 @@
 #define CHECK_HAS(msg, part)                                                                       \
     TEST_REPORT(strstr((msg), (part)) != NULL, "\"%s\" lacks \"%s\"", (msg), (part))
 
-#define MAX_REPLIES 8
-
 static void sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 
     nanosleep(&ts, NULL);
-}
-
-/* One canned answer: 'head' (status line, headers, blank line and maybe a
- * body) is sent, then after 'pause_ms' the optional 'more'. */
-struct reply {
-    const char *head; /* sent first */
-    const char *more; /* sent after the pause, or NULL */
-    int pause_ms;     /* between them */
-};
-
-struct responder {
-    int fd;                            /* listening socket */
-    int port;                          /* its port */
-    struct reply replies[MAX_REPLIES]; /* in order, one per connection */
-    int n;                             /* replies to give */
-    int served;                        /* connections answered */
-    char req[MAX_REPLIES][4096];       /* each request: head and body */
-    uint64_t arrived_ms[MAX_REPLIES];  /* when each request was read */
-    uint64_t sent_ms[MAX_REPLIES];     /* when each answer was written */
-    pthread_t th;                      /* the serving thread */
-};
-
-static void send_all(int fd, const char *s)
-{
-    size_t len = strlen(s), off = 0;
-    ssize_t w;
-
-    while (off < len) {
-        w = send(fd, s + off, len - off, MSG_NOSIGNAL);
-        if (w <= 0)
-            return;
-        off += (size_t)w;
-    }
-}
-
-/* Read a request (headers, then Content-Length bytes of body) into 'buf'. */
-static void read_request(int fd, char *buf, size_t cap)
-{
-    size_t len = 0, want = 0;
-    const char *end = NULL, *cl;
-    ssize_t r;
-
-    while (len + 1 < cap) {
-        r = recv(fd, buf + len, cap - 1 - len, 0);
-        if (r <= 0)
-            break;
-        len += (size_t)r;
-        buf[len] = '\0';
-        if (!end) {
-            end = strstr(buf, "\r\n\r\n");
-            if (!end)
-                continue;
-            cl = strcasestr(buf, "\r\nContent-Length:");
-            want = (size_t)(end - buf) + 4 + (cl && cl < end ? strtoul(cl + 17, NULL, 10) : 0);
-        }
-        if (len >= want)
-            break;
-    }
-    buf[len] = '\0';
-}
-
-static void *serve(void *arg)
-{
-    struct responder *s = arg;
-    struct pollfd p = {.fd = s->fd, .events = POLLIN};
-    int c, i;
-
-    for (i = 0; i < s->n; i++) {
-        if (poll(&p, 1, 10000) != 1)
-            break; /* the client gave up: the test's checks say so */
-        c = accept(s->fd, NULL, NULL);
-        if (c < 0)
-            break;
-        read_request(c, s->req[i], sizeof(s->req[i]));
-        s->arrived_ms[i] = now_ms();
-        send_all(c, s->replies[i].head);
-        s->sent_ms[i] = now_ms();
-        if (s->replies[i].more) {
-            sleep_ms(s->replies[i].pause_ms);
-            send_all(c, s->replies[i].more);
-        }
-        shutdown(c, SHUT_WR);
-        close(c);
-        s->served = i + 1;
-    }
-    return NULL;
-}
-
-/* Listen on 127.0.0.1 and answer 'n' connections with 'r' in order. */
-static void responder_start(struct responder *s, const struct reply *r, int n)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    socklen_t alen = sizeof(a);
-    int one = 1;
-
-    memset(s, 0, sizeof(*s));
-    memcpy(s->replies, r, sizeof(*r) * (size_t)n);
-    s->n = n;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    s->fd = socket(AF_INET, SOCK_STREAM, 0);
-    setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    CHECK(bind(s->fd, (struct sockaddr *)&a, sizeof(a)) == 0);
-    CHECK(listen(s->fd, 8) == 0);
-    getsockname(s->fd, (struct sockaddr *)&a, &alen);
-    s->port = ntohs(a.sin_port);
-    CHECK_OK(pthread_create(&s->th, NULL, serve, s));
-}
-
-static void responder_stop(struct responder *s)
-{
-    pthread_join(s->th, NULL);
-    close(s->fd);
 }
 
 /* A client of http://127.0.0.1:port. */

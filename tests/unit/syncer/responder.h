@@ -30,10 +30,20 @@ struct responder {
     int n;                               /* replies to give */
     int served;                          /* connections answered */
     char req[RESPONDER_MAX][4096];       /* each request: head and body */
+    uint64_t arrived_ms[RESPONDER_MAX];  /* when each request was read (CLOCK_MONOTONIC) */
+    uint64_t sent_ms[RESPONDER_MAX];     /* when each answer's head was written */
     pthread_t th;                        /* the serving thread */
 };
 
 #define HEAD_200 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+
+static uint64_t responder_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 static void responder_send(int fd, const char *s)
 {
@@ -88,7 +98,9 @@ static void *responder_serve(void *arg)
         if (c < 0)
             break;
         responder_read(c, s->req[i], sizeof(s->req[i]));
+        s->arrived_ms[i] = responder_ms();
         responder_send(c, s->replies[i].head);
+        s->sent_ms[i] = responder_ms();
         if (s->replies[i].more) {
             ts.tv_sec = s->replies[i].pause_ms / 1000;
             ts.tv_nsec = (long)(s->replies[i].pause_ms % 1000) * 1000000L;
