@@ -270,6 +270,7 @@ struct kube {
     char *token;                  /* current bearer token or NULL */
     struct timespec token_mtime;  /* of kc->token_file when read */
     json_t *status;               /* the last request's error answer (a Status), or NULL */
+    long code;                    /* the last kube_do's HTTP status; 0: none */
     char errbuf[CURL_ERROR_SIZE]; /* libcurl's message */
 };
 
@@ -714,11 +715,17 @@ err_t kube_do(struct kube *k, const char *method, const char *path, const json_t
         if (++tries < k->max_attempts)
             stats_count(k->stats, method, 0, true);
     }
+    k->code = code;
     snprintf(what, sizeof(what), "%s %.250s", method, path);
     rc = conclude(k, &x, rc, code, what, out, msg, cap);
     free(text);
     free(x.body);
     return rc;
+}
+
+long kube_last_code(const struct kube *k)
+{
+    return k->code;
 }
 
 err_t kube_stream(struct kube *k, const char *path, kube_line_fn fn, void *ctx, char *msg,

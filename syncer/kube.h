@@ -73,6 +73,10 @@ void kube_free(struct kube *k); /* NULL is a no-op */
 err_t kube_do(struct kube *k, const char *method, const char *path, const json_t *body,
               const char *ctype, json_t **out, char *msg, size_t cap) WARN_UNUSED;
 
+/* The HTTP status of the last kube_do of 'k' (its last attempt): 201 tells
+ * a PUT that made the object from one that replaced it; 0 when none came. */
+long kube_last_code(const struct kube *k);
+
 /* Called for each line of a stream with the parsed JSON (borrowed). Return
  * false to end the stream. */
 typedef bool (*kube_line_fn)(void *ctx, json_t *line);
