@@ -6,6 +6,7 @@
 #define LOG_MOD "reconcile"
 #include "../common/common.h"
 #include "../common/strbuf.h"
+#include "queue.h"
 #include "reconcile.h"
 
 #include <time.h>
@@ -266,6 +267,10 @@ void reconcile_release(struct reconciler *r)
     json_decref(r->skips);
     json_decref(r->reserved);
     json_decref(r->strays);
+    json_decref(r->placed);
+    json_decref(r->removed);
+    r->placed = NULL;
+    r->removed = NULL;
     r->foreign = NULL;
     r->skips = NULL;
     r->reserved = NULL;
@@ -569,9 +574,20 @@ static void verdict_of(const json_t *resv, bool bound, struct verdict *v)
     }
 }
 
+/* A PUT of the reservation under 'key' succeeded. One this reconciler
+ * placed that the PUT made again (201) was removed by someone else: a loss,
+ * counted toward the fence. */
+static void placed(struct reconciler *r, const char *key)
+{
+    if (kube_last_code(r->pd) == 201 && json_object_get(r->placed, key) &&
+        fence_lost(&r->fence, r->node, queue_now_ms()))
+        json_object_clear(r->removed);
+    set_key(&r->placed, key);
+}
+
 /* Place or update the reservation; the verdict follows its state. */
-static err_t reserve(struct reconciler *r, const char *ns, const char *name, const json_t *want,
-                     json_t *resv, bool bound, struct verdict *v, char *msg, size_t cap)
+static err_t reserve(struct reconciler *r, const char *key, const json_t *want, json_t *resv,
+                     bool bound, struct verdict *v, char *msg, size_t cap)
 {
     char path[1024];
     json_t *body, *ans = NULL,
@@ -579,10 +595,12 @@ static err_t reserve(struct reconciler *r, const char *ns, const char *name, con
     err_t rc = ERR_OK;
 
     if (!have || !json_equal(have, want)) {
-        snprintf(path, sizeof(path), "/v1/reservations/%s/%s", ns, name);
+        snprintf(path, sizeof(path), "/v1/reservations/%s", key);
         body = json_pack("{s:O}", "containers", want);
         rc = body ? kube_do(r->pd, "PUT", path, body, NULL, &ans, msg, cap) : ERR_NOMEM;
         json_decref(body);
+        if (!rc)
+            placed(r, key);
         if (rc == ERR_CONFLICT || rc == ERR_UNPROCESSABLE || rc == ERR_INVAL) {
             *v = (struct verdict){"Conflict", "False", "Unavailable", ""};
             snprintf(v->message, sizeof(v->message), "%s", bare(msg));
@@ -628,10 +646,79 @@ static err_t unreserve(struct reconciler *r, const char *key, const char *ns, co
     }
     rc = release(r, ns, name);
     if (!rc) {
+        json_object_del(r->placed, key);
         json_object_del(r->reserved, key);
         json_object_del(r->strays, key);
     }
     return rc;
+}
+
+/* The node whose DeviceBinding NS/NAME pre-assigns a reservation, when it
+ * is another than this one, into 'other' ("" when none: no such object,
+ * labelled for this node or none, no spec.containers). */
+static err_t claimant(struct reconciler *r, const char *ns, const char *name, char *other,
+                      size_t cap)
+{
+    char path[1024], msg[512];
+    json_t *obj = NULL;
+    const char *owner;
+    err_t rc;
+
+    other[0] = '\0';
+    cr_path(path, sizeof(path), ns, name, NULL);
+    rc = kube_do(r->kube, "GET", path, NULL, NULL, &obj, msg, sizeof(msg));
+    if (rc == ERR_NOTFOUND)
+        return ERR_OK;
+    if (rc)
+        return rc;
+    owner = label_of(obj);
+    if (owner && strcmp(owner, r->node) != 0 &&
+        json_array_size(json_object_get(json_object_get(obj, "spec"), "containers")))
+        snprintf(other, cap, "%s", owner);
+    json_decref(obj);
+    return ERR_OK;
+}
+
+/* A reservation under a key without a DeviceBinding of this node. One this
+ * reconciler did not place is removed; when it comes back, the API server
+ * is asked whose it is: another node's pre-assignment means another syncer
+ * on this podresd, and the writes stop (r->fence); anything else is
+ * removed again. */
+static err_t stray(struct reconciler *r, const char *key, const char *ns, const char *name)
+{
+    char other[254];
+    err_t rc;
+
+    if (json_object_get(r->reserved, key) || !json_object_get(r->removed, key)) {
+        if (!json_object_get(r->reserved, key)) {
+            if (json_object_size(r->removed) >= 4096)
+                json_object_clear(r->removed); /* bounded; a fight shows again */
+            set_key(&r->removed, key);
+        }
+        return unreserve(r, key, ns, name);
+    }
+    rc = claimant(r, ns, name, other, sizeof(other));
+    if (rc)
+        return rc;
+    if (!*other) {
+        json_object_del(r->removed, key);
+        return unreserve(r, key, ns, name);
+    }
+    fence_claimed(&r->fence, r->node, other, queue_now_ms());
+    json_object_clear(r->removed);
+    return ERR_OK;
+}
+
+/* Writes are stopped (another syncer on this podresd): the key comes back
+ * when they may start again. */
+static bool held(struct reconciler *r, uint64_t *requeue_ms)
+{
+    uint64_t left;
+
+    if (!fence_holds(&r->fence, queue_now_ms(), &left))
+        return false;
+    *requeue_ms = left + 100;
+    return true;
 }
 
 /* ---- the decision ---- */
@@ -699,7 +786,7 @@ static err_t preassigned(struct reconciler *r, const char *key, const char *ns, 
                  "the pod did not arrive on node %s within %llds; the reservation was released",
                  r->node, ttl_s);
     } else {
-        rc = reserve(r, ns, name, want, in->resv, bound, &v, msg, cap);
+        rc = reserve(r, key, want, in->resv, bound, &v, msg, cap);
         r->waiting = !rc && v.reason && strcmp(v.reason, "Unavailable") == 0;
         if (!arrived)
             *requeue_ms = (uint64_t)(ttl_s - (age > 0 ? age : 0)) * 1000 + 500;
@@ -831,7 +918,7 @@ err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t
     *requeue_ms = 0;
     r->waiting = false;
     msg[0] = '\0';
-    if (!split_key(key, ns, sizeof(ns), name, sizeof(name)))
+    if (!split_key(key, ns, sizeof(ns), name, sizeof(name)) || held(r, requeue_ms))
         goto out;
     if (foreign(r, key, in.cr)) {
         rc = not_ours(r, key, ns, name, &in);
@@ -845,8 +932,8 @@ err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t
     }
     if (in.resv) {
         /* No pre-assignment (any more): its reservation goes. */
-        rc = unreserve(r, key, ns, name);
-        if (rc)
+        rc = in.cr ? unreserve(r, key, ns, name) : stray(r, key, ns, name);
+        if (rc || held(r, requeue_ms))
             goto out;
     }
     if (!reconcile_has_devices(in.pr)) {

@@ -14,6 +14,7 @@
 
 #include "../common/err.h"
 #include "cache.h"
+#include "fence.h"
 #include "kube.h"
 
 #define RECONCILE_GROUP_PATH "/apis/podres.dev/v1alpha1"
@@ -52,11 +53,16 @@ struct reconciler {
      * reconcile_release. */
     uint64_t skipped[RECONCILE_SKIP_N]; /* bindings not mirrored, each time one is looked
                                          * at, by reason; atomic, read by reconcile_skipped */
-    json_t *skips;    /* key -> the reason name logged for it (once, until the binding
-                       * is mirrored or goes) */
-    json_t *reserved; /* keys of the reservations this reconciler placed */
-    json_t *strays;   /* keys of reservations made outside a DeviceBinding, logged,
-                       * until they are removed */
+    json_t *skips;      /* key -> the reason name logged for it (once, until the binding
+                         * is mirrored or goes) */
+    json_t *reserved;   /* keys of the reservations this reconciler placed */
+    json_t *strays;     /* keys of reservations made outside a DeviceBinding, logged,
+                         * until they are removed */
+    json_t *placed;     /* keys of the reservations this reconciler's PUT holds now */
+    json_t *removed;    /* keys of reservations removed once although another node's
+                         * DeviceBinding pre-assigns them (until writes stop) */
+    struct fence fence; /* writes stop while another syncer writes this podresd's
+                         * reservations; fence_stopped() is thread-safe */
 };
 
 /* Bring 'key' to its desired state. *wrote tells whether an API write was
@@ -85,7 +91,17 @@ struct reconciler {
  * or is another instance (uid) than podresd's, waits: counted, logged once
  * at info. A reservation in podresd that this reconciler did not place for
  * a DeviceBinding's pre-assignment (a PUT over REST by hand) is removed, and
- * logged once at info: the node's reservations are owned by DeviceBindings. */
+ * logged once at info: the node's reservations are owned by DeviceBindings.
+ *
+ * Another syncer on this podresd (a second copy, a typo in --node-name)
+ * would remove this one's reservations and have its own removed, without
+ * end. Its signs: a reservation removed once comes back while the
+ * DeviceBinding of its name (read from the API server) pre-assigns it for
+ * another node; or FENCE_LOSSES of this reconciler's reservations are gone
+ * (a PUT makes them again: 201) within FENCE_WINDOW_MS. Either stops every
+ * write for FENCE_HOLD_MS (r->fence: each key comes back, ERR_OK, with
+ * *requeue_ms the time left); then each such reservation is removed once
+ * more, and comes back only if the other syncer is still there. */
 err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t *requeue_ms,
                     char *msg, size_t cap) WARN_UNUSED;
 
