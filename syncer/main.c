@@ -149,6 +149,8 @@ struct syncer {
     struct MHD_Daemon *http;                             /* /metrics and /healthz */
     pthread_mutex_t wmu;                                 /* guards 'waiting' */
     json_t *waiting;      /* keys of pre-assignments whose devices are taken */
+    int node_missing;     /* atomic: 1 when no Node is named --node-name, 0 when one
+                           * is, -1 before the worker looked */
     pthread_t threads[4]; /* feed, pods, crs, worker */
     int nthreads;         /* started */
 };
@@ -228,6 +230,15 @@ static bool caches_synced(struct syncer *s)
  * else false and 'why' names the first that is not. */
 static bool ready(struct syncer *s, char *why, size_t cap)
 {
+    size_t n;
+
+    if (fence_stopped(&s->rec.fence, queue_now_ms(), why, cap)) {
+        n = strlen(why);
+        if (__atomic_load_n(&s->node_missing, __ATOMIC_RELAXED) == 1 && n < cap)
+            snprintf(why + n, cap - n, "; node '%s' is no Node in the API server",
+                     s->set.node_name);
+        return false;
+    }
     if (!cache_synced(s->pr)) {
         snprintf(why, cap, "podresd's state not listed yet");
         return false;
@@ -265,6 +276,30 @@ static void put_off(struct syncer *s, const char *key)
     queue_add(s->queue, key, missing ? 1000 : 200);
 }
 
+/* Whether --node-name is a Node in the API server: a typo otherwise (or a
+ * node not registered yet). Said once, as a warning, and in the metric
+ * podres_syncer_node_missing; nothing else follows from it: writes stop
+ * only when another syncer is seen on this podresd (reconcile.h). */
+static void check_node(struct syncer *s)
+{
+    char path[512], name[300], msg[512];
+    json_t *node = NULL;
+    err_t rc;
+
+    kube_escape(s->set.node_name, name, sizeof(name));
+    snprintf(path, sizeof(path), "/api/v1/nodes/%s", name);
+    rc = kube_do(s->k_work, "GET", path, NULL, NULL, &node, msg, sizeof(msg));
+    json_decref(node);
+    if (rc == ERR_NOTFOUND)
+        log_warn("node '%s' is no Node in the API server (404 for %s): is --node-name "
+                 "right? (a typo, or a node not registered yet); syncing it anyway",
+                 s->set.node_name, path);
+    else if (rc)
+        log_info("cannot check that node '%s' is a Node in the API server: %s", s->set.node_name,
+                 msg);
+    __atomic_store_n(&s->node_missing, rc == ERR_NOTFOUND ? 1 : rc ? -1 : 0, __ATOMIC_RELAXED);
+}
+
 static void *worker_run(void *arg)
 {
     struct syncer *s = arg;
@@ -274,6 +309,7 @@ static void *worker_run(void *arg)
     bool wrote;
     err_t rc;
 
+    check_node(s);
     while (!kube_gate_stopped(s->gate)) {
         if (!queue_get(s->queue, key, sizeof(key), &dirty, 1000))
             continue;
@@ -304,6 +340,23 @@ static void *worker_run(void *arg)
 }
 
 /* ---- /metrics and /healthz ---- */
+
+/* The node-name checks: a Node missing, writes stopped (another syncer). */
+static err_t render_guards(struct syncer *s, struct strbuf *sb)
+{
+    int missing = __atomic_load_n(&s->node_missing, __ATOMIC_RELAXED);
+    char why[8];
+
+    return strbuf_printf(
+        sb,
+        "# HELP podres_syncer_node_missing 1 when the API server has no Node named "
+        "--node-name (a typo?), 0 when it has or before it was asked.\n"
+        "# TYPE podres_syncer_node_missing gauge\npodres_syncer_node_missing %d\n"
+        "# HELP podres_syncer_writes_stopped 1 while writes are stopped because another "
+        "podres-syncer writes this podresd's reservations.\n"
+        "# TYPE podres_syncer_writes_stopped gauge\npodres_syncer_writes_stopped %d\n",
+        missing == 1, (int)fence_stopped(&s->rec.fence, queue_now_ms(), why, sizeof(why)));
+}
 
 static err_t render_metrics(struct syncer *s, struct strbuf *sb)
 {
@@ -351,7 +404,7 @@ static err_t render_metrics(struct syncer *s, struct strbuf *sb)
                            "podres_syncer_sync_lag_seconds_count %llu\n",
                            (unsigned long long)s->lag.n, s->lag.sum, (unsigned long long)s->lag.n);
     pthread_mutex_unlock(&s->lag.mu);
-    return rc;
+    return rc ? rc : render_guards(s, sb);
 }
 
 /* /readyz: 200 "ok", or 503 "not ready: REASON" into 'text'. */
@@ -577,6 +630,7 @@ static err_t setup(struct syncer *s)
     s->stats = kube_stats_new();
     s->queue = queue_new();
     s->waiting = json_object();
+    s->node_missing = -1;
     if (!s->gate || !s->pd_gate || !s->stats || !s->queue || !s->waiting)
         return ERR_NOMEM;
     kube_gate_name(s->pd_gate, "podresd");

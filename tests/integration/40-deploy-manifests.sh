@@ -280,7 +280,8 @@ cat >"$T/rbac_check.py" <<'EOF'
 import json, sys
 ALLOWED = {("podres.dev", "devicebindings"): {"get", "list", "watch", "create", "update", "patch", "delete"},
            ("podres.dev", "devicebindings/status"): {"get", "list", "watch", "create", "update", "patch", "delete"},
-           ("", "pods"): {"get", "list", "watch"}}
+           ("", "pods"): {"get", "list", "watch"},
+           ("", "nodes"): {"get"}}
 
 def problems(role):
     out, granted = [], set()
@@ -313,7 +314,8 @@ if sys.argv[2:] == ["selftest"]:
              lambda r: r["rules"].append({"apiGroups": ["*"], "resources": ["devicebindings"], "verbs": ["get"]}),
              lambda r: r["rules"].append({"nonResourceURLs": ["/metrics"], "verbs": ["get"]}),
              lambda r: r.__setitem__("aggregationRule", {"clusterRoleSelectors": [{"matchLabels": {"a": "b"}}]}),
-             lambda r: r["rules"][0]["verbs"].remove("watch")]
+             lambda r: r["rules"][0]["verbs"].remove("watch"),
+             lambda r: r["rules"][2]["verbs"].append("list")]
     for i, w in enumerate(widen):
         r = copy.deepcopy(role)
         w(r)
@@ -330,7 +332,7 @@ k get clusterrole podres-syncer -o json >"$T/role.json"
 out=$($PY "$T/rbac_check.py" "$T/role.json" selftest) || fail "least-privilege checker self-test: $out"
 ok "least-privilege checker: $out"
 out=$($PY "$T/rbac_check.py" "$T/role.json") || fail "ClusterRole podres-syncer is not least privilege: $out"
-ok "ClusterRole podres-syncer grants exactly devicebindings{,/status} get/list/watch/create/update/patch/delete and pods get/list/watch"
+ok "ClusterRole podres-syncer grants exactly devicebindings{,/status} get/list/watch/create/update/patch/delete, pods get/list/watch and nodes get"
 n=$(grep -rlE '^kind: *(Role|ClusterRole|RoleBinding|ClusterRoleBinding)$' deploy | wc -l)
 [ "$n" = 1 ] || fail "RBAC objects outside deploy/rbac.yaml: $(grep -rlE '^kind: *(Role|ClusterRole|RoleBinding)' deploy)"
 k get clusterrolebinding podres-syncer -o json | jq -e '.roleRef == {"apiGroup":"rbac.authorization.k8s.io",
@@ -357,6 +359,7 @@ for verb in get list watch; do
     can "$SA" "$verb" devicebindings -A || fail "the syncer cannot $verb devicebindings cluster-wide"
     can "$SA" "$verb" pods -A || fail "the syncer cannot $verb pods cluster-wide"
 done
+can "$SA" get nodes -A || fail "the syncer cannot get nodes"
 nos=0
 while read -r verb res flags; do
     # shellcheck disable=SC2086
@@ -370,7 +373,9 @@ patch pods -n ml --subresource=status
 create pods -n ml --subresource=eviction
 list secrets -A
 get secrets -n podres-system
-get nodes -A
+list nodes -A
+watch nodes -A
+patch nodes -A
 create events -n ml
 create events.events.k8s.io -n podres-system
 deletecollection devicebindings -n ml
@@ -379,7 +384,7 @@ create serviceaccounts -n podres-system --subresource=token
 impersonate serviceaccounts -A
 escalate clusterroles -A
 EOF
-ok "kubectl auth can-i as $SA: yes to get/list/watch/create/update/patch/delete devicebindings{,/status} and get/list/watch pods; no to all $nos others tried (create pods, list secrets, get nodes, create events, ...)"
+ok "kubectl auth can-i as $SA: yes to get/list/watch/create/update/patch/delete devicebindings{,/status}, get/list/watch pods and get nodes; no to all $nos others tried (create pods, list secrets, list nodes, create events, ...)"
 
 # rights USER NS - what USER may do in NS (kubectl auth can-i --list), one normalized rule a line.
 rights() {
@@ -391,6 +396,7 @@ for line in sys.stdin:
 }
 WANT_RIGHTS='devicebindings.podres.dev [] [] [create delete get list patch update watch]
 devicebindings.podres.dev/status [] [] [create delete get list patch update watch]
+nodes [] [] [get]
 pods [] [] [get list watch]'
 # rights_exact NS - the syncer's rights in NS beyond those of any ServiceAccount
 # (podres-system/default's) are exactly WANT_RIGHTS; else print the difference.
