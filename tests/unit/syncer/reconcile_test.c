@@ -4,6 +4,7 @@
  * syncer/reconcile.h. The API client points at http://127.0.0.1:1, so an
  * unexpected request fails (ERR_UPSTREAM) instead of passing unnoticed. */
 #include "../../../common/common.h"
+#include "../../../syncer/queue.h"
 #include "../../../syncer/reconcile.h"
 #include "../test.h"
 #include "responder.h"
@@ -527,6 +528,54 @@ static void test_key_foreign_as_read(void)
     world_free(&w);
 }
 
+/* Another syncer on this podresd: a stray reservation removed once comes
+ * back, and the DeviceBinding of its name pre-assigns it for node-b. The
+ * writes stop: nothing more is sent, each key comes back after the hold,
+ * and the fence says why. */
+static void test_key_stray_of_another_syncer(void)
+{
+    const struct reply r[] = {
+        {HEAD_200 "{}", NULL, 0},
+        {HEAD_200 "{\"metadata\":{\"namespace\":\"d\",\"name\":\"p\",\"uid\":\"cr9\","
+                  "\"resourceVersion\":\"9\"" LABELS_B "},\"spec\":{\"containers\":[{\"name\":"
+                  "\"c\",\"devices\":[{\"resourceName\":\"a.com/x\",\"deviceIds\":[\"x0\"]}]}]}}",
+         NULL, 0},
+    };
+    struct responder s;
+    struct world w;
+    struct kube_opts o = {.max_attempts = 1};
+    bool wrote = true;
+    uint64_t requeue = 0;
+    char url[64], msg[256] = "", why[400] = "";
+
+    responder_start(&s, r, 2);
+    world_new(&w);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", s.port);
+    w.kc.server = url;
+    o.kc = &w.kc;
+    kube_free(w.kube);
+    w.kube = kube_new(&o);
+    w.r.kube = w.kube;
+    w.r.pd = w.kube;
+    put(w.r.resv, "d/p", RESV("p"));
+    CHECK_OK(reconcile_key(&w.r, "d/p", &wrote, &requeue, msg, sizeof(msg)));
+    CHECK_EQ_INT(requeue, 0);
+    CHECK(!fence_stopped(&w.r.fence, queue_now_ms(), why, sizeof(why)));
+    /* it comes back */
+    CHECK_OK(reconcile_key(&w.r, "d/p", &wrote, &requeue, msg, sizeof(msg)));
+    CHECK(requeue > FENCE_HOLD_MS - 5000);
+    CHECK(fence_stopped(&w.r.fence, queue_now_ms(), why, sizeof(why)));
+    CHECK(strstr(why, "another podres-syncer writes this podresd's reservations (node "
+                      "'node-b'; this one is node 'node-a')") != NULL);
+    CHECK_OK(reconcile_key(&w.r, "d/q", &wrote, &requeue, msg, sizeof(msg)));
+    CHECK(!wrote && requeue > 0);
+    responder_stop(&s);
+    CHECK_EQ_INT(s.served, 2);
+    CHECK_PREFIX(s.req[0], "DELETE /v1/reservations/d/p HTTP");
+    CHECK_PREFIX(s.req[1], "GET /apis/podres.dev/v1alpha1/namespaces/d/devicebindings/p HTTP");
+    world_free(&w);
+}
+
 /* The Pod informer keeps metadata name, namespace, uid and resourceVersion. */
 static void test_pod_view(void)
 {
@@ -556,4 +605,4 @@ TEST_MAIN(test_pod_view, test_has_devices, test_status_one, test_status_several,
           test_status_summary_order, test_status_empty, test_condition, test_key_nothing_to_do,
           test_key_waits_for_pod, test_key_deleting_cr, test_key_foreign_label,
           test_key_foreign_as_read, test_key_skip_reasons, test_key_stray_reservation,
-          test_key_write_fails_loudly)
+          test_key_stray_of_another_syncer, test_key_write_fails_loudly)
