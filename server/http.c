@@ -30,6 +30,12 @@
 
 #define SHARDS_MAX 8 /* daemons of the read-only TCP listener, see tcp_shards() */
 
+/* Watch streams of one TCP peer address. Any local user can open loopback
+ * TCP connections; with this and a TCP budget of half the connection limit
+ * (the unix socket keeps its own, see http_start) one cannot hold every
+ * stream. */
+#define WATCH_PER_PEER 64
+
 /* Query arguments of one request; more get 400 (see on_uri). podresd's
  * routes take at most four. */
 #define HTTP_ARGS_MAX 64
@@ -1031,6 +1037,9 @@ static err_t start_tcp(struct listener *l, const struct http_opts *o)
 
 err_t http_start(struct api *api, const struct http_opts *opts, struct http **out)
 {
+    /* the syncer watches over the unix socket: TCP clients cannot take its budget */
+    struct stream_limits lim = {
+        .unix_max = opts->conn_limit, .tcp_max = opts->conn_limit / 2, .per_peer = WATCH_PER_PEER};
     struct http *h = calloc(1, sizeof(*h));
     int fd = -1;
     err_t rc = ERR_OK;
@@ -1041,7 +1050,7 @@ err_t http_start(struct api *api, const struct http_opts *opts, struct http **ou
     h->unix_l.h = h;
     h->tcp_l.h = h;
     h->tcp_l.tcp = true;
-    rc = streams_start(opts->conn_limit, opts->timeout_s, &h->streams);
+    rc = streams_start(&lim, opts->timeout_s, &h->streams);
     if (rc) {
         free(h);
         return rc;

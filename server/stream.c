@@ -8,11 +8,15 @@
 #include "../common/common.h"
 #include "stream.h"
 
+#include <assert.h>
 #include <fcntl.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -22,37 +26,51 @@
 #define EVENTS_PER_WAIT 64
 #define MAX_WAIT_MS 60000
 #define NEVER UINT64_MAX
+#define PEER_LEN 17 /* address family, then up to 16 bytes of address */
+
+/* The watches of one TCP peer address. */
+struct peer {
+    unsigned char addr[PEER_LEN]; /* as peer_of() writes it */
+    size_t n;                     /* streams open */
+};
 
 struct stream {
     struct stream *prev, *next; /* in 'live' (loop thread) or 'incoming' */
     int fd;
     const struct stream_src *src;
     void *cls;
-    bool chunked;         /* HTTP/1.1 chunks, else raw until close */
-    char *head;           /* the response head, freed once written */
-    char size_line[24];   /* the current chunk's size line */
-    struct iovec iov[4];  /* bytes not yet written: head, size, data, CRLF */
-    int iov_at, iov_n;    /* first unwritten entry, entries used */
-    uint64_t wake_ms;     /* pull by then even without a kick */
-    uint64_t progress_ms; /* last write that took bytes */
-    bool ending;          /* the last bytes are queued: close when out */
-    bool want_out;        /* EPOLLOUT is in the interest set */
-    bool pull_now;        /* serve at the next turn */
-    bool dead;            /* the client went away: close at this turn */
+    bool chunked;                 /* HTTP/1.1 chunks, else raw until close */
+    char *head;                   /* the response head, freed once written */
+    char size_line[24];           /* the current chunk's size line */
+    struct iovec iov[4];          /* bytes not yet written: head, size, data, CRLF */
+    int iov_at, iov_n;            /* first unwritten entry, entries used */
+    uint64_t wake_ms;             /* pull by then even without a kick */
+    uint64_t progress_ms;         /* last write that took bytes */
+    bool ending;                  /* the last bytes are queued: close when out */
+    bool want_out;                /* EPOLLOUT is in the interest set */
+    bool pull_now;                /* serve at the next turn */
+    bool dead;                    /* the client went away: close at this turn */
+    bool tcp;                     /* counted in the TCP budget and its peer's */
+    unsigned char peer[PEER_LEN]; /* the TCP peer's address */
+    int held;                     /* bytes written and not yet read (SIOCOUTQ) */
+    uint64_t read_ms;             /* last time the client was seen reading */
 };
 
 struct streams {
     pthread_t th;
-    int ep;                  /* the epoll set */
-    int efd;                 /* eventfd: kicks, adoptions, stop */
-    size_t max;              /* streams at most */
-    uint64_t stall_ms;       /* drop a client taking nothing this long */
-    pthread_mutex_t mu;      /* guards 'incoming' and 'stopping' */
-    struct stream *incoming; /* adopted, not yet in the loop */
+    int ep;                   /* the epoll set */
+    int efd;                  /* eventfd: kicks, adoptions, stop */
+    struct stream_limits lim; /* the budgets */
+    uint64_t stall_ms;        /* drop a client taking nothing this long */
+    pthread_mutex_t mu;       /* guards 'incoming', 'stopping', the counts, 'peers' */
+    struct stream *incoming;  /* adopted, not yet in the loop */
     bool stopping;
-    atomic_size_t count; /* adopted and not yet freed */
-    atomic_bool kicked;  /* a kick is pending in 'efd' */
-    struct stream *live; /* the loop thread's own list */
+    size_t n_unix, n_tcp; /* streams of each budget */
+    struct peer *peers;   /* TCP peers with streams, lim.tcp_max slots */
+    size_t npeers;        /* used in 'peers' */
+    atomic_size_t count;  /* adopted and not yet freed */
+    atomic_bool kicked;   /* a kick is pending in 'efd' */
+    struct stream *live;  /* the loop thread's own list */
 };
 
 static uint64_t now_ms(void)
@@ -86,6 +104,79 @@ size_t streams_count(struct streams *s)
     return atomic_load(&s->count);
 }
 
+/* The slot of 'key' in 'peers', or NULL. Caller holds 'mu'. */
+static struct peer *find_peer(struct streams *s, const unsigned char *key)
+{
+    size_t i;
+
+    for (i = 0; i < s->npeers; i++) {
+        if (memcmp(s->peers[i].addr, key, PEER_LEN) == 0)
+            return &s->peers[i];
+    }
+    return NULL;
+}
+
+/* Count 'st' in its budgets, or ERR_UNAVAIL when one is spent. The unix
+ * socket's budget is its own: TCP clients, who need no privilege, cannot
+ * take the syncer's watch. Caller holds 'mu'. */
+static err_t admit(struct streams *s, struct stream *st)
+{
+    struct peer *p;
+
+    if (!st->tcp) {
+        if (s->n_unix >= s->lim.unix_max)
+            return ERR_UNAVAIL;
+        s->n_unix++;
+        return ERR_OK;
+    }
+    p = find_peer(s, st->peer);
+    if (s->n_tcp >= s->lim.tcp_max || (p && p->n >= s->lim.per_peer) || s->lim.per_peer == 0)
+        return ERR_UNAVAIL;
+    if (!p) {
+        p = &s->peers[s->npeers++]; /* fewer peers than TCP streams: it fits */
+        memcpy(p->addr, st->peer, PEER_LEN);
+        p->n = 0;
+    }
+    p->n++;
+    s->n_tcp++;
+    return ERR_OK;
+}
+
+/* Undo admit(). Caller holds 'mu'. */
+static void release(struct streams *s, struct stream *st)
+{
+    struct peer *p;
+
+    if (!st->tcp) {
+        s->n_unix--;
+        return;
+    }
+    s->n_tcp--;
+    p = find_peer(s, st->peer);
+    assert(p && p->n > 0);
+    if (--p->n == 0)
+        *p = s->peers[--s->npeers];
+}
+
+/* Whether 'fd' is a TCP connection; if so its peer's address goes to 'key'. */
+static bool peer_of(int fd, unsigned char *key)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+
+    memset(key, 0, PEER_LEN);
+    if (getpeername(fd, (struct sockaddr *)&ss, &len) != 0)
+        return false;
+    key[0] = (unsigned char)ss.ss_family;
+    if (ss.ss_family == AF_INET)
+        memcpy(key + 1, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+    else if (ss.ss_family == AF_INET6)
+        memcpy(key + 1, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+    else
+        return false;
+    return true;
+}
+
 static void stream_free(struct streams *s, struct stream *st)
 {
     /* epoll forgets a descriptor at close() only when no other descriptor
@@ -94,6 +185,9 @@ static void stream_free(struct streams *s, struct stream *st)
      * keep coming. It fails harmlessly for one never added. */
     epoll_ctl(s->ep, EPOLL_CTL_DEL, st->fd, NULL);
     close(st->fd);
+    pthread_mutex_lock(&s->mu);
+    release(s, st);
+    pthread_mutex_unlock(&s->mu);
     atomic_fetch_sub(&s->count, 1); /* before the source knows it is gone */
     st->src->free(st->cls);
     free(st->head);
@@ -122,8 +216,31 @@ static void set_want_out(struct streams *s, struct stream *st, bool on)
         st->dead = true;
 }
 
+/* Bytes written to 'fd' that its client has not read yet: for a unix
+ * socket what waits in the client's queue, for TCP what the client has not
+ * acknowledged (its window closes when it stops reading). */
+static int unread(int fd)
+{
+    int n = 0;
+
+    if (ioctl(fd, SIOCOUTQ, &n) != 0)
+        return 0;
+    return n;
+}
+
+/* Look at what the client has left unread: none, or less than at the last
+ * look, means it reads. */
+static void note_reading(struct stream *st, uint64_t now)
+{
+    int n = unread(st->fd);
+
+    if (n == 0 || n < st->held)
+        st->read_ms = now;
+    st->held = n;
+}
+
 /* Write what the socket takes. 1: all out; 0: some wait; -1: the client is gone. */
-static int flush(struct stream *st, uint64_t now)
+static int write_out(struct stream *st, uint64_t now)
 {
     struct msghdr mh = {0};
     ssize_t n;
@@ -155,6 +272,31 @@ static int flush(struct stream *st, uint64_t now)
         st->head = NULL;
     }
     return 1;
+}
+
+/* write_out(), noting before and after whether the client reads. */
+static int flush(struct stream *st, uint64_t now)
+{
+    int r;
+
+    note_reading(st, now);
+    r = write_out(st, now);
+    if (r >= 0)
+        note_reading(st, now);
+    return r;
+}
+
+/* A client that has read nothing for the stall time: with bytes waiting
+ * here (the socket is full), or with bytes in the socket only. The second
+ * is looked at again first: the client may read without a sign here. */
+static bool stalled(struct streams *s, struct stream *st, uint64_t now)
+{
+    if (st->iov_n && now - st->progress_ms >= s->stall_ms)
+        return true;
+    if (!st->held || now - st->read_ms < s->stall_ms)
+        return false;
+    note_reading(st, now);
+    return st->held && now - st->read_ms >= s->stall_ms;
 }
 
 static void queue(struct stream *st, const char *data, size_t len)
@@ -253,6 +395,7 @@ static bool take_incoming(struct streams *s, uint64_t now)
             s->live->prev = st;
         s->live = st;
         st->progress_ms = now;
+        st->read_ms = now;
         st->pull_now = true;
         if (epoll_ctl(s->ep, EPOLL_CTL_ADD, st->fd, &ev) != 0)
             st->dead = true;
@@ -271,6 +414,8 @@ static int wait_ms(struct streams *s, uint64_t now)
         t = st->iov_n ? st->progress_ms + s->stall_ms : st->wake_ms;
         if (t < due)
             due = t;
+        if (st->held && st->read_ms + s->stall_ms < due)
+            due = st->read_ms + s->stall_ms;
     }
     if (due == NEVER)
         return -1;
@@ -318,8 +463,8 @@ static void sweep(struct streams *s, uint64_t now, bool kicked, bool stopping)
         next = st->next;
         if (!st->dead && (kicked || stopping || st->pull_now || (!st->iov_n && st->wake_ms <= now)))
             serve(s, st, now);
-        if (!st->dead && st->iov_n && now - st->progress_ms >= s->stall_ms) {
-            log_debug("dropping a watch client that took nothing for %llu ms",
+        if (!st->dead && stalled(s, st, now)) {
+            log_debug("dropping a watch client that read nothing for %llu ms",
                       (unsigned long long)s->stall_ms);
             st->dead = true;
         }
@@ -350,14 +495,18 @@ static void *loop(void *arg)
     }
 }
 
-err_t streams_start(size_t max, unsigned stall_s, struct streams **out)
+err_t streams_start(const struct stream_limits *lim, unsigned stall_s, struct streams **out)
 {
     struct streams *s = calloc(1, sizeof(*s));
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
 
-    if (!s)
+    if (s)
+        s->peers = calloc(lim->tcp_max ? lim->tcp_max : 1, sizeof(*s->peers));
+    if (!s || !s->peers) {
+        free(s);
         return ERR_NOMEM;
-    s->max = max;
+    }
+    s->lim = *lim;
     s->stall_ms = (uint64_t)stall_s * 1000;
     s->ep = epoll_create1(EPOLL_CLOEXEC);
     s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -372,6 +521,7 @@ err_t streams_start(size_t max, unsigned stall_s, struct streams **out)
         if (s->efd >= 0)
             close(s->efd);
         pthread_mutex_destroy(&s->mu);
+        free(s->peers);
         free(s);
         return ERR_IO;
     }
@@ -400,11 +550,12 @@ err_t streams_adopt(struct streams *s, int fd, const char *head, bool chunked,
     st->cls = cls;
     st->chunked = chunked;
     st->wake_ms = NEVER;
+    st->tcp = peer_of(fd, st->peer);
     st->iov[st->iov_n++] = (struct iovec){st->head, strlen(st->head)};
     pthread_mutex_lock(&s->mu);
-    if (s->stopping || atomic_load(&s->count) >= s->max) {
+    rc = s->stopping ? ERR_UNAVAIL : admit(s, st);
+    if (rc) {
         pthread_mutex_unlock(&s->mu);
-        rc = ERR_UNAVAIL;
         goto fail;
     }
     atomic_fetch_add(&s->count, 1);
@@ -443,5 +594,6 @@ void streams_stop(struct streams *s)
     close(s->ep);
     close(s->efd);
     pthread_mutex_destroy(&s->mu);
+    free(s->peers);
     free(s);
 }

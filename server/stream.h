@@ -6,7 +6,8 @@
  * stream's source whenever the socket can take them and the source may have
  * more: after streams_kick() (the feed calls it on every publish) and at the
  * time the source asked for. A client that stops reading holds its stream
- * for at most the stall timeout; one that closes frees it at once.
+ * for at most the stall timeout, whether or not bytes wait for it; one that
+ * closes frees it at once.
  * Thread-safe: adopt and kick from any thread; sources run on the loop. */
 #ifndef PODRES_STREAM_H
 #define PODRES_STREAM_H
@@ -31,15 +32,28 @@ struct stream_src {
 
 struct streams;
 
-/* At most 'max' streams at once; a client that takes nothing for
- * 'stall_s' seconds while bytes wait is dropped. New, or an error. */
-err_t streams_start(size_t max, unsigned stall_s, struct streams **out);
+/* How many streams at once. A stream's socket decides its budget: a unix
+ * socket's count only against 'unix_max', a TCP connection's against
+ * 'tcp_max' and its peer address's 'per_peer', so TCP clients can never
+ * take the unix socket's streams. */
+struct stream_limits {
+    size_t unix_max; /* streams on unix sockets */
+    size_t tcp_max;  /* streams on TCP connections, all peers together */
+    size_t per_peer; /* streams of one TCP peer address */
+};
+
+/* Serve streams within 'lim' (copied). A client that reads nothing for
+ * 'stall_s' seconds is dropped: whether bytes wait here because its socket
+ * is full, or only in the socket (its unread queue, for a unix socket; the
+ * bytes it has not acknowledged, for TCP). New, or an error. */
+err_t streams_start(const struct stream_limits *lim, unsigned stall_s, struct streams **out);
 
 /* Serve 'fd' (a connected socket, now owned) with 'src'/'cls' (owned from
  * here: freed through src->free even when this fails). 'head' is the
  * response head up to and including the blank line; 'chunked' frames the
  * body in HTTP/1.1 chunks, otherwise the body ends when the socket closes.
- * ERR_UNAVAIL when 'max' streams are open or the loop is stopping. */
+ * ERR_UNAVAIL when the stream's budget is spent (see stream_limits) or the
+ * loop is stopping. */
 err_t streams_adopt(struct streams *s, int fd, const char *head, bool chunked,
                     const struct stream_src *src, void *cls);
 

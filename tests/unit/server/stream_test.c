@@ -6,6 +6,8 @@
 #include "../../../server/stream.h"
 #include "../test.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
@@ -28,6 +30,8 @@ struct src {
 };
 
 static char big_block[65536];
+
+static const struct stream_limits lim4 = {.unix_max = 4, .tcp_max = 4, .per_peer = 4};
 
 static uint64_t mono_ms(void)
 {
@@ -168,7 +172,7 @@ static struct streams *one_stream(unsigned stall_s, struct src *s, bool chunked,
 {
     struct streams *ss = NULL;
 
-    CHECK_OK(streams_start(4, stall_s, &ss));
+    CHECK_OK(streams_start(&lim4, stall_s, &ss));
     CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
     CHECK_OK(streams_adopt(ss, sv[0], head, chunked, &test_src, s));
     return ss;
@@ -265,7 +269,7 @@ static void test_client_leaves_shared_fd(void)
     uint64_t c0;
 
     src_init(&s, "");
-    CHECK_OK(streams_start(4, 30, &ss));
+    CHECK_OK(streams_start(&lim4, 30, &ss));
     CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
     CHECK_OK(streams_adopt(ss, dup(sv[0]), "H\r\n\r\n", true, &test_src, &s));
     expect_bytes(sv[1], "H\r\n\r\n");
@@ -305,8 +309,9 @@ static void test_limit_and_stop(void)
     struct streams *ss;
     struct src a, b;
     int sa[2], sb[2];
+    struct stream_limits lim1 = {.unix_max = 1, .tcp_max = 1, .per_peer = 1};
 
-    CHECK_OK(streams_start(1, 30, &ss));
+    CHECK_OK(streams_start(&lim1, 30, &ss));
     CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sa));
     CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sb));
     src_init(&a, "");
@@ -327,5 +332,90 @@ static void test_limit_and_stop(void)
     close(sb[1]);
 }
 
+/* A client that reads nothing is dropped after the stall time even when
+ * every byte fits in its socket; one that reads stays. */
+static void test_idle_unread_client(void)
+{
+    struct streams *ss = NULL;
+    struct src idle, reader;
+    int si[2], sr[2];
+    uint64_t t0 = mono_ms();
+
+    src_init(&idle, "a\n");
+    src_init(&reader, "b\n");
+    CHECK_OK(streams_start(&lim4, 1, &ss));
+    CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, si));
+    CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sr));
+    CHECK_OK(streams_adopt(ss, si[0], "H\r\n\r\n", true, &test_src, &idle));
+    CHECK_OK(streams_adopt(ss, sr[0], "H\r\n\r\n", true, &test_src, &reader));
+    expect_bytes(sr[1], "H\r\n\r\n2\r\nb\n\r\n");
+    CHECK(src_freed(&idle, 5000));
+    CHECK(mono_ms() - t0 >= 900);
+    usleep(500 * 1000);
+    CHECK(!src_freed(&reader, 0));
+    CHECK_EQ_INT(streams_count(ss), 1);
+    close(si[1]);
+    close(sr[1]);
+    streams_stop(ss);
+}
+
+/* A TCP connection from 'addr' (a loopback address) to 'lfd'; *client
+ * gets the client's end, the result is the server's. */
+static int tcp_pair(int lfd, const char *addr, int *client)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    socklen_t len = sizeof(sa);
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+
+    CHECK(c >= 0);
+    inet_pton(AF_INET, addr, &sa.sin_addr);
+    CHECK_OK(bind(c, (struct sockaddr *)&sa, sizeof(sa)));
+    CHECK_OK(getsockname(lfd, (struct sockaddr *)&sa, &len));
+    CHECK_OK(connect(c, (struct sockaddr *)&sa, len));
+    *client = c;
+    return accept(lfd, NULL, NULL);
+}
+
+/* TCP streams count against their peer's budget and TCP's, never the unix
+ * socket's: a full TCP budget leaves the unix socket's streams. */
+static void test_budgets(void)
+{
+    struct stream_limits lim = {.unix_max = 2, .tcp_max = 3, .per_peer = 2};
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct streams *ss = NULL;
+    struct src s[8]; /* s[2] and s[4], refused and freed, serve again */
+    int lfd = socket(AF_INET, SOCK_STREAM, 0), c[6], u[3][2], i;
+
+    for (i = 0; i < 8; i++)
+        src_init(&s[i], "");
+    CHECK_OK(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)));
+    CHECK_OK(listen(lfd, 16));
+    CHECK_OK(streams_start(&lim, 30, &ss));
+    CHECK_OK(streams_adopt(ss, tcp_pair(lfd, "127.0.0.1", &c[0]), "H", true, &test_src, &s[0]));
+    CHECK_OK(streams_adopt(ss, tcp_pair(lfd, "127.0.0.1", &c[1]), "H", true, &test_src, &s[1]));
+    CHECK_EQ_INT(streams_adopt(ss, tcp_pair(lfd, "127.0.0.1", &c[2]), "H", true, &test_src, &s[2]),
+                 ERR_UNAVAIL); /* the peer's 2 */
+    CHECK_OK(streams_adopt(ss, tcp_pair(lfd, "127.0.0.2", &c[3]), "H", true, &test_src, &s[3]));
+    CHECK_EQ_INT(streams_adopt(ss, tcp_pair(lfd, "127.0.0.3", &c[4]), "H", true, &test_src, &s[4]),
+                 ERR_UNAVAIL); /* TCP's 3 */
+    for (i = 0; i < 3; i++)
+        CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, u[i]));
+    CHECK_OK(streams_adopt(ss, u[0][0], "H", true, &test_src, &s[5]));
+    CHECK_OK(streams_adopt(ss, u[1][0], "H", true, &test_src, &s[6]));
+    CHECK_EQ_INT(streams_adopt(ss, u[2][0], "H", true, &test_src, &s[7]), ERR_UNAVAIL);
+    CHECK_EQ_INT(streams_count(ss), 5);
+    /* a stream that ends gives its peer's slot back */
+    close(c[0]);
+    CHECK(src_freed(&s[0], 2000));
+    CHECK_OK(streams_adopt(ss, tcp_pair(lfd, "127.0.0.1", &c[5]), "H", true, &test_src, &s[2]));
+    streams_stop(ss);
+    for (i = 0; i < 6; i++)
+        close(c[i]);
+    for (i = 0; i < 3; i++)
+        close(u[i][1]);
+    close(lfd);
+}
+
 TEST_MAIN(test_chunks_kick_end, test_raw_and_wake_time, test_client_leaves,
-          test_client_leaves_shared_fd, test_stalled_client, test_limit_and_stop)
+          test_client_leaves_shared_fd, test_stalled_client, test_limit_and_stop,
+          test_idle_unread_client, test_budgets)

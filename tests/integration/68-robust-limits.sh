@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# 68-robust-limits.sh - podresd's budgets under unprivileged loopback TCP
+# clients. Watch streams: 1024 TCP watches from 16 loopback addresses, none
+# of which reads: one address gets at most 64, TCP as a whole at most half
+# of the 1024, and the unix socket (the syncer's path) still starts a watch
+# and writes.
+. "$(dirname "$0")/lib.sh"
+
+pd_start
+register example.com/gpu '[{"id":"g0"}]'
+
+cat > "$T/watches.py" <<'PY'
+import socket, sys, time
+
+port, peers, each = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+REQ = b"GET /v1/watch HTTP/1.1\r\nHost: localhost\r\n\r\n"
+held, codes = [], {}
+for p in range(peers):
+    for i in range(each):
+        s = socket.socket()
+        s.bind(("127.0.0.%d" % (p + 1), 0))
+        s.settimeout(10)
+        s.connect(("127.0.0.1", port))
+        s.sendall(REQ)
+        head = s.recv(12)
+        code = int(head[9:12]) if len(head) >= 12 else 0
+        codes.setdefault(p, []).append(code)
+        held.append(s)  # never read again
+ok = sum(c == 200 for cs in codes.values() for c in cs)
+first = sum(c == 200 for c in codes[0])
+print(ok, first, flush=True)
+sys.stdin.read()  # hold the sockets until told
+PY
+
+# 16 addresses x 64 watches; a fifo keeps them open while we look
+mkfifo "$T/hold"
+python3 "$T/watches.py" "$PD_PORT" 16 66 < "$T/hold" > "$T/watches.out" &
+PIDS+=("$!")
+exec 7> "$T/hold"
+wait_until 60 test -s "$T/watches.out" || fail "the TCP watchers did not finish"
+timeout 5 curl -sN -o "$T/uw" -w '%{http_code}' --unix-socket "$PD_SOCK" \
+    "http://localhost/v1/watch?timeoutSeconds=1" > "$T/ucode" || true
+[ "$(cat "$T/ucode")" = 200 ] || fail "unix socket watch got $(cat "$T/ucode") with TCP full"
+req PUT /v1/namespaces/ns1/pods/p0 '{"uid":"u0","containers":[]}'
+expect_code 201 "write on the unix socket with TCP's watches full"
+ok "the unix socket still watches and writes"
+read -r OK FIRST < "$T/watches.out"
+[ "$FIRST" -le 64 ] || fail "one TCP peer address holds $FIRST watches (limit 64)"
+[ "$OK" -le 512 ] || fail "TCP holds $OK watches (limit 512, half the streams)"
+ok "TCP watches capped: $FIRST from one address, $OK in all"
+
+exec 7>&-
+pd_stop
