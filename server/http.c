@@ -20,6 +20,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -35,6 +36,18 @@
  * (the unix socket keeps its own, see http_start) one cannot hold every
  * stream. */
 #define WATCH_PER_PEER 64
+
+/* Descriptors kept out of every budget: the database and its WAL, the
+ * listening sockets and the daemons' wake-up descriptors, the stream
+ * loop's, the kubelet's connection, a watch's two during its hand-over. */
+#define FD_RESERVE 64
+
+/* The descriptors each listener may hold: connections, and watch streams
+ * handed over to the stream loop. */
+struct fd_budget {
+    unsigned unix_conns, tcp_conns; /* libmicrohttpd connection limits */
+    struct stream_limits watches;   /* the stream loop's budgets */
+};
 
 /* Query arguments of one request; more get 400 (see on_uri). podresd's
  * routes take at most four. */
@@ -1017,7 +1030,7 @@ static bool port_zero(const char *spec)
  * writes (a token is configured), else tcp_shards() polling shards (one on
  * port 0). A plain bind first: the port must be free, not shared with
  * another SO_REUSEPORT listener of the same user (a second podresd). */
-static err_t start_tcp(struct listener *l, const struct http_opts *o)
+static err_t start_tcp(struct listener *l, const struct http_opts *o, unsigned limit)
 {
     bool writable = l->h->api->token != NULL;
     unsigned n = writable || port_zero(o->listen) ? 1 : tcp_shards(), i;
@@ -1025,21 +1038,69 @@ static err_t start_tcp(struct listener *l, const struct http_opts *o)
     err_t rc = tcp_listen(o->listen, false, &fd);
 
     if (rc || n == 1)
-        return rc ? rc : start_daemon(l, fd, !writable, o->conn_limit, o);
+        return rc ? rc : start_daemon(l, fd, !writable, limit, o);
     close(fd);
     for (i = 0; !rc && i < n; i++) {
         rc = tcp_listen(o->listen, true, &fd);
         if (!rc)
-            rc = start_daemon(l, fd, true, (o->conn_limit + n - 1) / n, o);
+            rc = start_daemon(l, fd, true, (limit + n - 1) / n, o);
     }
     return rc;
 }
 
+/* Raise the soft limit of descriptors to the hard one: the default soft
+ * limit (often 1024) is below what the budgets need. */
+static rlim_t raise_nofile(void)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 1024;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t want = rl.rlim_max;
+
+        rl.rlim_cur = want;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            log_warn("cannot raise the descriptor limit to %llu: %s", (unsigned long long)want,
+                     strerror(errno));
+        if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+            return 1024;
+    }
+    return rl.rlim_cur;
+}
+
+/* 'x' of 'need' descriptors, scaled down when only 'avail' are there. */
+static size_t scaled(size_t x, rlim_t avail, size_t need)
+{
+    size_t v = need > avail ? (size_t)((x * (size_t)avail) / need) : x;
+
+    return v ? v : 1;
+}
+
+/* The budgets, scaled down to fit the descriptor limit with FD_RESERVE to
+ * spare: at the limit libmicrohttpd 0.9.75 retries accept() in a busy loop
+ * (a listener with no connection) and the unix socket stops answering, so
+ * the limit must never be reached. The syncer watches over the unix
+ * socket: TCP clients, who need no privilege, cannot take its budget. */
+static void fd_budget(const struct http_opts *o, struct fd_budget *b)
+{
+    size_t c = o->conn_limit, need = 2 * c + (o->listen ? c + c / 2 : 0);
+    rlim_t lim = raise_nofile(), avail = lim > FD_RESERVE ? lim - FD_RESERVE : 0;
+
+    b->unix_conns = (unsigned)scaled(c, avail, need);
+    b->tcp_conns = (unsigned)scaled(c, avail, need);
+    b->watches.unix_max = scaled(c, avail, need);
+    b->watches.tcp_max = scaled(c / 2, avail, need);
+    b->watches.per_peer = b->watches.tcp_max < WATCH_PER_PEER ? b->watches.tcp_max : WATCH_PER_PEER;
+    if (need > avail)
+        log_warn("the descriptor limit (%llu) is below the %zu podresd can use: at most %u "
+                 "connections and %zu watches a listener",
+                 (unsigned long long)lim, need + FD_RESERVE, b->unix_conns, b->watches.unix_max);
+}
+
 err_t http_start(struct api *api, const struct http_opts *opts, struct http **out)
 {
-    /* the syncer watches over the unix socket: TCP clients cannot take its budget */
-    struct stream_limits lim = {
-        .unix_max = opts->conn_limit, .tcp_max = opts->conn_limit / 2, .per_peer = WATCH_PER_PEER};
+    struct fd_budget b;
     struct http *h = calloc(1, sizeof(*h));
     int fd = -1;
     err_t rc = ERR_OK;
@@ -1050,7 +1111,8 @@ err_t http_start(struct api *api, const struct http_opts *opts, struct http **ou
     h->unix_l.h = h;
     h->tcp_l.h = h;
     h->tcp_l.tcp = true;
-    rc = streams_start(&lim, opts->timeout_s, &h->streams);
+    fd_budget(opts, &b);
+    rc = streams_start(&b.watches, opts->timeout_s, &h->streams);
     if (rc) {
         free(h);
         return rc;
@@ -1061,11 +1123,11 @@ err_t http_start(struct api *api, const struct http_opts *opts, struct http **ou
         rc = unix_listen(opts->socket_path, &fd);
         if (!rc) {
             h->socket_path = strdup(opts->socket_path);
-            rc = start_daemon(&h->unix_l, fd, false, opts->conn_limit, opts);
+            rc = start_daemon(&h->unix_l, fd, false, b.unix_conns, opts);
         }
     }
     if (!rc && opts->listen)
-        rc = start_tcp(&h->tcp_l, opts);
+        rc = start_tcp(&h->tcp_l, opts, b.tcp_conns);
     if (rc) {
         http_stop(h);
         return rc;

@@ -3,7 +3,9 @@
 # clients. Watch streams: 1024 TCP watches from 16 loopback addresses, none
 # of which reads: one address gets at most 64, TCP as a whole at most half
 # of the 1024, and the unix socket (the syncer's path) still starts a watch
-# and writes.
+# and writes. Descriptors: podresd started with a soft limit of 100 (hard
+# 300) raises it to 300; 600 idle TCP connections then cost little CPU, and
+# the unix socket answers /healthz and a write.
 . "$(dirname "$0")/lib.sh"
 
 pd_start
@@ -50,4 +52,49 @@ read -r OK FIRST < "$T/watches.out"
 ok "TCP watches capped: $FIRST from one address, $OK in all"
 
 exec 7>&-
+pd_stop
+
+# ---- descriptors: a low limit, and idle TCP connections past it
+mkdir -p "$T/lowfd"
+cat > "$T/lowfd/podresd" <<SH
+#!/bin/sh
+ulimit -Sn 100 && ulimit -Hn 300 && exec "$PODRES_BIN/podresd" "\$@"
+SH
+chmod +x "$T/lowfd/podresd"
+PODRES_BIN=$T/lowfd pd_start
+read -r SOFT HARD < <(awk '/^Max open files/ { print $4, $5 }' "/proc/$PD_PID/limits")
+[ "$SOFT" = 300 ] && [ "$HARD" = 300 ] || fail "descriptor limit $SOFT/$HARD, want 300/300"
+ok "the soft descriptor limit raised to the hard one"
+
+cat > "$T/idle.py" <<'PY'
+import socket, sys
+
+port, n = int(sys.argv[1]), int(sys.argv[2])
+held = []
+for i in range(n):
+    s = socket.socket()
+    s.setblocking(False)
+    s.connect_ex(("127.0.0.1", port))
+    held.append(s)
+print(len(held), flush=True)
+sys.stdin.read()
+PY
+mkfifo "$T/hold2"
+python3 "$T/idle.py" "$PD_PORT" 600 < "$T/hold2" > "$T/idle.out" &
+PIDS+=("$!")
+exec 8> "$T/hold2"
+wait_until 30 test -s "$T/idle.out" || fail "the idle connections were not made"
+sleep 1
+ticks() { awk '{ print $14 + $15 }' "/proc/$PD_PID/stat"; }
+C0=$(ticks)
+curl -sf --max-time 5 --unix-socket "$PD_SOCK" http://localhost/healthz > /dev/null ||
+    fail "no /healthz on the unix socket with 600 idle TCP connections"
+req PUT /v1/namespaces/ns1/pods/p1 '{"uid":"u1","containers":[]}'
+expect_code 201 "write on the unix socket with 600 idle TCP connections"
+sleep 3
+C1=$(ticks)
+# 3 s of a busy loop would be ~300 ticks; two requests take a few
+[ $((C1 - C0)) -lt 50 ] || fail "podresd used $((C1 - C0)) ticks of CPU in 3 s while idle"
+ok "600 idle TCP connections: $((C1 - C0)) ticks of CPU in 3 s, the unix socket answers"
+exec 8>&-
 pd_stop
