@@ -20,6 +20,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -53,11 +54,36 @@ struct fd_budget {
  * routes take at most four. */
 #define HTTP_ARGS_MAX 64
 
+/* A request's head must be in within this from the connection's accept or
+ * its previous answer: libmicrohttpd's timeout restarts at every byte, so a
+ * client sending a byte every 10 s would hold its connection for good. */
+#define HEAD_DEADLINE_MS 30000
+
+struct listener;
+
+/* What a daemon's connection notices need: its listener. */
+struct shard {
+    struct listener *l; /* back pointer */
+};
+
 struct listener {
     struct http *h;                   /* back pointer */
     struct MHD_Daemon *d[SHARDS_MAX]; /* one daemon, or the read-only listener's shards */
+    struct shard sh[SHARDS_MAX];      /* their connections, by the same index */
     unsigned nd;                      /* daemons in d */
     bool tcp;                         /* loopback TCP (token rules apply) */
+};
+
+/* One connection of libmicrohttpd from its accept to its close, in
+ * http.conns under http.mu. Its descriptor is valid until on_conn() is told
+ * of the close: libmicrohttpd tells before it closes, and waits for mu. */
+struct conn {
+    struct conn *prev, *next; /* in http.conns */
+    struct shard *sh;         /* its daemon */
+    int fd;                   /* libmicrohttpd's descriptor */
+    bool busy;                /* a request's head is in and not yet answered */
+    bool shut;                /* shut down by the warden */
+    uint64_t since_ms;        /* accepted, or its last answer ended (monotonic) */
 };
 
 struct http {
@@ -66,6 +92,12 @@ struct http {
     struct listener tcp_l;   /* loopback TCP, if configured */
     struct streams *streams; /* the watch streams of both listeners */
     char *socket_path;       /* to remove at stop */
+    pthread_mutex_t mu;      /* guards 'conns', the shards' counts, 'stop' */
+    pthread_cond_t cv;       /* wakes the warden to stop */
+    struct conn *conns;      /* every open connection */
+    pthread_t warden;        /* enforces HEAD_DEADLINE_MS */
+    bool warden_on;          /* 'warden' runs */
+    bool stop;               /* the warden ends */
 };
 
 /* Set on a connection's thread that has just handed its socket to the
@@ -541,6 +573,148 @@ static enum MHD_Result dispatch(struct listener *l, struct MHD_Connection *conn,
     return queue_json(conn, c, out.status, out.json, NULL);
 }
 
+/* ---- the warden: connections as a whole, beside libmicrohttpd ---- */
+
+static void conn_add(struct shard *sh, struct MHD_Connection *conn, void **socket_context)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn,
+                                                                 MHD_CONNECTION_INFO_CONNECTION_FD);
+    struct http *h = sh->l->h;
+    struct conn *c = ci ? calloc(1, sizeof(*c)) : NULL;
+
+    if (!c)
+        return; /* untracked: libmicrohttpd's own timeout alone applies */
+    c->sh = sh;
+    c->fd = ci->connect_fd;
+    c->since_ms = now_us() / 1000;
+    pthread_mutex_lock(&h->mu);
+    c->next = h->conns;
+    if (h->conns)
+        h->conns->prev = c;
+    h->conns = c;
+    pthread_mutex_unlock(&h->mu);
+    *socket_context = c;
+}
+
+static void conn_del(struct http *h, struct conn *c)
+{
+    pthread_mutex_lock(&h->mu);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        h->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    pthread_mutex_unlock(&h->mu);
+    free(c);
+}
+
+/* libmicrohttpd's notice of a connection's accept and of its close (before
+ * the close of its descriptor: the warden may shut it down until then). */
+static void on_conn(void *cls, struct MHD_Connection *conn, void **socket_context,
+                    enum MHD_ConnectionNotificationCode toe)
+{
+    struct shard *sh = cls;
+
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        conn_add(sh, conn, socket_context);
+    } else if (*socket_context) {
+        conn_del(sh->l->h, *socket_context);
+        *socket_context = NULL;
+    }
+}
+
+/* A request's head is in ('busy'), or its answer is over. */
+static void conn_mark(struct listener *l, struct MHD_Connection *conn, bool busy)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+        conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct conn *c = ci ? ci->socket_context : NULL;
+
+    if (!c)
+        return;
+    pthread_mutex_lock(&l->h->mu);
+    c->busy = busy;
+    c->since_ms = now_us() / 1000;
+    pthread_mutex_unlock(&l->h->mu);
+}
+
+/* Make libmicrohttpd close 'c': its poll sees the end of the stream. */
+static void shut(struct conn *c)
+{
+    shutdown(c->fd, SHUT_RDWR);
+    c->shut = true;
+}
+
+/* One look a second: a connection whose request head is not in
+ * HEAD_DEADLINE_MS after its accept or its last answer is closed. Called
+ * with 'mu' held. */
+static void warden_tick(struct http *h)
+{
+    uint64_t now = now_us() / 1000;
+    struct conn *c;
+
+    for (c = h->conns; c; c = c->next) {
+        if (!c->busy && !c->shut && now - c->since_ms >= HEAD_DEADLINE_MS) {
+            log_debug("closing a connection without a whole request for %d s",
+                      HEAD_DEADLINE_MS / 1000);
+            shut(c);
+        }
+    }
+}
+
+static void *warden(void *arg)
+{
+    struct http *h = arg;
+    struct timespec ts;
+
+    pthread_mutex_lock(&h->mu);
+    while (!h->stop) {
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+        if (!h->stop)
+            warden_tick(h);
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+/* The lock and condition of the warden; its thread starts once the
+ * listeners are up (warden_start). */
+static void warden_init(struct http *h)
+{
+    pthread_condattr_t ca;
+
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&h->cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+static err_t warden_start(struct http *h)
+{
+    if (pthread_create(&h->warden, NULL, warden, h) != 0) {
+        log_err("cannot start the connection warden: %s", strerror(errno));
+        return ERR_IO;
+    }
+    h->warden_on = true;
+    return ERR_OK;
+}
+
+static void warden_stop(struct http *h)
+{
+    if (!h->warden_on)
+        return;
+    pthread_mutex_lock(&h->mu);
+    h->stop = true;
+    pthread_cond_signal(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    pthread_join(h->warden, NULL);
+    h->warden_on = false;
+}
+
 /* ---- the MHD callbacks ---- */
 
 #define HTTP_BODY_FIRST (64 * 1024) /* most bytes allocated before they come */
@@ -711,8 +885,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     struct ctx *c = *con_cls;
     char msg[96];
 
-    if (!c || !c->begun)
+    if (!c || !c->begun) {
+        conn_mark(l, conn, true);
         return first_call(conn, c, con_cls);
+    }
     if (c->answered) {
         *upload_data_size = 0; /* discard */
         return MHD_YES;
@@ -742,9 +918,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     struct listener *l = cls;
     struct ctx *c = *con_cls;
 
-    (void)conn;
     (void)toe;
     handed_over = false;
+    conn_mark(l, conn, false);
     if (!c)
         return;
     if (c->answered)
@@ -984,6 +1160,9 @@ static err_t start_daemon(struct listener *l, int fd, bool shared, unsigned limi
 {
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG |
                      MHD_USE_ITC | (shared ? 0u : (unsigned)MHD_USE_THREAD_PER_CONNECTION);
+    struct shard *sh = &l->sh[l->nd];
+
+    sh->l = l;
     /* one option and its values a line */
     /* clang-format off */
     struct MHD_Daemon *d = MHD_start_daemon(
@@ -1006,6 +1185,7 @@ static err_t start_daemon(struct listener *l, int fd, bool shared, unsigned limi
         MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, l,
+        MHD_OPTION_NOTIFY_CONNECTION, on_conn, sh,
         MHD_OPTION_END);
     /* clang-format on */
 
@@ -1111,10 +1291,11 @@ err_t http_start(struct api *api, const struct http_opts *opts, struct http **ou
     h->unix_l.h = h;
     h->tcp_l.h = h;
     h->tcp_l.tcp = true;
+    warden_init(h);
     fd_budget(opts, &b);
     rc = streams_start(&b.watches, opts->timeout_s, &h->streams);
     if (rc) {
-        free(h);
+        http_stop(h);
         return rc;
     }
     if (api->feed)
@@ -1128,6 +1309,8 @@ err_t http_start(struct api *api, const struct http_opts *opts, struct http **ou
     }
     if (!rc && opts->listen)
         rc = start_tcp(&h->tcp_l, opts, b.tcp_conns);
+    if (!rc)
+        rc = warden_start(h);
     if (rc) {
         http_stop(h);
         return rc;
@@ -1160,6 +1343,7 @@ void http_stop(struct http *h)
 {
     if (!h)
         return;
+    warden_stop(h);
     while (h->unix_l.nd)
         MHD_stop_daemon(h->unix_l.d[--h->unix_l.nd]);
     while (h->tcp_l.nd)
@@ -1170,5 +1354,7 @@ void http_stop(struct http *h)
     if (h->socket_path)
         unlink(h->socket_path);
     free(h->socket_path);
+    pthread_cond_destroy(&h->cv);
+    pthread_mutex_destroy(&h->mu);
     free(h);
 }

@@ -5,7 +5,9 @@
 # of the 1024, and the unix socket (the syncer's path) still starts a watch
 # and writes. Descriptors: podresd started with a soft limit of 100 (hard
 # 300) raises it to 300; 600 idle TCP connections then cost little CPU, and
-# the unix socket answers /healthz and a write.
+# the unix socket answers /healthz and a write. Connections: a client that
+# trickles its head (a byte every 5 s, within libmicrohttpd's 30 s idle
+# timeout), over TCP or the unix socket, is closed 30 s after it connected.
 . "$(dirname "$0")/lib.sh"
 
 pd_start
@@ -52,6 +54,49 @@ read -r OK FIRST < "$T/watches.out"
 ok "TCP watches capped: $FIRST from one address, $OK in all"
 
 exec 7>&-
+
+# ---- connections: a head that trickles
+cat > "$T/trickle.py" <<'PY'
+import socket, sys, time
+
+port, path = int(sys.argv[1]), sys.argv[2]
+socks = []
+for i in range(3):
+    socks.append(socket.create_connection(("127.0.0.1", port)))
+    u = socket.socket(socket.AF_UNIX)
+    u.connect(path)
+    socks.append(u)
+t0 = time.monotonic()
+head = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: " + b"a" * 100
+closed = {}
+i = 0
+while len(closed) < len(socks) and time.monotonic() - t0 < 50:
+    for s in socks:
+        if s in closed:
+            continue
+        try:
+            s.send(head[i:i + 1])
+            s.settimeout(0.01)
+            if s.recv(1) == b"":
+                closed[s] = time.monotonic() - t0
+        except socket.timeout:
+            pass
+        except OSError:
+            closed[s] = time.monotonic() - t0
+    i += 1
+    time.sleep(5)
+print(len(socks), len(closed), min(closed.values(), default=0), max(closed.values(), default=0))
+PY
+python3 "$T/trickle.py" "$PD_PORT" "$PD_SOCK" > "$T/trickle.out" &
+TRICKLE=$!
+PIDS+=("$TRICKLE")
+
+wait "$TRICKLE"
+read -r N CLOSED FIRST LAST < "$T/trickle.out"
+[ "$CLOSED" = "$N" ] || fail "$CLOSED of $N trickling clients closed within 50 s"
+python3 -c "import sys; sys.exit(not (25 <= $FIRST and $LAST <= 45))" ||
+    fail "trickling clients closed after $FIRST..$LAST s, want about 30 s"
+ok "trickling heads closed after $FIRST..$LAST s"
 pd_stop
 
 # ---- descriptors: a low limit, and idle TCP connections past it
