@@ -59,11 +59,18 @@ struct fd_budget {
  * client sending a byte every 10 s would hold its connection for good. */
 #define HEAD_DEADLINE_MS 30000
 
+/* The warden sheds idle TCP connections of a daemon at this share of its
+ * limit, oldest first, down to SHED_TO_PERCENT: past the limit a new
+ * client waits in the backlog until an idle one times out (30 s). */
+#define SHED_AT_PERCENT 90
+#define SHED_TO_PERCENT 75
+
 struct listener;
 
-/* What a daemon's connection notices need: its listener. */
+/* One daemon's connections, as the warden sees them. */
 struct shard {
     struct listener *l; /* back pointer */
+    unsigned limit;     /* libmicrohttpd's connection limit of the daemon */
 };
 
 struct listener {
@@ -95,7 +102,7 @@ struct http {
     pthread_mutex_t mu;      /* guards 'conns', the shards' counts, 'stop' */
     pthread_cond_t cv;       /* wakes the warden to stop */
     struct conn *conns;      /* every open connection */
-    pthread_t warden;        /* enforces HEAD_DEADLINE_MS */
+    pthread_t warden;        /* enforces HEAD_DEADLINE_MS, sheds idle TCP */
     bool warden_on;          /* 'warden' runs */
     bool stop;               /* the warden ends */
 };
@@ -646,13 +653,46 @@ static void shut(struct conn *c)
     c->shut = true;
 }
 
+/* The oldest connection of 'sh' without a request, or NULL. */
+static struct conn *oldest_idle(struct http *h, const struct shard *sh)
+{
+    struct conn *c, *old = NULL;
+
+    for (c = h->conns; c; c = c->next) {
+        if (c->sh == sh && !c->busy && !c->shut && (!old || c->since_ms < old->since_ms))
+            old = c;
+    }
+    return old;
+}
+
+/* Shed idle connections of 'sh', oldest first, when it is nearly full. */
+static void shed(struct http *h, struct shard *sh)
+{
+    unsigned live = 0;
+    struct conn *c;
+
+    for (c = h->conns; c; c = c->next)
+        live += c->sh == sh && !c->shut;
+    if (live * 100 < sh->limit * SHED_AT_PERCENT)
+        return;
+    log_debug("shedding idle TCP connections: %u of %u open", live, sh->limit);
+    while (live * 100 > sh->limit * SHED_TO_PERCENT) {
+        c = oldest_idle(h, sh);
+        if (!c)
+            return;
+        shut(c);
+        live--;
+    }
+}
+
 /* One look a second: a connection whose request head is not in
- * HEAD_DEADLINE_MS after its accept or its last answer is closed. Called
- * with 'mu' held. */
+ * HEAD_DEADLINE_MS after its accept or its last answer is closed; a TCP
+ * daemon nearly full sheds idle connections. Called with 'mu' held. */
 static void warden_tick(struct http *h)
 {
     uint64_t now = now_us() / 1000;
     struct conn *c;
+    unsigned i;
 
     for (c = h->conns; c; c = c->next) {
         if (!c->busy && !c->shut && now - c->since_ms >= HEAD_DEADLINE_MS) {
@@ -661,6 +701,8 @@ static void warden_tick(struct http *h)
             shut(c);
         }
     }
+    for (i = 0; i < h->tcp_l.nd; i++)
+        shed(h, &h->tcp_l.sh[i]);
 }
 
 static void *warden(void *arg)
@@ -1163,6 +1205,7 @@ static err_t start_daemon(struct listener *l, int fd, bool shared, unsigned limi
     struct shard *sh = &l->sh[l->nd];
 
     sh->l = l;
+    sh->limit = limit;
     /* one option and its values a line */
     /* clang-format off */
     struct MHD_Daemon *d = MHD_start_daemon(

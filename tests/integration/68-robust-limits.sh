@@ -7,7 +7,9 @@
 # 300) raises it to 300; 600 idle TCP connections then cost little CPU, and
 # the unix socket answers /healthz and a write. Connections: a client that
 # trickles its head (a byte every 5 s, within libmicrohttpd's 30 s idle
-# timeout), over TCP or the unix socket, is closed 30 s after it connected.
+# timeout), over TCP or the unix socket, is closed 30 s after it connected;
+# with 1500 idle TCP connections (past the 1024 of TCP) a new TCP client is
+# served within seconds, the oldest idle ones shed for it.
 . "$(dirname "$0")/lib.sh"
 
 pd_start
@@ -55,7 +57,21 @@ ok "TCP watches capped: $FIRST from one address, $OK in all"
 
 exec 7>&-
 
-# ---- connections: a head that trickles
+cat > "$T/idle.py" <<'PY'
+import socket, sys
+
+port, n = int(sys.argv[1]), int(sys.argv[2])
+held = []
+for i in range(n):
+    s = socket.socket()
+    s.setblocking(False)
+    s.connect_ex(("127.0.0.1", port))
+    held.append(s)
+print(len(held), flush=True)
+sys.stdin.read()
+PY
+
+# ---- connections: a head that trickles, idle TCP connections past the limit
 cat > "$T/trickle.py" <<'PY'
 import socket, sys, time
 
@@ -91,12 +107,25 @@ python3 "$T/trickle.py" "$PD_PORT" "$PD_SOCK" > "$T/trickle.out" &
 TRICKLE=$!
 PIDS+=("$TRICKLE")
 
+
 wait "$TRICKLE"
 read -r N CLOSED FIRST LAST < "$T/trickle.out"
 [ "$CLOSED" = "$N" ] || fail "$CLOSED of $N trickling clients closed within 50 s"
 python3 -c "import sys; sys.exit(not (25 <= $FIRST and $LAST <= 45))" ||
     fail "trickling clients closed after $FIRST..$LAST s, want about 30 s"
 ok "trickling heads closed after $FIRST..$LAST s"
+
+# (after the trickling ones: idle, they would be shed first)
+mkfifo "$T/hold3"
+python3 "$T/idle.py" "$PD_PORT" 1500 < "$T/hold3" > "$T/idle3.out" &
+PIDS+=("$!")
+exec 9> "$T/hold3"
+wait_until 30 test -s "$T/idle3.out" || fail "the idle connections were not made"
+sleep 2
+curl -sf -o /dev/null --max-time 10 "http://127.0.0.1:$PD_PORT/healthz" ||
+    fail "a new TCP client was not served with 1500 idle TCP connections open"
+ok "a new TCP client served past 1500 idle TCP connections"
+exec 9>&-
 pd_stop
 
 # ---- descriptors: a low limit, and idle TCP connections past it
@@ -111,19 +140,6 @@ read -r SOFT HARD < <(awk '/^Max open files/ { print $4, $5 }' "/proc/$PD_PID/li
 [ "$SOFT" = 300 ] && [ "$HARD" = 300 ] || fail "descriptor limit $SOFT/$HARD, want 300/300"
 ok "the soft descriptor limit raised to the hard one"
 
-cat > "$T/idle.py" <<'PY'
-import socket, sys
-
-port, n = int(sys.argv[1]), int(sys.argv[2])
-held = []
-for i in range(n):
-    s = socket.socket()
-    s.setblocking(False)
-    s.connect_ex(("127.0.0.1", port))
-    held.append(s)
-print(len(held), flush=True)
-sys.stdin.read()
-PY
 mkfifo "$T/hold2"
 python3 "$T/idle.py" "$PD_PORT" 600 < "$T/hold2" > "$T/idle.out" &
 PIDS+=("$!")
