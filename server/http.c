@@ -737,8 +737,10 @@ static void warden_init(struct http *h)
 
 static err_t warden_start(struct http *h)
 {
-    if (pthread_create(&h->warden, NULL, warden, h) != 0) {
-        log_err("cannot start the connection warden: %s", strerror(errno));
+    int e = pthread_create(&h->warden, NULL, warden, h);
+
+    if (e) {
+        log_err("cannot start the connection warden: %s", strerror(e)); /* not errno */
         return ERR_IO;
     }
     h->warden_on = true;
