@@ -15,20 +15,13 @@
 #define LOG_MOD "informer"
 #include "../common/common.h"
 #include "informer.h"
+#include "queue.h" /* queue_now_ms: the syncer's one monotonic clock */
 
 #include <time.h>
 
 #define WATCH_TIMEOUT_S 240   /* the server ends a watch after this; we resume */
 #define LIST_EVERY_MS 1000    /* lists come no closer together than this */
 #define BAD_LIST_MAX_MS 30000 /* the longest pause after answers that were no list */
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* A resourceVersion as the integer Kubernetes' etcd3 storage makes it;
  * false when it is not one (they are opaque in general). */
@@ -71,7 +64,7 @@ static void answered(struct informer *inf)
 static void failed(struct informer *inf)
 {
     if (!__atomic_load_n(&inf->failing_since_ms, __ATOMIC_RELAXED))
-        __atomic_store_n(&inf->failing_since_ms, now_ms(), __ATOMIC_RELAXED);
+        __atomic_store_n(&inf->failing_since_ms, queue_now_ms(), __ATOMIC_RELAXED);
 }
 
 bool informer_synced(struct informer *inf)
@@ -94,7 +87,7 @@ bool informer_ready(struct informer *inf, uint64_t grace_ms, char *why, size_t c
         snprintf(why, cap, "%s informer %s", inf->name, w ? w : "not listed yet");
         return false;
     }
-    t = now_ms();
+    t = queue_now_ms();
     if (since && t - since >= grace_ms) {
         snprintf(why, cap,
                  "%s informer failing for %llu s (the API server is unreachable or failing)",
@@ -325,7 +318,7 @@ static void watch_once(struct informer *inf)
 {
     struct watch_state ws = {.inf = inf};
     int timeout_s = inf->timeout_s > 0 ? inf->timeout_s : WATCH_TIMEOUT_S;
-    uint64_t start = now_ms();
+    uint64_t start = queue_now_ms();
     char path[1200], msg[512];
     const json_t *st;
     err_t rc;
@@ -360,7 +353,7 @@ static void watch_once(struct informer *inf)
     }
     /* Anything but the normal end, at the timeout (95% of it: the clock
      * started before the connection) after a sign of life, calls for a list. */
-    if (rc || ws.failed || !ws.events || (now_ms() - start) * 20 < timeout_s * 19000ull)
+    if (rc || ws.failed || !ws.events || (queue_now_ms() - start) * 20 < timeout_s * 19000ull)
         __atomic_store_n(&inf->relist, true, __ATOMIC_RELEASE);
 }
 
@@ -369,7 +362,7 @@ static void watch_once(struct informer *inf)
  * fails every list, is not asked in a loop. */
 static void step(struct informer *inf)
 {
-    uint64_t t = now_ms();
+    uint64_t t = queue_now_ms();
     uint64_t due = inf->listed_ms +
                    (inf->bad_list_ms > LIST_EVERY_MS ? inf->bad_list_ms : LIST_EVERY_MS);
 
@@ -379,7 +372,7 @@ static void step(struct informer *inf)
     }
     if (t < due && !kube_gate_sleep(inf->gate, due - t))
         return;
-    inf->listed_ms = now_ms();
+    inf->listed_ms = queue_now_ms();
     if (informer_list(inf))
         return; /* logged; the next step lists again */
 }
