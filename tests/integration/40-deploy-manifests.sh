@@ -23,9 +23,10 @@ mkdir -p "$HOME"
 say() { echo "# $*"; }
 
 # ---- 1. the CRD copies
-cmp -s schema/crd-devicebinding.yaml deploy/crd-devicebinding.yaml \
-    || fail "deploy/crd-devicebinding.yaml differs from schema/crd-devicebinding.yaml"
-ok "deploy/crd-devicebinding.yaml is byte-identical to schema/"
+for crd in crd-devicebinding.yaml crd-nodedevices.yaml; do
+    cmp -s "schema/$crd" "deploy/$crd" || fail "deploy/$crd differs from schema/$crd"
+done
+ok "deploy/'s CRDs are byte-identical to schema/'s"
 
 # ---- 2. every YAML file parses; the kustomization lists every top-level manifest
 out=$($PY - <<'EOF' 2>&1
@@ -135,13 +136,15 @@ per_file() {
 }
 
 # -- Server-side apply on an empty cluster: each object sent whole and validated.
-expect_apply "kubectl apply -k deploy/ --server-side creates all 7 objects without warnings" \
-    '^[a-z0-9.]+/[a-z0-9.-]+ serverside-applied$' 7 apply -k deploy/ --server-side
+NOBJ=$(k kustomize deploy/ | grep -c '^kind:')
+[ "$NOBJ" -ge 8 ] || fail "kubectl kustomize deploy/ gave $NOBJ objects"
+expect_apply "kubectl apply -k deploy/ --server-side creates all $NOBJ objects without warnings" \
+    '^[a-z0-9.]+/[a-z0-9.-]+ serverside-applied$' "$NOBJ" apply -k deploy/ --server-side
 k wait --for condition=Established --timeout 30s crd/devicebindings.podres.dev > /dev/null ||
     fail "the DeviceBinding CRD is not Established: $(k get crd devicebindings.podres.dev -o json | jq -c .status)"
 crd_ok || fail "CRD conditions: $(k get crd devicebindings.podres.dev -o json | jq -c .status.conditions)"
 rvs > "$T/rv.a"
-expect_apply "apply -k --server-side again" ' serverside-applied$' 7 apply -k deploy/ --server-side
+expect_apply "apply -k --server-side again" ' serverside-applied$' "$NOBJ" apply -k deploy/ --server-side
 rvs > "$T/rv.b"
 cmp -s "$T/rv.a" "$T/rv.b" || fail "apply -k --server-side again wrote: $(diff "$T/rv.a" "$T/rv.b")"
 ok "... the CRD passes the structural-schema checks and is Established; applying again writes nothing"
@@ -153,13 +156,13 @@ if [ -x "$OLD_KUBECTL" ]; then
     oldv=$("$OLD_KUBECTL" version --client -o json | jq -r .clientVersion.gitVersion)
     audit_mark
     KUBECTL=$OLD_KUBECTL expect_apply "kubectl $oldv apply -k deploy/ --server-side --dry-run=server" \
-        ' serverside-applied \(server dry run\)$' 7 apply -k deploy/ --server-side --dry-run=server
+        ' serverside-applied \(server dry run\)$' "$NOBJ" apply -k deploy/ --server-side --dry-run=server
     n=$(audit_new "$WRITE and (.userAgent | startswith(\"kubectl/${oldv%%-*} \"))
         and (.requestURI | contains(\"dryRun=All\")) and .responseStatus.code == 200" | wc -l)
-    [ "$n" = 7 ] || fail "want 7 dry-run applies answered 200 from kubectl $oldv, saw $n: $(audit_new "$WRITE")"
+    [ "$n" = "$NOBJ" ] || fail "want $NOBJ dry-run applies answered 200 from kubectl $oldv, saw $n: $(audit_new "$WRITE")"
     wet=$(audit_new "$WRITE and (.requestURI | contains(\"dryRun=All\") | not)")
     [ -z "$wet" ] || fail "a dry run wrote: $wet"
-    ok "... the server validated its 7 dry-run applies (audit log: user agent kubectl/${oldv%%-*}), nothing written"
+    ok "... the server validated its $NOBJ dry-run applies (audit log: user agent kubectl/${oldv%%-*}), nothing written"
 else
     say "no $OLD_KUBECTL: the older client is not tried"
 fi
@@ -168,8 +171,8 @@ out=$(k delete -k deploy/ --wait --timeout 60s 2>&1) || fail "kubectl delete -k 
 k wait --for=delete namespace/ml --timeout 60s > /dev/null 2>&1 || fail "namespace ml is not deleted"
 
 # -- Client-side apply (kubectl's default) on the empty cluster.
-expect_apply "kubectl apply -k deploy/ creates all 7 objects without warnings" \
-    '^[a-z0-9.]+/[a-z0-9.-]+ created$' 7 apply -k deploy/
+expect_apply "kubectl apply -k deploy/ creates all $NOBJ objects without warnings" \
+    '^[a-z0-9.]+/[a-z0-9.-]+ created$' "$NOBJ" apply -k deploy/
 for want in $OBJS; do
     k get "$want" -n podres-system -o name >/dev/null || fail "apply -k: $want is not there"
 done
@@ -177,12 +180,12 @@ ok "kubectl get finds every applied object"
 k wait --for condition=Established --timeout 30s crd/devicebindings.podres.dev > /dev/null && crd_ok ||
     fail "CRD conditions after apply -k: $(k get crd devicebindings.podres.dev -o json | jq -c .status.conditions)"
 rvs > "$T/rv.a"
-expect_apply "apply -k again: all unchanged" ' unchanged$' 7 apply -k deploy/
+expect_apply "apply -k again: all unchanged" ' unchanged$' "$NOBJ" apply -k deploy/
 rvs > "$T/rv.b"
 cmp -s "$T/rv.a" "$T/rv.b" || fail "apply -k again wrote: $(diff "$T/rv.a" "$T/rv.b")"
 if [ -x "$OLD_KUBECTL" ]; then
     KUBECTL=$OLD_KUBECTL expect_apply "kubectl $oldv apply -k deploy/ --dry-run=server: all unchanged" \
-        ' unchanged \(server dry run\)$' 7 apply -k deploy/ --dry-run=server
+        ' unchanged \(server dry run\)$' "$NOBJ" apply -k deploy/ --dry-run=server
 fi
 per_file "kubectl apply -f"
 
@@ -232,9 +235,9 @@ ok "the server refuses a misspelt field (strict field validation), a mount of a 
 
 # -- The switch from client-side to server-side apply (of the overlay: the image stays).
 expect_apply "kubectl apply -k --server-side then takes the objects over without a conflict or warning" \
-    ' serverside-applied$' 7 apply -k "$T/overlay" --server-side
+    ' serverside-applied$' "$NOBJ" apply -k "$T/overlay" --server-side
 rvs > "$T/rv.a"
-expect_apply "apply -k --server-side again" ' serverside-applied$' 7 apply -k "$T/overlay" --server-side
+expect_apply "apply -k --server-side again" ' serverside-applied$' "$NOBJ" apply -k "$T/overlay" --server-side
 rvs > "$T/rv.b"
 cmp -s "$T/rv.a" "$T/rv.b" || fail "apply -k --server-side again wrote: $(diff "$T/rv.a" "$T/rv.b")"
 ok "... and once taken over, applying again writes nothing"

@@ -168,7 +168,8 @@ kube_up() {
     KDIR=$T/kube
     KUBE_OWNED=1
     "$PODRES_ROOT/tests/kube/cluster" up "$KDIR" --owner $$ \
-        --crd "$PODRES_ROOT/deploy/crd-devicebinding.yaml" "$@" > "$T/kube-up.log" 2>&1 ||
+        --crd "$PODRES_ROOT/deploy/crd-devicebinding.yaml" \
+        --crd "$PODRES_ROOT/deploy/crd-nodedevices.yaml" "$@" > "$T/kube-up.log" 2>&1 ||
         { cat "$T/kube-up.log" >&2; fail "the control plane did not start"; }
     # shellcheck disable=SC1091
     . "$KDIR/env"
@@ -184,6 +185,7 @@ k() { "$KUBECTL" --kubeconfig "$KCFG" "$@"; }
 # kube_install - the CRD (Established) and the syncer's identity from deploy/.
 kube_install() {
     k apply -f "$PODRES_ROOT/deploy/namespace.yaml" -f "$PODRES_ROOT/deploy/crd-devicebinding.yaml" \
+        -f "$PODRES_ROOT/deploy/crd-nodedevices.yaml" \
         -f "$PODRES_ROOT/deploy/serviceaccount.yaml" -f "$PODRES_ROOT/deploy/rbac.yaml" \
         > "$T/kube-install.log" 2>&1 || { cat "$T/kube-install.log" >&2; fail "cannot install deploy/"; }
     k wait --for condition=Established --timeout 30s crd/devicebindings.podres.dev > /dev/null ||
