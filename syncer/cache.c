@@ -224,8 +224,8 @@ bool cache_key_of(const json_t *obj, char *key, size_t cap)
         md = obj; /* podresd objects carry namespace and name at the top */
     ns = json_string_value(json_object_get(md, "namespace"));
     name = json_string_value(json_object_get(md, "name"));
-    if (!ns || !name)
+    if (!name)
         return false;
-    n = snprintf(key, cap, "%s/%s", ns, name);
+    n = ns ? snprintf(key, cap, "%s/%s", ns, name) : snprintf(key, cap, "%s", name);
     return n > 0 && (size_t)n < cap;
 }

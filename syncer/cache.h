@@ -35,7 +35,8 @@ json_t *cache_keys(struct cache *c);
 bool cache_synced(struct cache *c);
 size_t cache_size(struct cache *c);
 
-/* "namespace/name" of a Kubernetes object or a podresd object into 'key'. */
+/* "namespace/name" of a Kubernetes object or a podresd object into 'key';
+ * "name" of a cluster-scoped object (no namespace). */
 bool cache_key_of(const json_t *obj, char *key, size_t cap);
 
 #endif

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* main.c - podres-syncer: settings, the threads (podresd feed, two
+/* main.c - podres-syncer: settings, the threads (podresd feed, three
  * informers, one worker), the metrics endpoint, the periodic resync, --once,
  * and a clean exit on SIGTERM. exit(1) only for start-up errors. */
 #define LOG_MOD "main"
@@ -10,6 +10,7 @@
 #include "../common/strbuf.h"
 #include "cache.h"
 #include "informer.h"
+#include "inventory.h"
 #include "kube.h"
 #include "kubeconfig.h"
 #include "nodefeed.h"
@@ -36,6 +37,7 @@ struct settings {
     uint64_t resync_ms;          /* full resync period */
     char *metrics_listen;        /* HOST:PORT of /metrics and /healthz */
     uint64_t reservation_ttl_ms; /* how long a pre-assignment waits for its pod */
+    uint64_t inventory_ms;       /* at most one NodeDevices write per this */
     char *log_format;            /* text or json */
     char *log_level;             /* err..debug */
 };
@@ -59,6 +61,7 @@ static const struct opt opt_table[] = {
     {"resync_interval", OPT_DURATION, OFF(resync_ms), NULL, NULL},
     {"metrics_listen", OPT_STR, OFF(metrics_listen), NULL, NULL},
     {"reservation_ttl", OPT_DURATION, OFF(reservation_ttl_ms), NULL, NULL},
+    {"inventory_interval", OPT_DURATION, OFF(inventory_ms), NULL, NULL},
     {"log_format", OPT_ENUM, OFF(log_format), "|text|json|", NULL},
     {"log_level", OPT_ENUM, OFF(log_level), "|err|warn|info|debug|", NULL},
 };
@@ -69,9 +72,11 @@ static const char usage[] =
     "--podresd-url URL\n"
     "                     [--podresd-token-file PATH]]\n"
     "                     [--kubeconfig PATH] [--qps N] [--burst N] [--resync-interval D]\n"
-    "                     [--metrics-listen HOST:PORT] [--reservation-ttl D] [--once]\n"
+    "                     [--metrics-listen HOST:PORT] [--reservation-ttl D]\n"
+    "                     [--inventory-interval D] [--once]\n"
     "                     [--log-format text|json] [--log-level LEVEL] [--version] [--help]\n"
-    "Keeps one DeviceBinding per pod with devices in the Kubernetes API server.\n";
+    "Keeps one DeviceBinding per pod with devices, and the node's NodeDevices, in the\n"
+    "Kubernetes API server.\n";
 
 static const struct option long_opts[] = {
     {"config", required_argument, NULL, 'c'},
@@ -85,6 +90,7 @@ static const struct option long_opts[] = {
     {"resync-interval", required_argument, NULL, 0},
     {"metrics-listen", required_argument, NULL, 0},
     {"reservation-ttl", required_argument, NULL, 0},
+    {"inventory-interval", required_argument, NULL, 0},
     {"log-format", required_argument, NULL, 0},
     {"log-level", required_argument, NULL, 0},
     {"once", no_argument, NULL, 'o'},
@@ -136,22 +142,24 @@ struct syncer {
     struct kube_gate *pd_gate;                           /* podresd backoff */
     struct kube_stats *stats;                            /* API request counters */
     struct queue *queue;                                 /* keys to reconcile */
-    struct cache *pr, *resv;                             /* podresd state */
-    struct cache *pods, *crs;                            /* API state */
-    struct kube *k_pods, *k_crs, *k_work, *k_pd, *k_pdw; /* one client per thread */
-    struct informer inf_pods, inf_crs;                   /* the informers */
+    struct cache *pr, *resv, *devs;                      /* podresd state */
+    struct cache *pods, *crs, *nd;                       /* API state */
+    struct kube *k_pods, *k_crs, *k_nd, *k_work, *k_pd, *k_pdw; /* one client per thread */
+    struct informer inf_pods, inf_crs, inf_nd;           /* the informers */
     struct nodefeed feed;                                /* the podresd feed */
     struct reconciler rec;                               /* the worker's reconciler */
+    struct inventory inv;                                /* the worker's NodeDevices */
     struct lag lag;                                      /* sync-lag histogram */
     char pods_query[512];                                /* fieldSelector=spec.nodeName=NODE */
     char crs_query[512];                                 /* labelSelector=podres.dev/node=NODE */
+    char nd_query[512];                                  /* fieldSelector=metadata.name=NODE */
     volatile time_t last_resync;                         /* wall clock of the last full resync */
     struct MHD_Daemon *http;                             /* /metrics and /healthz */
     pthread_mutex_t wmu;                                 /* guards 'waiting' */
     json_t *waiting;      /* keys of pre-assignments whose devices are taken */
     int node_missing;     /* atomic: 1 when no Node is named --node-name, 0 when one
                            * is, -1 before the worker looked */
-    pthread_t threads[4]; /* feed, pods, crs, worker */
+    pthread_t threads[5]; /* feed, pods, crs, nd, worker */
     int nthreads;         /* started */
 };
 
@@ -177,6 +185,16 @@ static void enqueue_node(void *ctx, const char *key)
             queue_add(s->queue, k, 0);
     }
     pthread_mutex_unlock(&s->wmu);
+}
+
+/* The inventory changed (a device, or the NodeDevices object): the worker
+ * looks once the write interval since the last write is over. */
+static void enqueue_inventory(void *ctx, const char *key)
+{
+    struct syncer *s = ctx;
+
+    (void)key;
+    queue_add(s->queue, INVENTORY_KEY, inventory_due(&s->inv, queue_now_ms()));
 }
 
 /* After a reconcile of 'key': whether it waits for devices. */
@@ -214,6 +232,7 @@ static void resync(struct syncer *s)
     json_object_foreach(keys, key, v)
         queue_add(s->queue, key, 0);
     json_decref(keys);
+    enqueue_inventory(s, NULL);
     s->last_resync = time(NULL);
 }
 
@@ -244,7 +263,8 @@ static bool ready(struct syncer *s, char *why, size_t cap)
         return false;
     }
     return informer_ready(&s->inf_pods, READY_GRACE_MS, why, cap) &&
-           informer_ready(&s->inf_crs, READY_GRACE_MS, why, cap);
+           informer_ready(&s->inf_crs, READY_GRACE_MS, why, cap) &&
+           (informer_missing(&s->inf_nd) || informer_ready(&s->inf_nd, READY_GRACE_MS, why, cap));
 }
 
 /* Per-key backoff after a failure: 200 ms doubling to 30 s; 30 s doubling
@@ -300,6 +320,42 @@ static void check_node(struct syncer *s)
     __atomic_store_n(&s->node_missing, rc == ERR_NOTFOUND ? 1 : rc ? -1 : 0, __ATOMIC_RELAXED);
 }
 
+/* The inventory key: written when podresd's devices and the NodeDevices
+ * informer are current; when NodeDevices are not served, said once and
+ * looked at again each second (no request: the informer lists). */
+static void sync_inventory(struct syncer *s, json_t *fails, uint64_t dirty)
+{
+    char msg[512];
+    uint64_t again;
+    bool wrote;
+    err_t rc;
+
+    if (informer_missing(&s->inf_nd)) {
+        inventory_skip(&s->inv, INVENTORY_SKIP_CRD_MISSING);
+        queue_add(s->queue, INVENTORY_KEY, 1000);
+        return;
+    }
+    if (!cache_synced(s->devs) || !informer_current(&s->inf_nd)) {
+        queue_add(s->queue, INVENTORY_KEY, 200);
+        return;
+    }
+    s->inv.revision = s->feed.revision;
+    rc = inventory_sync(&s->inv, &wrote, &again, msg, sizeof(msg));
+    if (rc == ERR_OK) {
+        json_object_del(fails, INVENTORY_KEY);
+        if (again)
+            queue_add(s->queue, INVENTORY_KEY, again);
+        if (wrote)
+            lag_observe(&s->lag, (double)(queue_now_ms() - dirty) / 1000.0);
+        return;
+    }
+    if (rc == ERR_FORBIDDEN || rc == ERR_UNPROCESSABLE || rc == ERR_INVAL)
+        log_warn("cannot write NodeDevices %s: %s", s->set.node_name, msg);
+    else
+        log_debug("write of NodeDevices %s failed: %s; retrying", s->set.node_name, msg);
+    queue_add(s->queue, INVENTORY_KEY, retry_delay(fails, INVENTORY_KEY, rc));
+}
+
 static void *worker_run(void *arg)
 {
     struct syncer *s = arg;
@@ -313,6 +369,10 @@ static void *worker_run(void *arg)
     while (!kube_gate_stopped(s->gate)) {
         if (!queue_get(s->queue, key, sizeof(key), &dirty, 1000))
             continue;
+        if (strcmp(key, INVENTORY_KEY) == 0) {
+            sync_inventory(s, fails, dirty);
+            continue;
+        }
         if (!caches_synced(s)) {
             put_off(s, key);
             continue;
@@ -404,6 +464,8 @@ static err_t render_metrics(struct syncer *s, struct strbuf *sb)
                            "podres_syncer_sync_lag_seconds_count %llu\n",
                            (unsigned long long)s->lag.n, s->lag.sum, (unsigned long long)s->lag.n);
     pthread_mutex_unlock(&s->lag.mu);
+    if (!rc)
+        rc = inventory_render(&s->inv, sb);
     return rc ? rc : render_guards(s, sb);
 }
 
@@ -539,6 +601,7 @@ static int defaults(struct settings *set)
     set->burst = 40;
     set->resync_ms = 300000;
     set->reservation_ttl_ms = 600000;
+    set->inventory_ms = 1000;
     return bad;
 }
 
@@ -606,10 +669,12 @@ static err_t make_clients(struct syncer *s)
         return ERR_NOMEM;
     s->k_pods = kube_new(&api);
     s->k_crs = kube_new(&api);
+    s->k_nd = kube_new(&api);
     s->k_work = kube_new(&api);
     s->k_pd = kube_new(&pd);
     s->k_pdw = kube_new(&pd);
-    if (!s->pd_kc.server || !s->k_pods || !s->k_crs || !s->k_work || !s->k_pd || !s->k_pdw)
+    if (!s->pd_kc.server || !s->k_pods || !s->k_crs || !s->k_nd || !s->k_work || !s->k_pd ||
+        !s->k_pdw)
         return ERR_NOMEM;
     return ERR_OK;
 }
@@ -638,12 +703,16 @@ static err_t setup(struct syncer *s)
     s->resv = cache_new(enqueue_node, s);
     s->pods = cache_new(enqueue, s->queue);
     s->crs = cache_new(enqueue, s->queue);
-    if (!s->pr || !s->resv || !s->pods || !s->crs || make_clients(s))
+    s->devs = cache_new(enqueue_inventory, s);
+    s->nd = cache_new(enqueue_inventory, s);
+    if (!s->pr || !s->resv || !s->pods || !s->crs || !s->devs || !s->nd || make_clients(s))
         return ERR_NOMEM;
     snprintf(sel, sizeof(sel), "spec.nodeName=%s", s->set.node_name);
     escape_query(s->pods_query, sizeof(s->pods_query), "fieldSelector", sel);
     snprintf(sel, sizeof(sel), RECONCILE_LABEL "=%s", s->set.node_name);
     escape_query(s->crs_query, sizeof(s->crs_query), "labelSelector", sel);
+    snprintf(sel, sizeof(sel), "metadata.name=%s", s->set.node_name);
+    escape_query(s->nd_query, sizeof(s->nd_query), "fieldSelector", sel);
     s->inf_pods = (struct informer){.name = "pods",
                                     .path = "/api/v1/pods",
                                     .query = s->pods_query,
@@ -657,8 +726,19 @@ static err_t setup(struct syncer *s)
                                    .kube = s->k_crs,
                                    .gate = s->gate,
                                    .cache = s->crs};
+    s->inf_nd = (struct informer){.name = "nodedevices",
+                                  .path = INVENTORY_PATH,
+                                  .query = s->nd_query,
+                                  .kube = s->k_nd,
+                                  .gate = s->gate,
+                                  .cache = s->nd};
     s->feed = (struct nodefeed){
-        .kube = s->k_pd, .gate = s->pd_gate, .pods = s->pr, .resv = s->resv};
+        .kube = s->k_pd, .gate = s->pd_gate, .pods = s->pr, .resv = s->resv, .devs = s->devs};
+    s->inv = (struct inventory){.node = s->set.node_name,
+                                .kube = s->k_work,
+                                .devs = s->devs,
+                                .nd = s->nd,
+                                .interval_ms = s->set.inventory_ms};
     s->rec = (struct reconciler){.node = s->set.node_name,
                                  .kube = s->k_work,
                                  .pd = s->k_pdw,
@@ -684,9 +764,22 @@ static bool run_once(struct syncer *s)
     /* No watch follows to catch up with a watch cache behind etcd. */
     s->inf_pods.consistent = true;
     s->inf_crs.consistent = true;
+    s->inf_nd.consistent = true;
     if (informer_list(&s->inf_pods) || informer_list(&s->inf_crs) || nodefeed_list(&s->feed)) {
         log_err("cannot read the node's or the API server's state");
         return false;
+    }
+    if (informer_list(&s->inf_nd) == ERR_OK) {
+        s->inv.revision = s->feed.revision;
+        if (inventory_sync(&s->inv, &wrote, &again, msg, sizeof(msg))) {
+            log_warn("cannot write NodeDevices %s: %s", s->set.node_name, msg);
+            ok = false;
+        }
+    } else if (informer_missing(&s->inf_nd)) {
+        inventory_skip(&s->inv, INVENTORY_SKIP_CRD_MISSING);
+    } else {
+        log_warn("cannot read NodeDevices %s", s->set.node_name);
+        ok = false;
     }
     keys = all_keys(s);
     json_object_foreach(keys, key, v) {
@@ -708,6 +801,7 @@ static void run(struct syncer *s, const sigset_t *sigs)
     pthread_create(&s->threads[s->nthreads++], NULL, nodefeed_run, &s->feed);
     pthread_create(&s->threads[s->nthreads++], NULL, informer_run, &s->inf_pods);
     pthread_create(&s->threads[s->nthreads++], NULL, informer_run, &s->inf_crs);
+    pthread_create(&s->threads[s->nthreads++], NULL, informer_run, &s->inf_nd);
     pthread_create(&s->threads[s->nthreads++], NULL, worker_run, s);
     for (;;) {
         sig = sigtimedwait(sigs, NULL, &tick);
@@ -738,6 +832,7 @@ static void teardown(struct syncer *s)
         MHD_stop_daemon(s->http);
     kube_free(s->k_pods);
     kube_free(s->k_crs);
+    kube_free(s->k_nd);
     kube_free(s->k_work);
     kube_free(s->k_pd);
     kube_free(s->k_pdw);
@@ -747,6 +842,8 @@ static void teardown(struct syncer *s)
     cache_free(s->resv);
     cache_free(s->pods);
     cache_free(s->crs);
+    cache_free(s->devs);
+    cache_free(s->nd);
     queue_free(s->queue);
     kube_stats_free(s->stats);
     kube_gate_free(s->gate);

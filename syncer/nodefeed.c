@@ -2,6 +2,7 @@
 /* nodefeed.c - the NDJSON feed of podresd as cache updates. */
 #define LOG_MOD "nodefeed"
 #include "../common/common.h"
+#include "inventory.h"
 #include "nodefeed.h"
 
 /* The list of 'key' in 'answer' as an object keyed "namespace/name". */
@@ -18,18 +19,41 @@ static json_t *keyed(const json_t *list)
     return all;
 }
 
+/* A list of Devices as an object "resourceName/id" -> inventory view. */
+static json_t *keyed_devices(const json_t *list)
+{
+    json_t *all = json_object(), *v;
+    char key[600];
+    size_t i;
+
+    json_array_foreach(list, i, v) {
+        if (inventory_key(v, key, sizeof(key)))
+            json_object_set_new(all, key, inventory_device(v));
+    }
+    return all;
+}
+
 err_t nodefeed_list(struct nodefeed *nf)
 {
-    json_t *pods = NULL, *resv = NULL, *a, *b;
+    json_t *pods = NULL, *resv = NULL, *devs = NULL, *a, *b;
     char msg[512];
     err_t rc = kube_do(nf->kube, "GET", "/v1/pods", NULL, NULL, &pods, msg, sizeof(msg));
 
     if (!rc)
         rc = kube_do(nf->kube, "GET", "/v1/reservations", NULL, NULL, &resv, msg, sizeof(msg));
+    if (!rc && nf->devs)
+        rc = kube_do(nf->kube, "GET", "/v1/devices", NULL, NULL, &devs, msg, sizeof(msg));
     if (rc) {
         log_warn("cannot read podresd: %s", msg);
         json_decref(pods);
+        json_decref(resv);
         return rc;
+    }
+    if (nf->devs) {
+        a = keyed_devices(json_object_get(devs, "devices"));
+        cache_replace(nf->devs, a);
+        json_decref(a);
+        json_decref(devs);
     }
     a = keyed(json_object_get(pods, "podResources"));
     b = keyed(json_object_get(resv, "reservations"));
@@ -53,6 +77,10 @@ static struct cache *cache_for(struct nodefeed *nf, const char *kind, json_t **p
         *pending = nf->pending_resv;
         return nf->resv;
     }
+    if (strcmp(kind, "Device") == 0) {
+        *pending = nf->pending_devs;
+        return nf->devs;
+    }
     return NULL;
 }
 
@@ -61,10 +89,9 @@ static void initial_end(struct nodefeed *nf)
 {
     cache_replace(nf->pods, nf->pending_pods);
     cache_replace(nf->resv, nf->pending_resv);
-    json_decref(nf->pending_pods);
-    json_decref(nf->pending_resv);
-    nf->pending_pods = NULL;
-    nf->pending_resv = NULL;
+    if (nf->devs)
+        cache_replace(nf->devs, nf->pending_devs);
+    nodefeed_release(nf);
 }
 
 static bool on_event(void *ctx, json_t *ev)
@@ -91,7 +118,19 @@ static bool on_event(void *ctx, json_t *ev)
         return true;
     }
     c = kind ? cache_for(nf, kind, &pending) : NULL;
-    if (c && cache_key_of(obj, key, sizeof(key))) {
+    if (c && strcmp(kind, "Device") == 0) {
+        if (inventory_key(obj, key, sizeof(key))) {
+            json_t *view = strcmp(type, "DELETED") == 0 ? NULL : inventory_device(obj);
+
+            if (pending && view)
+                json_object_set(pending, key, view);
+            else if (!pending && view)
+                cache_set(c, key, view, false);
+            else if (!pending)
+                cache_del(c, key);
+            json_decref(view);
+        }
+    } else if (c && cache_key_of(obj, key, sizeof(key))) {
         if (pending)
             json_object_set(pending, key, obj);
         else if (strcmp(type, "DELETED") == 0)
@@ -115,10 +154,10 @@ void *nodefeed_run(void *arg)
             snprintf(path, sizeof(path), "/v1/watch?since=%llu", (unsigned long long)nf->revision);
         } else {
             snprintf(path, sizeof(path), "/v1/watch");
-            json_decref(nf->pending_pods);
-            json_decref(nf->pending_resv);
+            nodefeed_release(nf);
             nf->pending_pods = json_object();
             nf->pending_resv = json_object();
+            nf->pending_devs = json_object();
         }
         rc = kube_stream(nf->kube, path, on_event, nf, msg, sizeof(msg));
         if (rc == ERR_GONE) {
@@ -139,6 +178,8 @@ void nodefeed_release(struct nodefeed *nf)
 {
     json_decref(nf->pending_pods);
     json_decref(nf->pending_resv);
+    json_decref(nf->pending_devs);
     nf->pending_pods = NULL;
     nf->pending_resv = NULL;
+    nf->pending_devs = NULL;
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* nodefeed.h - follows podresd's change feed (GET /v1/watch) into two
- * caches, PodResources and Reservations by "namespace/name": the initial
- * ADDED events replace the caches at the initialEventsEnd bookmark, later
+/* nodefeed.h - follows podresd's change feed (GET /v1/watch) into three
+ * caches, PodResources and Reservations by "namespace/name" and Devices by
+ * "resourceName/id" (their inventory view: a change of holder is no change
+ * there): the initial ADDED events replace the caches at the
+ * initialEventsEnd bookmark, later
  * events update them; a broken stream resumes with since=REVISION, a 410
  * starts over with a full list. Runs on its own thread with its own client. */
 #ifndef PODRES_NODEFEED_H
@@ -18,12 +20,14 @@ struct nodefeed {
     struct kube_gate *gate; /* podresd's gate, to notice shutdown; borrowed */
     struct cache *pods;     /* PodResources; borrowed */
     struct cache *resv;     /* Reservations; borrowed */
+    struct cache *devs;     /* Devices as inventory_device makes them; borrowed */
     uint64_t revision;      /* last revision seen; 0 = none */
     json_t *pending_pods;   /* initial events before initialEventsEnd; owned */
     json_t *pending_resv;   /* likewise */
+    json_t *pending_devs;   /* likewise */
 };
 
-/* One full read (GET /v1/pods and /v1/reservations) into the caches. */
+/* One full read (GET /v1/pods, /v1/reservations, /v1/devices) into the caches. */
 err_t nodefeed_list(struct nodefeed *nf) WARN_UNUSED;
 /* The thread body. 'arg' is the nodefeed. */
 void *nodefeed_run(void *arg);

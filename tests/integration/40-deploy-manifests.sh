@@ -203,7 +203,7 @@ images:
 EOF
 audit_mark
 out=$(k apply -k "$T/overlay" -v=9 2>"$T/overlay.log") || fail "overlay apply: $out $(tail -5 "$T/overlay.log")"
-grep -q '^daemonset.apps/podres configured$' <<<"$out" && [ "$(grep -c ' unchanged$' <<<"$out")" = 6 ] \
+grep -q '^daemonset.apps/podres configured$' <<<"$out" && [ "$(grep -c ' unchanged$' <<<"$out")" = $((NOBJ - 1)) ] \
     || fail "overlay apply: $out"
 w=$(audit_new "$WRITE")
 jq -se 'length == 1 and .[0].verb == "patch" and .[0].objectRef.resource == "daemonsets"
@@ -284,7 +284,9 @@ import json, sys
 ALLOWED = {("podres.dev", "devicebindings"): {"get", "list", "watch", "create", "update", "patch", "delete"},
            ("podres.dev", "devicebindings/status"): {"get", "list", "watch", "create", "update", "patch", "delete"},
            ("", "pods"): {"get", "list", "watch"},
-           ("", "nodes"): {"get"}}
+           ("", "nodes"): {"get"},
+           ("podres.dev", "nodedevices"): {"get", "list", "watch", "create"},
+           ("podres.dev", "nodedevices/status"): {"patch"}}
 
 def problems(role):
     out, granted = [], set()
@@ -335,7 +337,7 @@ k get clusterrole podres-syncer -o json >"$T/role.json"
 out=$($PY "$T/rbac_check.py" "$T/role.json" selftest) || fail "least-privilege checker self-test: $out"
 ok "least-privilege checker: $out"
 out=$($PY "$T/rbac_check.py" "$T/role.json") || fail "ClusterRole podres-syncer is not least privilege: $out"
-ok "ClusterRole podres-syncer grants exactly devicebindings{,/status} get/list/watch/create/update/patch/delete, pods get/list/watch and nodes get"
+ok "ClusterRole podres-syncer grants exactly devicebindings{,/status} get/list/watch/create/update/patch/delete, pods get/list/watch, nodes get, nodedevices get/list/watch/create and nodedevices/status patch"
 n=$(grep -rlE '^kind: *(Role|ClusterRole|RoleBinding|ClusterRoleBinding)$' deploy | wc -l)
 [ "$n" = 1 ] || fail "RBAC objects outside deploy/rbac.yaml: $(grep -rlE '^kind: *(Role|ClusterRole|RoleBinding)' deploy)"
 k get clusterrolebinding podres-syncer -o json | jq -e '.roleRef == {"apiGroup":"rbac.authorization.k8s.io",
@@ -363,6 +365,10 @@ for verb in get list watch; do
     can "$SA" "$verb" pods -A || fail "the syncer cannot $verb pods cluster-wide"
 done
 can "$SA" get nodes -A || fail "the syncer cannot get nodes"
+for verb in get list watch create; do
+    can "$SA" "$verb" nodedevices.podres.dev -A || fail "the syncer cannot $verb nodedevices"
+done
+can "$SA" patch nodedevices.podres.dev -A --subresource=status || fail "the syncer cannot patch nodedevices/status"
 nos=0
 while read -r verb res flags; do
     # shellcheck disable=SC2086
@@ -382,12 +388,16 @@ patch nodes -A
 create events -n ml
 create events.events.k8s.io -n podres-system
 deletecollection devicebindings -n ml
+delete nodedevices.podres.dev -A
+update nodedevices.podres.dev -A
+patch nodedevices.podres.dev -A
+update nodedevices.podres.dev -A --subresource=status
 get configmaps -n podres-system
 create serviceaccounts -n podres-system --subresource=token
 impersonate serviceaccounts -A
 escalate clusterroles -A
 EOF
-ok "kubectl auth can-i as $SA: yes to get/list/watch/create/update/patch/delete devicebindings{,/status}, get/list/watch pods and get nodes; no to all $nos others tried (create pods, list secrets, list nodes, create events, ...)"
+ok "kubectl auth can-i as $SA: yes to get/list/watch/create/update/patch/delete devicebindings{,/status}, get/list/watch pods, get nodes, get/list/watch/create nodedevices and patch their status; no to all $nos others tried (create pods, list secrets, list nodes, create events, ...)"
 
 # rights USER NS - what USER may do in NS (kubectl auth can-i --list), one normalized rule a line.
 rights() {
@@ -399,6 +409,8 @@ for line in sys.stdin:
 }
 WANT_RIGHTS='devicebindings.podres.dev [] [] [create delete get list patch update watch]
 devicebindings.podres.dev/status [] [] [create delete get list patch update watch]
+nodedevices.podres.dev [] [] [create get list watch]
+nodedevices.podres.dev/status [] [] [patch]
 nodes [] [] [get]
 pods [] [] [get list watch]'
 # rights_exact NS - the syncer's rights in NS beyond those of any ServiceAccount

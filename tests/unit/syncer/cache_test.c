@@ -253,7 +253,8 @@ static void test_key_of(void)
     CHECK_STREQ(key, "default/pod-1");
     CHECK(cache_key_of(pr, key, sizeof(key)));
     CHECK_STREQ(key, "kube-system/p2");
-    CHECK(!cache_key_of(no_ns, key, sizeof(key)));
+    CHECK(cache_key_of(no_ns, key, sizeof(key))); /* cluster-scoped */
+    CHECK_STREQ(key, "x");
     CHECK(!cache_key_of(no_name, key, sizeof(key)));
     CHECK(!cache_key_of(NULL, key, sizeof(key)));
     CHECK(!cache_key_of(k8s, small, sizeof(small))); /* does not fit */

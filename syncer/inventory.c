@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* inventory.c - the node's devices as one NodeDevices object. */
+#define LOG_MOD "inventory"
+#include "../common/common.h"
+#include "inventory.h"
+#include "queue.h"
+#include "reconcile.h"
+
+#include <time.h>
+
+#define MERGE_PATCH "application/merge-patch+json"
+
+static const char *const skip_names[INVENTORY_SKIP_N] = {"no_node", "crd_missing"};
+
+/* ---- the pure part ---- */
+
+bool inventory_key(const json_t *dev, char *key, size_t cap)
+{
+    const char *res = json_string_value(json_object_get(dev, "resourceName"));
+    const char *id = json_string_value(json_object_get(dev, "id"));
+    int n;
+
+    if (!res || !id)
+        return false;
+    n = snprintf(key, cap, "%s/%s", res, id);
+    return n > 0 && (size_t)n < cap;
+}
+
+/* podresd's {"nodes":[{"ID":n}]} as {"nodes":[{"id":n}]}. */
+static json_t *topology(const json_t *topo)
+{
+    json_t *nodes = json_array(), *n;
+    size_t i;
+
+    json_array_foreach(json_object_get(topo, "nodes"), i, n) {
+        json_t *id = json_object_get(n, "ID");
+
+        if (json_is_integer(id))
+            json_array_append_new(nodes, json_pack("{s:O}", "id", id));
+    }
+    return json_pack("{s:o}", "nodes", nodes);
+}
+
+json_t *inventory_device(const json_t *dev)
+{
+    const char *res = json_string_value(json_object_get(dev, "resourceName"));
+    const char *id = json_string_value(json_object_get(dev, "id"));
+    const char *health = json_string_value(json_object_get(dev, "health"));
+    json_t *props = json_object_get(dev, "properties"), *aliases = json_object_get(dev, "aliases");
+    json_t *out;
+
+    if (!res || !id)
+        return NULL;
+    out = json_pack("{s:s,s:s,s:s,s:o}", "resourceName", res, "id", id, "health",
+                    health && strcmp(health, "Healthy") == 0 ? "Healthy" : "Unhealthy",
+                    "topology", topology(json_object_get(dev, "topology")));
+    if (out && json_is_object(props) && json_object_size(props))
+        json_object_set(out, "properties", props);
+    if (out && json_is_array(aliases) && json_array_size(aliases))
+        json_object_set(out, "aliases", aliases);
+    return out;
+}
+
+static int by_key(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Per-resource totals of the sorted devices, and the summary line. */
+static json_t *totals(json_t *const *devs, size_t n, char *summary, size_t cap, json_int_t *bad)
+{
+    json_t *out = json_array(), *last = NULL;
+    const char *prev = NULL;
+    size_t i, len = 0;
+
+    summary[0] = '\0';
+    for (i = 0; i < n; i++) {
+        const char *res = json_string_value(json_object_get(devs[i], "resourceName"));
+        bool ok = strcmp(json_string_value(json_object_get(devs[i], "health")), "Healthy") == 0;
+
+        if (!prev || strcmp(prev, res) != 0) {
+            last = json_pack("{s:s,s:I,s:I}", "name", res, "total", (json_int_t)0, "healthy",
+                             (json_int_t)0);
+            json_array_append_new(out, last);
+            prev = res;
+        }
+        json_object_set_new(last, "total",
+                            json_integer(json_integer_value(json_object_get(last, "total")) + 1));
+        if (ok)
+            json_object_set_new(
+                last, "healthy",
+                json_integer(json_integer_value(json_object_get(last, "healthy")) + 1));
+        else
+            (*bad)++;
+    }
+    json_array_foreach(out, i, last) {
+        int w = snprintf(summary + len, cap - len, "%s%s=%lld", i ? "," : "",
+                         json_string_value(json_object_get(last, "name")),
+                         (long long)json_integer_value(json_object_get(last, "total")));
+
+        if (w < 0 || (size_t)w >= cap - len) {
+            summary[len] = '\0';
+            break;
+        }
+        len += (size_t)w;
+    }
+    return out;
+}
+
+/* The old condition of 'type' in status 'old', or NULL. */
+static const json_t *old_condition(const json_t *old, const char *type)
+{
+    const json_t *c;
+    size_t i;
+
+    json_array_foreach(json_object_get(old, "conditions"), i, c) {
+        const char *t = json_string_value(json_object_get(c, "type"));
+
+        if (t && strcmp(t, type) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+json_t *inventory_status(const json_t *devs, uint64_t revision, const json_t *old,
+                         const char *now)
+{
+    size_t n = json_object_size(devs), i = 0, listed = 0, bytes = 2;
+    const char **keys = n ? calloc(n, sizeof(*keys)) : NULL;
+    json_t **sorted = n ? calloc(n, sizeof(*sorted)) : NULL;
+    json_t *list = json_array(), *st = NULL, *v;
+    json_int_t bad = 0;
+    const char *k;
+    char summary[1024], message[256];
+    bool cut;
+
+    if ((n && (!keys || !sorted)) || !list)
+        goto out;
+    json_object_foreach((json_t *)devs, k, v)
+        keys[i++] = k;
+    qsort(keys, n, sizeof(*keys), by_key);
+    for (i = 0; i < n; i++)
+        sorted[i] = json_object_get(devs, keys[i]);
+    for (i = 0; i < n; i++) {
+        char *text = json_dumps(sorted[i], JSON_COMPACT);
+        size_t len = text ? strlen(text) + 1 : 0;
+
+        free(text);
+        if (!len || listed >= INVENTORY_MAX_DEVICES || bytes + len > INVENTORY_MAX_BYTES)
+            break;
+        bytes += len;
+        json_array_append(list, sorted[i]);
+        listed++;
+    }
+    cut = listed < n;
+    if (cut)
+        snprintf(message, sizeof(message),
+                 "%zu of %zu devices listed: a NodeDevices lists at most %d devices and %d "
+                 "bytes of them; resources counts them all",
+                 listed, n, INVENTORY_MAX_DEVICES, INVENTORY_MAX_BYTES);
+    st = json_pack("{s:I,s:s,s:I,s:b,s:o,s:o,s:[o]}", "observedRevision", (json_int_t)revision,
+                   "summary", "", "unhealthy", (json_int_t)0, "truncated", cut, "resources",
+                   json_array(), "devices", list, "conditions",
+                   reconcile_condition("Truncated", cut ? "True" : "False",
+                                       cut ? "TooManyDevices" : "AllListed", cut ? message : "",
+                                       old_condition(old, "Truncated"), now));
+    list = NULL;
+    if (!st)
+        goto out;
+    json_object_set_new(st, "resources", totals(sorted, n, summary, sizeof(summary), &bad));
+    json_object_set_new(st, "summary", json_string(summary));
+    json_object_set_new(st, "unhealthy", json_integer(bad));
+out:
+    json_decref(list);
+    free(keys);
+    free(sorted);
+    return st;
+}
+
+bool inventory_same(const json_t *a, const json_t *b)
+{
+    json_t *x, *y;
+    bool same;
+
+    if (!json_is_object(a) || !json_is_object(b))
+        return json_equal(a, b);
+    x = json_copy((json_t *)a);
+    y = json_copy((json_t *)b);
+    json_object_del(x, "observedRevision");
+    json_object_del(y, "observedRevision");
+    same = json_equal(x, y);
+    json_decref(x);
+    json_decref(y);
+    return same;
+}
+
+/* ---- writes ---- */
+
+uint64_t inventory_due(struct inventory *inv, uint64_t now_ms)
+{
+    uint64_t last = __atomic_load_n(&inv->last_write_ms, __ATOMIC_RELAXED);
+
+    return last && now_ms < last + inv->interval_ms ? last + inv->interval_ms - now_ms : 0;
+}
+
+void inventory_skip(struct inventory *inv, enum inventory_skip why)
+{
+    __atomic_add_fetch(&inv->skipped[why], 1, __ATOMIC_RELAXED);
+    if (inv->skip_logged == (int)why + 1)
+        return;
+    inv->skip_logged = (int)why + 1;
+    if (why == INVENTORY_SKIP_NO_NODE)
+        log_info("NodeDevices %s not written: no Node '%s' in the API server to own it; "
+                 "checking again every 30 s",
+                 inv->node, inv->node);
+    else
+        log_info("NodeDevices %s not written: the API server does not serve NodeDevices (is "
+                 "the CustomResourceDefinition nodedevices.podres.dev installed?)",
+                 inv->node);
+}
+
+static void now_rfc3339(char *buf, size_t cap)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+
+    gmtime_r(&t, &tm);
+    strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* The Node's uid (ERR_NOTFOUND: no such Node). */
+static err_t node_uid(struct inventory *inv, char *msg, size_t cap)
+{
+    char path[512], name[300];
+    json_t *node = NULL;
+    const char *uid;
+    err_t rc;
+
+    kube_escape(inv->node, name, sizeof(name));
+    snprintf(path, sizeof(path), "/api/v1/nodes/%s", name);
+    rc = kube_do(inv->kube, "GET", path, NULL, NULL, &node, msg, cap);
+    if (rc)
+        return rc;
+    uid = json_string_value(json_object_get(json_object_get(node, "metadata"), "uid"));
+    if (uid && strlen(uid) < sizeof(inv->node_uid))
+        snprintf(inv->node_uid, sizeof(inv->node_uid), "%s", uid);
+    json_decref(node);
+    if (!inv->node_uid[0]) {
+        snprintf(msg, cap, "Node %s has no uid", inv->node);
+        return ERR_UPSTREAM;
+    }
+    return ERR_OK;
+}
+
+/* POST the node's NodeDevices, owned by its Node; *out the object made (or,
+ * after a 409, the one there). */
+static err_t create(struct inventory *inv, json_t **out, char *msg, size_t cap)
+{
+    char path[512], name[300];
+    json_t *body;
+    err_t rc;
+
+    body = json_pack("{s:s,s:s,s:{s:s,s:{s:s},s:[{s:s,s:s,s:s,s:s}]},s:{}}", "apiVersion",
+                     "podres.dev/v1alpha1", "kind", "NodeDevices", "metadata", "name", inv->node,
+                     "labels", RECONCILE_LABEL, inv->node, "ownerReferences", "apiVersion", "v1",
+                     "kind", "Node", "name", inv->node, "uid", inv->node_uid, "spec");
+    if (!body)
+        return ERR_NOMEM;
+    rc = kube_do(inv->kube, "POST", INVENTORY_PATH, body, NULL, out, msg, cap);
+    json_decref(body);
+    if (rc == ERR_CONFLICT) { /* made since the informer listed: read it */
+        kube_escape(inv->node, name, sizeof(name));
+        snprintf(path, sizeof(path), INVENTORY_PATH "/%s", name);
+        rc = kube_do(inv->kube, "GET", path, NULL, NULL, out, msg, cap);
+    }
+    if (rc == ERR_OK)
+        log_info("created NodeDevices %s", inv->node);
+    return rc;
+}
+
+/* A merge patch turning 'old' into 'want': every field of 'want', and null
+ * for each field only 'old' has. */
+static json_t *status_patch(const json_t *old, json_t *want)
+{
+    json_t *st = json_copy(want), *v;
+    const char *k;
+
+    json_object_foreach((json_t *)old, k, v) {
+        if (!json_object_get(want, k))
+            json_object_set_new(st, k, json_null());
+    }
+    return json_pack("{s:o}", "status", st);
+}
+
+err_t inventory_sync(struct inventory *inv, bool *wrote, uint64_t *again_ms, char *msg, size_t cap)
+{
+    char key[300], path[512], name[300], now[40];
+    json_t *obj = cache_get(inv->nd, inv->node), *devs = NULL, *want = NULL, *patch = NULL;
+    json_t *keys, *v, *dev, *ans = NULL;
+    const json_t *old;
+    uint64_t t = queue_now_ms(), wait = inventory_due(inv, t);
+    size_t i;
+    err_t rc = ERR_OK;
+
+    *wrote = false;
+    *again_ms = 0;
+    if (wait) { /* coalesce: one write per interval */
+        *again_ms = wait;
+        goto out;
+    }
+    devs = json_object();
+    keys = cache_keys(inv->devs);
+    json_array_foreach(keys, i, v) {
+        snprintf(key, sizeof(key), "%s", json_string_value(v));
+        if ((dev = cache_get(inv->devs, key)))
+            json_object_set_new(devs, key, dev);
+    }
+    json_decref(keys);
+    old = json_object_get(obj, "status");
+    now_rfc3339(now, sizeof(now));
+    want = inventory_status(devs, inv->revision, old, now);
+    if (!want) {
+        rc = ERR_NOMEM;
+        snprintf(msg, cap, "out of memory");
+        goto out;
+    }
+    __atomic_store_n(&inv->devices, (uint64_t)json_object_size(devs), __ATOMIC_RELAXED);
+    __atomic_store_n(&inv->truncated, json_is_true(json_object_get(want, "truncated")),
+                     __ATOMIC_RELAXED);
+    if (json_is_true(json_object_get(want, "truncated")) && !inv->truncated_logged)
+        log_warn("NodeDevices %s: %s", inv->node,
+                 json_string_value(json_object_get(
+                     json_array_get(json_object_get(want, "conditions"), 0), "message")));
+    inv->truncated_logged = json_is_true(json_object_get(want, "truncated"));
+    if (obj && inventory_same(old, want))
+        goto out;
+    if (!obj) { /* the Node's uid read anew: a Node made again has another */
+        inv->node_uid[0] = '\0';
+        rc = node_uid(inv, msg, cap);
+        if (rc == ERR_NOTFOUND) {
+            inventory_skip(inv, INVENTORY_SKIP_NO_NODE);
+            *again_ms = 30000;
+            rc = ERR_OK;
+            goto out;
+        }
+        if (!rc)
+            rc = create(inv, &obj, msg, cap);
+        if (rc)
+            goto fail;
+        *wrote = true;
+        old = json_object_get(obj, "status");
+        if (inventory_same(old, want))
+            goto done;
+    }
+    kube_escape(inv->node, name, sizeof(name));
+    snprintf(path, sizeof(path), INVENTORY_PATH "/%s/status", name);
+    patch = status_patch(old, want);
+    rc = patch ? kube_do(inv->kube, "PATCH", path, patch, MERGE_PATCH, &ans, msg, cap)
+               : ERR_NOMEM;
+    json_decref(ans);
+    if (rc)
+        goto fail;
+    *wrote = true;
+done:
+    inv->skip_logged = 0;
+    __atomic_store_n(&inv->last_write_ms, queue_now_ms(), __ATOMIC_RELAXED);
+    __atomic_add_fetch(&inv->writes, 1, __ATOMIC_RELAXED);
+    goto out;
+fail:
+    __atomic_add_fetch(&inv->failures, 1, __ATOMIC_RELAXED);
+out:
+    json_decref(obj);
+    json_decref(devs);
+    json_decref(want);
+    json_decref(patch);
+    return rc;
+}
+
+err_t inventory_render(struct inventory *inv, struct strbuf *sb)
+{
+    size_t i;
+    err_t rc = strbuf_printf(
+        sb,
+        "# HELP podres_syncer_inventory_writes_total Writes of the node's NodeDevices the API "
+        "server acknowledged.\n"
+        "# TYPE podres_syncer_inventory_writes_total counter\n"
+        "podres_syncer_inventory_writes_total %llu\n"
+        "# HELP podres_syncer_inventory_failures_total Writes of the node's NodeDevices that "
+        "failed (retried with backoff).\n"
+        "# TYPE podres_syncer_inventory_failures_total counter\n"
+        "podres_syncer_inventory_failures_total %llu\n"
+        "# HELP podres_syncer_inventory_devices Devices in the node's inventory.\n"
+        "# TYPE podres_syncer_inventory_devices gauge\npodres_syncer_inventory_devices %llu\n"
+        "# HELP podres_syncer_inventory_truncated 1 when NodeDevices lists fewer devices than "
+        "the node has (over its size bound).\n"
+        "# TYPE podres_syncer_inventory_truncated gauge\npodres_syncer_inventory_truncated %d\n"
+        "# HELP podres_syncer_inventory_skipped_total Times the inventory could not be written, "
+        "by reason (no_node: no Node to own it; crd_missing: NodeDevices are not served).\n"
+        "# TYPE podres_syncer_inventory_skipped_total counter\n",
+        (unsigned long long)__atomic_load_n(&inv->writes, __ATOMIC_RELAXED),
+        (unsigned long long)__atomic_load_n(&inv->failures, __ATOMIC_RELAXED),
+        (unsigned long long)__atomic_load_n(&inv->devices, __ATOMIC_RELAXED),
+        __atomic_load_n(&inv->truncated, __ATOMIC_RELAXED));
+
+    for (i = 0; !rc && i < INVENTORY_SKIP_N; i++)
+        rc = strbuf_printf(sb, "podres_syncer_inventory_skipped_total{reason=\"%s\"} %llu\n",
+                           skip_names[i],
+                           (unsigned long long)__atomic_load_n(&inv->skipped[i], __ATOMIC_RELAXED));
+    return rc;
+}
