@@ -375,3 +375,16 @@ bind() {
         "{\"uid\":\"$uid\",\"containers\":[{\"name\":\"main\",\"devices\":[{\"resourceName\":\"example.com/gpu\",\"deviceIds\":[${ids%,}]}]}]}"
     [ "$CODE" = 201 ] || [ "$CODE" = 200 ] || fail "bind $ns/$name: HTTP $CODE $(out)"
 }
+
+# node_kubeconfig NODE FILE - a kubeconfig for the syncer's ServiceAccount
+# with a token bound to Node NODE (TokenRequest API, as `kubectl create token
+# --bound-object-kind Node`): the API server gives its requests
+# userInfo.extra["authentication.kubernetes.io/node-name"] = NODE, which
+# deploy/admission-node-scope.yaml holds them to. The Node must exist (and
+# the token stops working when it is deleted).
+node_kubeconfig() {
+    local tok
+    tok=$(k create token podres-syncer -n podres-system --duration 2h \
+        --bound-object-kind Node --bound-object-name "$1") || fail "no token bound to Node $1"
+    echo "token: $tok" | write_kubeconfig "$2" "$KUBE_SERVER" podres-syncer
+}
