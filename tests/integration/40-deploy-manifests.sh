@@ -539,13 +539,21 @@ out=$(k create --dry-run=server -o json -f "$T/pod.json" 2>"$T/stderr") || fail 
 [ ! -s "$T/stderr" ] || fail "the DaemonSet's pod in podres-system: warnings: $(cat "$T/stderr")"
 jq -e '.spec.priority == 2000001000 and .spec.serviceAccountName == "podres-syncer"' <<<"$out" > /dev/null ||
     fail "the DaemonSet's pod as admitted: $(jq -c '{priority: .spec.priority, sa: .spec.serviceAccountName}' <<<"$out")"
+# Its syncer's token is the projected service-account token (bound to the pod by the kubelet,
+# so it carries the node's name: deploy/admission-node-scope.yaml relies on it).
+jq -e '.spec.automountServiceAccountToken == true
+    and any(.spec.volumes[]; (.name | startswith("kube-api-access-"))
+        and any(.projected.sources[]?; .serviceAccountToken.path == "token" and .serviceAccountToken.expirationSeconds > 0))
+    and any(.spec.containers[] | select(.name == "podres-syncer") | .volumeMounts[];
+        (.name | startswith("kube-api-access-")) and .mountPath == "/var/run/secrets/kubernetes.io/serviceaccount")' \
+    <<<"$out" > /dev/null || fail "the DaemonSet's pod as admitted has no projected token for the syncer: $(jq -c '.spec.volumes' <<<"$out")"
 k create namespace podres-baseline > /dev/null && k label namespace podres-baseline pod-security.kubernetes.io/enforce=baseline > /dev/null &&
     k create serviceaccount podres-syncer -n podres-baseline > /dev/null || fail "cannot make namespace podres-baseline"
 pod_of podres-baseline >"$T/pod-baseline.json"
 out=$(k create --dry-run=server -f "$T/pod-baseline.json" 2>&1) && fail "a baseline namespace admitted the DaemonSet's pod: $out"
 grep -q 'violates PodSecurity "baseline:latest": hostPath volumes (volumes "pod-resources", "db", "socket-dir")$' <<<"$out" ||
     fail "the DaemonSet's pod in a baseline namespace: $out"
-ok "DaemonSet as stored by apps/v1 (defaulted, generation 2); its pod passes pod admission in podres-system, and baseline refuses only its hostPaths"
+ok "DaemonSet as stored by apps/v1 (defaulted, generation 2); its pod passes pod admission in podres-system (the syncer gets the projected, pod-bound service-account token), and baseline refuses only its hostPaths"
 
 # ---- 6. the configurations are accepted by podresd
 check_config() {  # check_config FILE [YAML-KEY]: start podresd on it (paths moved to $T)
