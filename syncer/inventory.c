@@ -2,6 +2,7 @@
 /* inventory.c - the node's devices as one NodeDevices object. */
 #define LOG_MOD "inventory"
 #include "../common/common.h"
+#include "../common/mem.h"
 #include "inventory.h"
 #include "queue.h"
 #include "reconcile.h"
@@ -296,9 +297,10 @@ err_t inventory_sync(struct inventory *inv, bool *wrote, uint64_t *again_ms, cha
 {
     char key[300], path[512], name[300], now[40];
     json_t *obj = cache_get(inv->nd, inv->node), *devs = NULL, *want = NULL, *patch = NULL;
-    json_t *keys, *v, *dev, *ans = NULL;
+    json_t *keys, *v, *dev;
     const json_t *old;
     uint64_t t = queue_now_ms(), wait = inventory_due(inv, t);
+    bool big;
     size_t i;
     err_t rc = ERR_OK;
 
@@ -355,9 +357,8 @@ err_t inventory_sync(struct inventory *inv, bool *wrote, uint64_t *again_ms, cha
     kube_escape(inv->node, name, sizeof(name));
     snprintf(path, sizeof(path), INVENTORY_PATH "/%s/status", name);
     patch = status_patch(old, want);
-    rc = patch ? kube_do(inv->kube, "PATCH", path, patch, MERGE_PATCH, &ans, msg, cap)
+    rc = patch ? kube_do(inv->kube, "PATCH", path, patch, MERGE_PATCH, NULL, msg, cap)
                : ERR_NOMEM;
-    json_decref(ans);
     if (rc)
         goto fail;
     *wrote = true;
@@ -369,10 +370,14 @@ done:
 fail:
     __atomic_add_fetch(&inv->failures, 1, __ATOMIC_RELAXED);
 out:
+    big = json_object_size(devs) >= 64;
     json_decref(obj);
     json_decref(devs);
     json_decref(want);
     json_decref(patch);
+    if (big) /* the trees of a large inventory (and the informer's of the object) are gone:
+              * give their pages back; this runs on a change or a resync, not per pod */
+        mem_trim();
     return rc;
 }
 

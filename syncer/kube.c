@@ -662,6 +662,8 @@ static err_t conclude(struct kube *k, struct xfer *x, err_t rc, long code, const
 {
     json_t *v;
 
+    if (rc == ERR_OK && !out)
+        return ERR_OK; /* the caller wants no answer: no tree is built */
     if (rc == ERR_OK) {
         v = x->len ? json_loadb(x->body, x->len, 0, NULL) : json_null();
         if (v) {

@@ -66,7 +66,8 @@ void kube_free(struct kube *k); /* NULL is a no-op */
 
 /* 'method' 'path' (beginning with '/', query included) with 'body' (borrowed,
  * or NULL) sent as 'ctype' (NULL: application/json). On ERR_OK *out is the
- * answer's JSON (new; json_null() for an empty body). Failures: ERR_NOTFOUND
+ * answer's JSON (new; json_null() for an empty body); with 'out' NULL the
+ * answer is not parsed (a write whose answer the caller does not need). Failures: ERR_NOTFOUND
  * 404, ERR_CONFLICT 409, ERR_GONE 410, ERR_FORBIDDEN 401/403, ERR_UNPROCESSABLE
  * 422, ERR_INVAL other 4xx, ERR_UPSTREAM after the retries of network errors,
  * 5xx and 429; 'msg' then holds the Status message. *out untouched on failure. */
