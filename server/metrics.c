@@ -5,6 +5,7 @@
 #include "metrics.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #define MAX_CODES 24
 static const double bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
@@ -21,12 +22,31 @@ struct route_stats {
     double sum;                 /* seconds */
 };
 
-/* Lock: 'mu' guards 'stats'. */
+/* Lock: 'mu' guards 'stats'; 'events' are atomic. */
 struct metrics {
     pthread_mutex_t mu;
-    size_t n;                  /* number of routes, plus one for unmatched */
-    struct route_stats *stats; /* one per route */
+    size_t n;                             /* number of routes, plus one for unmatched */
+    struct route_stats *stats;            /* one per route */
+    atomic_ullong events[METRICS_EVENTS]; /* by enum metrics_event */
 };
+
+static const struct {
+    const char *name; /* podresd_<name>_total */
+    const char *help; /* its HELP text */
+} event_info[METRICS_EVENTS] = {
+    [METRICS_NOMEM] = {"out_of_memory", "Requests answered 503 or connections refused because "
+                                        "an allocation failed."},
+    [METRICS_FD_EXHAUSTED] = {"accept_fd_exhausted", "Accepts that failed for want of a file "
+                                                     "descriptor."},
+    [METRICS_WATCH_SHED] = {"watch_memory_shed", "Watch streams dropped because all watchers "
+                                                 "together held more memory than their budget."},
+};
+
+void metrics_count(struct metrics *m, enum metrics_event e)
+{
+    if (m && e < METRICS_EVENTS)
+        atomic_fetch_add(&m->events[e], 1);
+}
 
 struct metrics *metrics_new(size_t n)
 {
@@ -148,6 +168,12 @@ err_t metrics_render(struct metrics *m, struct strbuf *sb)
         if (m->stats[i].n)
             rc = render_histogram(&m->stats[i], sb);
     }
+    for (i = 0; !rc && i < METRICS_EVENTS; i++)
+        rc = strbuf_printf(sb,
+                           "# HELP podresd_%s_total %s\n# TYPE podresd_%s_total counter\n"
+                           "podresd_%s_total %llu\n",
+                           event_info[i].name, event_info[i].help, event_info[i].name,
+                           event_info[i].name, (unsigned long long)atomic_load(&m->events[i]));
     pthread_mutex_unlock(&m->mu);
     return rc;
 }

@@ -21,6 +21,15 @@ void metrics_free(struct metrics *m); /* NULL is a no-op */
 /* Count one request of route 'route' (index) answered 'code' after 'us' microseconds;
  * 'timed' false leaves it out of the latency histogram (streams). */
 void metrics_observe(struct metrics *m, size_t route, int code, uint64_t us, int timed);
+/* Events counted beside the requests, each a podresd_<name>_total counter. */
+enum metrics_event {
+    METRICS_NOMEM,        /* an allocation failed: 503, or a connection refused */
+    METRICS_FD_EXHAUSTED, /* an accept failed for want of a descriptor */
+    METRICS_WATCH_SHED,   /* a watch dropped: watchers held too much memory */
+    METRICS_EVENTS        /* how many */
+};
+/* Count one 'e'. Lock-free: fine where nothing may be allocated. */
+void metrics_count(struct metrics *m, enum metrics_event e);
 /* Append the request metrics to 'sb'. */
 err_t metrics_render(struct metrics *m, struct strbuf *sb) WARN_UNUSED;
 
