@@ -15,12 +15,15 @@
 #include "../common/common.h"
 #include "../common/jsonx.h"
 #include "http.h"
+#include "metrics.h"
 #include "stream.h"
 #include "token.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -65,12 +68,33 @@ struct fd_budget {
 #define SHED_AT_PERCENT 90
 #define SHED_TO_PERCENT 75
 
+/* Idle TCP connections shut, oldest first, each time an accept on the unix
+ * socket fails for want of a descriptor. */
+#define SHED_ON_EMFILE 8
+
+/* An accept that failed for want of a descriptor or memory, with the
+ * reserve spent, waits this long before libmicrohttpd retries: its listener
+ * would retry at once, for as long as the connection waits. */
+#define ACCEPT_BACKOFF_MS 20
+
+/* Out of memory and out of descriptors are logged at most this often. */
+#define SCARCE_LOG_MS 60000
+
+/* The answer to a request when an allocation fails: built at start, so
+ * that giving it allocates nothing. */
+#define NOMEM_BODY                                                                                 \
+    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","           \
+    "\"message\":\"podresd is out of memory; retry later\",\"reason\":\"ServiceUnavailable\","     \
+    "\"details\":{},\"code\":503}\n"
+
 struct listener;
 
 /* One daemon's connections, as the warden sees them. */
 struct shard {
-    struct listener *l; /* back pointer */
-    unsigned limit;     /* libmicrohttpd's connection limit of the daemon */
+    struct listener *l;   /* back pointer */
+    struct MHD_Daemon *d; /* the daemon */
+    int listen_fd;        /* its listening socket */
+    unsigned limit;       /* libmicrohttpd's connection limit of the daemon */
 };
 
 struct listener {
@@ -105,7 +129,23 @@ struct http {
     pthread_t warden;        /* enforces HEAD_DEADLINE_MS, sheds idle TCP */
     bool warden_on;          /* 'warden' runs */
     bool stop;               /* the warden ends */
+    int reserve_fd;          /* /dev/null, let go to accept at the fd limit; -1: spent (mu) */
 };
+
+/* What answering without memory needs, set by http_start (podresd has one
+ * struct http): queue_text and libmicrohttpd's callbacks reach it without
+ * a pointer to the http. */
+static struct MHD_Response *nomem_resp; /* the 503 Status, shared by every connection */
+static char nomem_raw[512];             /* the same as a whole HTTP answer */
+static size_t nomem_raw_len;            /* its length */
+static struct metrics *scarce_metrics;  /* counts both kinds of scarcity; borrowed */
+static atomic_ullong nomem_logged_ms;   /* monotonic ms of the last log, or 0 */
+static atomic_ullong nofd_logged_ms;    /* the same for descriptors */
+
+/* Set on a thread-per-connection daemon's thread when libmicrohttpd could
+ * not start the thread of the connection it has just accepted: its close
+ * notice follows at once, and the client gets nomem_raw. */
+static _Thread_local bool thread_failed;
 
 /* Set on a connection's thread that has just handed its socket to the
  * stream loop: libmicrohttpd's "closing connection" message that follows is
@@ -136,6 +176,31 @@ static uint64_t now_us(void)
     return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
+/* True at most once per SCARCE_LOG_MS for '*last'. */
+static bool log_due(atomic_ullong *last)
+{
+    unsigned long long now = now_us() / 1000 + SCARCE_LOG_MS, prev = atomic_load(last);
+
+    return (prev == 0 || now - prev >= SCARCE_LOG_MS) &&
+           atomic_compare_exchange_strong(last, &prev, now);
+}
+
+/* An allocation failed for 'what': counted, and logged once a minute. */
+static void nomem_note(const char *what)
+{
+    metrics_count(scarce_metrics, METRICS_NOMEM);
+    if (log_due(&nomem_logged_ms))
+        log_warn("out of memory %s: answering 503 (logged once a minute; "
+                 "podresd_out_of_memory_total counts them)",
+                 what);
+}
+
+/* Queue the prebuilt 503; nothing is allocated. */
+static enum MHD_Result queue_nomem(struct MHD_Connection *conn)
+{
+    return nomem_resp ? MHD_queue_response(conn, 503, nomem_resp) : MHD_NO;
+}
+
 int http_status_of(err_t rc, const char **reason)
 {
     static const struct {
@@ -154,6 +219,7 @@ int http_status_of(err_t rc, const char **reason)
         {ERR_METHOD, 405, "MethodNotAllowed"},
         {ERR_NOSPACE, 507, "InsufficientStorage"},
         {ERR_UNAVAIL, 503, "ServiceUnavailable"},
+        {ERR_NOMEM, 503, "ServiceUnavailable"},
     };
     size_t i;
 
@@ -180,30 +246,27 @@ json_t *http_status_json(int code, const char *reason, const char *message)
 static enum MHD_Result queue_text(struct MHD_Connection *conn, struct ctx *c, int status,
                                   char *text, size_t n, const char *allow)
 {
-    struct MHD_Response *resp;
+    struct MHD_Response *resp = NULL;
     enum MHD_Result ret;
 
-    if (!text) {
-        static char oom[] = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
-                            "\"message\":\"out of memory\",\"reason\":\"InternalError\","
-                            "\"code\":500}\n";
-
-        status = 500;
-        resp = MHD_create_response_from_buffer(strlen(oom), oom, MHD_RESPMEM_PERSISTENT);
-    } else {
+    if (text) {
         text[n] = '\n';
         resp = MHD_create_response_from_buffer(n + 1, text, MHD_RESPMEM_MUST_FREE);
+        if (!resp)
+            free(text);
     }
-    if (!resp) {
-        free(text);
-        return MHD_NO;
+    c->answered = true;
+    if (!resp ||
+        (allow && MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow) != MHD_YES) ||
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json") !=
+            MHD_YES) {
+        MHD_destroy_response(resp); /* NULL is a no-op */
+        nomem_note("answering a request");
+        c->status = 503;
+        return queue_nomem(conn);
     }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-    if (allow)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
     ret = MHD_queue_response(conn, (unsigned)status, resp);
     MHD_destroy_response(resp);
-    c->answered = true;
     c->status = status;
     return ret;
 }
@@ -224,7 +287,9 @@ static enum MHD_Result queue_error_allow(struct MHD_Connection *conn, struct ctx
     const char *reason;
     int code = http_status_of(rc, &reason);
 
-    if (code >= 500 && rc != ERR_NOSPACE && rc != ERR_UNAVAIL)
+    if (rc == ERR_NOMEM)
+        nomem_note(msg && *msg ? msg : "in a request");
+    else if (code >= 500 && rc != ERR_NOSPACE && rc != ERR_UNAVAIL)
         log_warn("request failed: %s%s%s", err_str(rc), msg && *msg ? ": " : "", msg ? msg : "");
     return queue_json(conn, c, code,
                       http_status_json(code, reason, msg && *msg ? msg : err_str(rc)), allow);
@@ -616,6 +681,27 @@ static void conn_del(struct http *h, struct conn *c)
     free(c);
 }
 
+/* Answer the prebuilt 503 on a connection that libmicrohttpd accepted but
+ * could not give a thread (it closes the socket next): without it the
+ * client sees its connection close without an answer. The request, or
+ * what of it is in, is read first: closing a TCP socket with unread bytes
+ * would send a reset, and the client could lose the answer. */
+static void refuse_nomem(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn,
+                                                                 MHD_CONNECTION_INFO_CONNECTION_FD);
+    char junk[4096];
+    int i;
+
+    nomem_note("starting a connection's thread");
+    if (!ci || !nomem_raw_len)
+        return;
+    for (i = 0; i < 4 && recv(ci->connect_fd, junk, sizeof(junk), MSG_DONTWAIT) > 0; i++)
+        ;
+    if (send(ci->connect_fd, nomem_raw, nomem_raw_len, MSG_DONTWAIT | MSG_NOSIGNAL) > 0)
+        shutdown(ci->connect_fd, SHUT_WR);
+}
+
 /* libmicrohttpd's notice of a connection's accept and of its close (before
  * the close of its descriptor: the warden may shut it down until then). */
 static void on_conn(void *cls, struct MHD_Connection *conn, void **socket_context,
@@ -624,8 +710,15 @@ static void on_conn(void *cls, struct MHD_Connection *conn, void **socket_contex
     struct shard *sh = cls;
 
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        thread_failed = false;
         conn_add(sh, conn, socket_context);
-    } else if (*socket_context) {
+        return;
+    }
+    if (thread_failed) {
+        thread_failed = false;
+        refuse_nomem(conn);
+    }
+    if (*socket_context) {
         conn_del(sh->l->h, *socket_context);
         *socket_context = NULL;
     }
@@ -687,7 +780,8 @@ static void shed(struct http *h, struct shard *sh)
 
 /* One look a second: a connection whose request head is not in
  * HEAD_DEADLINE_MS after its accept or its last answer is closed; a TCP
- * daemon nearly full sheds idle connections. Called with 'mu' held. */
+ * daemon nearly full sheds idle connections; a spent reserve descriptor is
+ * taken again. Called with 'mu' held. */
 static void warden_tick(struct http *h)
 {
     uint64_t now = now_us() / 1000;
@@ -703,6 +797,8 @@ static void warden_tick(struct http *h)
     }
     for (i = 0; i < h->tcp_l.nd; i++)
         shed(h, &h->tcp_l.sh[i]);
+    if (h->reserve_fd < 0)
+        h->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
 static void *warden(void *arg)
@@ -908,8 +1004,10 @@ static enum MHD_Result first_call(struct MHD_Connection *conn, struct ctx *c, vo
 
     if (!c) {
         c = calloc(1, sizeof(*c));
-        if (!c)
-            return MHD_NO;
+        if (!c) {
+            nomem_note("starting a request");
+            return queue_nomem(conn);
+        }
         *con_cls = c;
     }
     c->begun = true;
@@ -974,13 +1072,96 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
-/* libmicrohttpd's own messages; 'fmt' is its printf format. */
+/* The oldest idle TCP connections, up to 'n', are shut. Caller holds mu. */
+static void shed_tcp(struct http *h, unsigned n)
+{
+    struct conn *c, *old;
+
+    while (n--) {
+        old = NULL;
+        for (c = h->conns; c; c = c->next) {
+            if (c->sh->l->tcp && !c->busy && !c->shut && (!old || c->since_ms < old->since_ms))
+                old = c;
+        }
+        if (!old)
+            return;
+        shut(old);
+    }
+}
+
+/* Take the connection waiting on 'sh' with the reserve descriptor: one on
+ * the unix socket is served, one on TCP closed. Caller holds mu. Returns a
+ * unix connection's descriptor to add to the daemon, else -1. */
+static int accept_with_reserve(struct http *h, struct shard *sh, struct sockaddr_storage *ss,
+                               socklen_t *len)
+{
+    int fd;
+
+    close(h->reserve_fd);
+    *len = sizeof(*ss);
+    fd = accept4(sh->listen_fd, (struct sockaddr *)ss, len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd >= 0 && sh->l->tcp) {
+        close(fd);
+        fd = -1;
+    }
+    /* Fails while a unix connection holds its place: the warden retries. */
+    h->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    return fd;
+}
+
+/* libmicrohttpd 0.9.75's accept on 'sh' failed with 'err', which it tells
+ * only through its logger. Out of descriptors, a listener with no
+ * connection retries at once for as long as the connection waits (100 %
+ * CPU), and one with connections stops accepting until one of them closes:
+ * the unix socket would go deaf. So the waiting connection is taken with
+ * the reserve descriptor (served on the unix socket, closed on TCP); for
+ * the unix socket idle TCP connections are shed too, to make room for the
+ * next one and the reserve; without a reserve the thread backs off before
+ * libmicrohttpd retries. */
+static void accept_failed(struct shard *sh, int err)
+{
+    struct http *h = sh->l->h;
+    struct sockaddr_storage ss;
+    socklen_t len = 0;
+    struct timespec pause = {.tv_nsec = ACCEPT_BACKOFF_MS * 1000000L};
+    int fd = -1;
+    bool took = false;
+
+    if (err != EMFILE && err != ENFILE && err != ENOMEM && err != ENOBUFS)
+        return;
+    metrics_count(scarce_metrics,
+                  err == EMFILE || err == ENFILE ? METRICS_FD_EXHAUSTED : METRICS_NOMEM);
+    if (log_due(&nofd_logged_ms))
+        log_warn("cannot accept a connection on %s: %s; closing new TCP connections and "
+                 "shedding idle ones for the unix socket's (logged once a minute)",
+                 sh->l->tcp ? "TCP" : "the unix socket", strerror(err));
+    pthread_mutex_lock(&h->mu);
+    if (!sh->l->tcp)
+        shed_tcp(h, SHED_ON_EMFILE);
+    if (h->reserve_fd >= 0 && err != ENOMEM && err != ENOBUFS) {
+        fd = accept_with_reserve(h, sh, &ss, &len);
+        took = true;
+    }
+    pthread_mutex_unlock(&h->mu);
+    /* It becomes libmicrohttpd's, closed by it even on failure. */
+    if (fd >= 0 && MHD_add_connection(sh->d, fd, (struct sockaddr *)&ss, len) != MHD_YES)
+        log_debug("cannot hand a connection taken at the descriptor limit to libmicrohttpd");
+    if (!took)
+        nanosleep(&pause, NULL);
+}
+
+/* libmicrohttpd's own messages; 'fmt' is its printf format. Two of them
+ * are acted on: a failed accept, and a connection without a thread. */
 __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
+    int err = errno; /* the failed call's, for a failed accept */
     char msg[512];
     size_t n;
 
-    (void)cls;
+    if (strncmp(fmt, "Error accepting connection", 26) == 0)
+        accept_failed(cls, err);
+    else if (strncmp(fmt, "Failed to create a", 18) == 0)
+        thread_failed = true;
     if (handed_over)
         return;
     vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -1208,11 +1389,12 @@ static err_t start_daemon(struct listener *l, int fd, bool shared, unsigned limi
 
     sh->l = l;
     sh->limit = limit;
+    sh->listen_fd = fd;
     /* one option and its values a line */
     /* clang-format off */
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, l,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, sh,
         MHD_OPTION_LISTEN_SOCKET, fd,
         MHD_OPTION_CONNECTION_LIMIT, limit,
         MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
@@ -1239,6 +1421,7 @@ static err_t start_daemon(struct listener *l, int fd, bool shared, unsigned limi
         close(fd);
         return ERR_IO;
     }
+    sh->d = d;
     l->d[l->nd++] = d;
     return ERR_OK;
 }
@@ -1323,6 +1506,28 @@ static void fd_budget(const struct http_opts *o, struct fd_budget *b)
                  (unsigned long long)lim, need + FD_RESERVE, b->unix_conns, b->watches.unix_max);
 }
 
+/* The 503 answered when an allocation fails, as a response for
+ * libmicrohttpd and as raw bytes. */
+static err_t nomem_prepare(struct metrics *m)
+{
+    static char body[] = NOMEM_BODY;
+    int n = snprintf(nomem_raw, sizeof(nomem_raw),
+                     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                     strlen(body), body);
+
+    assert(n > 0 && (size_t)n < sizeof(nomem_raw));
+    nomem_raw_len = (size_t)n;
+    scarce_metrics = m;
+    if (nomem_resp)
+        return ERR_OK;
+    nomem_resp = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_PERSISTENT);
+    if (!nomem_resp || MHD_add_response_header(nomem_resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                               "application/json") != MHD_YES)
+        return ERR_NOMEM;
+    return ERR_OK;
+}
+
 err_t http_start(struct api *api, const struct http_opts *opts, struct http **out)
 {
     struct fd_budget b;
@@ -1332,6 +1537,14 @@ err_t http_start(struct api *api, const struct http_opts *opts, struct http **ou
 
     if (!h)
         return ERR_NOMEM;
+    h->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (h->reserve_fd < 0 || nomem_prepare(api->metrics)) {
+        log_err("cannot prepare for running out of descriptors or memory: %s", strerror(errno));
+        if (h->reserve_fd >= 0)
+            close(h->reserve_fd);
+        free(h);
+        return ERR_IO;
+    }
     h->api = api;
     h->unix_l.h = h;
     h->tcp_l.h = h;
@@ -1399,6 +1612,11 @@ void http_stop(struct http *h)
     if (h->socket_path)
         unlink(h->socket_path);
     free(h->socket_path);
+    if (h->reserve_fd >= 0)
+        close(h->reserve_fd);
+    MHD_destroy_response(nomem_resp);
+    nomem_resp = NULL;
+    scarce_metrics = NULL;
     pthread_cond_destroy(&h->cv);
     pthread_mutex_destroy(&h->mu);
     free(h);
