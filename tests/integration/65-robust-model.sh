@@ -38,7 +38,7 @@
 # Phases: 1, the whole change log kept (--history 100000); 2, the same
 # database on a ring of 400 revisions that the run wraps (since= one before
 # the kept ones: 410); 3-8, one allocation failure injected per start
-# (FAULT_ALLOC_AT) into short runs: the one request it hits gets a 500 and
+# (FAULT_ALLOC_AT) into short runs: the one request it hits gets a 503 and
 # leaves no trace; last, the ring grown back to 100000.
 # SEED (printed) replays the same choices: SEED=N ONLY=65 bash tests/run-integration.sh
 . "$(dirname "$0")/lib.sh"
@@ -56,8 +56,8 @@ import http.client, itertools, json, os, random, socket, sys, threading, time
 MODE, SOCK, SEED, DIR = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 PHASE, HISTORY = int(sys.argv[5]), int(sys.argv[6])
 QB = (PHASE - 1) * 100000  # markers of this phase are QB and up (cpuIds stay <= 1048575)
-FAULT = os.environ.get("MODEL_FAULT") == "1"  # podresd runs with FAULT_ALLOC_AT: one 500 is due
-FAULT_HITS = []  # what the injected failure hit: 500 answers (at most one)
+FAULT = os.environ.get("MODEL_FAULT") == "1"  # podresd runs with FAULT_ALLOC_AT: one 503 is due
+FAULT_HITS = []  # what the injected failure hit: 503 answers (at most one)
 MULT = int(os.environ.get("TEST_TIMEOUT_MULT", "1") or 1)
 CLIENTS = int(os.environ.get("MODEL_CLIENTS", "8"))
 OPS = int(os.environ.get("MODEL_OPS", "150")) if PHASE == 1 else \
@@ -497,7 +497,7 @@ class Watcher(threading.Thread):
             head, rest = head.split(b"\r\n\r\n", 1)
             status = int(head.split(b" ", 2)[1])
             if status != 200:
-                if FAULT and status == 500:  # the injected failure: try once more
+                if FAULT and status == 503:  # the injected failure: try once more
                     FAULT_HITS.append("watch %s %s: %r" % (self.wname, self.url(since), rest[:200]))
                     s.close()
                     continue
@@ -797,7 +797,7 @@ def check_all(final, final_rev):
         if st is None:
             problem("%s: no answer: %s" % (desc(op), op["resp"]))
             continue
-        if st == 500 and FAULT:
+        if st == 503 and FAULT:
             FAULT_HITS.append(desc(op))
         elif st not in ALLOWED[op["kind"]]:
             problem("%s: status %s not allowed for %s: %s" % (desc(op), st, op["kind"], short(op["resp"])))
@@ -808,7 +808,7 @@ def check_all(final, final_rev):
         elif not isinstance(op["resp"], dict) or not isinstance(op["resp"].get("revision"), int):
             problem("%s: no revision in the answer: %s" % (desc(op), short(op["resp"])))
     if len(FAULT_HITS) > 1:
-        problem("one allocation failure was injected, %d answers were 500: %s" %
+        problem("one allocation failure was injected, %d answers were 503: %s" %
                 (len(FAULT_HITS), "; ".join(FAULT_HITS)))
     if FAULT:
         print("# the injected allocation failure hit: %s" % (FAULT_HITS[0] if FAULT_HITS else
@@ -1057,7 +1057,7 @@ def get(path):
             st, j = call(c, "GET", path)
         finally:
             c.close()
-        if st == 500 and FAULT and attempt == 1:  # the injected failure
+        if st == 503 and FAULT and attempt == 1:  # the injected failure
             FAULT_HITS.append("GET %s: %s" % (path, short(j, 200)))
             continue
         break
@@ -1092,7 +1092,7 @@ def run():
         if res == FPGA:
             body["ttlSeconds"] = 1
         op = do(setup, -1, "register", "PUT", "/v1/resources/%s/devices" % res, dumps(body), QB)
-        if op["status"] == 500 and FAULT:
+        if op["status"] == 503 and FAULT:
             op = do(setup, -1, "register", "PUT", "/v1/resources/%s/devices" % res, dumps(body), QB)
         if op["status"] != 200:
             raise SystemExit("register %s: %s %s" % (res, op["status"], short(op["resp"])))
@@ -1116,7 +1116,7 @@ def run():
     # quiesce: the heartbeat resource without a ttl, so nothing writes after this
     body = {"devices": device_body(FPGA, sorted(TOPO[FPGA]), QB + 1, random.Random(SEED + 2))}
     op = do(setup, -1, "quiesce", "PUT", "/v1/resources/%s/devices" % FPGA, dumps(body), QB + 1)
-    if op["status"] == 500 and FAULT:
+    if op["status"] == 503 and FAULT:
         do(setup, -1, "quiesce", "PUT", "/v1/resources/%s/devices" % FPGA, dumps(body), QB + 1)
     time.sleep(0.05)
     final_rev = get("/version")["revision"]
@@ -1251,7 +1251,7 @@ pd_stop
 
 # Phase 3: one allocation failure injected per start (FAULT_ALLOC_AT=N counts
 # podresd's guarded allocations from the end of start-up), at a seeded N,
-# anywhere in a short concurrent run: the one request it hits gets a 500
+# anywhere in a short concurrent run: the one request it hits gets a 503
 # and leaves no trace (a write that failed after emitting events rolls them
 # back with its savepoint); everything else is checked as before.
 for round in 1 2 3 4 5 6; do
