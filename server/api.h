@@ -17,6 +17,7 @@
 #include "stream.h"
 
 struct token;
+struct watch_cache;
 
 #define API_MAX_SEGS 8
 #define API_MSG_MAX 1024
@@ -34,6 +35,9 @@ struct api {
     bool (*source_ready)(void *ctx, char *why, size_t cap);
     void *source_ctx;      /* argument of source_ready */
     volatile int stopping; /* set once at shutdown */
+    /* The snapshot watchers share (api_watch_init), or NULL: each watcher
+     * then holds its own copy. */
+    struct watch_cache *watch_cache;
 };
 
 /* One request, as http.c hands it to a handler. */
@@ -79,6 +83,11 @@ extern const size_t api_nroutes;
 
 /* GET /v1/watch (api_watch.c). */
 err_t api_watch(struct api_req *r, struct api_resp *out);
+/* Let watchers that start at the same revision with the same filter share
+ * one serialised snapshot: sets api->watch_cache. ERR_NOMEM or ERR_OK. */
+err_t api_watch_init(struct api *api) WARN_UNUSED;
+/* Drop api->watch_cache (after the streams are gone). No-op when unset. */
+void api_watch_release(struct api *api);
 
 /* Query argument 'name' or NULL. */
 const char *api_arg(struct api_req *r, const char *name);

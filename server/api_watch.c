@@ -5,7 +5,10 @@
  * is behind the ring (after a restart, or when slow); never does it hold a
  * read transaction while waiting. It is a stream source (stream.h): the
  * stream loop pulls it after every publish and when a bookmark is due, and
- * it never blocks. */
+ * it never blocks. Watchers that start without 'since' at the same revision
+ * with the same filter share one immutable serialised snapshot, counted by
+ * reference: a thousand watchers that do not read hold one copy, not a
+ * thousand. */
 #define LOG_MOD "watch"
 #include "../common/common.h"
 #include "../common/jsonx.h"
@@ -14,10 +17,29 @@
 #include "http.h"
 
 #include <ctype.h>
+#include <pthread.h>
+#include <stdatomic.h>
 
 #define BOOKMARK_MS 10000 /* a bookmark at least this often */
 #define CATCHUP_ROWS 512  /* change-log rows per read transaction */
 #define NO_DEADLINE UINT64_MAX
+
+/* The ADDED lines of every object matching a filter at revision 'rev'.
+ * Immutable once built; freed with its last reference. */
+struct snap {
+    atomic_long refs; /* the cache's, and each watcher's */
+    uint64_t rev;     /* its revision */
+    char kind[16];    /* its filter: kind or "" */
+    char ns[64];      /* namespace or "" */
+    char *data;       /* the lines; owned */
+    size_t len;       /* their bytes */
+};
+
+/* The last snapshot built, for the next watcher to share. */
+struct watch_cache {
+    pthread_mutex_t mu; /* guards 'last' */
+    struct snap *last;  /* one reference, or NULL */
+};
 
 struct watcher {
     struct api *api;        /* borrowed */
@@ -33,13 +55,91 @@ struct watcher {
     bool ended;             /* send what is buffered, then end */
     bool handed;            /* 'buf' was handed to the stream last pull */
     bool again;             /* more change log to read: pull again soon */
+    struct snap *snap;      /* the initial snapshot, until it is written; one reference */
 };
+
+static void snap_release(struct snap *sn)
+{
+    if (sn && atomic_fetch_sub(&sn->refs, 1) == 1) {
+        free(sn->data);
+        free(sn);
+    }
+}
+
+static bool snap_fits(const struct snap *sn, const struct watcher *w, uint64_t rev)
+{
+    return sn && sn->rev == rev && strcmp(sn->kind, w->kind) == 0 && strcmp(sn->ns, w->ns) == 0;
+}
+
+/* The snapshot for 'w''s filter now: the cached one when no change was
+ * committed since it was built, else a new one, cached in its place. */
+static err_t snap_get(struct watcher *w, struct snap **out)
+{
+    struct watch_cache *wc = w->api->watch_cache;
+    struct snap *sn;
+    size_t cap = 0;
+    err_t rc;
+
+    pthread_mutex_lock(&wc->mu);
+    sn = wc->last;
+    if (snap_fits(sn, w, store_revision(w->api->store)))
+        atomic_fetch_add(&sn->refs, 1);
+    else
+        sn = NULL;
+    pthread_mutex_unlock(&wc->mu);
+    if (sn) {
+        *out = sn;
+        return ERR_OK;
+    }
+    sn = calloc(1, sizeof(*sn));
+    if (!sn)
+        return ERR_NOMEM;
+    rc = store_snapshot(w->api->store, &w->flt, &sn->data, &sn->len, &cap, &sn->rev);
+    if (rc) {
+        free(sn->data);
+        free(sn);
+        return rc;
+    }
+    memcpy(sn->kind, w->kind, sizeof(sn->kind));
+    memcpy(sn->ns, w->ns, sizeof(sn->ns));
+    atomic_init(&sn->refs, 2);
+    pthread_mutex_lock(&wc->mu);
+    snap_release(wc->last);
+    wc->last = sn;
+    pthread_mutex_unlock(&wc->mu);
+    *out = sn;
+    return ERR_OK;
+}
+
+err_t api_watch_init(struct api *api)
+{
+    struct watch_cache *wc = calloc(1, sizeof(*wc));
+
+    if (!wc)
+        return ERR_NOMEM;
+    pthread_mutex_init(&wc->mu, NULL);
+    api->watch_cache = wc;
+    return ERR_OK;
+}
+
+void api_watch_release(struct api *api)
+{
+    struct watch_cache *wc = api->watch_cache;
+
+    if (!wc)
+        return;
+    snap_release(wc->last);
+    pthread_mutex_destroy(&wc->mu);
+    free(wc);
+    api->watch_cache = NULL;
+}
 
 static void watcher_free(void *cls)
 {
     struct watcher *w = cls;
 
     feed_watcher_add(w->api->feed, -1);
+    snap_release(w->snap);
     free(w->buf);
     free(w);
 }
@@ -142,7 +242,20 @@ static enum stream_pull pull(void *cls, uint64_t now, const char **data, size_t 
     struct watcher *w = cls;
 
     /* The bytes handed out last time have been written: the buffer goes,
-     * so an idle watcher holds none. */
+     * so an idle watcher holds none. The snapshot goes first. */
+    if (w->handed && w->snap) {
+        snap_release(w->snap);
+        w->snap = NULL;
+        w->handed = false;
+    }
+    if (w->snap && w->snap->len) {
+        *data = w->snap->data;
+        *len = w->snap->len;
+        w->handed = true;
+        return STREAM_DATA;
+    }
+    snap_release(w->snap);
+    w->snap = NULL;
     if (w->handed) {
         free(w->buf);
         w->buf = NULL;
@@ -231,7 +344,13 @@ static err_t first_lines(struct api_req *r, struct watcher *w, bool has_since)
         w->from_log = true;
         return rc;
     }
-    rc = store_snapshot(w->api->store, &w->flt, &w->buf, &w->len, &w->cap, &rev);
+    if (w->api->watch_cache) {
+        rc = snap_get(w, &w->snap);
+        if (!rc)
+            rev = w->snap->rev;
+    } else {
+        rc = store_snapshot(w->api->store, &w->flt, &w->buf, &w->len, &w->cap, &rev);
+    }
     if (rc)
         return rc;
     w->cursor = rev;
@@ -257,6 +376,7 @@ err_t api_watch(struct api_req *r, struct api_resp *out)
     if (!rc)
         rc = first_lines(r, w, has_since);
     if (rc) {
+        snap_release(w->snap);
         free(w->buf);
         free(w);
         return rc;

@@ -159,7 +159,9 @@ static err_t start(struct daemon *d)
                           .kubelet_mode = d->kubelet_mode,
                           .source_ready = d->kubelet ? source_kubelet_ready : NULL,
                           .source_ctx = d->kubelet};
-    rc = http_start(&d->api, &ho, &d->http);
+    rc = api_watch_init(&d->api);
+    if (!rc)
+        rc = http_start(&d->api, &ho, &d->http);
     if (!rc)
         log_info("serving node '%s' on '%s'%s%s (revision %llu)", d->cfg.node_name, d->cfg.socket,
                  d->cfg.listen ? " and " : "", d->cfg.listen ? d->cfg.listen : "",
@@ -181,6 +183,7 @@ static void stop(struct daemon *d)
             nanosleep(&pause, NULL);
     }
     http_stop(d->http);
+    api_watch_release(&d->api);
     /* The poll thread writes to the store: joined before the store closes. */
     source_kubelet_free(d->kubelet);
     if (d->kubelet_mode)
