@@ -1,22 +1,54 @@
 #!/usr/bin/env python3
-"""hold_watchers.py SOCK N SECONDS READYFILE - keep N watch streams open on podresd,
-draining them; touch READYFILE once every stream delivered its initial list."""
+"""hold_watchers.py SOCK N SECONDS READYFILE [stopped] - keep N watch streams open on
+podresd, draining them; touch READYFILE once every stream delivered its initial list.
+With "stopped" the streams are never read: READYFILE is touched once podresd counts
+N watchers (podresd_watchers in /metrics)."""
 import os
+import resource
 import select
 import socket
 import sys
 import time
 
 path, n, secs, ready = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+stopped = len(sys.argv) > 5 and sys.argv[5] == "stopped"
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, n + 64)), hard))
+
+
+def watchers():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+    data = b""
+    while True:
+        d = s.recv(1 << 16)
+        if not d:
+            break
+        data += d
+    s.close()
+    for line in data.split(b"\n"):
+        if line.startswith(b"podresd_watchers "):
+            return int(line.split()[1])
+    return -1
+
+
 socks, got = [], {}
 for i in range(n):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    if stopped:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.connect(path)
     s.sendall(b"GET /v1/watch HTTP/1.1\r\nHost: localhost\r\n\r\n")
     socks.append(s)
     got[s] = b""
 end = time.monotonic() + secs
 done = False
+while stopped and time.monotonic() < end:
+    if not done and watchers() >= n:
+        done = True
+        open(ready, "w").close()
+    time.sleep(0.2)
 while time.monotonic() < end:
     r, _, _ = select.select(socks, [], [], 0.2)
     for s in r:

@@ -4,8 +4,8 @@
 # Every figure is the median of BENCH_RUNS (default 3) runs; each reference is
 # measured in the same run, interleaved with the podres figure. Only 127.0.0.1
 # and unix sockets are used; every loop is bounded in count and time.
-# BENCH_ONLY="writes kubelet" runs only the named parts (get, writes, syncer,
-# restart, kubelet).
+# BENCH_ONLY="writes kubelet" runs only the named parts (get, watchers, writes,
+# syncer, restart, kubelet).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -266,6 +266,23 @@ pd_stop "$MAIN_PID"
 fi
 
 # ---------------------------------------------------------------------------
+# 6f: 1000 watchers that never read (4 KiB receive buffers) on a node of 2000
+# devices; measured before the stall time (30 s) drops them
+if want watchers; then
+log "6f: 1000 watchers that do not read, 2000 devices"
+pd_start stopped
+python3 "$BENCH/populate.py" "$PD_SOCK" devs 1000
+rm -f "$T/stopped.ready"
+python3 "$BENCH/hold_watchers.py" "$PD_SOCK" 1000 28 "$T/stopped.ready" stopped &
+HW=$!; PIDS+=("$HW")
+wait_until 25 test -e "$T/stopped.ready" || die "1000 watchers did not start"
+sleep 1
+RSS_STOP=$(rss_kib "$PD_PID") AN_STOP=$(anon_kib "$PD_PID")
+kill "$HW" 2>/dev/null || true; wait "$HW" 2>/dev/null || true
+pd_stop "$PD_PID"
+fi
+
+# ---------------------------------------------------------------------------
 # 3, 4: durable writes vs a raw SQLite commit loop; change-feed latency
 if want writes; then
 log "3/4: durable writes and change-feed latency"
@@ -432,6 +449,7 @@ row 6a "podresd RSS idle MiB (anonymous part)" "$(mib "$RSS_IDLE") ($(mib "$AN_I
 row 6b "podresd RSS with 110 pods MiB (anonymous)" "$(mib "$RSS_110") ($(mib "$AN_110"))" "-" "-" "≤ 10" "$(meets "$RSS_110 <= 10240")"
 row 6c "podresd RSS 110 pods + 100 watchers MiB (anonymous)" "$(mib "$RSS_W") ($(mib "$AN_W"))" "-" "-" "≤ 10" "$(meets "$RSS_W <= 10240")"
 fi
+want watchers && row 6f "podresd RSS, 1000 watchers that do not read, 2000 devices MiB (anonymous)" "$(mib "$RSS_STOP") ($(mib "$AN_STOP"))" "-" "-" "< 64" "$(meets "$RSS_STOP < 65536")"
 want syncer && row 6e "podres-syncer RSS with 110 pods MiB (anonymous), TLS and a ServiceAccount token" "$(mib "$RSS_SY") ($(mib "$AN_SY"))" "$(mib "$FLOOR_SY") ($(mib "$FLOOR_AN")) (lib_floor over TLS: its libraries started, nothing else)" "$(ratio "$RSS_SY" "$FLOOR_SY")" "≤ 10" "$(meets "$RSS_SY <= 10240")"
 
 # ---------------------------------------------------------------------------
