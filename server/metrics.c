@@ -38,8 +38,6 @@ static const struct {
                                         "an allocation failed."},
     [METRICS_FD_EXHAUSTED] = {"accept_fd_exhausted", "Accepts that failed for want of a file "
                                                      "descriptor."},
-    [METRICS_WATCH_SHED] = {"watch_memory_shed", "Watch streams dropped because all watchers "
-                                                 "together held more memory than their budget."},
 };
 
 void metrics_count(struct metrics *m, enum metrics_event e)
