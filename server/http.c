@@ -1109,6 +1109,17 @@ static int accept_with_reserve(struct http *h, struct shard *sh, struct sockaddr
     return fd;
 }
 
+/* Count an accept that failed for want of resources; log it once a minute. */
+static void accept_note(const struct shard *sh, int err)
+{
+    metrics_count(scarce_metrics,
+                  err == EMFILE || err == ENFILE ? METRICS_FD_EXHAUSTED : METRICS_NOMEM);
+    if (log_due(&nofd_logged_ms))
+        log_warn("cannot accept a connection on %s: %s; closing new TCP connections and "
+                 "shedding idle ones for the unix socket's (logged once a minute)",
+                 sh->l->tcp ? "TCP" : "the unix socket", strerror(err));
+}
+
 /* libmicrohttpd 0.9.75's accept on 'sh' failed with 'err', which it tells
  * only through its logger. Out of descriptors, a listener with no
  * connection retries at once for as long as the connection waits (100 %
@@ -1129,12 +1140,7 @@ static void accept_failed(struct shard *sh, int err)
 
     if (err != EMFILE && err != ENFILE && err != ENOMEM && err != ENOBUFS)
         return;
-    metrics_count(scarce_metrics,
-                  err == EMFILE || err == ENFILE ? METRICS_FD_EXHAUSTED : METRICS_NOMEM);
-    if (log_due(&nofd_logged_ms))
-        log_warn("cannot accept a connection on %s: %s; closing new TCP connections and "
-                 "shedding idle ones for the unix socket's (logged once a minute)",
-                 sh->l->tcp ? "TCP" : "the unix socket", strerror(err));
+    accept_note(sh, err);
     pthread_mutex_lock(&h->mu);
     if (!sh->l->tcp)
         shed_tcp(h, SHED_ON_EMFILE);

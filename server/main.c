@@ -122,6 +122,20 @@ static err_t start_kubelet(struct daemon *d)
     return source_kubelet_start(&ko, &d->kubelet);
 }
 
+/* The handlers' context, once the store, feed and source are up. */
+static err_t start_api(struct daemon *d)
+{
+    d->api = (struct api){.store = d->store,
+                          .feed = d->feed,
+                          .metrics = d->metrics,
+                          .token = d->token,
+                          .node_name = d->cfg.node_name,
+                          .kubelet_mode = d->kubelet_mode,
+                          .source_ready = d->kubelet ? source_kubelet_ready : NULL,
+                          .source_ctx = d->kubelet};
+    return api_watch_init(&d->api);
+}
+
 static err_t start(struct daemon *d)
 {
     struct store_opts so = {.path = d->cfg.db, .history = d->cfg.history};
@@ -151,15 +165,7 @@ static err_t start(struct daemon *d)
     rc = d->kubelet_mode ? start_kubelet(d) : load_static_devices(d->store, d->cfg.devices);
     if (rc)
         return rc;
-    d->api = (struct api){.store = d->store,
-                          .feed = d->feed,
-                          .metrics = d->metrics,
-                          .token = d->token,
-                          .node_name = d->cfg.node_name,
-                          .kubelet_mode = d->kubelet_mode,
-                          .source_ready = d->kubelet ? source_kubelet_ready : NULL,
-                          .source_ctx = d->kubelet};
-    rc = api_watch_init(&d->api);
+    rc = start_api(d);
     if (!rc)
         rc = http_start(&d->api, &ho, &d->http);
     if (!rc)
