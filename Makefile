@@ -1,5 +1,5 @@
-# podres - one non-recursive Makefile. `make` builds bin/podresd and
-# bin/podres-syncer; `make test` installs what it needs and runs every test.
+# podres - one non-recursive Makefile. `make` builds bin/podresd,
+# bin/podres-syncer and bin/podres-extender; `make test` installs what it needs and runs every test.
 # `make SANITIZE=address,undefined test` builds into build/san/ and runs the
 # same suite on the sanitized binaries.
 
@@ -47,6 +47,7 @@ endif
 COMMON_SRCS := $(sort $(wildcard common/*.c))
 SERVER_SRCS := $(filter-out server/main.c,$(sort $(wildcard server/*.c)))
 SYNCER_SRCS := $(filter-out syncer/main.c,$(sort $(wildcard syncer/*.c)))
+EXTENDER_SRCS := $(filter-out extender/main.c,$(sort $(wildcard extender/*.c)))
 PROTOS := $(sort $(wildcard proto/*.proto))
 SCHEMA := $(sort $(wildcard schema/[0-9]*.sql))
 
@@ -55,9 +56,11 @@ PROTO_OBJS := $(PROTO_C:.c=.o)
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(B)/%.o)
 SERVER_OBJS := $(SERVER_SRCS:%.c=$(B)/%.o) $(B)/server/migrations_gen.o $(PROTO_OBJS)
 SYNCER_OBJS := $(SYNCER_SRCS:%.c=$(B)/%.o)
+EXTENDER_OBJS := $(EXTENDER_SRCS:%.c=$(B)/%.o)
 UNIT_SRCS := $(sort $(wildcard tests/unit/*/*_test.c))
 UNIT_BINS := $(UNIT_SRCS:%.c=$(B)/%)
-PROGS := $(BIN)/podresd $(if $(wildcard syncer/main.c),$(BIN)/podres-syncer)
+PROGS := $(BIN)/podresd $(if $(wildcard syncer/main.c),$(BIN)/podres-syncer) \
+         $(if $(wildcard extender/main.c),$(BIN)/podres-extender)
 
 DEBIAN_PKGS := gcc make pkg-config libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev \
 	libcurl3-gnutls libyaml-dev libsqlite3-dev sqlite3 curl jq python3 \
@@ -85,7 +88,7 @@ $(B)/gen/%.pb-c.c $(B)/gen/%.pb-c.h: proto/%.proto
 	$(Q)protoc-c --proto_path=proto --c_out=$(B)/gen $<
 $(B)/gen/%.pb-c.o: $(B)/gen/%.pb-c.c
 	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -Wno-shadow -c -o $@ $<
-$(SERVER_OBJS) $(SYNCER_OBJS): | $(PROTO_C)
+$(SERVER_OBJS) $(SYNCER_OBJS) $(EXTENDER_OBJS): | $(PROTO_C)
 
 $(B)/libcommon.a: $(COMMON_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -95,12 +98,22 @@ $(B)/libserver.a: $(SERVER_OBJS)
 $(B)/libsyncer.a: $(SYNCER_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+$(B)/libextender.a: $(EXTENDER_OBJS)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
 $(BIN)/podresd: $(B)/server/main.o $(B)/libserver.a $(B)/libcommon.a
 	@mkdir -p $(dir $@)
 	@test "$(V)" = 1 || echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_PODRESD)
 
 $(BIN)/podres-syncer: $(B)/syncer/main.o $(B)/libsyncer.a $(B)/libcommon.a
+	@mkdir -p $(dir $@)
+	@test "$(V)" = 1 || echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_SYNCER)
+
+# The extender links the syncer's Kubernetes client (kube, kubeconfig,
+# informer, cache) from libsyncer.a, and the same libraries.
+$(BIN)/podres-extender: $(B)/extender/main.o $(B)/libextender.a $(B)/libsyncer.a $(B)/libcommon.a
 	@mkdir -p $(dir $@)
 	@test "$(V)" = 1 || echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_SYNCER)
@@ -121,6 +134,13 @@ $(B)/tests/unit/syncer/%_test: tests/unit/syncer/%_test.c tests/unit/test.h $(B)
 	@test "$(V)" = 1 || echo "  TEST-CC $<"
 	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -o $@ $< $(B)/libsyncer.a $(B)/libcommon.a \
 		$(LDLIBS_SYNCER)
+
+$(B)/tests/unit/extender/%_test: tests/unit/extender/%_test.c tests/unit/test.h \
+		$(B)/libextender.a $(B)/libsyncer.a $(B)/libcommon.a
+	@mkdir -p $(dir $@)
+	@test "$(V)" = 1 || echo "  TEST-CC $<"
+	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -o $@ $< $(B)/libextender.a \
+		$(B)/libsyncer.a $(B)/libcommon.a $(LDLIBS_SYNCER)
 
 deps:
 	@missing=""; for p in $(DEBIAN_PKGS); do \
@@ -152,7 +172,8 @@ run: deps all
 demo: deps all kube
 	@tools/demo.sh $(BIN)
 
-FORMAT_SRCS = common/*.[ch] server/*.[ch] $(wildcard syncer/*.[ch]) tests/unit/*/*.c
+FORMAT_SRCS = common/*.[ch] server/*.[ch] $(wildcard syncer/*.[ch]) $(wildcard extender/*.[ch]) \
+              tests/unit/*/*.c
 
 format:
 	clang-format -i $(FORMAT_SRCS)
@@ -167,10 +188,10 @@ format-check:
 lint: all
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance --std=c11 --inline-suppr \
 		--suppress=missingIncludeSystem --include=tests/lint/jansson-macros.h \
-		common server $(wildcard syncer)
+		common server $(wildcard syncer) $(wildcard extender)
 
 complexity:
-	@pmccabe common/*.c server/*.c $(wildcard syncer/*.c) | sort -nr | \
+	@pmccabe common/*.c server/*.c $(wildcard syncer/*.c) $(wildcard extender/*.c) | sort -nr | \
 		awk -v allow="$$(cat tests/complexity-allow.txt 2>/dev/null | cut -d' ' -f1)" \
 		'BEGIN { n = split(allow, a, "\n"); for (i = 1; i <= n; i++) ok[a[i]] = 1 } \
 		 $$1 > 15 { split($$NF, f, "("); if (!ok[$$NF]) { print "too complex: " $$0; bad = 1 } } \

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* bind.h - the extender's bind verb: choose the pod's devices on the node
+ * (view.h, under its mutex), write the pod's DeviceBinding pre-assignment,
+ * then the pod's Binding; when the Binding fails, take the pre-assignment
+ * back. Blocking (API requests); thread-safe when each thread passes its own
+ * client. */
+#ifndef PODRES_BIND_H
+#define PODRES_BIND_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/err.h"
+#include "../syncer/kube.h"
+#include "args.h"
+#include "view.h"
+
+/* The annotation that marks a pre-assignment this extender wrote. */
+#define BIND_ANNOTATION "podres.dev/preassigned-by"
+#define BIND_WRITER "podres-extender"
+
+/* Counters for /metrics; updated with atomic adds. */
+struct bind_stats {
+    uint64_t binds;    /* pods bound */
+    uint64_t failures; /* binds answered with an error */
+    uint64_t removed;  /* pre-assignments taken back after a failed Binding */
+};
+
+/* Bind pod 'b' to its node with client 'k'. On failure 'msg' says why (it
+ * is the answer's Error, so kube-scheduler's event shows it), and the error
+ * is logged once here. */
+err_t bind_pod(struct view *view, struct kube *k, const struct args_bind *b,
+               struct bind_stats *stats, char *msg, size_t cap) WARN_UNUSED;
+
+/* The DeviceBinding this extender writes for pod 'ns'/'name' of 'uid' on
+ * 'node' with 'containers' (borrowed); new, or NULL. */
+json_t *bind_devicebinding(const char *ns, const char *name, const char *uid, const char *node,
+                           const json_t *containers);
+
+#endif

@@ -1,0 +1,760 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* main.c - podres-extender: settings, the two informers (NodeDevices and
+ * DeviceBindings, cluster-wide) feeding the view, the HTTP server of the
+ * extender verbs with /healthz, /readyz and /metrics, and a clean exit on
+ * SIGTERM. exit(1) only for start-up errors. */
+#define LOG_MOD "main"
+#include "../common/common.h"
+#include "../common/cfg.h"
+#include "../common/jsonx.h"
+#include "../common/mem.h"
+#include "../common/opts.h"
+#include "../common/strbuf.h"
+#include "../syncer/cache.h"
+#include "../syncer/informer.h"
+#include "../syncer/kube.h"
+#include "../syncer/kubeconfig.h"
+#include "args.h"
+#include "bind.h"
+#include "view.h"
+
+#include <getopt.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#define GROUP_PATH "/apis/podres.dev/v1alpha1"
+#define MAX_BODY (16u << 20) /* bytes: a NodeList of thousands of nodes (nodeCacheCapable off) */
+#define READY_GRACE_MS 15000 /* informer failures shorter than this are not news */
+#define POOL_IDLE 16         /* API clients kept for binds */
+
+struct settings {
+    char *kubeconfig;    /* --kubeconfig, or NULL */
+    char *listen;        /* HOST:PORT of the verbs, /healthz, /readyz, /metrics */
+    char *resource;      /* comma-separated resources managed before any NodeDevices lists them */
+    double qps;          /* API requests per second */
+    uint64_t burst;      /* token bucket size */
+    uint64_t assume_ms;  /* how long a bind's choice is assumed unseen */
+    char *log_format;    /* text or json */
+    char *log_level;     /* err..debug */
+};
+
+#define OFF(f) offsetof(struct settings, f)
+
+static const struct opt opt_table[] = {
+    {"kubeconfig", OPT_STR, OFF(kubeconfig), NULL, NULL},
+    {"listen", OPT_STR, OFF(listen), NULL, NULL},
+    {"resource", OPT_STR, OFF(resource), NULL, NULL},
+    {"qps", OPT_NUMBER, OFF(qps), NULL, NULL},
+    {"burst", OPT_COUNT, OFF(burst), NULL, NULL},
+    {"assume_timeout", OPT_DURATION, OFF(assume_ms), NULL, NULL},
+    {"log_format", OPT_ENUM, OFF(log_format), "|text|json|", NULL},
+    {"log_level", OPT_ENUM, OFF(log_level), "|err|warn|info|debug|", NULL},
+};
+#define NOPTS ARRAY_SIZE(opt_table)
+
+static const char usage[] =
+    "usage: podres-extender [--config FILE] [--kubeconfig PATH] [--listen HOST:PORT]\n"
+    "                       [--resource R[,R...]] [--qps N] [--burst N] [--assume-timeout D]\n"
+    "                       [--log-format text|json] [--log-level LEVEL] [--version] [--help]\n"
+    "A kube-scheduler extender: filter, prioritize and bind pods by the free devices\n"
+    "of NodeDevices and DeviceBindings (POST <prefix>/filter, /prioritize, /bind).\n";
+
+static const struct option long_opts[] = {
+    {"config", required_argument, NULL, 'c'},
+    {"kubeconfig", required_argument, NULL, 0},
+    {"listen", required_argument, NULL, 0},
+    {"resource", required_argument, NULL, 0},
+    {"qps", required_argument, NULL, 0},
+    {"burst", required_argument, NULL, 0},
+    {"assume-timeout", required_argument, NULL, 0},
+    {"log-format", required_argument, NULL, 0},
+    {"log-level", required_argument, NULL, 0},
+    {"version", no_argument, NULL, 'V'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* ---- request metrics ---- */
+
+enum verb { VERB_FILTER, VERB_PRIORITIZE, VERB_BIND, NVERBS };
+enum outcome { OUT_OK, OUT_ERROR, OUT_BAD_REQUEST, NOUTCOMES };
+static const char *const verb_names[NVERBS] = {"filter", "prioritize", "bind"};
+static const char *const outcome_names[NOUTCOMES] = {"ok", "error", "bad_request"};
+static const double lat_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                    0.05,   0.1,   0.25,   0.5,   1,    2.5};
+#define NLAT ARRAY_SIZE(lat_bounds)
+
+/* Lock: 'mu' guards every other field. */
+struct reqstats {
+    pthread_mutex_t mu;
+    uint64_t n[NVERBS][NOUTCOMES]; /* answered requests */
+    uint64_t buckets[NVERBS][NLAT]; /* latency per bound, not cumulative */
+    uint64_t count[NVERBS];         /* latency observations */
+    double sum[NVERBS];             /* seconds */
+};
+
+/* ---- the daemon ---- */
+
+struct extender {
+    struct settings set;            /* settings */
+    struct kubeconfig kc;           /* API server access */
+    struct kube_gate *gate;         /* API token bucket and backoff */
+    struct kube_stats *kstats;      /* API request counters */
+    struct kube_opts kopts;         /* how bind clients are made */
+    struct view *view;              /* free devices */
+    struct cache *nds, *dvbs;       /* the informers' caches */
+    struct kube *k_nds, *k_dvbs;    /* the informers' clients */
+    struct informer inf_nds, inf_dvbs; /* the informers */
+    pthread_mutex_t pool_mu;        /* guards pool and npool */
+    struct kube *pool[POOL_IDLE];   /* idle clients for binds */
+    int npool;                      /* how many */
+    struct bind_stats bstats;       /* bind counters (atomic) */
+    struct reqstats rs;             /* request counters */
+    struct MHD_Daemon *http;        /* the server */
+    pthread_t threads[2];           /* the informers */
+    int nthreads;                   /* started */
+};
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void observe(struct reqstats *rs, enum verb v, enum outcome o, double s)
+{
+    size_t i;
+
+    pthread_mutex_lock(&rs->mu);
+    rs->n[v][o]++;
+    for (i = 0; i < NLAT && s > lat_bounds[i]; i++)
+        ;
+    if (i < NLAT)
+        rs->buckets[v][i]++;
+    rs->count[v]++;
+    rs->sum[v] += s;
+    pthread_mutex_unlock(&rs->mu);
+}
+
+/* The caches' notifications: the view follows each change. */
+static void on_node(void *ctx, const char *key)
+{
+    struct extender *x = ctx;
+    json_t *obj = cache_get(x->nds, key);
+
+    view_set_node(x->view, key, obj);
+    json_decref(obj);
+}
+
+static void on_binding(void *ctx, const char *key)
+{
+    struct extender *x = ctx;
+    json_t *obj = cache_get(x->dvbs, key);
+
+    view_set_binding(x->view, key, obj);
+    json_decref(obj);
+}
+
+/* Both informers have listed and are not failing; else 'why'. */
+static bool ready(struct extender *x, char *why, size_t cap)
+{
+    return informer_ready(&x->inf_nds, READY_GRACE_MS, why, cap) &&
+           informer_ready(&x->inf_dvbs, READY_GRACE_MS, why, cap);
+}
+
+/* ---- API clients for binds ---- */
+
+static struct kube *pool_get(struct extender *x)
+{
+    struct kube *k = NULL;
+
+    pthread_mutex_lock(&x->pool_mu);
+    if (x->npool > 0)
+        k = x->pool[--x->npool];
+    pthread_mutex_unlock(&x->pool_mu);
+    return k ? k : kube_new(&x->kopts);
+}
+
+static void pool_put(struct extender *x, struct kube *k)
+{
+    pthread_mutex_lock(&x->pool_mu);
+    if (x->npool < POOL_IDLE) {
+        x->pool[x->npool++] = k;
+        k = NULL;
+    }
+    pthread_mutex_unlock(&x->pool_mu);
+    kube_free(k);
+}
+
+/* ---- the verbs ---- */
+
+/* An answer: HTTP status, JSON body (new), and how it counts. */
+struct answer {
+    unsigned status;   /* HTTP status */
+    json_t *body;      /* new */
+    enum outcome out;  /* for the metrics */
+};
+
+static struct answer error_answer(unsigned status, enum outcome o, const char *msg)
+{
+    return (struct answer){status, jsonx_object("Error", jsonx_string_lossy(msg), NULL), o};
+}
+
+/* Filter's answer in the shape it was asked: NodeNames, or Nodes (the
+ * items of the request whose names passed). */
+static json_t *filter_result(const struct args *a, json_t *fit, json_t *failed)
+{
+    const json_t *items = json_object_get(json_object_get(a->doc, "Nodes"), "items"), *it;
+    json_t *keep, *pass;
+    size_t i;
+
+    if (!a->node_list)
+        return jsonx_object("NodeNames", fit, "FailedNodes", failed, "Error", json_string(""),
+                            NULL);
+    pass = json_object();
+    keep = json_array();
+    json_array_foreach(fit, i, it) {
+        json_object_set(pass, json_string_value(it), json_true());
+    }
+    json_array_foreach(items, i, it) {
+        const char *n = json_string_value(json_object_get(json_object_get(it, "metadata"), "name"));
+
+        if (n && json_object_get(pass, n))
+            json_array_append(keep, (json_t *)it);
+    }
+    json_decref(pass);
+    json_decref(fit);
+    return jsonx_object("Nodes", jsonx_object("items", keep, NULL), "FailedNodes", failed, "Error",
+                        json_string(""), NULL);
+}
+
+static struct answer do_filter(struct extender *x, const char *body, size_t len)
+{
+    struct args a;
+    json_t *fit = NULL, *failed = NULL;
+    char msg[512];
+    err_t rc = args_parse(body, len, &a, msg, sizeof(msg));
+    struct answer ans;
+
+    if (rc)
+        return error_answer(rc == ERR_NOMEM ? 500 : 400, OUT_BAD_REQUEST, msg);
+    if (!ready(x, msg, sizeof(msg))) {
+        ans = error_answer(200, OUT_ERROR, msg);
+    } else if (view_filter(x->view, a.names, a.totals, &fit, &failed)) {
+        ans = error_answer(500, OUT_ERROR, "out of memory");
+    } else {
+        ans = (struct answer){200, filter_result(&a, fit, failed), OUT_OK};
+        log_debug("filter %s/%s: %zu of %zu nodes fit", a.ns, a.name,
+                  json_array_size(a.names) - json_object_size(failed), json_array_size(a.names));
+    }
+    args_release(&a);
+    return ans;
+}
+
+static struct answer do_prioritize(struct extender *x, const char *body, size_t len)
+{
+    struct args a;
+    json_t *list = NULL;
+    char msg[512];
+    err_t rc = args_parse(body, len, &a, msg, sizeof(msg));
+    struct answer ans;
+
+    if (rc)
+        return error_answer(rc == ERR_NOMEM ? 500 : 400, OUT_BAD_REQUEST, msg);
+    if (!ready(x, msg, sizeof(msg)))
+        ans = error_answer(503, OUT_ERROR, msg); /* a list is the only answer: no Error field */
+    else if (view_prioritize(x->view, a.names, a.totals, &list))
+        ans = error_answer(500, OUT_ERROR, "out of memory");
+    else
+        ans = (struct answer){200, list, OUT_OK};
+    args_release(&a);
+    return ans;
+}
+
+static struct answer do_bind(struct extender *x, const char *body, size_t len)
+{
+    struct args_bind b;
+    char msg[600], full[1500];
+    struct kube *k;
+    err_t rc = args_parse_bind(body, len, &b, msg, sizeof(msg));
+
+    if (rc)
+        return error_answer(rc == ERR_NOMEM ? 500 : 400, OUT_BAD_REQUEST, msg);
+    if (!ready(x, msg, sizeof(msg))) {
+        snprintf(full, sizeof(full), "podres-extender: cannot bind pod %s/%s: %s", b.ns, b.name,
+                 msg);
+        return error_answer(200, OUT_ERROR, full);
+    }
+    k = pool_get(x);
+    rc = k ? bind_pod(x->view, k, &b, &x->bstats, msg, sizeof(msg)) : ERR_NOMEM;
+    if (k)
+        pool_put(x, k);
+    if (!rc)
+        return (struct answer){200, jsonx_object("Error", json_string(""), NULL), OUT_OK};
+    snprintf(full, sizeof(full), "podres-extender: cannot bind pod %s/%s to node %s: %s", b.ns,
+             b.name, b.node, rc == ERR_NOMEM ? "out of memory" : msg);
+    return error_answer(200, OUT_ERROR, full);
+}
+
+/* The verb a path names (its last segment), or NVERBS. */
+static enum verb verb_of(const char *url)
+{
+    const char *last = strrchr(url, '/');
+    size_t i;
+
+    for (i = 0; last && i < NVERBS; i++) {
+        if (strcmp(last + 1, verb_names[i]) == 0)
+            return (enum verb)i;
+    }
+    return NVERBS;
+}
+
+/* ---- /metrics ---- */
+
+/* The API client's counters, named for this program. */
+static err_t render_kube(struct extender *x, struct strbuf *sb)
+{
+    struct strbuf k = STRBUF_INIT;
+    const char *p, *hit;
+    err_t rc = kube_stats_render(x->kstats, &k);
+
+    for (p = k.buf; !rc && p && *p; p = hit + 14) {
+        hit = strstr(p, "podres_syncer_");
+        if (!hit) {
+            rc = strbuf_add(sb, p, strlen(p));
+            break;
+        }
+        rc = strbuf_add(sb, p, (size_t)(hit - p));
+        if (!rc)
+            rc = strbuf_add(sb, "podres_extender_", 16);
+    }
+    strbuf_release(&k);
+    return rc;
+}
+
+static err_t render_requests(struct reqstats *rs, struct strbuf *sb)
+{
+    err_t rc = strbuf_printf(sb, "# HELP podres_extender_requests_total Extender requests by verb "
+                                 "and outcome (ok, error: answered with an Error, bad_request).\n"
+                                 "# TYPE podres_extender_requests_total counter\n");
+    size_t v, o, i;
+    uint64_t cum;
+
+    for (v = 0; !rc && v < NVERBS; v++) {
+        for (o = 0; !rc && o < NOUTCOMES; o++)
+            rc = strbuf_printf(sb, "podres_extender_requests_total{verb=\"%s\",outcome=\"%s\"} "
+                                   "%llu\n",
+                               verb_names[v], outcome_names[o], (unsigned long long)rs->n[v][o]);
+    }
+    if (!rc)
+        rc = strbuf_printf(sb, "# HELP podres_extender_request_duration_seconds Time to answer "
+                               "an extender request.\n"
+                               "# TYPE podres_extender_request_duration_seconds histogram\n");
+    for (v = 0; !rc && v < NVERBS; v++) {
+        for (i = 0, cum = 0; !rc && i < NLAT; i++) {
+            cum += rs->buckets[v][i];
+            rc = strbuf_printf(sb,
+                               "podres_extender_request_duration_seconds_bucket{verb=\"%s\","
+                               "le=\"%g\"} %llu\n",
+                               verb_names[v], lat_bounds[i], (unsigned long long)cum);
+        }
+        if (!rc)
+            rc = strbuf_printf(
+                sb,
+                "podres_extender_request_duration_seconds_bucket{verb=\"%s\",le=\"+Inf\"} %llu\n"
+                "podres_extender_request_duration_seconds_sum{verb=\"%s\"} %.6f\n"
+                "podres_extender_request_duration_seconds_count{verb=\"%s\"} %llu\n",
+                verb_names[v], (unsigned long long)rs->count[v], verb_names[v], rs->sum[v],
+                verb_names[v], (unsigned long long)rs->count[v]);
+    }
+    return rc;
+}
+
+static err_t render_metrics(struct extender *x, struct strbuf *sb)
+{
+    err_t rc;
+
+    pthread_mutex_lock(&x->rs.mu);
+    rc = render_requests(&x->rs, sb);
+    pthread_mutex_unlock(&x->rs.mu);
+    if (!rc)
+        rc = strbuf_printf(
+            sb,
+            "# HELP podres_extender_binds_total Pods bound.\n"
+            "# TYPE podres_extender_binds_total counter\npodres_extender_binds_total %llu\n"
+            "# HELP podres_extender_bind_failures_total Binds answered with an error.\n"
+            "# TYPE podres_extender_bind_failures_total counter\n"
+            "podres_extender_bind_failures_total %llu\n"
+            "# HELP podres_extender_preassignments_removed_total Pre-assignments taken back "
+            "after the pod's Binding failed.\n"
+            "# TYPE podres_extender_preassignments_removed_total counter\n"
+            "podres_extender_preassignments_removed_total %llu\n"
+            "# HELP podres_extender_nodes Nodes with a NodeDevices.\n"
+            "# TYPE podres_extender_nodes gauge\npodres_extender_nodes %zu\n"
+            "# HELP podres_extender_assumed Pods whose chosen devices are not yet seen in a "
+            "DeviceBinding.\n"
+            "# TYPE podres_extender_assumed gauge\npodres_extender_assumed %zu\n",
+            (unsigned long long)__atomic_load_n(&x->bstats.binds, __ATOMIC_RELAXED),
+            (unsigned long long)__atomic_load_n(&x->bstats.failures, __ATOMIC_RELAXED),
+            (unsigned long long)__atomic_load_n(&x->bstats.removed, __ATOMIC_RELAXED),
+            view_nodes(x->view), view_assumed(x->view));
+    return rc ? rc : render_kube(x, sb);
+}
+
+/* ---- HTTP ---- */
+
+/* One request's upload. */
+struct upload {
+    struct strbuf body; /* the request body */
+    bool too_large;     /* over MAX_BODY: discarded */
+    uint64_t start_ms;  /* monotonic, when it arrived */
+};
+
+static enum MHD_Result send_text(struct MHD_Connection *conn, unsigned status, const char *ctype,
+                                 char *body, size_t len)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    enum MHD_Result ret;
+
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    ret = MHD_queue_response(conn, status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+static enum MHD_Result send_plain(struct MHD_Connection *conn, unsigned status, const char *text)
+{
+    char *b = strdup(text);
+
+    return b ? send_text(conn, status, "text/plain; charset=utf-8", b, strlen(b)) : MHD_NO;
+}
+
+static enum MHD_Result serve_get(struct extender *x, struct MHD_Connection *conn, const char *url)
+{
+    struct strbuf sb = STRBUF_INIT;
+    char why[320], text[400];
+    size_t len;
+    char *b;
+
+    if (strcmp(url, "/healthz") == 0)
+        return send_plain(conn, 200, "ok");
+    if (strcmp(url, "/readyz") == 0) {
+        if (ready(x, why, sizeof(why)))
+            return send_plain(conn, 200, "ok");
+        snprintf(text, sizeof(text), "not ready: %s", why);
+        return send_plain(conn, 503, text);
+    }
+    if (strcmp(url, "/metrics") != 0)
+        return send_plain(conn, 404, "not found\n");
+    if (render_metrics(x, &sb)) {
+        strbuf_release(&sb);
+        return send_plain(conn, 500, "out of memory\n");
+    }
+    b = strbuf_detach(&sb, &len);
+    return send_text(conn, 200, "text/plain; version=0.0.4", b, len);
+}
+
+static enum MHD_Result serve_verb(struct extender *x, struct MHD_Connection *conn, enum verb v,
+                                  struct upload *up)
+{
+    static struct answer (*const fns[NVERBS])(struct extender *, const char *, size_t) = {
+        do_filter, do_prioritize, do_bind};
+    struct answer a;
+    size_t len;
+    char *text;
+
+    if (up->too_large)
+        a = error_answer(413, OUT_BAD_REQUEST, "request body over 16 MiB");
+    else
+        a = fns[v](x, up->body.buf ? up->body.buf : "", up->body.len);
+    if (a.out == OUT_BAD_REQUEST)
+        log_warn("bad %s request: %s", verb_names[v],
+                 json_string_value(json_object_get(a.body, "Error")));
+    text = a.body ? jsonx_dumps_line(a.body, &len) : NULL;
+    json_decref(a.body);
+    observe(&x->rs, v, a.out, (double)(mono_ms() - up->start_ms) / 1000.0);
+    if (!text)
+        return send_plain(conn, 500, "out of memory\n");
+    return send_text(conn, a.status, "application/json", text, len);
+}
+
+static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn, const char *url,
+                               const char *method, const char *version, const char *data,
+                               size_t *size, void **con_cls)
+{
+    struct extender *x = cls;
+    struct upload *up = *con_cls;
+    enum verb v = verb_of(url);
+
+    (void)version;
+    if (!up) {
+        up = calloc(1, sizeof(*up));
+        if (!up)
+            return MHD_NO;
+        up->start_ms = mono_ms();
+        *con_cls = up;
+        return MHD_YES;
+    }
+    if (*size) {
+        if (!up->too_large && (up->body.len + *size > MAX_BODY ||
+                               strbuf_add(&up->body, data, *size)))
+            up->too_large = true;
+        *size = 0;
+        return MHD_YES;
+    }
+    if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)
+        return v == NVERBS ? serve_get(x, conn, url) : send_plain(conn, 405, "use POST\n");
+    if (strcmp(method, "POST") != 0 || v == NVERBS)
+        return send_plain(conn, v == NVERBS ? 404 : 405, v == NVERBS ? "not found\n"
+                                                                     : "method not allowed\n");
+    return serve_verb(x, conn, v, up);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct upload *up = *con_cls;
+
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    if (up)
+        strbuf_release(&up->body);
+    free(up);
+    *con_cls = NULL;
+}
+
+static err_t start_http(struct extender *x)
+{
+    const char *l = x->set.listen, *colon = strrchr(l, ':');
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST};
+    struct addrinfo *ai = NULL;
+    size_t n = colon ? (size_t)(colon - l) : 0;
+    char host[256];
+
+    if (!colon || n == 0 || n >= sizeof(host)) {
+        log_err("cannot listen on '%s': give HOST:PORT", l);
+        return ERR_INVAL;
+    }
+    snprintf(host, sizeof(host), "%.*s", (int)n, l);
+    if (host[0] == '[' && host[n - 1] == ']') {
+        memmove(host, host + 1, n - 2);
+        host[n - 2] = '\0';
+    }
+    if (getaddrinfo(strcmp(host, "localhost") == 0 ? "127.0.0.1" : host, colon + 1, &hints, &ai)) {
+        log_err("cannot listen on '%s': not a numeric address", l);
+        return ERR_INVAL;
+    }
+    x->http = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
+            (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+        0, NULL, NULL, on_http, x, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, x, MHD_OPTION_CONNECTION_LIMIT, 256u,
+        MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (!x->http) {
+        log_err("cannot listen on '%s': %s", l, strerror(errno));
+        return ERR_IO;
+    }
+    log_info("serving the extender verbs on %s", l);
+    return ERR_OK;
+}
+
+/* ---- start-up ---- */
+
+static int defaults(struct settings *set)
+{
+    char msg[128];
+    int bad = 0;
+
+    bad |= opts_set(opt_table, NOPTS, set, "listen", "127.0.0.1:8888", msg, sizeof(msg));
+    bad |= opts_set(opt_table, NOPTS, set, "log_format", "text", msg, sizeof(msg));
+    bad |= opts_set(opt_table, NOPTS, set, "log_level", "info", msg, sizeof(msg));
+    set->qps = 50;
+    set->burst = 100;
+    set->assume_ms = 30000;
+    return bad;
+}
+
+static int load_settings(int argc, char **argv, struct extender *x)
+{
+    const struct opts_cli cli = {"podres-extender", usage, long_opts, opt_table, NOPTS, &x->set};
+    const char *cfgfile = NULL;
+    char why[512];
+    json_t *doc = NULL;
+    int r;
+
+    if (defaults(&x->set))
+        return 2;
+    r = opts_parse_args(&cli, argc, argv, 1, &cfgfile, NULL);
+    if (r == 0 && cfgfile) {
+        if (cfg_yaml_load(cfgfile, &doc, why, sizeof(why)) ||
+            opts_apply(opt_table, NOPTS, &x->set, doc, NULL, why, sizeof(why))) {
+            fprintf(stderr, "podres-extender: config file '%s': %s\n", cfgfile, why);
+            r = 2;
+        }
+        json_decref(doc);
+    }
+    if (r == 0)
+        r = opts_parse_args(&cli, argc, argv, 2, &cfgfile, NULL);
+    if (r == 0 && log_setup(x->set.log_format, x->set.log_level))
+        r = 2;
+    return r;
+}
+
+/* --resource R[,R...]: each must be an extended resource name. */
+static err_t add_resources(struct extender *x)
+{
+    char *list, *p, *save = NULL;
+    err_t rc = ERR_OK;
+
+    if (!x->set.resource || !*x->set.resource)
+        return ERR_OK;
+    list = strdup(x->set.resource);
+    if (!list)
+        return ERR_NOMEM;
+    for (p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        if (!strchr(p, '/') || p[0] == '/' || p[strlen(p) - 1] == '/') {
+            log_err("--resource: '%s' is not an extended resource name (domain/name)", p);
+            rc = ERR_INVAL;
+            break;
+        }
+        view_add_resource(x->view, p);
+    }
+    free(list);
+    return rc;
+}
+
+static err_t setup(struct extender *x)
+{
+    char msg[512];
+    err_t rc = kubeconfig_load(x->set.kubeconfig, &x->kc, msg, sizeof(msg));
+
+    if (!rc)
+        rc = kubeconfig_data_to_files(&x->kc, msg, sizeof(msg));
+    if (rc) {
+        log_err("no usable Kubernetes configuration: %s", msg);
+        return rc;
+    }
+    x->gate = kube_gate_new(x->set.qps, (int)x->set.burst);
+    x->kstats = kube_stats_new();
+    x->view = view_new(x->set.assume_ms);
+    if (!x->gate || !x->kstats || !x->view)
+        return ERR_NOMEM;
+    rc = add_resources(x);
+    if (rc)
+        return rc;
+    x->kopts = (struct kube_opts){.kc = &x->kc, .gate = x->gate, .stats = x->kstats};
+    x->nds = cache_new(on_node, x);
+    x->dvbs = cache_new(on_binding, x);
+    x->k_nds = kube_new(&x->kopts);
+    x->k_dvbs = kube_new(&x->kopts);
+    if (!x->nds || !x->dvbs || !x->k_nds || !x->k_dvbs)
+        return ERR_NOMEM;
+    x->inf_nds = (struct informer){.name = "nodedevices",
+                                   .path = GROUP_PATH "/nodedevices",
+                                   .query = "",
+                                   .kube = x->k_nds,
+                                   .gate = x->gate,
+                                   .cache = x->nds};
+    x->inf_dvbs = (struct informer){.name = "devicebindings",
+                                    .path = GROUP_PATH "/devicebindings",
+                                    .query = "",
+                                    .kube = x->k_dvbs,
+                                    .gate = x->gate,
+                                    .cache = x->dvbs};
+    log_info("following NodeDevices and DeviceBindings of %s (from %s)", x->kc.server,
+             x->kc.source ? x->kc.source : "?");
+    return ERR_OK;
+}
+
+static void teardown(struct extender *x)
+{
+    int i;
+
+    if (x->gate)
+        kube_gate_stop(x->gate);
+    if (x->http)
+        MHD_stop_daemon(x->http);
+    for (i = 0; i < x->nthreads; i++)
+        pthread_join(x->threads[i], NULL);
+    for (i = 0; i < x->npool; i++)
+        kube_free(x->pool[i]);
+    kube_free(x->k_nds);
+    kube_free(x->k_dvbs);
+    cache_free(x->nds);
+    cache_free(x->dvbs);
+    view_free(x->view);
+    kube_stats_free(x->kstats);
+    kube_gate_free(x->gate);
+    kubeconfig_release(&x->kc);
+    opts_release(opt_table, NOPTS, &x->set);
+    pthread_mutex_destroy(&x->pool_mu);
+    pthread_mutex_destroy(&x->rs.mu);
+}
+
+static void run(struct extender *x, const sigset_t *sigs)
+{
+    int sig;
+
+    pthread_create(&x->threads[x->nthreads++], NULL, informer_run, &x->inf_nds);
+    pthread_create(&x->threads[x->nthreads++], NULL, informer_run, &x->inf_dvbs);
+    for (;;) {
+        sig = sigwaitinfo(sigs, NULL);
+        if (sig == SIGTERM || sig == SIGINT) {
+            log_info("received %s; shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+            return;
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static struct extender x;
+    sigset_t sigs;
+    int r;
+
+    mem_tune();
+    fault_init();
+    pthread_mutex_init(&x.pool_mu, NULL);
+    pthread_mutex_init(&x.rs.mu, NULL);
+    r = load_settings(argc, argv, &x);
+    if (r) {
+        teardown(&x);
+        return r == 1 ? 0 : 1;
+    }
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (kube_global_init()) {
+        log_err("cannot initialise libcurl");
+        teardown(&x);
+        return 1;
+    }
+    srand((unsigned)time(NULL) ^ (unsigned)getpid());
+    if (setup(&x) || start_http(&x)) {
+        log_err("start-up failed; exiting");
+        teardown(&x);
+        kube_global_cleanup();
+        return 1;
+    }
+    fault_arm();
+    run(&x, &sigs);
+    teardown(&x);
+    kube_global_cleanup();
+    log_info("stopped");
+    return 0;
+}
