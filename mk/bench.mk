@@ -29,7 +29,8 @@ bench-deps:
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-bench-tools: $(BENCH_DIR)/podbench $(BENCH_DIR)/sqlite_commit $(BENCH_DIR)/lib_floor
+bench-tools: $(BENCH_DIR)/podbench $(BENCH_DIR)/sqlite_commit $(BENCH_DIR)/lib_floor \
+	$(BENCH_DIR)/empty_extender
 
 $(BENCH_DIR)/podbench: tests/bench/podbench.c
 	@mkdir -p $(dir $@)
@@ -45,3 +46,9 @@ $(BENCH_DIR)/lib_floor: tests/bench/lib_floor.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -std=gnu11 -O2 -Wall -Wextra $(shell pkg-config --cflags $(SYNCER_PKGS)) -o $@ $< \
 		$(LDLIBS_SYNCER)
+
+# The reference of rows 9: an extender that parses and echoes (tests/bench/extender.sh).
+$(BENCH_DIR)/empty_extender: tests/bench/empty_extender.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -std=gnu11 -O2 -Wall -Wextra $(shell pkg-config --cflags libmicrohttpd jansson) -o $@ $< \
+		$(shell pkg-config --libs libmicrohttpd jansson)

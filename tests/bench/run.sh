@@ -5,7 +5,7 @@
 # measured in the same run, interleaved with the podres figure. Only 127.0.0.1
 # and unix sockets are used; every loop is bounded in count and time.
 # BENCH_ONLY="writes kubelet" runs only the named parts (get, watchers, writes,
-# syncer, restart, kubelet).
+# syncer, restart, kubelet, extender).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -538,6 +538,13 @@ row 8a "kubelet poll+reconcile, unchanged 110-pod List: podresd CPU ms/poll" "$a
 row 8b "database writes during $((RUNS * 3)) s of unchanged polls (runs with a change)" "$writes" "-" "-" "0" "$(meets "$writes == 0")"
 pd_stop "$K_PID"
 
+fi
+
+# 9: podres-extender's filter over 5000 nodes vs an empty extender (tests/bench/extender.sh)
+if want extender; then
+    while IFS='|' read -r tag id fig a b q goal; do
+        [ "$tag" = ROW ] && row "$id" "$fig" "$a" "$b" "$q" "$goal" "$(meets "$q <= 3")"
+    done < <(bash "$BENCH/extender.sh" "$BIN" "$TOOLS" "$T/extender") || die "extender bench"
 fi
 
 # ---------------------------------------------------------------------------
