@@ -69,8 +69,9 @@ static void test_filter(void)
     json_decref(failed);
 
     /* A third taken device: a no longer fits; freed again when the binding goes. */
-    view_set_binding(v, "ml/p3", json_incref(b1) ? dvb("a", "a-g2", false) : NULL);
-    json_decref(b1);
+    o = dvb("a", "a-g2", false);
+    view_set_binding(v, "ml/p3", o);
+    json_decref(o);
     CHECK_OK(view_filter(v, names, t, &fit, &failed));
     CHECK_EQ_INT(json_array_size(fit), 0);
     json_decref(fit);
