@@ -220,7 +220,8 @@ static struct node *node_from(const char *name, const json_t *obj)
                      strcmp(json_string_value(json_object_get(d, "health")), "Healthy") == 0;
         json_object_set_new(nd->res, res, json_true());
     }
-    qsort(nd->devs, nd->ndev, sizeof(*nd->devs), by_res_id);
+    if (nd->ndev > 1)
+        qsort(nd->devs, nd->ndev, sizeof(*nd->devs), by_res_id);
     nd->dirty = true;
     return nd;
 }

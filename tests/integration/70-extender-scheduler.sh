@@ -74,7 +74,7 @@ for n in 1 2 1 2 1 1 1 1; do
     gpu_pod "p$i" "$n"
 done
 gpu_pod big 5
-wait_until 60 settled || fail "the scheduler did not place what fits: $(jq -c '[.items[] | {n: .metadata.name, node: .spec.nodeName}]' "$T/pods.json")"
+wait_until 60 settled || { grep -m1 -A14 -E "ERROR|runtime error" "$KDIR/podres-extender.log" >&2; tail -n 3 "$KDIR/kube-scheduler.log" >&2; fail "the scheduler did not place what fits: $(jq -c '[.items[] | {n: .metadata.name, node: .spec.nodeName}]' "$T/pods.json")"; }
 pods_json
 [ "$(gpus_on gpu-a)" -le 4 ] && [ "$(gpus_on gpu-b)" -le 4 ] || fail "a node is over its GPUs"
 [ "$(gpus_on plain-c)" = 0 ] || fail "a GPU pod went to plain-c, which has no NodeDevices"
