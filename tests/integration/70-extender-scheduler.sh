@@ -133,6 +133,34 @@ code=$(curl -s -o "$T/out" -w '%{http_code}' --data-binary '{"PodName": "../x"}'
 [ "$code" = 400 ] || fail "malformed bind: HTTP $code, want 400"
 ok "malformed JSON gets 400 with a message ($(jqo .Error))"
 
+# A Binding that fails takes its pre-assignment back: a pod bound already
+# (spec.nodeName set at creation) cannot be bound again (409).
+kapi POST /api/v1/namespaces/ml/pods "$(jq -nc '{apiVersion: "v1", kind: "Pod",
+    metadata: {name: "prebound", namespace: "ml"}, spec: {nodeName: "gpu-a", automountServiceAccountToken: false,
+    containers: [{name: "main", image: "registry.invalid/x", resources: {limits: {"example.com/gpu": "1"}}}]}}')"
+[ "$CODE" = 201 ] || fail "create pod prebound: HTTP $CODE $(out)"
+uid=$(jqo .metadata.uid)
+pod=$(out)
+# gpu-b gets a fifth device, free
+k patch nodedevices gpu-b --subresource=status --type=json -p '[{"op":"add","path":"/status/devices/-",
+    "value":{"resourceName":"example.com/gpu","id":"gpu-b-gpu4","health":"Healthy","topology":{"nodes":[{"id":1}]}}}]' \
+    > /dev/null || fail "add a device to gpu-b"
+fits() {
+    jq -nc --argjson pod "$pod" '{Pod: $pod, NodeNames: ["gpu-b"]}' |
+        curl -s -H 'Content-Type: application/json' --data-binary @- "$EXTENDER_URL/filter" |
+        jq -e '.NodeNames == ["gpu-b"]'
+}
+wait_until 10 fits || fail "the extender did not see gpu-b's fifth device"
+code=$(curl -s -o "$T/out" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary \
+    "{\"PodName\":\"prebound\",\"PodNamespace\":\"ml\",\"PodUID\":\"$uid\",\"Node\":\"gpu-b\"}" "$EXTENDER_URL/bind")
+[ "$code" = 200 ] && [ -n "$(jqo '.Error // ""')" ] || fail "bind of a bound pod: HTTP $code $(out)"
+err=$(jqo .Error)
+[ "$($KCURL -o /dev/null -w '%{http_code}' "$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/prebound")" = 404 ] ||
+    fail "the pre-assignment of the failed bind stayed"
+curl -s "$EXTENDER_URL/metrics" | grep -qx 'podres_extender_preassignments_removed_total 1' ||
+    fail "removal not counted (bind said: $err): $(curl -s "$EXTENDER_URL/metrics" | grep removed)"
+ok "a Binding that fails ($err) takes its pre-assignment back, counted"
+
 m=$(curl -s "$EXTENDER_URL/metrics")
 b=$(awk '$1 == "podres_extender_binds_total" {print $2}' <<< "$m")
 [ "$b" -ge "$bound" ] || fail "podres_extender_binds_total $b < $bound"
