@@ -338,8 +338,9 @@ out=$($PY "$T/rbac_check.py" "$T/role.json" selftest) || fail "least-privilege c
 ok "least-privilege checker: $out"
 out=$($PY "$T/rbac_check.py" "$T/role.json") || fail "ClusterRole podres-syncer is not least privilege: $out"
 ok "ClusterRole podres-syncer grants exactly devicebindings{,/status} get/list/watch/create/update/patch/delete, pods get/list/watch, nodes get, nodedevices get/list/watch/create and nodedevices/status patch"
-n=$(grep -rlE '^kind: *(Role|ClusterRole|RoleBinding|ClusterRoleBinding)$' deploy | wc -l)
-[ "$n" = 1 ] || fail "RBAC objects outside deploy/rbac.yaml: $(grep -rlE '^kind: *(Role|ClusterRole|RoleBinding)' deploy)"
+# (deploy/scheduler/ is another kustomization, with the extender's own identity)
+n=$(grep -lE '^kind: *(Role|ClusterRole|RoleBinding|ClusterRoleBinding)$' deploy/*.yaml | wc -l)
+[ "$n" = 1 ] || fail "RBAC objects outside deploy/rbac.yaml: $(grep -lE '^kind: *(Role|ClusterRole|RoleBinding)' deploy/*.yaml)"
 k get clusterrolebinding podres-syncer -o json | jq -e '.roleRef == {"apiGroup":"rbac.authorization.k8s.io",
     "kind":"ClusterRole","name":"podres-syncer"} and .subjects == [{"kind":"ServiceAccount",
     "name":"podres-syncer","namespace":"podres-system"}]' >/dev/null || fail "ClusterRoleBinding subjects/roleRef"
@@ -445,6 +446,14 @@ grep -q '^> secrets \[\] \[\] \[list\]$' <<<"$out" || fail "the widened copy: $o
 k delete -f "$T/rbac-widened.yaml" > /dev/null || fail "cannot delete the widened copy"
 wait_until 10 rights_exact podres-system || fail "rights after the widened copy is gone: $(rights_exact podres-system)"
 ok "kubectl auth can-i --list: in podres-system, ml and default the syncer may do exactly that beyond any ServiceAccount (a widened copy of rbac.yaml is caught)"
+
+# ---- 4b. deploy/scheduler: the second scheduler with podres-extender, validated by the server
+out=$(k apply -k deploy/scheduler --server-side --dry-run=server 2>&1) ||
+    fail "kubectl apply -k deploy/scheduler --dry-run=server: $out"
+! grep -qi warning <<<"$out" || fail "deploy/scheduler: $out"
+[ "$(grep -c 'serverside-applied (server dry run)$' <<<"$out")" = "$(k kustomize deploy/scheduler | grep -c '^kind:')" ] ||
+    fail "deploy/scheduler: $out"
+ok "kubectl apply -k deploy/scheduler --server-side --dry-run=server: every object accepted, no warning"
 
 # ---- 5. the DaemonSet as stored (after the overlay: only the image differs)
 k get ds podres -n podres-system -o json >"$T/ds.json"

@@ -55,9 +55,13 @@ for n in $NODES; do
     wait_until 15 sh -c "$KCURL -f '$KUBE_SERVER$ND/$n' | jq -e '.status.summary == \"example.com/gpu=6\"'" ||
         fail "no NodeDevices $n: $(tail -5 "$T/$n/syncer.log")"
 done
-k get nodedevices > "$T/kget" 2>&1 || fail "kubectl: $(cat "$T/kget")"
+rows() { k get nodedevices > "$T/kget" 2>&1 && [ "$(grep -cE '^node-[ab] +example.com/gpu=6 +0 ' "$T/kget")" = 2 ]; }
+wait_until 5 rows || true
 for n in $NODES; do
-    grep -qE "^$n +example.com/gpu=6 +0 " "$T/kget" || fail "kubectl get nodedevices: $(cat "$T/kget")"
+    grep -qE "^$n +example.com/gpu=6 +0 " "$T/kget" ||
+        fail "kubectl get nodedevices: $(cat "$T/kget"); $(tail -n 5 "$T"/node-?/syncer.log);
+$(jq -c 'select(.stage == "ResponseComplete" and .objectRef.resource == "nodedevices" and .verb != "watch" and .verb != "list")
+    | [.verb, .objectRef.name, .objectRef.subresource, .user.username, .responseStatus.code]' "$KUBE_AUDIT")"
 done
 ok "kubectl get nodedevices shows node-a and node-b with example.com/gpu=6, each written by its own syncer under the policy"
 
