@@ -60,7 +60,7 @@ sequence() {
     grep -Eq '^NAMESPACE +NAME +NODE +PHASE +DEVICES +AGE$' <<<"$o" || fail "$label: header: $o"
     grep -Eq '^ml +train-0 +node-a +Bound +nvidia.com/gpu=2 +[0-9]+s$' <<<"$o" || fail "$label: row: $o"
     expect_out '^train-0 +node-a +Bound' "$label: short name dvb" kc get dvb -n ml --no-headers
-    expect_out '^ml +train-0 +node-a +Bound' "$label: category podres" kc get podres -A --no-headers
+    expect_out '^ml +devicebinding.podres.dev/train-0 +node-a +Bound' "$label: category podres" kc get podres -A --no-headers
     o=$(kc get dvb -n ml -o wide 2>&1)
     grep -Eq '^NAME +NODE +PHASE +DEVICES +AGE +DEVICE-IDS +POD-UID$' <<<"$o" &&
         grep -Eq '^train-0 .* g0,g1 +u-1$' <<<"$o" ||
