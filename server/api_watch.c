@@ -276,7 +276,7 @@ static enum stream_pull pull(void *cls, uint64_t now, const char **data, size_t 
     return STREAM_IDLE;
 }
 
-static const struct stream_src watch_src = {pull, watcher_free};
+static const struct stream_src watch_src = {pull, watcher_free, NULL, NULL};
 
 /* Parse and check the query; fills the filter fields. */
 static err_t parse_query(struct api_req *r, struct watcher *w, bool *has_since)

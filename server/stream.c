@@ -3,7 +3,9 @@
  * A stream costs its struct and whatever its source buffers; the kernel
  * keeps the socket's bytes. Writes never block: what does not fit waits for
  * EPOLLOUT, and nothing more is pulled from the source until it is out, so
- * a slow client holds back only its own cursor. */
+ * a slow client holds back only its own cursor. What the sources hold for
+ * their streams may be bounded (streams_set_budget): past the bound the
+ * streams furthest behind are shed, oldest first. */
 #define LOG_MOD "stream"
 #include "../common/common.h"
 #include "stream.h"
@@ -26,7 +28,15 @@
 #define EVENTS_PER_WAIT 64
 #define MAX_WAIT_MS 60000
 #define NEVER UINT64_MAX
-#define PEER_LEN 17 /* address family, then up to 16 bytes of address */
+#define PEER_LEN 17       /* address family, then up to 16 bytes of address */
+#define SHED_LOG_MS 10000 /* at most one log line about sheds this often */
+
+/* A stream whose source holds bytes, when the budget is exceeded. */
+struct cand {
+    struct stream *st; /* borrowed */
+    uint64_t age;      /* of its oldest held bytes: lower is older */
+    size_t bytes;      /* held */
+};
 
 /* The watches of one TCP peer address. */
 struct peer {
@@ -42,8 +52,10 @@ struct stream {
     bool chunked;                 /* HTTP/1.1 chunks, else raw until close */
     char *head;                   /* the response head, freed once written */
     char size_line[24];           /* the current chunk's size line */
-    struct iovec iov[4];          /* bytes not yet written: head, size, data, CRLF */
+    struct iovec iov[5];          /* bytes not yet written: head, size, data, CRLF, end */
     int iov_at, iov_n;            /* first unwritten entry, entries used */
+    int chunk_at;                 /* entry where the queued chunk starts, or -1 */
+    void *chunk_base;             /* that entry's start as queued */
     uint64_t wake_ms;             /* pull by then even without a kick */
     uint64_t progress_ms;         /* last write that took bytes */
     bool ending;                  /* the last bytes are queued: close when out */
@@ -71,6 +83,19 @@ struct streams {
     atomic_size_t count;  /* adopted and not yet freed */
     atomic_bool kicked;   /* a kick is pending in 'efd' */
     struct stream *live;  /* the loop thread's own list */
+    /* The budget as set (guarded by 'mu'), then as the loop uses it. */
+    size_t set_max;                 /* bytes */
+    size_t (*set_total)(void *ctx); /* what all sources hold; NULL: no budget */
+    void *set_ctx;                  /* its argument */
+    size_t max_held;                /* the loop's copies of the three: bytes */
+    size_t (*total)(void *ctx);     /* set_total */
+    void *total_ctx;                /* set_ctx */
+    struct cand *cand;              /* room for every stream admitted */
+    size_t ncand;                   /* its entries */
+    size_t shed_unlogged;           /* sheds not logged yet */
+    size_t shed_all;                /* sheds since start */
+    uint64_t shed_logged_ms;        /* the last log line about them */
+    bool shed_ever_logged;          /* whether there was one */
 };
 
 static uint64_t now_ms(void)
@@ -267,6 +292,7 @@ static int write_out(struct stream *st, uint64_t now)
         }
     }
     st->iov_at = st->iov_n = 0;
+    st->chunk_at = -1;
     if (st->head) {
         free(st->head);
         st->head = NULL;
@@ -301,6 +327,7 @@ static bool stalled(struct streams *s, struct stream *st, uint64_t now)
 
 static void queue(struct stream *st, const char *data, size_t len)
 {
+    st->chunk_at = st->iov_n;
     if (st->chunked) {
         int n = snprintf(st->size_line, sizeof(st->size_line), "%zx\r\n", len);
 
@@ -309,6 +336,7 @@ static void queue(struct stream *st, const char *data, size_t len)
     st->iov[st->iov_n++] = (struct iovec){(void *)data, len};
     if (st->chunked)
         st->iov[st->iov_n++] = (struct iovec){(void *)"\r\n", 2};
+    st->chunk_base = st->iov[st->chunk_at].iov_base;
 }
 
 /* Write, then pull and write while the socket takes it. May close 'st'. */
@@ -384,6 +412,9 @@ static bool take_incoming(struct streams *s, uint64_t now)
     st = s->incoming;
     s->incoming = NULL;
     stopping = s->stopping;
+    s->max_held = s->set_max;
+    s->total = s->set_total;
+    s->total_ctx = s->set_ctx;
     pthread_mutex_unlock(&s->mu);
     for (; st; st = next) {
         struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = st};
@@ -405,7 +436,7 @@ static bool take_incoming(struct streams *s, uint64_t now)
 
 static int wait_ms(struct streams *s, uint64_t now)
 {
-    uint64_t due = NEVER, t;
+    uint64_t due = s->shed_unlogged ? s->shed_logged_ms + SHED_LOG_MS : NEVER, t;
     struct stream *st;
 
     for (st = s->live; st; st = st->next) {
@@ -475,6 +506,92 @@ static void sweep(struct streams *s, uint64_t now, bool kicked, bool stopping)
     }
 }
 
+/* Whether no byte of the queued chunk has been written yet, so that other
+ * bytes may take its place without breaking the framing. */
+static bool chunk_untouched(const struct stream *st)
+{
+    if (st->chunk_at < 0 || st->iov_at < st->chunk_at)
+        return true;
+    return st->iov_at == st->chunk_at && st->iov[st->chunk_at].iov_base == st->chunk_base;
+}
+
+/* End 'st' for the budget: its source lets go of what it holds, at once.
+ * Its last bytes replace the queued chunk if none of it is out; a chunk
+ * half written cannot be finished without the bytes just let go, so the
+ * stream is closed instead. */
+static void shed(struct stream *st)
+{
+    const char *data = NULL;
+    size_t len = 0;
+    bool whole = chunk_untouched(st);
+
+    st->src->shed(st->cls, &data, &len);
+    if (st->chunk_at >= 0)
+        st->iov_n = st->chunk_at; /* bytes of the source: gone */
+    if (!whole) {
+        st->iov_n = 0;
+        st->dead = true;
+        return;
+    }
+    if (len)
+        queue(st, data, len);
+    if (st->chunked)
+        st->iov[st->iov_n++] = (struct iovec){(void *)"0\r\n\r\n", 5};
+    st->ending = true;
+    st->pull_now = true;
+    if (st->iov_at >= st->iov_n)
+        st->dead = true;
+}
+
+static int cand_cmp(const void *a, const void *b)
+{
+    const struct cand *x = a, *y = b;
+
+    if (x->age != y->age)
+        return x->age < y->age ? -1 : 1;
+    return x->bytes > y->bytes ? -1 : x->bytes < y->bytes;
+}
+
+/* Count 'n' sheds and log them, at most once every SHED_LOG_MS. */
+static void log_sheds(struct streams *s, uint64_t now, size_t n)
+{
+    s->shed_unlogged += n;
+    s->shed_all += n;
+    if (!s->shed_unlogged || (s->shed_ever_logged && now - s->shed_logged_ms < SHED_LOG_MS))
+        return;
+    log_warn("dropped %zu watch stream%s over the watch memory budget (%zu KiB): the clients "
+             "furthest behind, which did not read what waited for them (%zu since start)",
+             s->shed_unlogged, s->shed_unlogged == 1 ? "" : "s", s->max_held / 1024, s->shed_all);
+    s->shed_unlogged = 0;
+    s->shed_logged_ms = now;
+    s->shed_ever_logged = true;
+}
+
+/* While the sources hold more than the budget, shed the streams whose held
+ * bytes are oldest (the most bytes first among equals). */
+static void keep_budget(struct streams *s, uint64_t now)
+{
+    struct stream *st;
+    size_t n = 0, i, shed_n = 0;
+
+    if (s->total && s->total(s->total_ctx) > s->max_held) {
+        for (st = s->live; st && n < s->ncand; st = st->next) {
+            if (st->dead || st->ending || !st->src->held)
+                continue;
+            s->cand[n].st = st;
+            s->cand[n].bytes = st->src->held(st->cls, &s->cand[n].age);
+            if (s->cand[n].bytes)
+                n++;
+        }
+        qsort(s->cand, n, sizeof(*s->cand), cand_cmp);
+        for (i = 0; i < n && s->total(s->total_ctx) > s->max_held; i++) {
+            shed(s->cand[i].st);
+            shed_n++;
+        }
+    }
+    log_sheds(s, now, shed_n);
+}
+
 static void *loop(void *arg)
 {
     struct streams *s = arg;
@@ -492,6 +609,7 @@ static void *loop(void *arg)
         sweep(s, now, kicked, stopping);
         if (stopping)
             return NULL;
+        keep_budget(s, now);
     }
 }
 
@@ -500,9 +618,16 @@ err_t streams_start(const struct stream_limits *lim, unsigned stall_s, struct st
     struct streams *s = calloc(1, sizeof(*s));
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
 
-    if (s)
+    if (s) {
         s->peers = calloc(lim->tcp_max ? lim->tcp_max : 1, sizeof(*s->peers));
-    if (!s || !s->peers) {
+        s->ncand = lim->unix_max + lim->tcp_max;
+        s->cand = calloc(s->ncand ? s->ncand : 1, sizeof(*s->cand));
+    }
+    if (!s || !s->peers || !s->cand) {
+        if (s) {
+            free(s->peers);
+            free(s->cand);
+        }
         free(s);
         return ERR_NOMEM;
     }
@@ -522,11 +647,21 @@ err_t streams_start(const struct stream_limits *lim, unsigned stall_s, struct st
             close(s->efd);
         pthread_mutex_destroy(&s->mu);
         free(s->peers);
+        free(s->cand);
         free(s);
         return ERR_IO;
     }
     *out = s;
     return ERR_OK;
+}
+
+void streams_set_budget(struct streams *s, size_t max, size_t (*total)(void *ctx), void *ctx)
+{
+    pthread_mutex_lock(&s->mu);
+    s->set_max = max;
+    s->set_total = total;
+    s->set_ctx = ctx;
+    pthread_mutex_unlock(&s->mu);
 }
 
 err_t streams_adopt(struct streams *s, int fd, const char *head, bool chunked,
@@ -550,6 +685,7 @@ err_t streams_adopt(struct streams *s, int fd, const char *head, bool chunked,
     st->cls = cls;
     st->chunked = chunked;
     st->wake_ms = NEVER;
+    st->chunk_at = -1;
     st->tcp = peer_of(fd, st->peer);
     st->iov[st->iov_n++] = (struct iovec){st->head, strlen(st->head)};
     pthread_mutex_lock(&s->mu);
@@ -595,5 +731,6 @@ void streams_stop(struct streams *s)
     close(s->efd);
     pthread_mutex_destroy(&s->mu);
     free(s->peers);
+    free(s->cand);
     free(s);
 }

@@ -28,6 +28,15 @@ struct stream_src {
     enum stream_pull (*pull)(void *cls, uint64_t now_ms, const char **data, size_t *len,
                              uint64_t *wake_ms);
     void (*free)(void *cls); /* the stream is gone; called once */
+    /* For the memory budget (streams_set_budget); both NULL, or both set.
+     * 'held': the bytes the source holds for its stream that are not
+     * written yet (0: none), and in *age how far behind the oldest of them
+     * is (lower is older: a revision). 'shed': the stream is ended for the
+     * budget; let go of everything held (the bytes of the last pull too:
+     * the loop forgets them) and give the last bytes to send, borrowed
+     * until free (*len 0: none). No pull follows. */
+    size_t (*held)(void *cls, uint64_t *age);
+    void (*shed)(void *cls, const char **data, size_t *len);
 };
 
 struct streams;
@@ -56,6 +65,16 @@ err_t streams_start(const struct stream_limits *lim, unsigned stall_s, struct st
  * loop is stopping. */
 err_t streams_adopt(struct streams *s, int fd, const char *head, bool chunked,
                     const struct stream_src *src, void *cls);
+
+/* Bound what the streams' sources hold together: after each turn of the
+ * loop, while total(ctx) is above 'max' bytes, the stream whose held bytes
+ * are oldest (see stream_src.held; the most bytes among equals) is shed:
+ * its source lets go of what it holds. Its last bytes (stream_src.shed)
+ * are sent when no byte of a chunk is half written, and the stream ends;
+ * otherwise it is closed at once. Sheds are logged at warn, at most once
+ * every 10 s with their count. Call before the first adoption; 'total'
+ * must be thread-safe and quick. */
+void streams_set_budget(struct streams *s, size_t max, size_t (*total)(void *ctx), void *ctx);
 
 /* Pull every stream soon. Cheap when there are none; async-signal-unsafe
  * but lock-free: fine under another module's lock. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* stream_test.c - the stream loop through stream.h, over socketpairs: the
  * bytes on the wire (head, chunks, terminator), kicks and wake times, a
- * client that leaves or stops reading, the limit, and stop. */
+ * client that leaves or stops reading, the limit, the memory budget, and
+ * stop. */
 #include "../../../common/common.h"
 #include "../../../server/stream.h"
 #include "../test.h"
@@ -27,6 +28,9 @@ struct src {
     uint64_t wake_ms; /* asked wake time when idle */
     int pulls;
     bool freed;
+    size_t held;  /* bytes it says it holds, for the budget */
+    uint64_t age; /* of those bytes */
+    bool shed;    /* shed for the budget */
 };
 
 static char big_block[65536];
@@ -78,7 +82,32 @@ static void src_free(void *cls)
     pthread_mutex_unlock(&s->mu);
 }
 
-static const struct stream_src test_src = {src_pull, src_free};
+static size_t src_held(void *cls, uint64_t *age)
+{
+    struct src *s = cls;
+    size_t n;
+
+    pthread_mutex_lock(&s->mu);
+    n = s->held;
+    *age = s->age;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+static void src_shed(void *cls, const char **data, size_t *len)
+{
+    struct src *s = cls;
+
+    pthread_mutex_lock(&s->mu);
+    s->held = 0;
+    s->shed = true;
+    s->big = false;
+    pthread_mutex_unlock(&s->mu);
+    *data = "BYE\n";
+    *len = 4;
+}
+
+static const struct stream_src test_src = {src_pull, src_free, src_held, src_shed};
 
 static void src_init(struct src *s, const char *first)
 {
@@ -416,6 +445,64 @@ static void test_budgets(void)
     close(lfd);
 }
 
+/* A budget of 150 bytes; three sources say they hold 100 each (the total
+ * counts them adopted or not). The first, alone in the loop, is shed with
+ * its socket full in the middle of a chunk: closed without its last line.
+ * Of the other two, the one whose bytes are older is shed and ends with its
+ * last line (no byte of a chunk was half written); then the total fits and
+ * the third stays. */
+static struct src *budget_src;
+
+static size_t budget_total(void *ctx)
+{
+    size_t i, n = 0;
+
+    (void)ctx;
+    for (i = 0; i < 3; i++)
+        n += src_held(&budget_src[i], &(uint64_t){0});
+    return n;
+}
+
+static void test_memory_budget(void)
+{
+    struct streams *ss = NULL;
+    struct src s[3]; /* ages 5 (full socket), 3 (idle), 9 (idle) */
+    int sv[3][2], i;
+    char buf[65536];
+    ssize_t r;
+
+    budget_src = s;
+    for (i = 0; i < 3; i++) {
+        src_init(&s[i], "");
+        s[i].held = 100;
+        CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv[i]));
+    }
+    s[0].age = 5;
+    s[0].big = true;
+    s[1].age = 3;
+    s[2].age = 9;
+    CHECK_OK(streams_start(&lim4, 30, &ss));
+    streams_set_budget(ss, 150, budget_total, NULL);
+    CHECK_OK(streams_adopt(ss, sv[0][0], "H\r\n\r\n", true, &test_src, &s[0]));
+    CHECK(src_freed(&s[0], 2000));
+    CHECK_OK(streams_adopt(ss, sv[1][0], "H\r\n\r\n", true, &test_src, &s[1]));
+    CHECK_OK(streams_adopt(ss, sv[2][0], "H\r\n\r\n", true, &test_src, &s[2]));
+    expect_bytes(sv[1][1], "H\r\n\r\n4\r\nBYE\n\r\n0\r\n\r\n");
+    expect_eof(sv[1][1]);
+    CHECK(src_freed(&s[1], 2000));
+    do /* the first stream: its bytes, then the end, without its last line */
+        r = read(sv[0][1], buf, sizeof(buf));
+    while (r > 0);
+    CHECK_EQ_INT(r, 0);
+    CHECK(s[0].shed && s[1].shed && !s[2].shed);
+    expect_bytes(sv[2][1], "H\r\n\r\n");
+    expect_quiet(sv[2][1], 100);
+    CHECK(!src_freed(&s[2], 0));
+    streams_stop(ss);
+    for (i = 0; i < 3; i++)
+        close(sv[i][1]);
+}
+
 TEST_MAIN(test_chunks_kick_end, test_raw_and_wake_time, test_client_leaves,
           test_client_leaves_shared_fd, test_stalled_client, test_limit_and_stop,
-          test_idle_unread_client, test_budgets)
+          test_idle_unread_client, test_budgets, test_memory_budget)
