@@ -35,8 +35,8 @@ struct api {
     bool (*source_ready)(void *ctx, char *why, size_t cap);
     void *source_ctx;      /* argument of source_ready */
     volatile int stopping; /* set once at shutdown */
-    /* The snapshot watchers share (api_watch_init), or NULL: each watcher
-     * then holds its own copy. */
+    /* The snapshots watchers share and the count of what they hold
+     * (api_watch_init), or NULL: each watcher then holds its own copy. */
     struct watch_cache *watch_cache;
 };
 
@@ -84,8 +84,17 @@ extern const size_t api_nroutes;
 /* GET /v1/watch (api_watch.c). */
 err_t api_watch(struct api_req *r, struct api_resp *out);
 /* Let watchers that start at the same revision with the same filter share
- * one serialised snapshot: sets api->watch_cache. ERR_NOMEM or ERR_OK. */
-err_t api_watch_init(struct api *api) WARN_UNUSED;
+ * one serialised snapshot, and count the bytes all watchers hold unsent
+ * (their buffers, each snapshot once): sets api->watch_cache. 'budget'
+ * bytes, or 0 for none, is what they may hold together (api_watch_serve).
+ * ERR_NOMEM or ERR_OK. */
+err_t api_watch_init(struct api *api, size_t budget) WARN_UNUSED;
+/* Have the stream loop 's' keep the watchers within the budget: past it,
+ * the watchers furthest behind are shed, each ending with an ERROR 429
+ * TooManyRequests line when it can be sent (stream.h, streams_set_budget)
+ * and counted in podresd_watch_dropped_total{reason="memory"}. Call before
+ * 's' serves a watch; a no-op without a budget. */
+void api_watch_serve(struct api *api, struct streams *s);
 /* Drop api->watch_cache (after the streams are gone). No-op when unset. */
 void api_watch_release(struct api *api);
 

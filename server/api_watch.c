@@ -8,7 +8,9 @@
  * it never blocks. Watchers that start without 'since' at the same revision
  * with the same filter share one immutable serialised snapshot, counted by
  * reference: a thousand watchers that do not read hold one copy, not a
- * thousand. */
+ * thousand. What all watchers hold unsent (their buffers, each snapshot
+ * once) is counted against the budget of --watch-memory, which the stream
+ * loop keeps by shedding the watchers furthest behind. */
 #define LOG_MOD "watch"
 #include "../common/common.h"
 #include "../common/jsonx.h"
@@ -16,6 +18,7 @@
 #include "api.h"
 #include "http.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -27,7 +30,7 @@
 /* The ADDED lines of every object matching a filter at revision 'rev'.
  * Immutable once built; freed with its last reference. */
 struct snap {
-    atomic_long refs; /* the cache's, and each watcher's */
+    atomic_long refs; /* each watcher's; changed under the cache's 'mu' */
     uint64_t rev;     /* its revision */
     char kind[16];    /* its filter: kind or "" */
     char ns[64];      /* namespace or "" */
@@ -35,10 +38,15 @@ struct snap {
     size_t len;       /* their bytes */
 };
 
-/* The last snapshot built, for the next watcher to share. */
+/* What watchers share: the last snapshot built, for the next watcher to
+ * share while a watcher holds it, and the count of the bytes they hold. */
 struct watch_cache {
-    pthread_mutex_t mu; /* guards 'last' */
-    struct snap *last;  /* one reference, or NULL */
+    pthread_mutex_t mu; /* guards 'last' and the snapshots' 'refs' */
+    struct snap *last;  /* no reference of its own: NULL once its last watcher let go */
+    atomic_size_t held; /* bytes: every watcher's buffer, and each snapshot once */
+    size_t budget;      /* bytes: the stream loop sheds watchers while 'held' is above */
+    char *shed_line;    /* the last line of a shed watcher; owned */
+    size_t shed_len;    /* its bytes */
 };
 
 struct watcher {
@@ -49,6 +57,8 @@ struct watcher {
     uint64_t cursor;        /* last revision looked at */
     char *buf;              /* lines not yet handed to the stream */
     size_t len, cap;        /* used, allocated */
+    size_t counted;         /* bytes of 'buf' counted in the cache's 'held' */
+    uint64_t buf_rev;       /* 'buf''s lines are of revisions after this one */
     uint64_t next_bookmark; /* monotonic ms */
     uint64_t end_at;        /* monotonic ms, or NO_DEADLINE */
     bool from_log;          /* reading the change log, not the ring */
@@ -58,17 +68,62 @@ struct watcher {
     struct snap *snap;      /* the initial snapshot, until it is written; one reference */
 };
 
-static void snap_release(struct snap *sn)
+/* Let go of one reference to 'sn' (NULL: none); the last frees it, and the
+ * cache forgets it: a snapshot no watcher holds is not kept. */
+static void snap_release(struct watch_cache *wc, struct snap *sn)
 {
-    if (sn && atomic_fetch_sub(&sn->refs, 1) == 1) {
-        free(sn->data);
-        free(sn);
-    }
+    bool last;
+
+    if (!sn)
+        return;
+    pthread_mutex_lock(&wc->mu);
+    last = atomic_fetch_sub(&sn->refs, 1) == 1;
+    if (last && wc->last == sn)
+        wc->last = NULL;
+    pthread_mutex_unlock(&wc->mu);
+    if (!last)
+        return;
+    atomic_fetch_sub(&wc->held, sn->len);
+    free(sn->data);
+    free(sn);
+}
+
+/* Make the cache's count agree with 'w''s buffer. */
+static void count_buf(struct watcher *w)
+{
+    struct watch_cache *wc = w->api->watch_cache;
+
+    if (!wc || w->cap == w->counted)
+        return;
+    if (w->cap > w->counted)
+        atomic_fetch_add(&wc->held, w->cap - w->counted);
+    else
+        atomic_fetch_sub(&wc->held, w->counted - w->cap);
+    w->counted = w->cap;
+}
+
+static void drop_buf(struct watcher *w)
+{
+    free(w->buf);
+    w->buf = NULL;
+    w->len = 0;
+    w->cap = 0;
+    count_buf(w);
 }
 
 static bool snap_fits(const struct snap *sn, const struct watcher *w, uint64_t rev)
 {
     return sn && sn->rev == rev && strcmp(sn->kind, w->kind) == 0 && strcmp(sn->ns, w->ns) == 0;
+}
+
+/* The snapshot is kept as long as a watcher is slow: what it holds is what
+ * the budget counts, not the buffer's doubling room. */
+static void shrink(char **data, size_t len, size_t cap)
+{
+    char *p = len < cap ? realloc(*data, len ? len : 1) : NULL;
+
+    if (p)
+        *data = p;
 }
 
 /* The snapshot for 'w''s filter now: the cached one when no change was
@@ -100,26 +155,62 @@ static err_t snap_get(struct watcher *w, struct snap **out)
         free(sn);
         return rc;
     }
+    shrink(&sn->data, sn->len, cap);
     memcpy(sn->kind, w->kind, sizeof(sn->kind));
     memcpy(sn->ns, w->ns, sizeof(sn->ns));
-    atomic_init(&sn->refs, 2);
+    atomic_init(&sn->refs, 1);
+    atomic_fetch_add(&wc->held, sn->len);
     pthread_mutex_lock(&wc->mu);
-    snap_release(wc->last);
     wc->last = sn;
     pthread_mutex_unlock(&wc->mu);
     *out = sn;
     return ERR_OK;
 }
 
-err_t api_watch_init(struct api *api)
+/* The line a watcher shed for the budget ends with, when it can be sent:
+ * built once, so that shedding allocates nothing. A 429, as the API server
+ * answers a client it will not serve now: resume after a pause. */
+static char *shed_line(size_t *len)
+{
+    json_t *st = http_status_json(
+        429, "TooManyRequests",
+        "this watch fell too far behind: it held more unsent data than podresd's watchers may "
+        "hold together (--watch-memory); read faster, or watch again after a pause");
+
+    return jsonx_dumps_line(json_pack("{s:s,s:o}", "type", "ERROR", "object", st), len);
+}
+
+err_t api_watch_init(struct api *api, size_t budget)
 {
     struct watch_cache *wc = calloc(1, sizeof(*wc));
 
     if (!wc)
         return ERR_NOMEM;
+    wc->shed_line = shed_line(&wc->shed_len);
+    if (!wc->shed_line) {
+        free(wc);
+        return ERR_NOMEM;
+    }
     pthread_mutex_init(&wc->mu, NULL);
+    atomic_init(&wc->held, 0);
+    wc->budget = budget;
     api->watch_cache = wc;
     return ERR_OK;
+}
+
+static size_t total_held(void *ctx)
+{
+    struct watch_cache *wc = ctx;
+
+    return atomic_load(&wc->held);
+}
+
+void api_watch_serve(struct api *api, struct streams *s)
+{
+    struct watch_cache *wc = api->watch_cache;
+
+    if (wc && wc->budget)
+        streams_set_budget(s, wc->budget, total_held, wc);
 }
 
 void api_watch_release(struct api *api)
@@ -128,8 +219,10 @@ void api_watch_release(struct api *api)
 
     if (!wc)
         return;
-    snap_release(wc->last);
+    /* The streams are gone, and every snapshot with them. */
+    assert(!wc->last && atomic_load(&wc->held) == 0);
     pthread_mutex_destroy(&wc->mu);
+    free(wc->shed_line);
     free(wc);
     api->watch_cache = NULL;
 }
@@ -139,8 +232,8 @@ static void watcher_free(void *cls)
     struct watcher *w = cls;
 
     feed_watcher_add(w->api->feed, -1);
-    snap_release(w->snap);
-    free(w->buf);
+    snap_release(w->api->watch_cache, w->snap);
+    drop_buf(w);
     free(w);
 }
 
@@ -244,7 +337,7 @@ static enum stream_pull pull(void *cls, uint64_t now, const char **data, size_t 
     /* The bytes handed out last time have been written: the buffer goes,
      * so an idle watcher holds none. The snapshot goes first. */
     if (w->handed && w->snap) {
-        snap_release(w->snap);
+        snap_release(w->api->watch_cache, w->snap);
         w->snap = NULL;
         w->handed = false;
     }
@@ -254,16 +347,15 @@ static enum stream_pull pull(void *cls, uint64_t now, const char **data, size_t 
         w->handed = true;
         return STREAM_DATA;
     }
-    snap_release(w->snap);
+    snap_release(w->api->watch_cache, w->snap);
     w->snap = NULL;
-    if (w->handed) {
-        free(w->buf);
-        w->buf = NULL;
-        w->len = 0;
-        w->cap = 0;
-    }
+    if (w->handed)
+        drop_buf(w);
     w->handed = false;
+    if (!w->len)
+        w->buf_rev = w->cursor;
     refill(w, now);
+    count_buf(w);
     if (w->len) {
         *data = w->buf;
         *len = w->len;
@@ -276,7 +368,39 @@ static enum stream_pull pull(void *cls, uint64_t now, const char **data, size_t 
     return STREAM_IDLE;
 }
 
-static const struct stream_src watch_src = {pull, watcher_free, NULL, NULL};
+/* For the budget: the watcher's buffer and its share of its snapshot; the
+ * age is the revision its oldest unsent bytes are of. */
+static size_t held(void *cls, uint64_t *age)
+{
+    struct watcher *w = cls;
+    size_t n = w->cap;
+    long refs;
+
+    *age = w->buf_rev;
+    if (!w->snap)
+        return n;
+    refs = atomic_load(&w->snap->refs);
+    *age = w->snap->rev;
+    n += w->snap->len / (size_t)(refs > 0 ? refs : 1);
+    return n ? n : 1;
+}
+
+static void shed(void *cls, const char **data, size_t *len)
+{
+    struct watcher *w = cls;
+    struct watch_cache *wc = w->api->watch_cache;
+
+    snap_release(wc, w->snap);
+    w->snap = NULL;
+    drop_buf(w);
+    w->handed = false;
+    w->ended = true;
+    metrics_count(w->api->metrics, METRICS_WATCH_SHED);
+    *data = wc->shed_line;
+    *len = wc->shed_len;
+}
+
+static const struct stream_src watch_src = {pull, watcher_free, held, shed};
 
 /* Parse and check the query; fills the filter fields. */
 static err_t parse_query(struct api_req *r, struct watcher *w, bool *has_since)
@@ -330,6 +454,7 @@ static err_t first_lines(struct api_req *r, struct watcher *w, bool has_since)
     err_t rc;
 
     if (has_since) {
+        w->buf_rev = w->cursor;
         rc = store_changes_after(w->api->store, &w->cursor, &w->flt, CATCHUP_ROWS, &w->buf, &w->len,
                                  &w->cap);
         if (rc == ERR_GONE && w->cursor > (rev = store_revision(w->api->store)))
@@ -354,6 +479,7 @@ static err_t first_lines(struct api_req *r, struct watcher *w, bool has_since)
     if (rc)
         return rc;
     w->cursor = rev;
+    w->buf_rev = rev;
     w->from_log = true;
     if (add_line(w, json_pack("{s:s,s:I,s:b}", "type", "BOOKMARK", "revision", (json_int_t)rev,
                               "initialEventsEnd", 1)))
@@ -376,11 +502,12 @@ err_t api_watch(struct api_req *r, struct api_resp *out)
     if (!rc)
         rc = first_lines(r, w, has_since);
     if (rc) {
-        snap_release(w->snap);
+        snap_release(w->api->watch_cache, w->snap);
         free(w->buf);
         free(w);
         return rc;
     }
+    count_buf(w);
     feed_watcher_add(w->api->feed, 1);
     out->status = 200;
     out->stream = true;

@@ -71,6 +71,7 @@ static const struct opt opts[] = {
     {"kubelet_interval", OPT_DURATION, OFF(kubelet_interval_ms), NULL, NULL},
     {"write_token_file", OPT_STR, OFF(write_token_file), NULL, token_file_ok},
     {"history", OPT_COUNT, OFF(history), NULL, NULL},
+    {"watch_memory", OPT_COUNT, OFF(watch_memory), NULL, NULL},
     {"log_format", OPT_ENUM, OFF(log_format), "|text|json|", NULL},
     {"log_level", OPT_ENUM, OFF(log_level), "|err|warn|info|debug|", NULL},
 };
@@ -102,6 +103,7 @@ err_t config_init(struct config *c)
         rc = opts_set(opts, ARRAY_SIZE(opts), c, "node_name", node, msg, sizeof(msg));
     c->kubelet_interval_ms = 2000;
     c->history = 10000;
+    c->watch_memory = 64;
     return rc;
 }
 

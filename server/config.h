@@ -21,6 +21,7 @@ struct config {
     uint64_t kubelet_interval_ms; /* poll interval, milliseconds */
     char *write_token_file;       /* bearer token for TCP writes, or NULL */
     uint64_t history;             /* change events kept */
+    uint64_t watch_memory;        /* MiB all watchers may hold unsent together */
     char *log_format;             /* text or json */
     char *log_level;              /* err, warn, info, debug */
     json_t *devices;              /* static [{"resourceName","devices":[validated]}]; new */

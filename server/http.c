@@ -1562,6 +1562,7 @@ err_t http_start(struct api *api, const struct http_opts *opts, struct http **ou
         http_stop(h);
         return rc;
     }
+    api_watch_serve(api, h->streams);
     if (api->feed)
         feed_set_notify(api->feed, streams_kick, h->streams);
     if (opts->socket_path) {

@@ -30,6 +30,7 @@ static const char usage[] =
     "usage: podresd [--config FILE] [--db PATH] [--socket PATH] [--listen HOST:PORT]\n"
     "               [--node-name NAME] [--source api|kubelet] [--kubelet-socket PATH]\n"
     "               [--kubelet-interval DURATION] [--write-token-file PATH] [--history N]\n"
+    "               [--watch-memory MIB]\n"
     "               [--log-format text|json] [--log-level err|warn|info|debug]\n"
     "               [--version] [--help]\n"
     "Serves device bindings as REST/JSON on a unix socket (and loopback TCP).\n"
@@ -46,6 +47,7 @@ static const struct option long_opts[] = {
     {"kubelet-interval", required_argument, NULL, 0},
     {"write-token-file", required_argument, NULL, 0},
     {"history", required_argument, NULL, 0},
+    {"watch-memory", required_argument, NULL, 0},
     {"log-format", required_argument, NULL, 0},
     {"log-level", required_argument, NULL, 0},
     {"version", no_argument, NULL, 'V'},
@@ -133,7 +135,7 @@ static err_t start_api(struct daemon *d)
                           .kubelet_mode = d->kubelet_mode,
                           .source_ready = d->kubelet ? source_kubelet_ready : NULL,
                           .source_ctx = d->kubelet};
-    return api_watch_init(&d->api);
+    return api_watch_init(&d->api, (size_t)d->cfg.watch_memory << 20);
 }
 
 static err_t start(struct daemon *d)

@@ -31,13 +31,16 @@ struct metrics {
 };
 
 static const struct {
-    const char *name; /* podresd_<name>_total */
-    const char *help; /* its HELP text */
+    const char *name;   /* podresd_<name>_total */
+    const char *help;   /* its HELP text */
+    const char *labels; /* "{...}" or NULL */
 } event_info[METRICS_EVENTS] = {
     [METRICS_NOMEM] = {"out_of_memory", "Requests answered 503 or connections refused because "
                                         "an allocation failed."},
     [METRICS_FD_EXHAUSTED] = {"accept_fd_exhausted", "Accepts that failed for want of a file "
                                                      "descriptor."},
+    [METRICS_WATCH_SHED] = {"watch_dropped", "Watch streams ended by podresd, by reason.",
+                            "{reason=\"memory\"}"},
 };
 
 void metrics_count(struct metrics *m, enum metrics_event e)
@@ -169,9 +172,10 @@ err_t metrics_render(struct metrics *m, struct strbuf *sb)
     for (i = 0; !rc && i < METRICS_EVENTS; i++)
         rc = strbuf_printf(sb,
                            "# HELP podresd_%s_total %s\n# TYPE podresd_%s_total counter\n"
-                           "podresd_%s_total %llu\n",
+                           "podresd_%s_total%s %llu\n",
                            event_info[i].name, event_info[i].help, event_info[i].name,
-                           event_info[i].name, (unsigned long long)atomic_load(&m->events[i]));
+                           event_info[i].name, event_info[i].labels ? event_info[i].labels : "",
+                           (unsigned long long)atomic_load(&m->events[i]));
     pthread_mutex_unlock(&m->mu);
     return rc;
 }

@@ -25,6 +25,7 @@ void metrics_observe(struct metrics *m, size_t route, int code, uint64_t us, int
 enum metrics_event {
     METRICS_NOMEM,        /* an allocation failed: 503, or a connection refused */
     METRICS_FD_EXHAUSTED, /* an accept failed for want of a descriptor */
+    METRICS_WATCH_SHED,   /* a watch stream was ended for the watchers' memory budget */
     METRICS_EVENTS        /* how many */
 };
 /* Count one 'e'. Lock-free: fine where nothing may be allocated. */
