@@ -176,8 +176,11 @@ static char *shed_line(size_t *len)
         429, "TooManyRequests",
         "this watch fell too far behind: it held more unsent data than podresd's watchers may "
         "hold together (--watch-memory); read faster, or watch again after a pause");
+    json_t *ev = json_pack("{s:s,s:o}", "type", "ERROR", "object", st);
+    char *line = ev ? jsonx_dumps_line(ev, len) : NULL;
 
-    return jsonx_dumps_line(json_pack("{s:s,s:o}", "type", "ERROR", "object", st), len);
+    json_decref(ev);
+    return line;
 }
 
 err_t api_watch_init(struct api *api, size_t budget)
