@@ -53,8 +53,8 @@ json_t *inventory_device(const json_t *dev)
     if (!res || !id)
         return NULL;
     out = json_pack("{s:s,s:s,s:s,s:o}", "resourceName", res, "id", id, "health",
-                    health && strcmp(health, "Healthy") == 0 ? "Healthy" : "Unhealthy",
-                    "topology", topology(json_object_get(dev, "topology")));
+                    health && strcmp(health, "Healthy") == 0 ? "Healthy" : "Unhealthy", "topology",
+                    topology(json_object_get(dev, "topology")));
     if (out && json_is_object(props) && json_object_size(props))
         json_object_set(out, "properties", props);
     if (out && json_is_array(aliases) && json_array_size(aliases))
@@ -123,36 +123,67 @@ static const json_t *old_condition(const json_t *old, const char *type)
     return NULL;
 }
 
-json_t *inventory_status(const json_t *devs, uint64_t revision, const json_t *old,
-                         const char *now)
+/* The devices of 'devs' in key order (borrowed from it), *n of them; new
+ * (free() it), or NULL when there are none or memory is short. */
+static json_t **sorted_devices(const json_t *devs, size_t *n)
 {
-    size_t n = json_object_size(devs), i = 0, listed = 0, bytes = 2;
-    const char **keys = n ? calloc(n, sizeof(*keys)) : NULL;
-    json_t **sorted = n ? calloc(n, sizeof(*sorted)) : NULL;
-    json_t *list = json_array(), *st = NULL, *v;
-    json_int_t bad = 0;
-    const char *k;
-    char summary[1024], message[256];
-    bool cut;
+    const char **keys, *k;
+    json_t **sorted, *v;
+    size_t i = 0;
 
-    if ((n && (!keys || !sorted)) || !list)
-        goto out;
-    json_object_foreach((json_t *)devs, k, v)
-        keys[i++] = k;
-    qsort(keys, n, sizeof(*keys), by_key);
-    for (i = 0; i < n; i++)
-        sorted[i] = json_object_get(devs, keys[i]);
-    for (i = 0; i < n; i++) {
+    *n = json_object_size(devs);
+    if (!*n)
+        return NULL;
+    keys = calloc(*n, sizeof(*keys));
+    sorted = calloc(*n, sizeof(*sorted));
+    if (keys && sorted) {
+        json_object_foreach((json_t *)devs, k, v)
+            keys[i++] = k;
+        qsort(keys, *n, sizeof(*keys), by_key);
+        for (i = 0; i < *n; i++)
+            sorted[i] = json_object_get(devs, keys[i]);
+    } else {
+        free(sorted);
+        sorted = NULL;
+    }
+    free(keys);
+    return sorted;
+}
+
+/* The first of the 'n' sorted devices within INVENTORY_MAX_DEVICES and
+ * INVENTORY_MAX_BYTES, as a new array; *listed how many. */
+static json_t *bounded(json_t *const *sorted, size_t n, size_t *listed)
+{
+    json_t *list = json_array();
+    size_t i, bytes = 2;
+
+    for (i = 0; list && i < n && i < INVENTORY_MAX_DEVICES; i++) {
         char *text = json_dumps(sorted[i], JSON_COMPACT);
         size_t len = text ? strlen(text) + 1 : 0;
 
         free(text);
-        if (!len || listed >= INVENTORY_MAX_DEVICES || bytes + len > INVENTORY_MAX_BYTES)
+        if (!len || bytes + len > INVENTORY_MAX_BYTES)
             break;
         bytes += len;
         json_array_append(list, sorted[i]);
-        listed++;
     }
+    *listed = i;
+    return list;
+}
+
+json_t *inventory_status(const json_t *devs, uint64_t revision, const json_t *old, const char *now)
+{
+    size_t n, listed = 0;
+    json_t **sorted = sorted_devices(devs, &n), *list, *st = NULL;
+    json_int_t bad = 0;
+    char summary[1024], message[256] = "";
+    bool cut;
+
+    if (n && !sorted)
+        return NULL;
+    list = bounded(sorted, n, &listed);
+    if (!list)
+        goto out;
     cut = listed < n;
     if (cut)
         snprintf(message, sizeof(message),
@@ -163,17 +194,14 @@ json_t *inventory_status(const json_t *devs, uint64_t revision, const json_t *ol
                    "summary", "", "unhealthy", (json_int_t)0, "truncated", cut, "resources",
                    json_array(), "devices", list, "conditions",
                    reconcile_condition("Truncated", cut ? "True" : "False",
-                                       cut ? "TooManyDevices" : "AllListed", cut ? message : "",
+                                       cut ? "TooManyDevices" : "AllListed", message,
                                        old_condition(old, "Truncated"), now));
-    list = NULL;
     if (!st)
         goto out;
     json_object_set_new(st, "resources", totals(sorted, n, summary, sizeof(summary), &bad));
     json_object_set_new(st, "summary", json_string(summary));
     json_object_set_new(st, "unhealthy", json_integer(bad));
 out:
-    json_decref(list);
-    free(keys);
     free(sorted);
     return st;
 }
@@ -293,90 +321,113 @@ static json_t *status_patch(const json_t *old, json_t *want)
     return json_pack("{s:o}", "status", st);
 }
 
-err_t inventory_sync(struct inventory *inv, bool *wrote, uint64_t *again_ms, char *msg, size_t cap)
+/* podresd's devices as the feed keeps them: an object key -> view; new. */
+static json_t *devices_now(struct inventory *inv)
 {
-    char key[300], path[512], name[300], now[40];
-    json_t *obj = cache_get(inv->nd, inv->node), *devs = NULL, *want = NULL, *patch = NULL;
-    json_t *keys, *v, *dev;
-    const json_t *old;
-    uint64_t t = queue_now_ms(), wait = inventory_due(inv, t);
-    bool big;
+    json_t *devs = json_object(), *keys = cache_keys(inv->devs), *v, *dev;
+    char key[600];
     size_t i;
-    err_t rc = ERR_OK;
 
-    *wrote = false;
-    *again_ms = 0;
-    if (wait) { /* coalesce: one write per interval */
-        *again_ms = wait;
-        goto out;
-    }
-    devs = json_object();
-    keys = cache_keys(inv->devs);
     json_array_foreach(keys, i, v) {
         snprintf(key, sizeof(key), "%s", json_string_value(v));
         if ((dev = cache_get(inv->devs, key)))
             json_object_set_new(devs, key, dev);
     }
     json_decref(keys);
-    old = json_object_get(obj, "status");
-    now_rfc3339(now, sizeof(now));
-    want = inventory_status(devs, inv->revision, old, now);
-    if (!want) {
-        rc = ERR_NOMEM;
-        snprintf(msg, cap, "out of memory");
-        goto out;
-    }
-    __atomic_store_n(&inv->devices, (uint64_t)json_object_size(devs), __ATOMIC_RELAXED);
-    __atomic_store_n(&inv->truncated, json_is_true(json_object_get(want, "truncated")),
-                     __ATOMIC_RELAXED);
-    if (json_is_true(json_object_get(want, "truncated")) && !inv->truncated_logged)
+    return devs;
+}
+
+/* The gauges, and a truncation said once. */
+static void note(struct inventory *inv, const json_t *want, size_t n)
+{
+    bool cut = json_is_true(json_object_get(want, "truncated"));
+
+    __atomic_store_n(&inv->devices, (uint64_t)n, __ATOMIC_RELAXED);
+    __atomic_store_n(&inv->truncated, (int)cut, __ATOMIC_RELAXED);
+    if (cut && !inv->truncated_logged)
         log_warn("NodeDevices %s: %s", inv->node,
                  json_string_value(json_object_get(
                      json_array_get(json_object_get(want, "conditions"), 0), "message")));
-    inv->truncated_logged = json_is_true(json_object_get(want, "truncated"));
-    if (obj && inventory_same(old, want))
-        goto out;
-    if (!obj) { /* the Node's uid read anew: a Node made again has another */
-        inv->node_uid[0] = '\0';
-        rc = node_uid(inv, msg, cap);
-        if (rc == ERR_NOTFOUND) {
-            inventory_skip(inv, INVENTORY_SKIP_NO_NODE);
-            *again_ms = 30000;
-            rc = ERR_OK;
-            goto out;
-        }
-        if (!rc)
-            rc = create(inv, &obj, msg, cap);
-        if (rc)
-            goto fail;
-        *wrote = true;
-        old = json_object_get(obj, "status");
-        if (inventory_same(old, want))
-            goto done;
+    inv->truncated_logged = cut;
+}
+
+/* The object, created: *obj new. ERR_OK with *obj NULL when there is no
+ * Node to own it (said, counted, *again_ms set). The Node's uid is read
+ * anew each time: a Node made again has another. */
+static err_t make_object(struct inventory *inv, json_t **obj, uint64_t *again_ms, char *msg,
+                         size_t cap)
+{
+    err_t rc;
+
+    inv->node_uid[0] = '\0';
+    rc = node_uid(inv, msg, cap);
+    if (rc == ERR_NOTFOUND) {
+        inventory_skip(inv, INVENTORY_SKIP_NO_NODE);
+        *again_ms = 30000;
+        return ERR_OK;
     }
+    return rc ? rc : create(inv, obj, msg, cap);
+}
+
+static err_t patch_status(struct inventory *inv, const json_t *old, json_t *want, char *msg,
+                          size_t cap)
+{
+    char path[512], name[300];
+    json_t *patch = status_patch(old, want);
+    err_t rc;
+
+    if (!patch)
+        return ERR_NOMEM;
     kube_escape(inv->node, name, sizeof(name));
     snprintf(path, sizeof(path), INVENTORY_PATH "/%s/status", name);
-    patch = status_patch(old, want);
-    rc = patch ? kube_do(inv->kube, "PATCH", path, patch, MERGE_PATCH, NULL, msg, cap)
-               : ERR_NOMEM;
+    rc = kube_do(inv->kube, "PATCH", path, patch, MERGE_PATCH, NULL, msg, cap);
+    json_decref(patch);
+    return rc;
+}
+
+err_t inventory_sync(struct inventory *inv, bool *wrote, uint64_t *again_ms, char *msg, size_t cap)
+{
+    json_t *obj = NULL, *devs = NULL, *want = NULL;
+    char now[40];
+    size_t n = 0;
+    err_t rc = ERR_OK;
+
+    *wrote = false;
+    *again_ms = inventory_due(inv, queue_now_ms());
+    if (*again_ms) /* coalesce: one write per interval */
+        return ERR_OK;
+    obj = cache_get(inv->nd, inv->node);
+    devs = devices_now(inv);
+    n = json_object_size(devs);
+    now_rfc3339(now, sizeof(now));
+    want = inventory_status(devs, inv->revision, json_object_get(obj, "status"), now);
+    if (!want) {
+        snprintf(msg, cap, "out of memory");
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    note(inv, want, n);
+    if (!obj) {
+        rc = make_object(inv, &obj, again_ms, msg, cap);
+        *wrote = rc == ERR_OK && obj;
+    }
+    if (!rc && obj && !inventory_same(json_object_get(obj, "status"), want)) {
+        rc = patch_status(inv, json_object_get(obj, "status"), want, msg, cap);
+        *wrote = *wrote || rc == ERR_OK;
+    }
+    if (*wrote) {
+        inv->skip_logged = 0;
+        __atomic_store_n(&inv->last_write_ms, queue_now_ms(), __ATOMIC_RELAXED);
+        __atomic_add_fetch(&inv->writes, 1, __ATOMIC_RELAXED);
+    }
     if (rc)
-        goto fail;
-    *wrote = true;
-done:
-    inv->skip_logged = 0;
-    __atomic_store_n(&inv->last_write_ms, queue_now_ms(), __ATOMIC_RELAXED);
-    __atomic_add_fetch(&inv->writes, 1, __ATOMIC_RELAXED);
-    goto out;
-fail:
-    __atomic_add_fetch(&inv->failures, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&inv->failures, 1, __ATOMIC_RELAXED);
 out:
-    big = json_object_size(devs) >= 64;
     json_decref(obj);
     json_decref(devs);
     json_decref(want);
-    json_decref(patch);
-    if (big) /* the trees of a large inventory (and the informer's of the object) are gone:
-              * give their pages back; this runs on a change or a resync, not per pod */
+    if (n >= 64) /* the trees of a large inventory (and the informer's of the object) are
+                  * gone: give their pages back; this runs on a change or a resync */
         mem_trim();
     return rc;
 }

@@ -48,15 +48,15 @@ struct inventory {
                            * caller before inventory_sync */
 
     /* Kept between calls. */
-    uint64_t last_write_ms;           /* monotonic ms of the last write; atomic */
-    char node_uid[128];               /* the Node's uid, read at each create */
-    int skip_logged;                  /* the reason said last (enum + 1), 0: none */
-    bool truncated_logged;            /* the truncation was said */
-    uint64_t writes;                  /* acknowledged writes; atomic */
-    uint64_t failures;                /* failed writes; atomic */
+    uint64_t last_write_ms;             /* monotonic ms of the last write; atomic */
+    char node_uid[128];                 /* the Node's uid, read at each create */
+    int skip_logged;                    /* the reason said last (enum + 1), 0: none */
+    bool truncated_logged;              /* the truncation was said */
+    uint64_t writes;                    /* acknowledged writes; atomic */
+    uint64_t failures;                  /* failed writes; atomic */
     uint64_t skipped[INVENTORY_SKIP_N]; /* atomic */
-    uint64_t devices;                 /* devices of the last status made; atomic */
-    int truncated;                    /* the last status was truncated; atomic */
+    uint64_t devices;                   /* devices of the last status made; atomic */
+    int truncated;                      /* the last status was truncated; atomic */
 };
 
 /* The inventory's view of one podresd Device (borrowed): resourceName, id,
@@ -72,8 +72,7 @@ bool inventory_key(const json_t *dev, char *key, size_t cap);
  * bounded as above, per-resource totals, a summary, the unhealthy count and
  * the condition Truncated, whose lastTransitionTime is taken from 'old' (the
  * current status, or NULL) when unchanged, else 'now'. New, or NULL. */
-json_t *inventory_status(const json_t *devs, uint64_t revision, const json_t *old,
-                         const char *now);
+json_t *inventory_status(const json_t *devs, uint64_t revision, const json_t *old, const char *now);
 /* Whether two statuses say the same, observedRevision aside. */
 bool inventory_same(const json_t *a, const json_t *b);
 

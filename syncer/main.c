@@ -134,33 +134,33 @@ static void lag_observe(struct lag *l, double s)
 /* ---- the daemon ---- */
 
 struct syncer {
-    struct settings set;                                 /* settings */
-    bool once;                                           /* --once */
-    struct kubeconfig kc;                                /* API server access */
-    struct kubeconfig pd_kc;                             /* podresd access (server URL only) */
-    struct kube_gate *gate;                              /* API token bucket and backoff */
-    struct kube_gate *pd_gate;                           /* podresd backoff */
-    struct kube_stats *stats;                            /* API request counters */
-    struct queue *queue;                                 /* keys to reconcile */
-    struct cache *pr, *resv, *devs;                      /* podresd state */
-    struct cache *pods, *crs, *nd;                       /* API state */
+    struct settings set;            /* settings */
+    bool once;                      /* --once */
+    struct kubeconfig kc;           /* API server access */
+    struct kubeconfig pd_kc;        /* podresd access (server URL only) */
+    struct kube_gate *gate;         /* API token bucket and backoff */
+    struct kube_gate *pd_gate;      /* podresd backoff */
+    struct kube_stats *stats;       /* API request counters */
+    struct queue *queue;            /* keys to reconcile */
+    struct cache *pr, *resv, *devs; /* podresd state */
+    struct cache *pods, *crs, *nd;  /* API state */
     struct kube *k_pods, *k_crs, *k_nd, *k_work, *k_pd, *k_pdw; /* one client per thread */
-    struct informer inf_pods, inf_crs, inf_nd;           /* the informers */
-    struct nodefeed feed;                                /* the podresd feed */
-    struct reconciler rec;                               /* the worker's reconciler */
-    struct inventory inv;                                /* the worker's NodeDevices */
-    struct lag lag;                                      /* sync-lag histogram */
-    char pods_query[512];                                /* fieldSelector=spec.nodeName=NODE */
-    char crs_query[512];                                 /* labelSelector=podres.dev/node=NODE */
-    char nd_query[512];                                  /* fieldSelector=metadata.name=NODE */
-    volatile time_t last_resync;                         /* wall clock of the last full resync */
-    struct MHD_Daemon *http;                             /* /metrics and /healthz */
-    pthread_mutex_t wmu;                                 /* guards 'waiting' */
-    json_t *waiting;      /* keys of pre-assignments whose devices are taken */
-    int node_missing;     /* atomic: 1 when no Node is named --node-name, 0 when one
-                           * is, -1 before the worker looked */
-    pthread_t threads[5]; /* feed, pods, crs, nd, worker */
-    int nthreads;         /* started */
+    struct informer inf_pods, inf_crs, inf_nd;                  /* the informers */
+    struct nodefeed feed;                                       /* the podresd feed */
+    struct reconciler rec;                                      /* the worker's reconciler */
+    struct inventory inv;                                       /* the worker's NodeDevices */
+    struct lag lag;                                             /* sync-lag histogram */
+    char pods_query[512];        /* fieldSelector=spec.nodeName=NODE */
+    char crs_query[512];         /* labelSelector=podres.dev/node=NODE */
+    char nd_query[512];          /* fieldSelector=metadata.name=NODE */
+    volatile time_t last_resync; /* wall clock of the last full resync */
+    struct MHD_Daemon *http;     /* /metrics and /healthz */
+    pthread_mutex_t wmu;         /* guards 'waiting' */
+    json_t *waiting;             /* keys of pre-assignments whose devices are taken */
+    int node_missing;            /* atomic: 1 when no Node is named --node-name, 0 when one
+                                  * is, -1 before the worker looked */
+    pthread_t threads[5];        /* feed, pods, crs, nd, worker */
+    int nthreads;                /* started */
 };
 
 static void enqueue(void *ctx, const char *key)
@@ -656,6 +656,18 @@ static err_t pd_token(struct syncer *s)
     return ERR_OK;
 }
 
+/* Every change to a cache enqueues what it may affect. */
+static err_t make_caches(struct syncer *s)
+{
+    s->pr = cache_new(enqueue_node, s);
+    s->resv = cache_new(enqueue_node, s);
+    s->pods = cache_new(enqueue, s->queue);
+    s->crs = cache_new(enqueue, s->queue);
+    s->devs = cache_new(enqueue_inventory, s);
+    s->nd = cache_new(enqueue_inventory, s);
+    return s->pr && s->resv && s->pods && s->crs && s->devs && s->nd ? ERR_OK : ERR_NOMEM;
+}
+
 static err_t make_clients(struct syncer *s)
 {
     struct kube_opts api = {.kc = &s->kc, .gate = s->gate, .stats = s->stats};
@@ -679,34 +691,12 @@ static err_t make_clients(struct syncer *s)
     return ERR_OK;
 }
 
-static err_t setup(struct syncer *s)
+/* The informers, the feed, the reconciler and the inventory of node
+ * --node-name, each with its thread's client. */
+static void setup_workers(struct syncer *s)
 {
-    char msg[512], sel[300];
-    err_t rc = kubeconfig_load(s->set.kubeconfig, &s->kc, msg, sizeof(msg));
+    char sel[300];
 
-    if (!rc)
-        rc = kubeconfig_data_to_files(&s->kc, msg, sizeof(msg));
-    if (rc) {
-        log_err("no usable Kubernetes configuration: %s", msg);
-        return rc;
-    }
-    s->gate = kube_gate_new(s->set.qps, (int)s->set.burst);
-    s->pd_gate = kube_gate_new(0, 1);
-    s->stats = kube_stats_new();
-    s->queue = queue_new();
-    s->waiting = json_object();
-    s->node_missing = -1;
-    if (!s->gate || !s->pd_gate || !s->stats || !s->queue || !s->waiting)
-        return ERR_NOMEM;
-    kube_gate_name(s->pd_gate, "podresd");
-    s->pr = cache_new(enqueue_node, s);
-    s->resv = cache_new(enqueue_node, s);
-    s->pods = cache_new(enqueue, s->queue);
-    s->crs = cache_new(enqueue, s->queue);
-    s->devs = cache_new(enqueue_inventory, s);
-    s->nd = cache_new(enqueue_inventory, s);
-    if (!s->pr || !s->resv || !s->pods || !s->crs || !s->devs || !s->nd || make_clients(s))
-        return ERR_NOMEM;
     snprintf(sel, sizeof(sel), "spec.nodeName=%s", s->set.node_name);
     escape_query(s->pods_query, sizeof(s->pods_query), "fieldSelector", sel);
     snprintf(sel, sizeof(sel), RECONCILE_LABEL "=%s", s->set.node_name);
@@ -747,6 +737,31 @@ static err_t setup(struct syncer *s)
                                  .resv = s->resv,
                                  .pods = s->pods,
                                  .crs = s->crs};
+}
+
+static err_t setup(struct syncer *s)
+{
+    char msg[512];
+    err_t rc = kubeconfig_load(s->set.kubeconfig, &s->kc, msg, sizeof(msg));
+
+    if (!rc)
+        rc = kubeconfig_data_to_files(&s->kc, msg, sizeof(msg));
+    if (rc) {
+        log_err("no usable Kubernetes configuration: %s", msg);
+        return rc;
+    }
+    s->gate = kube_gate_new(s->set.qps, (int)s->set.burst);
+    s->pd_gate = kube_gate_new(0, 1);
+    s->stats = kube_stats_new();
+    s->queue = queue_new();
+    s->waiting = json_object();
+    s->node_missing = -1;
+    if (!s->gate || !s->pd_gate || !s->stats || !s->queue || !s->waiting)
+        return ERR_NOMEM;
+    kube_gate_name(s->pd_gate, "podresd");
+    if (make_caches(s) || make_clients(s))
+        return ERR_NOMEM;
+    setup_workers(s);
     log_info("syncing node '%s' with %s (from %s)", s->set.node_name, s->kc.server,
              s->kc.source ? s->kc.source : "?");
     return ERR_OK;

@@ -94,14 +94,39 @@ static void initial_end(struct nodefeed *nf)
     nodefeed_release(nf);
 }
 
+/* One ADDED, MODIFIED or DELETED event of 'c' into it, or into 'pending'
+ * during the initial list. Devices are kept as their inventory view. */
+static void apply_event(struct cache *c, json_t *pending, const char *type, const char *kind,
+                        json_t *obj)
+{
+    bool gone = strcmp(type, "DELETED") == 0, device = strcmp(kind, "Device") == 0;
+    json_t *v;
+    char key[600];
+
+    if (device ? !inventory_key(obj, key, sizeof(key)) : !cache_key_of(obj, key, sizeof(key)))
+        return;
+    if (gone) {
+        if (pending)
+            json_object_del(pending, key);
+        else
+            cache_del(c, key);
+        return;
+    }
+    v = device ? inventory_device(obj) : json_incref(obj);
+    if (v && pending)
+        json_object_set(pending, key, v);
+    else if (v)
+        cache_set(c, key, v, false);
+    json_decref(v);
+}
+
 static bool on_event(void *ctx, json_t *ev)
 {
     struct nodefeed *nf = ctx;
     const char *type = json_string_value(json_object_get(ev, "type"));
     const char *kind = json_string_value(json_object_get(ev, "kind"));
-    json_t *obj = json_object_get(ev, "object"), *pending = NULL;
+    json_t *pending = NULL;
     struct cache *c;
-    char key[512];
 
     if (!type)
         return false;
@@ -118,26 +143,8 @@ static bool on_event(void *ctx, json_t *ev)
         return true;
     }
     c = kind ? cache_for(nf, kind, &pending) : NULL;
-    if (c && strcmp(kind, "Device") == 0) {
-        if (inventory_key(obj, key, sizeof(key))) {
-            json_t *view = strcmp(type, "DELETED") == 0 ? NULL : inventory_device(obj);
-
-            if (pending && view)
-                json_object_set(pending, key, view);
-            else if (!pending && view)
-                cache_set(c, key, view, false);
-            else if (!pending)
-                cache_del(c, key);
-            json_decref(view);
-        }
-    } else if (c && cache_key_of(obj, key, sizeof(key))) {
-        if (pending)
-            json_object_set(pending, key, obj);
-        else if (strcmp(type, "DELETED") == 0)
-            cache_del(c, key);
-        else
-            cache_set(c, key, obj, false);
-    }
+    if (c)
+        apply_event(c, pending, type, kind, json_object_get(ev, "object"));
     if (!nf->pending_pods)
         nf->revision = (uint64_t)json_integer_value(json_object_get(ev, "revision"));
     return true;

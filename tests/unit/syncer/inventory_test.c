@@ -82,17 +82,17 @@ static void test_status(void)
     CHECK_STREQ(json_string_value(json_object_get(st, "summary")), "a.com/gpu=2,z.com/nic=1");
     CHECK_EQ_INT(json_integer_value(json_object_get(st, "unhealthy")), 1);
     CHECK(json_is_false(json_object_get(st, "truncated")));
-    CHECK_STREQ(json_string_value(json_object_get(
-                    json_array_get(json_object_get(st, "devices"), 0), "id")),
-                "g0");
-    CHECK_STREQ(json_string_value(json_object_get(
-                    json_array_get(json_object_get(st, "devices"), 2), "id")),
-                "n0");
+    CHECK_STREQ(
+        json_string_value(json_object_get(json_array_get(json_object_get(st, "devices"), 0), "id")),
+        "g0");
+    CHECK_STREQ(
+        json_string_value(json_object_get(json_array_get(json_object_get(st, "devices"), 2), "id")),
+        "n0");
     CHECK_EQ_INT(json_integer_value(json_object_get(
                      json_array_get(json_object_get(st, "resources"), 0), "healthy")),
                  1);
-    CHECK_EQ_INT(json_integer_value(json_object_get(
-                     json_array_get(json_object_get(st, "resources"), 0), "total")),
+    CHECK_EQ_INT(json_integer_value(
+                     json_object_get(json_array_get(json_object_get(st, "resources"), 0), "total")),
                  2);
     cond = json_array_get(json_object_get(st, "conditions"), 0);
     CHECK_STREQ(json_string_value(json_object_get(cond, "type")), "Truncated");
@@ -102,8 +102,7 @@ static void test_status(void)
     CHECK(inventory_same(st, again));
     CHECK(!json_equal(st, again));
     CHECK_STREQ(json_string_value(json_object_get(
-                    json_array_get(json_object_get(again, "conditions"), 0),
-                    "lastTransitionTime")),
+                    json_array_get(json_object_get(again, "conditions"), 0), "lastTransitionTime")),
                 "2026-01-01T00:00:00Z");
     json_decref(again);
     /* a health change is a change */
@@ -141,13 +140,13 @@ static void test_status_bound(void)
     st = inventory_status(devs, 1, NULL, "2026-01-01T00:00:00Z");
     CHECK_EQ_INT(json_array_size(json_object_get(st, "devices")), INVENTORY_MAX_DEVICES);
     CHECK(json_is_true(json_object_get(st, "truncated")));
-    CHECK_EQ_INT(json_integer_value(json_object_get(
-                     json_array_get(json_object_get(st, "resources"), 0), "total")),
+    CHECK_EQ_INT(json_integer_value(
+                     json_object_get(json_array_get(json_object_get(st, "resources"), 0), "total")),
                  n);
-    CHECK_STREQ(json_string_value(json_object_get(
-                    json_array_get(json_object_get(st, "devices"), INVENTORY_MAX_DEVICES - 1),
-                    "id")),
-                "g04095");
+    CHECK_STREQ(
+        json_string_value(json_object_get(
+            json_array_get(json_object_get(st, "devices"), INVENTORY_MAX_DEVICES - 1), "id")),
+        "g04095");
     cond = json_array_get(json_object_get(st, "conditions"), 0);
     CHECK_STREQ(json_string_value(json_object_get(cond, "status")), "True");
     CHECK(strstr(json_string_value(json_object_get(cond, "message")), "4096 of 4106 devices") !=
@@ -178,6 +177,7 @@ struct world {
 static void world_start(struct world *w, const struct reply *r, int n)
 {
     struct kube_opts o = {.max_attempts = 1};
+    json_t *empty;
 
     memset(w, 0, sizeof(*w));
     responder_start(&w->srv, r, n);
@@ -189,8 +189,10 @@ static void world_start(struct world *w, const struct reply *r, int n)
     w->nd = cache_new(NULL, NULL);
     w->inv = (struct inventory){
         .node = "node-a", .kube = w->kube, .devs = w->devs, .nd = w->nd, .interval_ms = 1000};
-    cache_replace(w->devs, json_object());
-    cache_replace(w->nd, json_object());
+    empty = json_object();
+    cache_replace(w->devs, empty); /* synced, and empty */
+    cache_replace(w->nd, empty);
+    json_decref(empty);
 }
 
 static void world_free(struct world *w)
@@ -318,5 +320,5 @@ static void test_sync_no_node_and_forbidden(void)
     world_free(&w);
 }
 
-TEST_MAIN(test_device_view, test_status, test_status_bound, test_due,
-          test_sync_create_then_quiet, test_sync_no_node_and_forbidden)
+TEST_MAIN(test_device_view, test_status, test_status_bound, test_due, test_sync_create_then_quiet,
+          test_sync_no_node_and_forbidden)
