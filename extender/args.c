@@ -37,8 +37,7 @@ static bool is_extended(const char *r)
 
     if (!slash || d == 0 || slash[1] == '\0' || strncmp(r, "requests.", 9) == 0)
         return false;
-    if (d >= 13 && strncmp(slash - 13, "kubernetes.io", 13) == 0 &&
-        (d == 13 || slash[-14] == '.'))
+    if (d >= 13 && strncmp(slash - 13, "kubernetes.io", 13) == 0 && (d == 13 || slash[-14] == '.'))
         return false;
     return true;
 }
@@ -129,8 +128,8 @@ err_t args_pod_requests(const json_t *pod, json_t **containers, json_t **totals,
         reqs = json_object();
         rc = reqs ? container_requests(c, reqs, tot, msg, cap) : ERR_NOMEM;
         if (!rc && json_object_size(reqs))
-            json_array_append_new(all, jsonx_object("name", json_string(cname), "requests",
-                                                    json_incref(reqs), NULL));
+            json_array_append_new(
+                all, jsonx_object("name", json_string(cname), "requests", json_incref(reqs), NULL));
         json_decref(reqs);
         if (rc)
             goto out;
@@ -222,8 +221,7 @@ static err_t name_field(const json_t *doc, const char *key, char *out, size_t ou
     const char *s = json_string_value(json_object_get(doc, key));
 
     if (!args_is_name(s)) {
-        snprintf(msg, cap, "ExtenderBindingArgs.%s is %s", key,
-                 s ? "not a valid name" : "missing");
+        snprintf(msg, cap, "ExtenderBindingArgs.%s is %s", key, s ? "not a valid name" : "missing");
         return ERR_INVAL;
     }
     str_copy(out, outcap, s);

@@ -32,8 +32,7 @@ json_t *bind_devicebinding(const char *ns, const char *name, const char *uid, co
                                name, "uid", uid),
                      NULL),
         "spec",
-        jsonx_object("nodeName", json_string(node), "containers", json_deep_copy(containers),
-                     NULL),
+        jsonx_object("nodeName", json_string(node), "containers", json_deep_copy(containers), NULL),
         NULL);
 }
 
@@ -64,8 +63,9 @@ static bool may_write(const json_t *cur, const char *uid, const char *node, char
         const char *u = json_string_value(json_object_get(o, "uid"));
 
         if (kind && u && strcmp(kind, "Pod") == 0 && strcmp(u, uid) != 0) {
-            snprintf(msg, cap, "its DeviceBinding belongs to an earlier pod of that name (uid "
-                               "%.64s) and waits for the garbage collector",
+            snprintf(msg, cap,
+                     "its DeviceBinding belongs to an earlier pod of that name (uid "
+                     "%.64s) and waits for the garbage collector",
                      u);
             return false;
         }
@@ -97,8 +97,8 @@ static err_t delete_dvb(struct kube *k, const struct args_bind *b, const char *u
 }
 
 /* Create the DeviceBinding 'want'. */
-static err_t create_dvb(struct kube *k, const struct args_bind *b, json_t *want,
-                        struct written *w, char *msg, size_t cap)
+static err_t create_dvb(struct kube *k, const struct args_bind *b, json_t *want, struct written *w,
+                        char *msg, size_t cap)
 {
     char path[700];
     json_t *ans = NULL;
@@ -113,11 +113,12 @@ static err_t create_dvb(struct kube *k, const struct args_bind *b, json_t *want,
 }
 
 /* Write 'want' over 'cur' (same node, or ours elsewhere: then deleted and made anew). */
-static err_t replace_dvb(struct kube *k, const struct args_bind *b, const json_t *cur,
-                         json_t *want, struct written *w, char *msg, size_t cap)
+static err_t replace_dvb(struct kube *k, const struct args_bind *b, const json_t *cur, json_t *want,
+                         struct written *w, char *msg, size_t cap)
 {
     const json_t *md = json_object_get(cur, "metadata");
-    const char *snode = json_string_value(json_object_get(json_object_get(cur, "spec"), "nodeName"));
+    const char *snode = json_string_value(
+        json_object_get(json_object_get(cur, "spec"), "nodeName"));
     const char *uid = json_string_value(json_object_get(md, "uid"));
     char path[700];
     json_t *ans = NULL;
@@ -195,10 +196,9 @@ static err_t post_binding(struct kube *k, const struct args_bind *b, const char 
     json_t *body, *ans = NULL;
     err_t rc;
 
-    body = jsonx_object("apiVersion", json_string("v1"), "kind", json_string("Binding"),
-                        "metadata",
-                        jsonx_object("name", json_string(b->name), "namespace",
-                                     json_string(b->ns), "uid", json_string(uid), NULL),
+    body = jsonx_object("apiVersion", json_string("v1"), "kind", json_string("Binding"), "metadata",
+                        jsonx_object("name", json_string(b->name), "namespace", json_string(b->ns),
+                                     "uid", json_string(uid), NULL),
                         "target",
                         jsonx_object("apiVersion", json_string("v1"), "kind", json_string("Node"),
                                      "name", json_string(b->node), NULL),

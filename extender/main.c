@@ -32,14 +32,14 @@
 #define POOL_IDLE 16         /* API clients kept for binds */
 
 struct settings {
-    char *kubeconfig;    /* --kubeconfig, or NULL */
-    char *listen;        /* HOST:PORT of the verbs, /healthz, /readyz, /metrics */
-    char *resource;      /* comma-separated resources managed before any NodeDevices lists them */
-    double qps;          /* API requests per second */
-    uint64_t burst;      /* token bucket size */
-    uint64_t assume_ms;  /* how long a bind's choice is assumed unseen */
-    char *log_format;    /* text or json */
-    char *log_level;     /* err..debug */
+    char *kubeconfig;   /* --kubeconfig, or NULL */
+    char *listen;       /* HOST:PORT of the verbs, /healthz, /readyz, /metrics */
+    char *resource;     /* comma-separated resources managed before any NodeDevices lists them */
+    double qps;         /* API requests per second */
+    uint64_t burst;     /* token bucket size */
+    uint64_t assume_ms; /* how long a bind's choice is assumed unseen */
+    char *log_format;   /* text or json */
+    char *log_level;    /* err..debug */
 };
 
 #define OFF(f) offsetof(struct settings, f)
@@ -80,8 +80,18 @@ static const struct option long_opts[] = {
 
 /* ---- request metrics ---- */
 
-enum verb { VERB_FILTER, VERB_PRIORITIZE, VERB_BIND, NVERBS };
-enum outcome { OUT_OK, OUT_ERROR, OUT_BAD_REQUEST, NOUTCOMES };
+enum verb {
+    VERB_FILTER,
+    VERB_PRIORITIZE,
+    VERB_BIND,
+    NVERBS
+};
+enum outcome {
+    OUT_OK,
+    OUT_ERROR,
+    OUT_BAD_REQUEST,
+    NOUTCOMES
+};
 static const char *const verb_names[NVERBS] = {"filter", "prioritize", "bind"};
 static const char *const outcome_names[NOUTCOMES] = {"ok", "error", "bad_request"};
 static const double lat_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
@@ -91,7 +101,7 @@ static const double lat_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
 /* Lock: 'mu' guards every other field. */
 struct reqstats {
     pthread_mutex_t mu;
-    uint64_t n[NVERBS][NOUTCOMES]; /* answered requests */
+    uint64_t n[NVERBS][NOUTCOMES];  /* answered requests */
     uint64_t buckets[NVERBS][NLAT]; /* latency per bound, not cumulative */
     uint64_t count[NVERBS];         /* latency observations */
     double sum[NVERBS];             /* seconds */
@@ -100,23 +110,23 @@ struct reqstats {
 /* ---- the daemon ---- */
 
 struct extender {
-    struct settings set;            /* settings */
-    struct kubeconfig kc;           /* API server access */
-    struct kube_gate *gate;         /* API token bucket and backoff */
-    struct kube_stats *kstats;      /* API request counters */
-    struct kube_opts kopts;         /* how bind clients are made */
-    struct view *view;              /* free devices */
-    struct cache *nds, *dvbs;       /* the informers' caches */
-    struct kube *k_nds, *k_dvbs;    /* the informers' clients */
+    struct settings set;               /* settings */
+    struct kubeconfig kc;              /* API server access */
+    struct kube_gate *gate;            /* API token bucket and backoff */
+    struct kube_stats *kstats;         /* API request counters */
+    struct kube_opts kopts;            /* how bind clients are made */
+    struct view *view;                 /* free devices */
+    struct cache *nds, *dvbs;          /* the informers' caches */
+    struct kube *k_nds, *k_dvbs;       /* the informers' clients */
     struct informer inf_nds, inf_dvbs; /* the informers */
-    pthread_mutex_t pool_mu;        /* guards pool and npool */
-    struct kube *pool[POOL_IDLE];   /* idle clients for binds */
-    int npool;                      /* how many */
-    struct bind_stats bstats;       /* bind counters (atomic) */
-    struct reqstats rs;             /* request counters */
-    struct MHD_Daemon *http;        /* the server */
-    pthread_t threads[2];           /* the informers */
-    int nthreads;                   /* started */
+    pthread_mutex_t pool_mu;           /* guards pool and npool */
+    struct kube *pool[POOL_IDLE];      /* idle clients for binds */
+    int npool;                         /* how many */
+    struct bind_stats bstats;          /* bind counters (atomic) */
+    struct reqstats rs;                /* request counters */
+    struct MHD_Daemon *http;           /* the server */
+    pthread_t threads[2];              /* the informers */
+    int nthreads;                      /* started */
 };
 
 static uint64_t mono_ms(void)
@@ -196,9 +206,9 @@ static void pool_put(struct extender *x, struct kube *k)
 
 /* An answer: HTTP status, JSON body (new), and how it counts. */
 struct answer {
-    unsigned status;   /* HTTP status */
-    json_t *body;      /* new */
-    enum outcome out;  /* for the metrics */
+    unsigned status;  /* HTTP status */
+    json_t *body;     /* new */
+    enum outcome out; /* for the metrics */
 };
 
 static struct answer error_answer(unsigned status, enum outcome o, const char *msg)
@@ -348,8 +358,9 @@ static err_t render_requests(struct reqstats *rs, struct strbuf *sb)
 
     for (v = 0; !rc && v < NVERBS; v++) {
         for (o = 0; !rc && o < NOUTCOMES; o++)
-            rc = strbuf_printf(sb, "podres_extender_requests_total{verb=\"%s\",outcome=\"%s\"} "
-                                   "%llu\n",
+            rc = strbuf_printf(sb,
+                               "podres_extender_requests_total{verb=\"%s\",outcome=\"%s\"} "
+                               "%llu\n",
                                verb_names[v], outcome_names[o], (unsigned long long)rs->n[v][o]);
     }
     if (!rc)
@@ -419,8 +430,7 @@ struct upload {
 static enum MHD_Result send_text(struct MHD_Connection *conn, unsigned status, const char *ctype,
                                  char *body, size_t len)
 {
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
     enum MHD_Result ret;
 
     if (!resp) {
@@ -468,8 +478,8 @@ static enum MHD_Result serve_get(struct extender *x, struct MHD_Connection *conn
 static enum MHD_Result serve_verb(struct extender *x, struct MHD_Connection *conn, enum verb v,
                                   struct upload *up)
 {
-    static struct answer (*const fns[NVERBS])(struct extender *, const char *, size_t) = {
-        do_filter, do_prioritize, do_bind};
+    static struct answer (*const fns[NVERBS])(struct extender *, const char *,
+                                              size_t) = {do_filter, do_prioritize, do_bind};
     struct answer a;
     size_t len;
     char *text;
@@ -507,8 +517,8 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn, const cha
         return MHD_YES;
     }
     if (*size) {
-        if (!up->too_large && (up->body.len + *size > MAX_BODY ||
-                               strbuf_add(&up->body, data, *size)))
+        if (!up->too_large &&
+            (up->body.len + *size > MAX_BODY || strbuf_add(&up->body, data, *size)))
             up->too_large = true;
         *size = 0;
         return MHD_YES;
@@ -516,8 +526,8 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn, const cha
     if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)
         return v == NVERBS ? serve_get(x, conn, url) : send_plain(conn, 405, "use POST\n");
     if (strcmp(method, "POST") != 0 || v == NVERBS)
-        return send_plain(conn, v == NVERBS ? 404 : 405, v == NVERBS ? "not found\n"
-                                                                     : "method not allowed\n");
+        return send_plain(conn, v == NVERBS ? 404 : 405,
+                          v == NVERBS ? "not found\n" : "method not allowed\n");
     return serve_verb(x, conn, v, up);
 }
 
@@ -556,12 +566,12 @@ static err_t start_http(struct extender *x)
         log_err("cannot listen on '%s': not a numeric address", l);
         return ERR_INVAL;
     }
-    x->http = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
-            (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
-        0, NULL, NULL, on_http, x, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, x, MHD_OPTION_CONNECTION_LIMIT, 256u,
-        MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_END);
+    x->http = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+                                   MHD_USE_POLL | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+                               0, NULL, NULL, on_http, x, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+                               MHD_OPTION_NOTIFY_COMPLETED, on_completed, x,
+                               MHD_OPTION_CONNECTION_LIMIT, 256u, MHD_OPTION_CONNECTION_TIMEOUT,
+                               60u, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!x->http) {
         log_err("cannot listen on '%s': %s", l, strerror(errno));

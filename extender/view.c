@@ -102,9 +102,9 @@ void view_free(struct view *v)
 void view_add_resource(struct view *v, const char *res)
 {
     pthread_mutex_lock(&v->mu);
-    json_object_set_new(v->managed, res,
-                        json_integer(json_integer_value(json_object_get(v->managed, res)) +
-                                     STATIC_RESOURCE));
+    json_object_set_new(
+        v->managed, res,
+        json_integer(json_integer_value(json_object_get(v->managed, res)) + STATIC_RESOURCE));
     pthread_mutex_unlock(&v->mu);
 }
 
@@ -394,8 +394,7 @@ static bool owned_by(const json_t *obj, const char *uid)
     const json_t *o;
     size_t i;
 
-    json_array_foreach(json_object_get(json_object_get(obj, "metadata"), "ownerReferences"), i,
-                       o) {
+    json_array_foreach(json_object_get(json_object_get(obj, "metadata"), "ownerReferences"), i, o) {
         const char *u = json_string_value(json_object_get(o, "uid"));
 
         if (u && strcmp(u, uid) == 0)
@@ -649,11 +648,10 @@ err_t view_prioritize(struct view *v, const json_t *names, const json_t *totals,
     json_array_foreach(names, i, name) {
         if (!json_is_string(name))
             continue;
-        score = !check || p[i].numa < 0 || !distinct
-                    ? 0
-                    : 10 - (json_int_t)(p[i].rank * 10 / distinct);
-        json_array_append_new(list, jsonx_object("Host", json_incref(name), "Score",
-                                                 json_integer(score), NULL));
+        score = !check || p[i].numa < 0 || !distinct ? 0
+                                                     : 10 - (json_int_t)(p[i].rank * 10 / distinct);
+        json_array_append_new(
+            list, jsonx_object("Host", json_incref(name), "Score", json_integer(score), NULL));
     }
     free(p);
     *out = list;
@@ -662,8 +660,8 @@ err_t view_prioritize(struct view *v, const json_t *names, const json_t *totals,
 
 /* Choose one container's devices of 'reqs' ({R:n}) on 'nd' into 'devices'
  * ([{"resourceName","deviceIds"}]) and 'takes' ({"res\nid": true}). */
-static err_t choose_container(struct view *v, struct node *nd, const json_t *reqs,
-                              json_t *devices, json_t *takes, char *msg, size_t cap)
+static err_t choose_container(struct view *v, struct node *nd, const json_t *reqs, json_t *devices,
+                              json_t *takes, char *msg, size_t cap)
 {
     const char *r;
     json_t *x, *ids;
@@ -687,8 +685,8 @@ static err_t choose_container(struct view *v, struct node *nd, const json_t *req
             json_array_append_new(ids, json_string(nd->devs[idx[i]].id));
             json_object_set_new(takes, nd->devs[idx[i]].key, json_true());
         }
-        json_array_append_new(devices, jsonx_object("resourceName", json_string(r), "deviceIds",
-                                                    ids, NULL));
+        json_array_append_new(devices,
+                              jsonx_object("resourceName", json_string(r), "deviceIds", ids, NULL));
         free(idx);
     }
     return ERR_OK;
@@ -709,8 +707,7 @@ static err_t choose_all(struct view *v, struct node *nd, const json_t *requests,
             return ERR_NOMEM;
         rc = choose_container(v, nd, json_object_get(c, "requests"), devices, takes, msg, cap);
         if (!rc && json_array_size(devices))
-            json_array_append_new(out, jsonx_object("name",
-                                                    json_incref(json_object_get(c, "name")),
+            json_array_append_new(out, jsonx_object("name", json_incref(json_object_get(c, "name")),
                                                     "devices", json_incref(devices), NULL));
         json_decref(devices);
         if (rc)

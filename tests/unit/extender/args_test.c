@@ -6,11 +6,11 @@
 #include "../test.h"
 
 #define POD                                                                                        \
-    "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\"},\"spec\":{\"containers\":["             \
-    "{\"name\":\"a\",\"resources\":{\"limits\":{\"example.com/gpu\":\"2\",\"cpu\":\"1\","       \
-    "\"kubernetes.io/x\":\"1\"}}},"                                                              \
-    "{\"name\":\"b\",\"resources\":{\"requests\":{\"example.com/gpu\":\"1\"," \
-    "\"nvidia.com/gpu\":\"0\"}}},"                                                              \
+    "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\"},\"spec\":{\"containers\":["               \
+    "{\"name\":\"a\",\"resources\":{\"limits\":{\"example.com/gpu\":\"2\",\"cpu\":\"1\","          \
+    "\"kubernetes.io/x\":\"1\"}}},"                                                                \
+    "{\"name\":\"b\",\"resources\":{\"requests\":{\"example.com/gpu\":\"1\","                      \
+    "\"nvidia.com/gpu\":\"0\"}}},"                                                                 \
     "{\"name\":\"c\"}]}}"
 
 static void test_parse_names(void)
@@ -28,7 +28,7 @@ static void test_parse_names(void)
     CHECK(json_object_get(a.totals, "cpu") == NULL);
     CHECK(json_object_get(a.totals, "kubernetes.io/x") == NULL);
     CHECK(json_object_get(a.totals, "nvidia.com/gpu") == NULL); /* 0 asks for nothing */
-    CHECK_EQ_INT(json_array_size(a.requests), 2);                /* c asks for no device */
+    CHECK_EQ_INT(json_array_size(a.requests), 2);               /* c asks for no device */
     args_release(&a);
 }
 
@@ -70,7 +70,8 @@ static void test_parse_bad(void)
 
 static void test_parse_bind(void)
 {
-    const char ok[] = "{\"PodName\":\"p\",\"PodNamespace\":\"ml\",\"PodUID\":\"u-1\",\"Node\":\"n1\"}";
+    const char ok[] =
+        "{\"PodName\":\"p\",\"PodNamespace\":\"ml\",\"PodUID\":\"u-1\",\"Node\":\"n1\"}";
     const char bad[] = "{\"PodName\":\"p\",\"PodNamespace\":\"ml/x\",\"Node\":\"n1\"}";
     struct args_bind b;
     char msg[256];

@@ -6,7 +6,10 @@
 #include "../test.h"
 
 /* gpu0..gpu3 on NUMA 0, 0, 1, 1; a nic on NUMA 0. */
-#define D(res, id, numa) {(char *)(res), (char *)(id), (char *)"", (numa), true, false}
+#define D(res, id, numa)                                                                           \
+    {                                                                                              \
+        (char *)(res), (char *)(id), (char *)"", (numa), true, false                               \
+    }
 static struct fit_dev devs[] = {
     D("example.com/gpu", "gpu0", 0), D("example.com/gpu", "gpu1", 0),
     D("example.com/gpu", "gpu2", 1), D("example.com/gpu", "gpu3", 1),
@@ -34,7 +37,7 @@ static void test_free_and_numa(void)
     CHECK_EQ_INT(fit_numa_needed(devs, N, "example.com/gpu", 2), 1);
     CHECK_EQ_INT(fit_numa_needed(devs, N, "example.com/gpu", 3), 2);
     CHECK_EQ_INT(fit_numa_needed(devs, N, "example.com/gpu", 5), -1);
-    devs[1].busy = true;  /* NUMA 0 keeps 1, NUMA 1 keeps 2 */
+    devs[1].busy = true;     /* NUMA 0 keeps 1, NUMA 1 keeps 2 */
     devs[3].healthy = false; /* NUMA 1 keeps 1 healthy */
     CHECK_EQ_INT(fit_free(devs, N, "example.com/gpu"), 2);
     CHECK_EQ_INT(fit_numa_needed(devs, N, "example.com/gpu", 2), 2);
@@ -61,7 +64,7 @@ static void test_choose_spans(void)
 
     reset();
     CHECK(fit_choose(devs, N, "example.com/gpu", 1, idx));
-    CHECK_STREQ(devs[idx[0]].id, "gpu0"); /* ties: the lower NUMA id */
+    CHECK_STREQ(devs[idx[0]].id, "gpu0");                  /* ties: the lower NUMA id */
     CHECK(fit_choose(devs, N, "example.com/gpu", 3, idx)); /* 1 + 2 left: both NUMA nodes */
     CHECK_STREQ(devs[idx[0]].id, "gpu2");
     CHECK_STREQ(devs[idx[1]].id, "gpu3");

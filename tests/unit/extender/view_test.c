@@ -151,20 +151,18 @@ static void test_choose_assume(void)
     CHECK_OK(view_choose(v, "a", "ml/p2", "u2", r, &c2, msg, sizeof(msg)));
     CHECK_EQ_INT(view_assumed(v), 2);
     /* Two choices never share a device: one NUMA node each. */
-    CHECK_STREQ(json_string_value(json_array_get(
-                    json_object_get(json_array_get(json_object_get(json_array_get(c1, 0),
-                                                                   "devices"),
-                                                   0),
-                                    "deviceIds"),
-                    0)),
-                "a-g0");
-    CHECK_STREQ(json_string_value(json_array_get(
-                    json_object_get(json_array_get(json_object_get(json_array_get(c2, 0),
-                                                                   "devices"),
-                                                   0),
-                                    "deviceIds"),
-                    0)),
-                "a-g2");
+    CHECK_STREQ(
+        json_string_value(json_array_get(
+            json_object_get(json_array_get(json_object_get(json_array_get(c1, 0), "devices"), 0),
+                            "deviceIds"),
+            0)),
+        "a-g0");
+    CHECK_STREQ(
+        json_string_value(json_array_get(
+            json_object_get(json_array_get(json_object_get(json_array_get(c2, 0), "devices"), 0),
+                            "deviceIds"),
+            0)),
+        "a-g2");
     CHECK_EQ_INT(view_choose(v, "a", "ml/p3", "u3", r, &c3, msg, sizeof(msg)), ERR_CONFLICT);
     CHECK_STREQ(msg, "example.com/gpu: 0 free healthy, 2 requested");
     CHECK_EQ_INT(view_choose(v, "zz", "ml/p3", "u3", r, &c3, msg, sizeof(msg)), ERR_CONFLICT);
