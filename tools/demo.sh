@@ -36,10 +36,14 @@ tests/kube/cluster up "$T/kube" --owner $$ > "$T/cluster.log" 2>&1 || { cat "$T/
 . "$T/kube/env"
 export KUBECONFIG KUBECACHEDIR=$T/kube-cache
 kubectl() { "$KUBECTL" "$@"; }
-say "kubectl apply -f deploy/namespace.yaml -f deploy/crd-devicebinding.yaml -f deploy/serviceaccount.yaml -f deploy/rbac.yaml"
-kubectl apply -f deploy/namespace.yaml -f deploy/crd-devicebinding.yaml -f deploy/serviceaccount.yaml \
-    -f deploy/rbac.yaml
-kubectl wait --for condition=Established crd/devicebindings.podres.dev > /dev/null
+say "kubectl apply -f deploy/namespace.yaml -f deploy/crd-devicebinding.yaml -f deploy/crd-nodedevices.yaml -f deploy/serviceaccount.yaml -f deploy/rbac.yaml"
+kubectl apply -f deploy/namespace.yaml -f deploy/crd-devicebinding.yaml -f deploy/crd-nodedevices.yaml \
+    -f deploy/serviceaccount.yaml -f deploy/rbac.yaml
+kubectl wait --for condition=Established crd/devicebindings.podres.dev crd/nodedevices.podres.dev > /dev/null
+# The node: its NodeDevices is owned by it (no kubelet registers one here).
+kubectl create -f - > /dev/null <<EOF
+{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "demo-node"}}
+EOF
 
 # podres-syncer runs as the podres-syncer ServiceAccount (deploy/rbac.yaml's
 # least privilege), with a token from the TokenRequest API.
@@ -93,5 +97,8 @@ say "curl --unix-socket $PD_SOCK http://localhost/v1/devices | jq"
 $S http://localhost/v1/devices | jq -r '.devices[] | "\(.resourceName)\t\(.id)\t\(.health)\t\(if .holder then "\(.holder.namespace)/\(.holder.name)" else "-" end)"' | column -t
 say "kubectl get devicebindings -A"
 kubectl get devicebindings -A
+say "kubectl get nodedevices"
+until_ok kubectl get nodedevices demo-node
+kubectl get nodedevices
 echo
 echo "demo: done; stopping podresd, podres-syncer and the control plane"

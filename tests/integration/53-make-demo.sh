@@ -12,7 +12,9 @@ grep -qE '^NAMESPACE +NAME +NODE +PHASE +DEVICES +AGE' "$T/demo.out" || fail "no
 for p in train-0 train-1 infer-0; do
     grep -qE "^ml +$p +demo-node +Bound +example.com/" "$T/demo.out" || fail "no Bound row for $p"
 done
+grep -qE '^demo-node +example.com/fpga=2,example.com/gpu=[0-9]+,example.com/nic=[0-9]+ +0 ' "$T/demo.out" ||
+    fail "no NodeDevices row: $(cat "$T/demo.out")"
 grep -q '/v1/pods' "$T/demo.out" && grep -q '/v1/devices' "$T/demo.out" || fail "the curl output is missing"
 sleep 0.5
 ! pgrep -f 'podres-demo\.' > /dev/null || fail "make demo left processes running: $(pgrep -af 'podres-demo\.')"
-ok "make demo: the DeviceBindings table with three Bound pods; nothing left running"
+ok "make demo: the DeviceBindings table with three Bound pods, the node's NodeDevices; nothing left running"
