@@ -159,6 +159,41 @@ wait_until 30 why || fail "no extender reason for big: $(k describe pod -n ml bi
 dvb_code ml big | grep -qx 404 || fail "big got a DeviceBinding"
 ok "a pod that fits nowhere stays Pending; kubectl describe pod shows the extender's reason"
 
+# The extender restarted (SIGKILL): what it knows comes back from the API server, so a
+# 1-GPU pod still fits nowhere (held devices, from the DeviceBindings' status).
+read -r epid _ < <(grep ' podres-extender$' "$KDIR/pids" | tail -1)
+kill -9 "$epid"
+setsid "$PODRES_BIN/podres-extender" --kubeconfig "$KDIR/extender.kubeconfig" --listen "${EXTENDER_URL#http://}" \
+    >> "$KDIR/podres-extender.log" 2>&1 < /dev/null &
+echo "$! podres-extender" >> "$KDIR/pids"
+wait_until 10 curl -sf "$EXTENDER_URL/readyz" || fail "the extender did not come back: $(tail -3 "$KDIR/podres-extender.log")"
+pod_yaml small 1 > "$T/small.yaml"
+k create --dry-run=client -o json -f "$T/small.yaml" > "$T/small.json"
+jq -c '{Pod: ., NodeNames: ["node-a", "node-b"]}' "$T/small.json" |
+    curl -s -o "$T/out" -H 'Content-Type: application/json' --data-binary @- "$EXTENDER_URL/filter"
+jq -e '.NodeNames == [] and .FailedNodes["node-a"] == "example.com/gpu: 0 free healthy, 1 requested"
+    and .FailedNodes["node-b"] == "example.com/gpu: 0 free healthy, 1 requested"' "$T/out" > /dev/null ||
+    fail "after a restart the extender's view: $(out)"
+ok "the extender restarted: its view, rebuilt from the API server, still has no device free"
+
+# A pod goes (the runtime releases its devices, the garbage collector its DeviceBinding):
+# the next pod gets one of them.
+victim=$(jq -r '[.items[] | select(.metadata.name | IN("p1", "p3", "p5", "p6", "p7"))][0] | "\(.metadata.name) \(.spec.nodeName)"' "$T/pods.json")
+read -r vp vnode <<<"$victim"
+freed=$(jq -r --arg p "$vp" '.items[] | select(.metadata.name == $p) | [.spec.containers[].devices[].deviceIds[]] | join(",")' "$T/dvbs.json")
+kube_pod_delete ml "$vp"
+PD_SOCK=${SOCK[$vnode]}
+req DELETE "/v1/namespaces/ml/pods/$vp"
+[ "$CODE" = 200 ] || fail "release $vp in $vnode's podresd: $CODE $(out)"
+k apply -f "$T/small.yaml" > /dev/null || fail "create pod small"
+wait_until 30 sh -c "'$KUBECTL' --kubeconfig '$KCFG' get pod -n ml small -o jsonpath='{.spec.nodeName}' | grep -qx '$vnode'" ||
+    fail "small was not placed on $vnode: $(k get pod -n ml small -o wide)"
+wait_until 10 sh -c "$KCURL -f '$KUBE_SERVER$DVB/namespaces/ml/devicebindings/small' | jq -e '.spec.containers'" ||
+    fail "no pre-assignment for small"
+got=$($KCURL "$KUBE_SERVER$DVB/namespaces/ml/devicebindings/small" | jq -r '[.spec.containers[].devices[].deviceIds[]] | join(",")')
+[ "$got" = "$freed" ] || fail "small was given $got, the freed device is $freed"
+ok "$vp released on $vnode: the next pod is placed there and given its device ($got)"
+
 # Settled: nothing written while nothing changes.
 sleep 2
 w0=$(writes_all)
