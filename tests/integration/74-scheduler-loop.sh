@@ -200,3 +200,10 @@ w0=$(writes_all)
 sleep 4
 [ "$(writes_all)" = "$w0" ] || fail "$(( $(writes_all) - w0 )) writes in 4 s after all settled"
 ok "all settled: no API write in 4 s"
+
+for f in "$KDIR/podres-extender.log" "$T"/node-?/syncer.log "$T"/node-?/podresd.log; do
+    if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$f"; then
+        cat "$f" >&2
+        fail "sanitizer report in $f"
+    fi
+done
