@@ -819,6 +819,8 @@ err_t store_open(const struct store_opts *opts, struct store **out)
     if (!rc)
         rc = ring_open(st);
     if (!rc)
+        rc = st_hist_attach(st);
+    if (!rc)
         rc = start_checkpointer(st);
 out:
     if (rc) {
@@ -1020,8 +1022,10 @@ static err_t batch_end(struct store *st, err_t e)
  * batch may have ended. */
 static err_t member_begin(struct store *st)
 {
+    uint64_t now = store_wall_ms();
     int rc;
 
+    st->m_ms = now > st->m_ms ? now : st->m_ms;
     st->m_whole = !st->tx_open;
     if (st->m_whole) {
         rc = tx_exec(st, "BEGIN IMMEDIATE");

@@ -21,6 +21,7 @@
 
 #include "../common/err.h"
 #include "feed.h"
+#include "histq.h"
 
 struct store;
 
@@ -142,6 +143,39 @@ err_t store_expire_ttls(struct store *st, uint64_t now_ms, int *expired) WARN_UN
  * gives besides the devices (kept in memory, not in the database).
  * *changed tells whether a transaction was committed. */
 err_t store_kubelet_sync(struct store *st, const json_t *snap, bool *changed) WARN_UNUSED;
+
+/* ---- history (store_hist.c) ----
+ * Every write records, in its own transaction, the intervals it opens or
+ * closes: a container holding a device (from the write that binds it to
+ * the one that lets it go, rebinds it or drops it) and a device being
+ * Unhealthy. An interval's times are its write's wall clock in
+ * milliseconds, never less than the previous write's. */
+/* The intervals 'q' selects: {"intervals":[...]} oldest first (at=: one a
+ * device held at q->at_ms, by resource and id), with "continue" (the token
+ * of ?continue=) when more than q->limit match. */
+err_t store_history(struct store *st, const struct histq *q, json_t **out) WARN_UNUSED;
+/* Device-seconds over [q->from_ms, q->to_ms) per group of q->by and
+ * resource, intervals still open counted up to now_ms:
+ * {"usage":[{group fields,"resourceName","deviceSeconds"}]}. */
+err_t store_usage(struct store *st, const struct histq *q, int64_t now_ms,
+                  json_t **out) WARN_UNUSED;
+/* One device by id, of 'resource' (NULL: of any): {"device":{...},"revision":N}.
+ * ERR_NOTFOUND; ERR_CONFLICT when several resources have a device 'id'
+ * ('msg' names them). */
+err_t store_device_find(struct store *st, const char *id, const char *resource, char *msg,
+                        size_t cap, json_t **out) WARN_UNUSED;
+/* One pruning step, a write of its own that holds the writer a few
+ * milliseconds: drops closed intervals beyond 'max_rows' per table (0: no
+ * cap; the oldest first), else up to a few hundred that ended before
+ * now_ms - retention_ms, and pod instances no interval names. *more: call
+ * again, there is more to drop. */
+err_t store_history_prune(struct store *st, int64_t now_ms, uint64_t retention_ms,
+                          uint64_t max_rows, bool *more) WARN_UNUSED;
+/* For /metrics: {"allocated":[{"resource","device","namespace","pod","container"}],
+ * "healthy":[{"resource","device","healthy":bool}],
+ * "seconds":[{"namespace","resource","seconds"}]} (device-seconds since the
+ * database was made, open intervals up to now_ms; pruning does not lower it). */
+err_t store_device_metrics(struct store *st, int64_t now_ms, json_t **out) WARN_UNUSED;
 
 /* Wall clock now in milliseconds (heartbeats survive restarts). */
 uint64_t store_wall_ms(void);

@@ -91,6 +91,12 @@ struct store {
     size_t npool;                 /* how many are idle */
     size_t nbusy;                 /* read connections in use (outside the pool) */
     pthread_cond_t pcv;           /* signalled when a read connection comes back */
+    uint64_t m_ms;                /* wall-clock ms of the current write, never less than the
+                                     last one's: history times (under wmu) */
+    uint64_t hist_id;             /* the last history interval id given (under wmu) */
+    int64_t hist_rows[2];         /* rows of hist_bind, hist_health for the cap; -1 not counted
+                                     yet (under wmu; read atomically) */
+    uint64_t hist_pod_cursor;     /* where the next pruning step looks at hist_pod (under wmu) */
 };
 
 /* Map an SQLite result code, logging sqlite3_errmsg once. */
@@ -147,6 +153,20 @@ err_t st_emit_text(struct store *st, const char *type, const char *kind, const c
 /* Re-evaluate every reservation's state inside the open write transaction,
  * emitting Reservation MODIFIED for those that changed (store_write.c). */
 err_t st_resv_refresh_all(struct store *st) WARN_UNUSED;
+
+/* History (store_hist.c): register the functions and TEMP triggers on the
+ * write connection that record binding and health intervals in every write
+ * transaction. A build with -DPODRES_NO_HISTORY (the bench's reference
+ * build, mk/bench.mk) records none. */
+#ifdef PODRES_NO_HISTORY
+static inline err_t st_hist_attach(struct store *st)
+{
+    (void)st;
+    return ERR_OK;
+}
+#else
+err_t st_hist_attach(struct store *st) WARN_UNUSED;
+#endif
 
 /* Views (store_view.c), usable on any connection. */
 json_t *st_topology(const json_t *numa_ids);

@@ -1,0 +1,607 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* store_hist.c - binding and health history (schema/0004_history.sql): the
+ * triggers that write an interval in the transaction of the change that
+ * causes it, the history and usage reads, pruning, and the per-device
+ * figures of /metrics. The triggers are TEMP triggers of the write
+ * connection, so every write path (the API's, the kubelet mirror's) records
+ * its intervals without code of its own, and a sqlite3 shell on a copy of
+ * the database writes no history. Not the change log (store.c). */
+#define LOG_MOD "store"
+#include "../common/common.h"
+#include "store_int.h"
+
+#include <inttypes.h>
+
+/* ---- the triggers ---- */
+
+#define DEV(r, i) "(SELECT id FROM hist_dev WHERE resource=" r " AND device_id=" i ")"
+#define UID(n) "ifnull((SELECT uid FROM pods WHERE namespace=" n ".namespace AND name=" n ".pod),'')"
+#define POD(n)                                                                                     \
+    "(SELECT id FROM hist_pod WHERE namespace=" n ".namespace AND name=" n ".pod AND uid=" UID(n) ")"
+#define CLOSE_BIND(n)                                                                              \
+    "UPDATE hist_bind SET to_ms=podres_hist_ms() WHERE dev=" DEV(n ".resource", n ".device_id")     \
+    " AND to_ms IS NULL;"
+/* Open an interval for the holder in NEW, if it has one. */
+#define OPEN_BIND                                                                                  \
+    "INSERT OR IGNORE INTO hist_dev(resource,device_id) SELECT NEW.resource,NEW.device_id WHERE "   \
+    "NEW.pod<>'';"                                                                                 \
+    "INSERT OR IGNORE INTO hist_pod(namespace,name,uid) SELECT NEW.namespace,NEW.pod," UID("NEW")  \
+    " WHERE NEW.pod<>'';"                                                                          \
+    "INSERT INTO hist_bind(id,dev,pod,container,from_ms) SELECT podres_hist_id(0),"                \
+    DEV("NEW.resource", "NEW.device_id") "," POD("NEW") ",NEW.container,podres_hist_ms() WHERE "   \
+    "NEW.pod<>'';"
+#define CLOSE_HEALTH(n)                                                                            \
+    "UPDATE hist_health SET to_ms=podres_hist_ms() WHERE dev=" DEV(n ".resource", n ".id")          \
+    " AND to_ms IS NULL;"
+#define OPEN_HEALTH                                                                                \
+    "INSERT OR IGNORE INTO hist_dev(resource,device_id) SELECT NEW.resource,NEW.id WHERE "          \
+    "NEW.health='Unhealthy';"                                                                      \
+    "INSERT INTO hist_health(id,dev,from_ms) SELECT podres_hist_id(1)," DEV("NEW.resource",        \
+                                                                           "NEW.id")               \
+    ",podres_hist_ms() WHERE NEW.health='Unhealthy';"
+
+/* A holder's bindings row is inserted (INSERT OR REPLACE: the old row's
+ * delete fires nothing, recursive_triggers being off), updated in place
+ * (let go: pod '') or deleted; a device's health row likewise. */
+static const char triggers_sql[] =
+    "CREATE TEMP TRIGGER hist_bind_ins AFTER INSERT ON main.bindings WHEN NEW.pod<>'' BEGIN "
+    CLOSE_BIND("NEW") OPEN_BIND "END;"
+    "CREATE TEMP TRIGGER hist_bind_upd AFTER UPDATE OF namespace,pod,container ON main.bindings "
+    "WHEN OLD.namespace IS NOT NEW.namespace OR OLD.pod IS NOT NEW.pod OR OLD.container IS NOT "
+    "NEW.container BEGIN " CLOSE_BIND("NEW") OPEN_BIND "END;"
+    "CREATE TEMP TRIGGER hist_bind_del AFTER DELETE ON main.bindings WHEN OLD.pod<>'' BEGIN "
+    CLOSE_BIND("OLD") "END;"
+    "CREATE TEMP TRIGGER hist_usage_add AFTER UPDATE OF to_ms ON main.hist_bind WHEN "
+    "OLD.to_ms IS NULL AND NEW.to_ms IS NOT NULL BEGIN "
+    "INSERT INTO hist_usage(namespace,resource,ms) SELECT p.namespace,d.resource,"
+    "max(0,NEW.to_ms-NEW.from_ms) FROM hist_pod p,hist_dev d WHERE p.id=NEW.pod AND d.id=NEW.dev "
+    "ON CONFLICT(namespace,resource) DO UPDATE SET ms=ms+excluded.ms; END;"
+    "CREATE TEMP TRIGGER hist_health_ins AFTER INSERT ON main.devices WHEN "
+    "NEW.health='Unhealthy' BEGIN " CLOSE_HEALTH("NEW") OPEN_HEALTH "END;"
+    "CREATE TEMP TRIGGER hist_health_upd AFTER UPDATE OF health ON main.devices WHEN "
+    "OLD.health IS NOT NEW.health BEGIN " CLOSE_HEALTH("NEW") OPEN_HEALTH "END;"
+    "CREATE TEMP TRIGGER hist_health_del AFTER DELETE ON main.devices WHEN "
+    "OLD.health='Unhealthy' BEGIN " CLOSE_HEALTH("OLD") "END;";
+
+/* podres_hist_ms(): the time of the current write (store.c, member_begin). */
+static void fn_ms(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+    struct store *st = sqlite3_user_data(cx);
+
+    (void)argc;
+    (void)argv;
+    sqlite3_result_int64(cx, (sqlite3_int64)st->m_ms);
+}
+
+/* podres_hist_id(table): the next interval id, from_ms * 1024 or the id
+ * after the last, whichever is larger; counts the row of 'table' (0
+ * hist_bind, 1 hist_health) for the cap. */
+static void fn_id(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+    struct store *st = sqlite3_user_data(cx);
+    uint64_t id = st->m_ms << 10;
+    int t = sqlite3_value_int(argv[0]) != 0;
+
+    (void)argc;
+    if (id <= st->hist_id)
+        id = st->hist_id + 1;
+    st->hist_id = id;
+    if (st->hist_rows[t] >= 0)
+        st->hist_rows[t]++;
+    sqlite3_result_int64(cx, (sqlite3_int64)id);
+}
+
+static err_t last_id(struct store *st)
+{
+    sqlite3_stmt *s = NULL;
+    bool row = false;
+    err_t rc = st_prep(st->wdb, &s,
+                       "SELECT max(ifnull((SELECT max(id) FROM hist_bind),0),"
+                       "ifnull((SELECT max(id) FROM hist_health),0))",
+                       NULL);
+
+    if (!rc)
+        rc = st_step(st->wdb, s, &row);
+    if (!rc && row)
+        st->hist_id = (uint64_t)sqlite3_column_int64(s, 0);
+    st_done(s);
+    st->m_ms = st->hist_id >> 10; /* times never go back across a restart */
+    return rc;
+}
+
+err_t st_hist_attach(struct store *st)
+{
+    int rc;
+
+    st->hist_rows[0] = st->hist_rows[1] = -1;
+    rc = sqlite3_create_function(st->wdb, "podres_hist_ms", 0, SQLITE_UTF8, st, fn_ms, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_create_function(st->wdb, "podres_hist_id", 1, SQLITE_UTF8, st, fn_id, NULL,
+                                     NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(st->wdb, triggers_sql, NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return st_dberr(st->wdb, rc, "set up the history triggers");
+    return last_id(st);
+}
+
+/* ---- reads ---- */
+
+static json_t *time_json(sqlite3_stmt *s, int col)
+{
+    char buf[HISTQ_TIME_MAX];
+
+    if (sqlite3_column_type(s, col) == SQLITE_NULL)
+        return json_null();
+    histq_format_time(sqlite3_column_int64(s, col), buf);
+    return json_string(buf);
+}
+
+/* id,resource,device_id,namespace,name,uid,container,from_ms,to_ms */
+static json_t *bind_row(sqlite3_stmt *s)
+{
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o}", "resourceName", st_text(s, 1),
+                     "deviceId", st_text(s, 2), "namespace", st_text(s, 3), "name",
+                     st_text(s, 4), "uid", st_text(s, 5), "container", st_text(s, 6), "from",
+                     time_json(s, 7), "to", time_json(s, 8));
+}
+
+/* id,resource,device_id,from_ms,to_ms */
+static json_t *health_row(sqlite3_stmt *s)
+{
+    return json_pack("{s:s,s:s,s:s,s:o,s:o}", "resourceName", st_text(s, 1), "deviceId",
+                     st_text(s, 2), "health", "Unhealthy", "from", time_json(s, 3), "to",
+                     time_json(s, 4));
+}
+
+#define BIND_COLS                                                                                  \
+    "SELECT b.id,d.resource,d.device_id,p.namespace,p.name,p.uid,b.container,b.from_ms,b.to_ms "
+
+/* ?1 device, ?2 resource or NULL, [?3, ?4) the window, ?5 after, ?6 limit.
+ * A device's intervals do not overlap: of those that start before the
+ * window, only the last can reach into it. */
+static const char by_device_sql[] =
+    BIND_COLS "FROM hist_dev d JOIN hist_bind b ON b.dev=d.id JOIN hist_pod p ON p.id=b.pod "
+              "WHERE d.device_id=?1 AND (?2 IS NULL OR d.resource=?2) AND b.from_ms>=ifnull(("
+              "SELECT max(x.from_ms) FROM hist_bind x WHERE x.dev=d.id AND x.from_ms<=?3),?3) "
+              "AND b.from_ms<?4 AND (b.to_ms IS NULL OR b.to_ms>?3) AND b.id>?5 "
+              "ORDER BY b.from_ms,b.id LIMIT ?6";
+static const char by_pod_sql[] =
+    BIND_COLS "FROM hist_pod p JOIN hist_bind b ON b.pod=p.id JOIN hist_dev d ON d.id=b.dev "
+              "WHERE p.namespace=?1 AND p.name=?2 AND b.from_ms<?4 AND (b.to_ms IS NULL OR "
+              "b.to_ms>?3) AND b.id>?5 ORDER BY +b.id LIMIT ?6";
+static const char health_sql[] =
+    "SELECT h.id,d.resource,d.device_id,h.from_ms,h.to_ms FROM hist_dev d JOIN hist_health h ON "
+    "h.dev=d.id WHERE d.device_id=?1 AND (?2 IS NULL OR d.resource=?2) AND h.from_ms>=ifnull(("
+    "SELECT max(x.from_ms) FROM hist_health x WHERE x.dev=d.id AND x.from_ms<=?3),?3) AND "
+    "h.from_ms<?4 AND (h.to_ms IS NULL OR h.to_ms>?3) AND h.id>?5 ORDER BY h.from_ms,h.id "
+    "LIMIT ?6";
+/* ?1 at, ?2 resource or NULL: each device's last interval from at or before. */
+static const char at_sql[] =
+    BIND_COLS "FROM hist_dev d JOIN hist_bind b ON b.id=(SELECT x.id FROM hist_bind x WHERE "
+              "x.dev=d.id AND x.from_ms<=?1 ORDER BY x.from_ms DESC,x.id DESC LIMIT 1) "
+              "JOIN hist_pod p ON p.id=b.pod WHERE (?2 IS NULL OR d.resource=?2) AND "
+              "(b.to_ms IS NULL OR b.to_ms>?1) ORDER BY d.resource,d.device_id";
+
+/* Rows of 's' into {"intervals":[...]}, at most 'limit' of them; one more
+ * row means more: "continue" is the id of the last one given. */
+static err_t intervals(sqlite3 *db, sqlite3_stmt *s, json_t *(*conv)(sqlite3_stmt *),
+                       size_t limit, json_t **out)
+{
+    json_t *arr = json_array(), *o;
+    char tok[24] = "";
+    uint64_t last = 0;
+    bool row;
+    err_t rc = arr ? ERR_OK : ERR_NOMEM;
+
+    while (!rc) {
+        rc = st_step(db, s, &row);
+        if (rc || !row)
+            break;
+        if (json_array_size(arr) == limit) {
+            snprintf(tok, sizeof(tok), "%" PRIu64, last);
+            break;
+        }
+        last = (uint64_t)sqlite3_column_int64(s, 0);
+        if (json_array_append_new(arr, conv(s)))
+            rc = ERR_NOMEM;
+    }
+    o = rc ? NULL : json_object();
+    if (rc)
+        json_decref(arr);
+    else if (json_object_set_new(o, "intervals", arr))
+        rc = ERR_NOMEM;
+    if (!rc && tok[0] && json_object_set_new(o, "continue", json_string(tok)))
+        rc = ERR_NOMEM;
+    if (rc) {
+        json_decref(o);
+        return rc;
+    }
+    *out = o;
+    return ERR_OK;
+}
+
+err_t store_history(struct store *st, const struct histq *q, json_t **out)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *s = NULL;
+    int64_t lim = (int64_t)q->limit + 1;
+    err_t rc = st_read_begin(st, &db);
+
+    if (rc)
+        return rc;
+    if (q->sel == HISTQ_AT)
+        rc = st_prep(db, &s, at_sql, "it", q->at_ms, q->resource);
+    else if (q->sel == HISTQ_POD)
+        rc = st_prep(db, &s, by_pod_sql, "ttiiui", q->ns, q->name, q->from_ms, q->to_ms, q->after,
+                     lim);
+    else
+        rc = st_prep(db, &s, q->health ? health_sql : by_device_sql, "ttiiui", q->device,
+                     q->resource, q->from_ms, q->to_ms, q->after, lim);
+    if (!rc)
+        rc = intervals(db, s, q->health ? health_row : bind_row,
+                       q->sel == HISTQ_AT ? SIZE_MAX : q->limit, out);
+    st_done(s);
+    st_read_end(st, db);
+    return rc;
+}
+
+/* ---- usage ---- */
+
+/* The intervals that overlap [?1, ?2) as (dev, pod, f, t), t clipped to
+ * now (?3): those starting in the window (a rowid range: an id is at least
+ * from_ms * 1024, and a burst moves ids at most 2^30 past it) and, per
+ * device, the last one starting before it. */
+#define USAGE_CTE                                                                                  \
+    "WITH c(dev,pod,f,t) AS (SELECT dev,pod,from_ms,ifnull(to_ms,?3) FROM hist_bind WHERE "       \
+    "id>=(?1<<10) AND id<(?2<<10)+(1<<30) AND from_ms>=?1 AND from_ms<?2 UNION ALL "             \
+    "SELECT b.dev,b.pod,b.from_ms,ifnull(b.to_ms,?3) FROM hist_dev d JOIN hist_bind b ON "        \
+    "b.id=(SELECT x.id FROM hist_bind x WHERE x.dev=d.id AND x.from_ms<?1 ORDER BY x.from_ms "    \
+    "DESC,x.id DESC LIMIT 1) WHERE b.to_ms IS NULL OR b.to_ms>?1) "
+#define USAGE_SUM                                                                                  \
+    ",sum(max(0,min(c.t,?2)-max(c.f,?1))) FROM c JOIN hist_dev d ON d.id=c.dev JOIN hist_pod p "   \
+    "ON p.id=c.pod WHERE ?4 IS NULL OR d.resource=?4 "
+
+static const char *const usage_sql[] = {
+    [HISTQ_BY_NAMESPACE] = USAGE_CTE "SELECT p.namespace,d.resource" USAGE_SUM
+                                     "GROUP BY 1,2 ORDER BY 1,2",
+    [HISTQ_BY_POD] = USAGE_CTE "SELECT p.namespace,p.name,d.resource" USAGE_SUM
+                               "GROUP BY 1,2,3 ORDER BY 1,2,3",
+    [HISTQ_BY_DEVICE] = USAGE_CTE "SELECT d.resource,d.device_id" USAGE_SUM
+                                  "GROUP BY 1,2 ORDER BY 1,2",
+};
+
+static json_t *seconds(sqlite3_stmt *s, int col)
+{
+    return json_real((double)sqlite3_column_int64(s, col) / 1000.0);
+}
+
+static json_t *usage_ns(sqlite3_stmt *s)
+{
+    return json_pack("{s:s,s:s,s:o}", "namespace", st_text(s, 0), "resourceName", st_text(s, 1),
+                     "deviceSeconds", seconds(s, 2));
+}
+
+static json_t *usage_pod(sqlite3_stmt *s)
+{
+    return json_pack("{s:s,s:s,s:s,s:o}", "namespace", st_text(s, 0), "name", st_text(s, 1),
+                     "resourceName", st_text(s, 2), "deviceSeconds", seconds(s, 3));
+}
+
+static json_t *usage_dev(sqlite3_stmt *s)
+{
+    return json_pack("{s:s,s:s,s:o}", "resourceName", st_text(s, 0), "deviceId", st_text(s, 1),
+                     "deviceSeconds", seconds(s, 2));
+}
+
+err_t store_usage(struct store *st, const struct histq *q, int64_t now_ms, json_t **out)
+{
+    static json_t *(*const conv[])(sqlite3_stmt *) = {usage_ns, usage_pod, usage_dev};
+    sqlite3 *db = NULL;
+    sqlite3_stmt *s = NULL;
+    json_t *arr = NULL, *o;
+    bool row;
+    err_t rc = st_read_begin(st, &db);
+
+    if (rc)
+        return rc;
+    rc = st_prep(db, &s, usage_sql[q->by], "iiit", q->from_ms, q->to_ms, now_ms, q->resource);
+    if (!rc && !(arr = json_array()))
+        rc = ERR_NOMEM;
+    while (!rc) {
+        rc = st_step(db, s, &row);
+        if (rc || !row)
+            break;
+        if (json_array_append_new(arr, conv[q->by](s)))
+            rc = ERR_NOMEM;
+    }
+    st_done(s);
+    st_read_end(st, db);
+    o = rc ? NULL : json_object();
+    if (rc)
+        json_decref(arr);
+    else if (json_object_set_new(o, "usage", arr))
+        rc = ERR_NOMEM;
+    if (rc) {
+        json_decref(o);
+        return rc;
+    }
+    *out = o;
+    return ERR_OK;
+}
+
+/* ---- one device ---- */
+
+/* The resources that have a device 'id' (and are 'resource', if given):
+ * *n of them, their names joined in 'names'. */
+static err_t resources_of(sqlite3 *db, const char *id, const char *resource, char *first,
+                          size_t fcap, char *names, size_t cap, int *n)
+{
+    sqlite3_stmt *s = NULL;
+    bool row;
+    size_t used;
+    err_t rc = st_prep(db, &s,
+                       "SELECT resource FROM devices WHERE id=?1 AND (?2 IS NULL OR resource=?2) "
+                       "ORDER BY resource",
+                       "tt", id, resource);
+
+    *n = 0;
+    names[0] = '\0';
+    while (!rc) {
+        rc = st_step(db, s, &row);
+        if (rc || !row)
+            break;
+        if (*n == 0)
+            str_copy(first, fcap, st_text(s, 0));
+        used = strlen(names);
+        snprintf(names + used, cap - used, "%s%s", *n ? ", " : "", st_text(s, 0));
+        (*n)++;
+    }
+    st_done(s);
+    return rc;
+}
+
+err_t store_device_find(struct store *st, const char *id, const char *resource, char *msg,
+                        size_t cap, json_t **out)
+{
+    sqlite3 *db = NULL;
+    char first[512], names[512];
+    json_t *dev = NULL;
+    uint64_t rev = 0;
+    int n = 0;
+    err_t rc = st_read_begin(st, &db);
+
+    if (!rc)
+        rc = st_db_revision(st, db, &rev);
+    if (!rc)
+        rc = resources_of(db, id, resource, first, sizeof(first), names, sizeof(names), &n);
+    if (!rc && n == 1)
+        rc = st_device_json(db, first, id, &dev);
+    st_read_end(st, db);
+    if (!rc && n == 0) {
+        snprintf(msg, cap, "device %.200s not found%s%.200s", id, resource ? " in " : "",
+                 resource ? resource : "");
+        rc = ERR_NOTFOUND;
+    }
+    if (!rc && n > 1) {
+        snprintf(msg, cap, "device %.200s is a device of %d resources (%.300s): add ?resource=",
+                 id, n, names);
+        rc = ERR_CONFLICT;
+    }
+    if (!rc && !(*out = st_wrap("device", dev, rev)))
+        rc = ERR_NOMEM;
+    return rc;
+}
+
+/* ---- pruning ---- */
+
+#define PRUNE_ROWS 256 /* intervals one step deletes at most, per table */
+#define PRUNE_PODS 512 /* pod instances one step looks at */
+
+static const char *const prune_age_sql[] = {
+    "DELETE FROM hist_bind WHERE id IN (SELECT id FROM hist_bind WHERE id<(?1<<10) AND "
+    "to_ms<?1 ORDER BY id LIMIT ?2)",
+    "DELETE FROM hist_health WHERE id IN (SELECT id FROM hist_health WHERE id<(?1<<10) AND "
+    "to_ms<?1 ORDER BY id LIMIT ?2)",
+};
+static const char *const prune_cap_sql[] = {
+    "DELETE FROM hist_bind WHERE id IN (SELECT id FROM hist_bind WHERE to_ms IS NOT NULL ORDER "
+    "BY id LIMIT ?1)",
+    "DELETE FROM hist_health WHERE id IN (SELECT id FROM hist_health WHERE to_ms IS NOT NULL "
+    "ORDER BY id LIMIT ?1)",
+};
+static const char *const count_sql[] = {"SELECT count(*) FROM hist_bind",
+                                        "SELECT count(*) FROM hist_health"};
+
+struct prune_op {
+    int64_t cut_ms;    /* intervals that ended before are dropped */
+    uint64_t max_rows; /* per table; 0 = no cap */
+    int64_t counted[2]; /* rows counted before the step, -1 = not counted */
+    bool more;          /* a step would find more to drop */
+};
+
+/* Drop up to PRUNE_ROWS of table 't': over the cap first, then too old. */
+static err_t prune_table(struct store *st, struct prune_op *o, int t)
+{
+    int64_t over = 0;
+    int n;
+    err_t rc = ERR_OK;
+
+    if (st->hist_rows[t] < 0 && o->counted[t] >= 0)
+        st->hist_rows[t] = o->counted[t];
+    if (o->max_rows && st->hist_rows[t] > (int64_t)o->max_rows)
+        over = st->hist_rows[t] - (int64_t)o->max_rows;
+    if (over > 0)
+        rc = st_exec(st->wdb, prune_cap_sql[t], "i", over < PRUNE_ROWS ? over : PRUNE_ROWS);
+    if (!rc && over <= 0)
+        rc = st_exec(st->wdb, prune_age_sql[t], "ii", o->cut_ms, (int64_t)PRUNE_ROWS);
+    if (rc)
+        return rc;
+    n = sqlite3_changes(st->wdb);
+    if (st->hist_rows[t] >= 0)
+        st->hist_rows[t] -= n;
+    o->more = o->more || n == PRUNE_ROWS;
+    return ERR_OK;
+}
+
+/* Pod instances no interval names any more, PRUNE_PODS a step, round the table. */
+static err_t prune_pods(struct store *st)
+{
+    sqlite3_stmt *s = NULL;
+    bool row = false;
+    err_t rc = st_prep(st->wdb, &s,
+                       "SELECT max(id),count(*) FROM (SELECT id FROM hist_pod WHERE id>?1 ORDER "
+                       "BY id LIMIT ?2)",
+                       "ii", (int64_t)st->hist_pod_cursor, (int64_t)PRUNE_PODS);
+    int64_t hi = 0, n = 0;
+
+    if (!rc)
+        rc = st_step(st->wdb, s, &row);
+    if (!rc && row) {
+        hi = sqlite3_column_int64(s, 0);
+        n = sqlite3_column_int64(s, 1);
+    }
+    st_done(s);
+    if (!rc && n > 0)
+        rc = st_exec(st->wdb,
+                     "DELETE FROM hist_pod WHERE id>?1 AND id<=?2 AND NOT EXISTS (SELECT 1 FROM "
+                     "hist_bind b WHERE b.pod=hist_pod.id)",
+                     "ii", (int64_t)st->hist_pod_cursor, hi);
+    if (!rc)
+        st->hist_pod_cursor = n < PRUNE_PODS ? 0 : (uint64_t)hi;
+    return rc;
+}
+
+static err_t prune_run(struct store *st, void *ctx)
+{
+    struct prune_op *o = ctx;
+    err_t rc = prune_table(st, o, 0);
+
+    if (!rc)
+        rc = prune_table(st, o, 1);
+    if (!rc)
+        rc = prune_pods(st);
+    return rc;
+}
+
+/* Count a table's rows for the cap once (a read transaction, not the writer's). */
+static err_t count_rows(struct store *st, int t, int64_t *n)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *s = NULL;
+    bool row = false;
+    err_t rc = st_read_begin(st, &db);
+
+    if (rc)
+        return rc;
+    rc = st_prep(db, &s, count_sql[t], NULL);
+    if (!rc)
+        rc = st_step(db, s, &row);
+    if (!rc && row)
+        *n = sqlite3_column_int64(s, 0);
+    st_done(s);
+    st_read_end(st, db);
+    return rc;
+}
+
+err_t store_history_prune(struct store *st, int64_t now_ms, uint64_t retention_ms,
+                          uint64_t max_rows, bool *more)
+{
+    struct prune_op o = {.cut_ms = now_ms - (int64_t)retention_ms,
+                         .max_rows = max_rows,
+                         .counted = {-1, -1}};
+    int t;
+    err_t rc = ERR_OK;
+
+    for (t = 0; !rc && max_rows && t < 2; t++) {
+        if (__atomic_load_n(&st->hist_rows[t], __ATOMIC_RELAXED) < 0)
+            rc = count_rows(st, t, &o.counted[t]);
+    }
+    if (!rc)
+        rc = st_write(st, prune_run, &o);
+    if (!rc)
+        *more = o.more;
+    return rc;
+}
+
+/* ---- /metrics ---- */
+
+static json_t *alloc_row(sqlite3_stmt *s)
+{
+    return json_pack("{s:s,s:s,s:s,s:s,s:s}", "resource", st_text(s, 0), "device", st_text(s, 1),
+                     "namespace", st_text(s, 2), "pod", st_text(s, 3), "container",
+                     st_text(s, 4));
+}
+
+static json_t *healthy_row(sqlite3_stmt *s)
+{
+    return json_pack("{s:s,s:s,s:b}", "resource", st_text(s, 0), "device", st_text(s, 1),
+                     "healthy", strcmp(st_text(s, 2), "Healthy") == 0);
+}
+
+static json_t *seconds_row(sqlite3_stmt *s)
+{
+    return json_pack("{s:s,s:s,s:o}", "namespace", st_text(s, 0), "resource", st_text(s, 1),
+                     "seconds", seconds(s, 2));
+}
+
+static const struct {
+    const char *key;
+    const char *sql;
+    json_t *(*conv)(sqlite3_stmt *);
+} metric_lists[] = {
+    {"allocated",
+     "SELECT resource,device_id,namespace,pod,container FROM bindings WHERE pod<>'' ORDER BY "
+     "resource,device_id",
+     alloc_row},
+    {"healthy", "SELECT resource,id,health FROM devices ORDER BY resource,id", healthy_row},
+    {"seconds",
+     "SELECT ns,res,sum(ms) FROM (SELECT namespace ns,resource res,ms FROM hist_usage UNION ALL "
+     "SELECT p.namespace,d.resource,max(0,?1-b.from_ms) FROM hist_bind b JOIN hist_pod p ON "
+     "p.id=b.pod JOIN hist_dev d ON d.id=b.dev WHERE b.to_ms IS NULL) GROUP BY 1,2 ORDER BY 1,2",
+     seconds_row},
+};
+
+static err_t metric_list(sqlite3 *db, size_t i, int64_t now_ms, json_t *o)
+{
+    sqlite3_stmt *s = NULL;
+    json_t *arr = json_array();
+    bool row;
+    err_t rc = arr ? st_prep(db, &s, metric_lists[i].sql, i == 2 ? "i" : NULL, now_ms) : ERR_NOMEM;
+
+    while (!rc) {
+        rc = st_step(db, s, &row);
+        if (rc || !row)
+            break;
+        if (json_array_append_new(arr, metric_lists[i].conv(s)))
+            rc = ERR_NOMEM;
+    }
+    st_done(s);
+    if (!rc && json_object_set_new(o, metric_lists[i].key, arr))
+        return ERR_NOMEM;
+    if (rc)
+        json_decref(arr);
+    return rc;
+}
+
+err_t store_device_metrics(struct store *st, int64_t now_ms, json_t **out)
+{
+    sqlite3 *db = NULL;
+    json_t *o = json_object();
+    size_t i;
+    err_t rc = o ? st_read_begin(st, &db) : ERR_NOMEM;
+
+    if (rc) {
+        json_decref(o);
+        return rc;
+    }
+    for (i = 0; !rc && i < ARRAY_SIZE(metric_lists); i++)
+        rc = metric_list(db, i, now_ms, o);
+    st_read_end(st, db);
+    if (rc) {
+        json_decref(o);
+        return rc;
+    }
+    *out = o;
+    return ERR_OK;
+}
