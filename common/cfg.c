@@ -266,8 +266,8 @@ err_t cfg_parse_duration(const char *s, uint64_t *ms)
         if (strncmp(end, "ms", 2) == 0) {
             mult = 1;
             end += 2;
-        } else if (*end == 's' || *end == 'm' || *end == 'h') {
-            mult = *end == 's' ? 1000 : *end == 'm' ? 60000 : 3600000;
+        } else if (*end == 's' || *end == 'm' || *end == 'h' || *end == 'd') {
+            mult = *end == 's' ? 1000 : *end == 'm' ? 60000 : *end == 'h' ? 3600000 : 86400000;
             end++;
         } else {
             return ERR_INVAL;

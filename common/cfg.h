@@ -22,7 +22,7 @@ err_t cfg_yaml_parse(const char *buf, size_t len, json_t **out, char *msg, size_
  * cannot be read (msg says why). */
 err_t cfg_yaml_load(const char *path, json_t **out, char *msg, size_t cap) WARN_UNUSED;
 
-/* "1500ms", "2s", "10m", "1h", "1m30s" or a bare number of seconds. Result in
+/* "1500ms", "2s", "10m", "1h", "90d", "1m30s" or a bare number of seconds. Result in
  * milliseconds; *ms untouched on failure. */
 err_t cfg_parse_duration(const char *s, uint64_t *ms) WARN_UNUSED;
 

@@ -98,6 +98,11 @@ void api_watch_serve(struct api *api, struct streams *s);
 /* Drop api->watch_cache (after the streams are gone). No-op when unset. */
 void api_watch_release(struct api *api);
 
+/* GET /v1/history, GET /v1/usage and GET /v1/devices/{id} (api_history.c). */
+err_t api_history(struct api_req *r, struct api_resp *out);
+err_t api_usage(struct api_req *r, struct api_resp *out);
+err_t api_device_get(struct api_req *r, struct api_resp *out);
+
 /* Query argument 'name' or NULL. */
 const char *api_arg(struct api_req *r, const char *name);
 

@@ -72,6 +72,8 @@ static const struct opt opts[] = {
     {"write_token_file", OPT_STR, OFF(write_token_file), NULL, token_file_ok},
     {"history", OPT_COUNT, OFF(history), NULL, NULL},
     {"watch_memory", OPT_COUNT, OFF(watch_memory), NULL, NULL},
+    {"history_retention", OPT_DURATION, OFF(history_retention_ms), NULL, NULL},
+    {"history_max_intervals", OPT_COUNT, OFF(history_max_intervals), NULL, NULL},
     {"log_format", OPT_ENUM, OFF(log_format), "|text|json|", NULL},
     {"log_level", OPT_ENUM, OFF(log_level), "|err|warn|info|debug|", NULL},
 };
@@ -104,6 +106,8 @@ err_t config_init(struct config *c)
     c->kubelet_interval_ms = 2000;
     c->history = 10000;
     c->watch_memory = 64;
+    c->history_retention_ms = 90ULL * 86400000; /* 90d */
+    c->history_max_intervals = 10000000;
     return rc;
 }
 

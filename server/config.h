@@ -22,6 +22,8 @@ struct config {
     char *write_token_file;       /* bearer token for TCP writes, or NULL */
     uint64_t history;             /* change events kept */
     uint64_t watch_memory;        /* MiB all watchers may hold unsent together */
+    uint64_t history_retention_ms; /* binding and health intervals kept, milliseconds */
+    uint64_t history_max_intervals; /* intervals kept per table at most */
     char *log_format;             /* text or json */
     char *log_level;              /* err, warn, info, debug */
     json_t *devices;              /* static [{"resourceName","devices":[validated]}]; new */

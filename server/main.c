@@ -31,6 +31,7 @@ static const char usage[] =
     "               [--node-name NAME] [--source api|kubelet] [--kubelet-socket PATH]\n"
     "               [--kubelet-interval DURATION] [--write-token-file PATH] [--history N]\n"
     "               [--watch-memory MIB]\n"
+    "               [--history-retention DURATION] [--history-max-intervals N]\n"
     "               [--log-format text|json] [--log-level err|warn|info|debug]\n"
     "               [--version] [--help]\n"
     "Serves device bindings as REST/JSON on a unix socket (and loopback TCP).\n"
@@ -48,6 +49,8 @@ static const struct option long_opts[] = {
     {"write-token-file", required_argument, NULL, 0},
     {"history", required_argument, NULL, 0},
     {"watch-memory", required_argument, NULL, 0},
+    {"history-retention", required_argument, NULL, 0},
+    {"history-max-intervals", required_argument, NULL, 0},
     {"log-format", required_argument, NULL, 0},
     {"log-level", required_argument, NULL, 0},
     {"version", no_argument, NULL, 'V'},
@@ -203,8 +206,26 @@ static void stop(struct daemon *d)
     config_release(&d->cfg);
 }
 
-/* Wait for SIGTERM/SIGINT, running the heartbeat check every second and,
- * every 10 s, closing idle read connections and handing free heap memory
+#define PRUNE_BUDGET_MS 100 /* pruning steps a tick runs at most, in time */
+
+/* Prune history in small steps (each its own short write) until there is
+ * nothing more to drop or the tick's budget is spent. */
+static void prune_history(struct daemon *d)
+{
+    uint64_t t0 = store_wall_ms();
+    bool more = true;
+
+    while (more && store_wall_ms() - t0 < PRUNE_BUDGET_MS) {
+        if (store_history_prune(d->store, (int64_t)store_wall_ms(), d->cfg.history_retention_ms,
+                                d->cfg.history_max_intervals, &more)) {
+            log_debug("history pruning failed; retrying in a second");
+            return;
+        }
+    }
+}
+
+/* Wait for SIGTERM/SIGINT, running the heartbeat check and history pruning
+ * every second and, every 10 s, closing idle read connections and handing free heap memory
  * back (what a burst of connections leaves behind). */
 static void run(struct daemon *d, const sigset_t *sigs)
 {
@@ -218,6 +239,7 @@ static void run(struct daemon *d, const sigset_t *sigs)
             log_info("received %s; shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
             return;
         }
+        prune_history(d);
         if (++n % 10 == 0) {
             store_release_idle(d->store);
             mem_trim();

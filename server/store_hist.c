@@ -23,10 +23,10 @@
     " AND to_ms IS NULL;"
 /* Open an interval for the holder in NEW, if it has one. */
 #define OPEN_BIND                                                                                  \
-    "INSERT OR IGNORE INTO hist_dev(resource,device_id) SELECT NEW.resource,NEW.device_id WHERE "   \
-    "NEW.pod<>'';"                                                                                 \
-    "INSERT OR IGNORE INTO hist_pod(namespace,name,uid) SELECT NEW.namespace,NEW.pod," UID("NEW")  \
-    " WHERE NEW.pod<>'';"                                                                          \
+    "INSERT INTO hist_dev(resource,device_id) SELECT NEW.resource,NEW.device_id WHERE NEW.pod<>'' " \
+    "AND NOT EXISTS " DEV("NEW.resource", "NEW.device_id") ";"                                     \
+    "INSERT INTO hist_pod(namespace,name,uid) SELECT NEW.namespace,NEW.pod," UID("NEW")            \
+    " WHERE NEW.pod<>'' AND NOT EXISTS " POD("NEW") ";"                                            \
     "INSERT INTO hist_bind(id,dev,pod,container,from_ms) SELECT podres_hist_id(0),"                \
     DEV("NEW.resource", "NEW.device_id") "," POD("NEW") ",NEW.container,podres_hist_ms() WHERE "   \
     "NEW.pod<>'';"
@@ -34,15 +34,18 @@
     "UPDATE hist_health SET to_ms=podres_hist_ms() WHERE dev=" DEV(n ".resource", n ".id")          \
     " AND to_ms IS NULL;"
 #define OPEN_HEALTH                                                                                \
-    "INSERT OR IGNORE INTO hist_dev(resource,device_id) SELECT NEW.resource,NEW.id WHERE "          \
-    "NEW.health='Unhealthy';"                                                                      \
+    "INSERT INTO hist_dev(resource,device_id) SELECT NEW.resource,NEW.id WHERE "                   \
+    "NEW.health='Unhealthy' AND NOT EXISTS " DEV("NEW.resource", "NEW.id") ";"                     \
     "INSERT INTO hist_health(id,dev,from_ms) SELECT podres_hist_id(1)," DEV("NEW.resource",        \
                                                                            "NEW.id")               \
     ",podres_hist_ms() WHERE NEW.health='Unhealthy';"
 
 /* A holder's bindings row is inserted (INSERT OR REPLACE: the old row's
  * delete fires nothing, recursive_triggers being off), updated in place
- * (let go: pod '') or deleted; a device's health row likewise. */
+ * (let go: pod '') or deleted; a device's health row likewise. No statement
+ * here has a conflict clause: the outer statement's (OR REPLACE) would
+ * override it (an INSERT OR IGNORE into hist_dev would replace the row and
+ * renumber the device). */
 static const char triggers_sql[] =
     "CREATE TEMP TRIGGER hist_bind_ins AFTER INSERT ON main.bindings WHEN NEW.pod<>'' BEGIN "
     CLOSE_BIND("NEW") OPEN_BIND "END;"
@@ -53,9 +56,11 @@ static const char triggers_sql[] =
     CLOSE_BIND("OLD") "END;"
     "CREATE TEMP TRIGGER hist_usage_add AFTER UPDATE OF to_ms ON main.hist_bind WHEN "
     "OLD.to_ms IS NULL AND NEW.to_ms IS NOT NULL BEGIN "
-    "INSERT INTO hist_usage(namespace,resource,ms) SELECT p.namespace,d.resource,"
-    "max(0,NEW.to_ms-NEW.from_ms) FROM hist_pod p,hist_dev d WHERE p.id=NEW.pod AND d.id=NEW.dev "
-    "ON CONFLICT(namespace,resource) DO UPDATE SET ms=ms+excluded.ms; END;"
+    "INSERT INTO hist_usage(namespace,resource,ms) SELECT p.namespace,d.resource,0 FROM "
+    "hist_pod p,hist_dev d WHERE p.id=NEW.pod AND d.id=NEW.dev AND NOT EXISTS (SELECT 1 FROM "
+    "hist_usage u WHERE u.namespace=p.namespace AND u.resource=d.resource);"
+    "UPDATE hist_usage SET ms=ms+max(0,NEW.to_ms-NEW.from_ms) WHERE (namespace,resource)=(SELECT "
+    "p.namespace,d.resource FROM hist_pod p,hist_dev d WHERE p.id=NEW.pod AND d.id=NEW.dev); END;"
     "CREATE TEMP TRIGGER hist_health_ins AFTER INSERT ON main.devices WHEN "
     "NEW.health='Unhealthy' BEGIN " CLOSE_HEALTH("NEW") OPEN_HEALTH "END;"
     "CREATE TEMP TRIGGER hist_health_upd AFTER UPDATE OF health ON main.devices WHEN "
@@ -472,15 +477,19 @@ static err_t prune_pods(struct store *st)
     return rc;
 }
 
+/* A step that dropped nothing is rolled back: no empty COMMIT a second. */
 static err_t prune_run(struct store *st, void *ctx)
 {
     struct prune_op *o = ctx;
+    sqlite3_int64 before = sqlite3_total_changes64(st->wdb);
     err_t rc = prune_table(st, o, 0);
 
     if (!rc)
         rc = prune_table(st, o, 1);
     if (!rc)
         rc = prune_pods(st);
+    if (!rc && sqlite3_total_changes64(st->wdb) == before)
+        st_write_discard(st);
     return rc;
 }
 

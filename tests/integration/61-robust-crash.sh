@@ -197,6 +197,20 @@ missing=$(comm -23 "$T/acked.s" "$T/present" | head -5)
 [ -z "$missing" ] || fail "acknowledged writes lost: $missing"
 ok "all $(wc -l < "$T/acked.s") acknowledged writes present ($(wc -l < "$T/present") pods)"
 
+# Every binding has its open history interval, with the same holder, and no
+# interval is open without a binding (schema/0004_history.sql).
+orphans=$(pd_sql "SELECT count(*) FROM bindings b LEFT JOIN pods p ON p.namespace=b.namespace
+  AND p.name=b.pod WHERE b.pod<>'' AND NOT EXISTS (SELECT 1 FROM hist_bind h JOIN hist_dev d
+  ON d.id=h.dev JOIN hist_pod hp ON hp.id=h.pod WHERE h.to_ms IS NULL AND
+  d.resource=b.resource AND d.device_id=b.device_id AND hp.namespace=b.namespace AND
+  hp.name=b.pod AND hp.uid=ifnull(p.uid,'') AND h.container=b.container)")
+[ "$orphans" = 0 ] || fail "$orphans bindings without their open history interval"
+nb=$(pd_sql "SELECT count(*) FROM bindings WHERE pod<>''")
+no=$(pd_sql "SELECT count(*) FROM hist_bind WHERE to_ms IS NULL")
+[ "$nb" = "$no" ] || fail "$no open intervals for $nb bindings"
+[ "$nb" -gt 0 ] || fail "no binding was acknowledged"
+ok "each of the $nb bindings has its open history interval, and no other interval is open"
+
 # The change log is contiguous and ends at the revision.
 final=$(revision)
 [ "$(pd_sql 'SELECT max(revision) FROM changes')" = "$final" ] || fail "change log end"
