@@ -525,6 +525,18 @@ static err_t render_gauges(struct api *api, struct strbuf *sb)
     return rc;
 }
 
+/* The per-device series (history: allocated, healthy, device-seconds). */
+static err_t render_devices(struct api *api, struct strbuf *sb)
+{
+    json_t *devs = NULL;
+    err_t rc = store_device_metrics(api->store, (int64_t)store_wall_ms(), &devs);
+
+    if (!rc)
+        rc = metrics_render_devices(sb, devs);
+    json_decref(devs);
+    return rc;
+}
+
 static err_t get_metrics(struct api_req *r, struct api_resp *out)
 {
     struct strbuf sb = STRBUF_INIT;
@@ -534,6 +546,8 @@ static err_t get_metrics(struct api_req *r, struct api_resp *out)
 
     if (!rc)
         rc = render_gauges(r->api, &sb);
+    if (!rc)
+        rc = render_devices(r->api, &sb);
     buf = strbuf_detach(&sb, &len);
     if (rc) {
         free(buf);

@@ -179,3 +179,68 @@ err_t metrics_render(struct metrics *m, struct strbuf *sb)
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
+
+/* ---- per-device series (dcgm-exporter style), from store_device_metrics() ---- */
+
+/* 's' as a label value: backslash, quote and line feed escaped. */
+static err_t label(struct strbuf *sb, const char *name, const char *s, bool first)
+{
+    err_t rc = strbuf_printf(sb, "%s%s=\"", first ? "" : ",", name);
+
+    for (; !rc && s && *s; s++) {
+        if (*s == '\\' || *s == '"')
+            rc = strbuf_printf(sb, "\\%c", *s);
+        else if (*s == '\n')
+            rc = strbuf_printf(sb, "\\n");
+        else
+            rc = strbuf_printf(sb, "%c", *s);
+    }
+    return rc ? rc : strbuf_printf(sb, "\"");
+}
+
+/* One series: 'metric'{labels of 'keys' from 'o'} value. */
+static err_t series(struct strbuf *sb, const char *metric, const json_t *o,
+                    const char *const *keys, const char *const *names, double v)
+{
+    size_t i;
+    err_t rc = strbuf_printf(sb, "%s{", metric);
+
+    for (i = 0; !rc && keys[i]; i++)
+        rc = label(sb, names[i], json_string_value(json_object_get(o, keys[i])), i == 0);
+    return rc ? rc : strbuf_printf(sb, "} %.15g\n", v);
+}
+
+err_t metrics_render_devices(struct strbuf *sb, const json_t *devs)
+{
+    static const char *const alloc_keys[] = {"resource", "device", "namespace", "pod",
+                                             "container", NULL};
+    static const char *const health_keys[] = {"resource", "device", NULL};
+    static const char *const secs_keys[] = {"namespace", "resource", NULL};
+    const json_t *o;
+    size_t i;
+    err_t rc = strbuf_printf(sb, "# HELP podres_device_allocated A device held by a container.\n"
+                                 "# TYPE podres_device_allocated gauge\n");
+
+    json_array_foreach(json_object_get(devs, "allocated"), i, o) {
+        if (!rc)
+            rc = series(sb, "podres_device_allocated", o, alloc_keys, alloc_keys, 1);
+    }
+    if (!rc)
+        rc = strbuf_printf(sb, "# HELP podres_device_healthy 1 when the device is Healthy.\n"
+                               "# TYPE podres_device_healthy gauge\n");
+    json_array_foreach(json_object_get(devs, "healthy"), i, o) {
+        if (!rc)
+            rc = series(sb, "podres_device_healthy", o, health_keys, health_keys,
+                        json_is_true(json_object_get(o, "healthy")));
+    }
+    if (!rc)
+        rc = strbuf_printf(sb, "# HELP podres_device_seconds_total Seconds devices were held, "
+                               "by namespace and resource.\n"
+                               "# TYPE podres_device_seconds_total counter\n");
+    json_array_foreach(json_object_get(devs, "seconds"), i, o) {
+        if (!rc)
+            rc = series(sb, "podres_device_seconds_total", o, secs_keys, secs_keys,
+                        json_number_value(json_object_get(o, "seconds")));
+    }
+    return rc;
+}

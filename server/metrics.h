@@ -33,4 +33,10 @@ void metrics_count(struct metrics *m, enum metrics_event e);
 /* Append the request metrics to 'sb'. */
 err_t metrics_render(struct metrics *m, struct strbuf *sb) WARN_UNUSED;
 
+/* ---- per-device series ---- */
+#include <jansson.h>
+/* Append podres_device_allocated, podres_device_healthy and
+ * podres_device_seconds_total from 'devs', store_device_metrics()'s object. */
+err_t metrics_render_devices(struct strbuf *sb, const json_t *devs) WARN_UNUSED;
+
 #endif

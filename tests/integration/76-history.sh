@@ -265,7 +265,7 @@ fk_state() { printf '%s\n' "$1" > "$T/state.tmp" && mv "$T/state.tmp" "$T/state.
 DEVS='{"resourceName":"example.com/gpu","deviceIds":["gpu-0","gpu-1"],"topology":{"nodes":[{"ID":0}]}}'
 POD='{"name":"train","namespace":"ml","containers":[{"name":"main","devices":[{"resourceName":"example.com/gpu","deviceIds":["gpu-1"]}]}]}'
 fk_state "{\"pods\":[$POD],\"allocatable\":{\"devices\":[$DEVS]}}"
-python3 "$PODRES_ROOT/tests/fixtures/fake-kubelet" --socket "$FK_SOCK" --state "$T/state.json" \
+/usr/bin/python3 "$PODRES_ROOT/tests/fixtures/fake-kubelet" --socket "$FK_SOCK" --state "$T/state.json" \
     --log "$T/calls.log" 2>> "$T/fake-kubelet.log" &
 PIDS+=("$!")
 wait_until 10 test -S "$FK_SOCK" || fail "fake kubelet did not start"
