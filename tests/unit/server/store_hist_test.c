@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* store_hist_test.c - binding and health history through store.h: the
+ * intervals of bind, rebind, a new uid, release, removal while bound and
+ * health changes; at= at the boundaries; usage; one device by id; pruning
+ * by age and by the cap; intervals kept across a reopen. */
+#include "../../../common/common.h"
+#include "../../../server/histq.h"
+#include "../../../server/store.h"
+#include "../../../server/validate.h"
+#include "../test.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#define GPU "example.com/gpu"
+
+static char dir[64], path[128];
+
+static struct store *open_store(void)
+{
+    struct store_opts o = {.path = path, .history = 100};
+    struct store *st = NULL;
+
+    CHECK_OK(store_open(&o, &st));
+    return st;
+}
+
+static void put_devices(struct store *st, const char *body)
+{
+    json_t *b = json_loads(body, 0, NULL), *devs = NULL, *out = NULL;
+    uint64_t ttl = 0;
+    char msg[256];
+    bool ch;
+
+    CHECK_OK(validate_devices_put(b, &devs, &ttl, msg, sizeof(msg)));
+    CHECK_OK(store_resource_put(st, GPU, devs, ttl, msg, sizeof(msg), &out, &ch));
+    json_decref(out);
+    json_decref(devs);
+    json_decref(b);
+}
+
+static void bind(struct store *st, const char *name, const char *uid, const char *dev)
+{
+    char body[256], msg[256], *text = NULL;
+    json_t *b, *cs = NULL;
+    const char *u = NULL;
+    size_t len;
+    bool cr, ch;
+
+    snprintf(body, sizeof(body),
+             "{\"uid\":\"%s\",\"containers\":[{\"name\":\"main\",\"devices\":[{\"resourceName\":"
+             "\"" GPU "\",\"deviceIds\":[\"%s\"]}]}]}",
+             uid, dev);
+    b = json_loads(body, 0, NULL);
+    CHECK_OK(validate_pod_put(b, &u, &cs, msg, sizeof(msg)));
+    CHECK_OK(store_pod_bind(st, "ml", name, u, cs, msg, sizeof(msg), &text, &len, &cr, &ch));
+    free(text);
+    json_decref(cs);
+    json_decref(b);
+}
+
+static void release(struct store *st, const char *name)
+{
+    char msg[256];
+    json_t *out = NULL;
+
+    CHECK_OK(store_pod_release(st, "ml", name, NULL, 0, msg, sizeof(msg), &out));
+    json_decref(out);
+}
+
+static void pause_ms(void)
+{
+    struct timespec ts = {.tv_nsec = 3 * 1000 * 1000};
+
+    nanosleep(&ts, NULL);
+}
+
+/* "name/uid/open|closed;..." of the intervals 'q' selects. */
+static const char *summary(struct store *st, const struct histq *q, char *out, size_t cap)
+{
+    json_t *j = NULL, *iv;
+    size_t i, used = 0;
+
+    out[0] = '\0';
+    CHECK_OK(store_history(st, q, &j));
+    json_array_foreach(json_object_get(j, "intervals"), i, iv) {
+        used += (size_t)snprintf(out + used, cap - used, "%s%s/%s/%s", i ? ";" : "",
+                                 json_string_value(json_object_get(iv, "name")),
+                                 json_string_value(json_object_get(iv, "uid")),
+                                 json_is_null(json_object_get(iv, "to")) ? "open" : "closed");
+    }
+    json_decref(j);
+    return out;
+}
+
+/* The 'field' ("from"/"to") of interval 'i' of device 'dev' in ms. */
+static int64_t edge(struct store *st, const char *dev, size_t i, const char *field)
+{
+    struct histq q = {.sel = HISTQ_DEVICE, .device = dev, .from_ms = INT64_MIN,
+                      .to_ms = INT64_MAX, .limit = 100};
+    json_t *j = NULL;
+    int64_t ms = -1;
+
+    CHECK_OK(store_history(st, &q, &j));
+    CHECK_OK(histq_parse_time(
+        json_string_value(json_object_get(json_array_get(json_object_get(j, "intervals"), i),
+                                          field)),
+        &ms));
+    json_decref(j);
+    return ms;
+}
+
+static void test_intervals(void)
+{
+    struct store *st = open_store();
+    struct histq q = {.sel = HISTQ_DEVICE, .device = "gpu-0", .from_ms = INT64_MIN,
+                      .to_ms = INT64_MAX, .limit = 100};
+    char s[512];
+    int64_t b_to;
+
+    put_devices(st, "{\"devices\":[{\"id\":\"gpu-0\"},{\"id\":\"gpu-1\"}]}");
+    bind(st, "a", "ua", "gpu-0");
+    pause_ms();
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "a/ua/open");
+    release(st, "a");
+    pause_ms();
+    bind(st, "b", "ub", "gpu-0");
+    pause_ms();
+    bind(st, "b", "ub2", "gpu-0");
+    pause_ms();
+    bind(st, "b", "ub2", "gpu-1"); /* moves from gpu-0 to gpu-1 */
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "a/ua/closed;b/ub/closed;b/ub2/closed");
+    CHECK_EQ_INT(edge(st, "gpu-0", 1, "to"), edge(st, "gpu-0", 2, "from"));
+    q.device = "gpu-1";
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "b/ub2/open");
+    put_devices(st, "{\"devices\":[{\"id\":\"gpu-0\"}]}"); /* gpu-1 removed, still bound */
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "b/ub2/open");
+    q.health = true;
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "(null)/(null)/open");
+    release(st, "b");
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "(null)/(null)/closed");
+    q.health = false;
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "b/ub2/closed");
+
+    /* at= : from inclusive, to exclusive */
+    b_to = edge(st, "gpu-0", 1, "to");
+    q = (struct histq){.sel = HISTQ_AT, .at_ms = b_to};
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "b/ub2/closed");
+    q.at_ms = b_to - 1;
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "b/ub/closed");
+    q.at_ms = edge(st, "gpu-0", 0, "from") - 1;
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "");
+
+    /* by pod, paged */
+    q = (struct histq){.sel = HISTQ_POD, .ns = "ml", .name = "b", .from_ms = INT64_MIN,
+                       .to_ms = INT64_MAX, .limit = 100};
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "b/ub/closed;b/ub2/closed;b/ub2/closed");
+    store_free(st);
+}
+
+static void test_usage_and_reopen(void)
+{
+    struct store *st = open_store();
+    struct histq q = {.by = HISTQ_BY_DEVICE};
+    json_t *j = NULL;
+    int64_t f0 = edge(st, "gpu-0", 0, "from"), t0 = edge(st, "gpu-0", 0, "to");
+    double secs;
+
+    q.from_ms = f0 + 1;
+    q.to_ms = t0;
+    CHECK_OK(store_usage(st, &q, f0 + 1000000, &j));
+    secs = json_number_value(json_object_get(json_array_get(json_object_get(j, "usage"), 0),
+                                             "deviceSeconds"));
+    CHECK_EQ_INT((int64_t)(secs * 1000 + 0.5), t0 - f0 - 1);
+    json_decref(j);
+    store_free(st);
+}
+
+static void test_device_find(void)
+{
+    struct store *st = open_store();
+    json_t *j = NULL;
+    char msg[256] = "";
+
+    CHECK_OK(store_device_find(st, "gpu-0", NULL, msg, sizeof(msg), &j));
+    CHECK_STREQ(json_string_value(json_object_get(json_object_get(j, "device"), "id")), "gpu-0");
+    json_decref(j);
+    CHECK_EQ_INT(store_device_find(st, "gpu-9", NULL, msg, sizeof(msg), &j), ERR_NOTFOUND);
+    CHECK(strstr(msg, "gpu-9") != NULL);
+    store_free(st);
+}
+
+static void test_prune(void)
+{
+    struct store *st = open_store();
+    struct histq q = {.sel = HISTQ_DEVICE, .device = "gpu-0", .from_ms = INT64_MIN,
+                      .to_ms = INT64_MAX, .limit = 100};
+    char s[512];
+    bool more = true;
+
+    bind(st, "c", "uc", "gpu-0");
+    CHECK_OK(store_history_prune(st, (int64_t)store_wall_ms(), 90ULL * 86400000, 2, &more));
+    CHECK(!more);
+    /* five intervals, a cap of 2: the three oldest closed ones go */
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "c/uc/open");
+    q.device = "gpu-1";
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "b/ub2/closed");
+    pause_ms();
+    CHECK_OK(store_history_prune(st, (int64_t)store_wall_ms(), 0, 0, &more));
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "");
+    q.device = "gpu-0";
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "c/uc/open");
+    store_free(st);
+}
+
+static void setup(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/store_hist_test.XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof(path), "%s/podresd.db", dir);
+}
+
+static void teardown(void)
+{
+    char p[200];
+
+    unlink(path);
+    snprintf(p, sizeof(p), "%s-wal", path);
+    unlink(p);
+    snprintf(p, sizeof(p), "%s-shm", path);
+    unlink(p);
+    CHECK_OK(rmdir(dir));
+}
+
+TEST_MAIN(setup, test_intervals, test_usage_and_reopen, test_device_find, test_prune, teardown)
