@@ -1594,7 +1594,9 @@ static void fx_schema1(struct fx *f, uint64_t rev, const char *rows)
              "NOT NULL, namespace TEXT NOT NULL DEFAULT '', event TEXT NOT NULL);"
              "DELETE FROM meta WHERE key='ring'; DELETE FROM bindings WHERE pod='';"
              "ALTER TABLE bindings DROP COLUMN revision; ALTER TABLE pods DROP COLUMN device_keys;"
-             "CREATE INDEX bindings_pod ON bindings(namespace, pod); UPDATE meta SET value=%" PRIu64
+             "CREATE INDEX bindings_pod ON bindings(namespace, pod); DROP TABLE hist_bind;"
+             "DROP TABLE hist_health; DROP TABLE hist_pod; DROP TABLE hist_dev;"
+             "DROP TABLE hist_usage; UPDATE meta SET value=%" PRIu64
              " WHERE key='revision'; %s PRAGMA user_version=1;",
              rev, rows);
     CHECK_EQ_INT(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
