@@ -128,8 +128,7 @@ static err_t csv_answer(json_t *j, const char *key, const char *const *cols, str
 
 static const char *const bind_cols[] = {"resourceName", "deviceId", "namespace", "name", "uid",
                                         "container",    "from",     "to",        NULL};
-static const char *const health_cols[] = {"resourceName", "deviceId", "health", "from", "to",
-                                          NULL};
+static const char *const health_cols[] = {"resourceName", "deviceId", "health", "from", "to", NULL};
 
 static int64_t now_ms(void)
 {

@@ -12,21 +12,21 @@
 #include "../common/err.h"
 
 struct config {
-    char *db;                     /* database path */
-    char *socket;                 /* unix socket path */
-    char *listen;                 /* loopback HOST:PORT or NULL */
-    char *node_name;              /* this node */
-    char *source;                 /* "api" or "kubelet" */
-    char *kubelet_socket;         /* kubelet pod-resources socket */
-    uint64_t kubelet_interval_ms; /* poll interval, milliseconds */
-    char *write_token_file;       /* bearer token for TCP writes, or NULL */
-    uint64_t history;             /* change events kept */
-    uint64_t watch_memory;        /* MiB all watchers may hold unsent together */
-    uint64_t history_retention_ms; /* binding and health intervals kept, milliseconds */
+    char *db;                       /* database path */
+    char *socket;                   /* unix socket path */
+    char *listen;                   /* loopback HOST:PORT or NULL */
+    char *node_name;                /* this node */
+    char *source;                   /* "api" or "kubelet" */
+    char *kubelet_socket;           /* kubelet pod-resources socket */
+    uint64_t kubelet_interval_ms;   /* poll interval, milliseconds */
+    char *write_token_file;         /* bearer token for TCP writes, or NULL */
+    uint64_t history;               /* change events kept */
+    uint64_t watch_memory;          /* MiB all watchers may hold unsent together */
+    uint64_t history_retention_ms;  /* binding and health intervals kept, milliseconds */
     uint64_t history_max_intervals; /* intervals kept per table at most */
-    char *log_format;             /* text or json */
-    char *log_level;              /* err, warn, info, debug */
-    json_t *devices;              /* static [{"resourceName","devices":[validated]}]; new */
+    char *log_format;               /* text or json */
+    char *log_level;                /* err, warn, info, debug */
+    json_t *devices;                /* static [{"resourceName","devices":[validated]}]; new */
 };
 
 /* Fill defaults ($NODE_NAME, else the host name). */

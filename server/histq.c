@@ -20,8 +20,8 @@ struct raw {
 
 static const struct param {
     const char *key;
-    size_t off;  /* in struct raw */
-    int where;   /* H, U or both */
+    size_t off; /* in struct raw */
+    int where;  /* H, U or both */
 } params[] = {
     {"device", offsetof(struct raw, device), H},
     {"resource", offsetof(struct raw, resource), H | U},
@@ -36,8 +36,7 @@ static const struct param {
     {"by", offsetof(struct raw, by), U},
 };
 
-__attribute__((format(printf, 3, 4))) static err_t bad(char *msg, size_t cap, const char *fmt,
-                                                       ...)
+__attribute__((format(printf, 3, 4))) static err_t bad(char *msg, size_t cap, const char *fmt, ...)
 {
     va_list ap;
 
@@ -148,26 +147,40 @@ static err_t zone_minutes(const char *p, int *min)
     return ERR_OK;
 }
 
+static bool fields_valid(const int *v)
+{
+    return v[0] >= 1 && v[1] >= 1 && v[1] <= 12 && v[2] >= 1 && v[2] <= month_days(v[0], v[1]) &&
+           v[3] <= 23 && v[4] <= 59 && v[5] <= 60;
+}
+
+/* "YYYY-MM-DDTHH:MM:SS" into v[0..5], *p past it. */
+static err_t date_time(const char **p, int *v)
+{
+    static const char sep[] = "--T::";
+    int i;
+
+    for (i = 0; i < 6; i++) {
+        v[i] = digits(p, i == 0 ? 4 : 2);
+        if (v[i] < 0)
+            return ERR_INVAL;
+        if (i == 5)
+            break;
+        if (**p != sep[i] && !(i == 2 && **p == 't'))
+            return ERR_INVAL;
+        (*p)++;
+    }
+    return ERR_OK;
+}
+
 err_t histq_parse_time(const char *s, int64_t *ms)
 {
     const char *p = s;
-    int v[6], frac, zone, i;
-    static const char sep[] = "--T::";
+    int v[6], frac, zone;
 
-    for (i = 0; i < 6; i++) {
-        v[i] = digits(&p, i == 0 ? 4 : 2);
-        if (v[i] < 0)
-            return ERR_INVAL;
-        if (i < 5 && *p != sep[i] && !(i == 2 && *p == 't'))
-            return ERR_INVAL;
-        if (i < 5)
-            p++;
-    }
-    frac = fraction_ms(&p);
-    if (frac < 0 || zone_minutes(p, &zone))
+    if (date_time(&p, v))
         return ERR_INVAL;
-    if (v[0] < 1 || v[1] < 1 || v[1] > 12 || v[2] < 1 || v[2] > month_days(v[0], v[1]) ||
-        v[3] > 23 || v[4] > 59 || v[5] > 60)
+    frac = fraction_ms(&p);
+    if (frac < 0 || zone_minutes(p, &zone) || !fields_valid(v))
         return ERR_INVAL;
     *ms = ((days_from_civil(v[0], v[1], v[2]) * 86400 + v[3] * 3600 + v[4] * 60 + v[5] -
             (int64_t)zone * 60) *
@@ -219,8 +232,7 @@ static err_t window(const struct raw *r, struct histq *q, char *msg, size_t cap)
 static err_t names(const struct raw *r, char *msg, size_t cap)
 {
     if (r->resource && !names_is_resource_name(r->resource))
-        return bad(msg, cap, "query resource=\"%.200s\" is not a valid resource name",
-                   r->resource);
+        return bad(msg, cap, "query resource=\"%.200s\" is not a valid resource name", r->resource);
     if (r->device && !names_is_device_id(r->device))
         return bad(msg, cap, "query device=\"%.200s\" is not a valid device id", r->device);
     if (r->ns && !names_is_dns1123_label(r->ns))
@@ -254,8 +266,17 @@ static err_t paging(const struct raw *r, struct histq *q, char *msg, size_t cap)
     if (r->limit)
         q->limit = (size_t)v;
     if (r->cont && !number(r->cont, INT64_MAX, &q->after))
-        return bad(msg, cap, "query continue=\"%.100s\" is not a token this server gave",
-                   r->cont);
+        return bad(msg, cap, "query continue=\"%.100s\" is not a token this server gave", r->cont);
+    return ERR_OK;
+}
+
+/* at= answers one interval a device: no window, no pages. */
+static err_t at_alone(const struct raw *r, char *msg, size_t cap)
+{
+    const char *other = r->from ? "from" : r->to ? "to" : r->limit ? "limit" : "continue";
+
+    if (r->from || r->to || r->limit || r->cont)
+        return bad(msg, cap, "query %s does not go with at=", other);
     return ERR_OK;
 }
 
@@ -265,18 +286,16 @@ static err_t selector(const struct raw *r, struct histq *q, char *msg, size_t ca
     int n = (r->device != NULL) + (r->ns || r->name) + (r->at != NULL);
 
     if (n != 1)
-        return bad(msg, cap, "query needs exactly one of device=ID, namespace=NS&name=POD or "
-                             "at=TIME");
+        return bad(msg, cap,
+                   "query needs exactly one of device=ID, namespace=NS&name=POD or "
+                   "at=TIME");
     if ((r->ns != NULL) != (r->name != NULL))
         return bad(msg, cap, "query %s needs %s too", r->ns ? "namespace" : "name",
                    r->ns ? "name" : "namespace");
     q->sel = r->device ? HISTQ_DEVICE : r->ns ? HISTQ_POD : HISTQ_AT;
     if (r->resource && q->sel == HISTQ_POD)
         return bad(msg, cap, "query resource is for device= and at= queries");
-    if (q->sel == HISTQ_AT && (r->from || r->to || r->limit || r->cont))
-        return bad(msg, cap, "query %s does not go with at=",
-                   r->from ? "from" : r->to ? "to" : r->limit ? "limit" : "continue");
-    return ERR_OK;
+    return q->sel == HISTQ_AT ? at_alone(r, msg, cap) : ERR_OK;
 }
 
 static err_t kind(const struct raw *r, struct histq *q, char *msg, size_t cap)

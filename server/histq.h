@@ -23,7 +23,11 @@ enum histq_sel {
     HISTQ_AT,     /* ?at=T[&resource=R] */
 };
 
-enum histq_by { HISTQ_BY_NAMESPACE, HISTQ_BY_POD, HISTQ_BY_DEVICE };
+enum histq_by {
+    HISTQ_BY_NAMESPACE,
+    HISTQ_BY_POD,
+    HISTQ_BY_DEVICE
+};
 
 /* One query. Times are Unix milliseconds; an absent bound of a window is
  * INT64_MIN or INT64_MAX. */

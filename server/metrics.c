@@ -199,8 +199,8 @@ static err_t label(struct strbuf *sb, const char *name, const char *s, bool firs
 }
 
 /* One series: 'metric'{labels of 'keys' from 'o'} value. */
-static err_t series(struct strbuf *sb, const char *metric, const json_t *o,
-                    const char *const *keys, const char *const *names, double v)
+static err_t series(struct strbuf *sb, const char *metric, const json_t *o, const char *const *keys,
+                    const char *const *names, double v)
 {
     size_t i;
     err_t rc = strbuf_printf(sb, "%s{", metric);
@@ -212,8 +212,8 @@ static err_t series(struct strbuf *sb, const char *metric, const json_t *o,
 
 err_t metrics_render_devices(struct strbuf *sb, const json_t *devs)
 {
-    static const char *const alloc_keys[] = {"resource", "device", "namespace", "pod",
-                                             "container", NULL};
+    static const char *const alloc_keys[] = {"resource", "device",    "namespace",
+                                             "pod",      "container", NULL};
     static const char *const health_keys[] = {"resource", "device", NULL};
     static const char *const secs_keys[] = {"namespace", "resource", NULL};
     const json_t *o;

@@ -15,30 +15,36 @@
 /* ---- the triggers ---- */
 
 #define DEV(r, i) "(SELECT id FROM hist_dev WHERE resource=" r " AND device_id=" i ")"
-#define UID(n) "ifnull((SELECT uid FROM pods WHERE namespace=" n ".namespace AND name=" n ".pod),'')"
+#define UID(n)                                                                                     \
+    "ifnull((SELECT uid FROM pods WHERE namespace=" n ".namespace AND name=" n ".pod),'')"
 #define POD(n)                                                                                     \
-    "(SELECT id FROM hist_pod WHERE namespace=" n ".namespace AND name=" n ".pod AND uid=" UID(n) ")"
+    "(SELECT id FROM hist_pod WHERE namespace=" n ".namespace AND name=" n                         \
+    ".pod AND uid=" UID(n) ")"
 #define CLOSE_BIND(n)                                                                              \
-    "UPDATE hist_bind SET to_ms=podres_hist_ms() WHERE dev=" DEV(n ".resource", n ".device_id")     \
-    " AND to_ms IS NULL;"
+    "UPDATE hist_bind SET to_ms=podres_hist_ms() WHERE dev=" DEV(                                  \
+        n ".resource", n ".device_id") " AND to_ms IS NULL;"
 /* Open an interval for the holder in NEW, if it has one. */
-#define OPEN_BIND                                                                                  \
-    "INSERT INTO hist_dev(resource,device_id) SELECT NEW.resource,NEW.device_id WHERE NEW.pod<>'' " \
-    "AND NOT EXISTS " DEV("NEW.resource", "NEW.device_id") ";"                                     \
-    "INSERT INTO hist_pod(namespace,name,uid) SELECT NEW.namespace,NEW.pod," UID("NEW")            \
-    " WHERE NEW.pod<>'' AND NOT EXISTS " POD("NEW") ";"                                            \
-    "INSERT INTO hist_bind(id,dev,pod,container,from_ms) SELECT podres_hist_id(0),"                \
-    DEV("NEW.resource", "NEW.device_id") "," POD("NEW") ",NEW.container,podres_hist_ms() WHERE "   \
-    "NEW.pod<>'';"
+#define OPEN_BIND                                                                                                                                      \
+    "INSERT INTO hist_dev(resource,device_id) SELECT NEW.resource,NEW.device_id WHERE NEW.pod<>'' "                                                    \
+    "AND NOT EXISTS " DEV(                                                                                                                             \
+        "NEW.resource",                                                                                                                                \
+        "NEW.device_id") ";"                                                                                                                           \
+                         "INSERT INTO hist_pod(namespace,name,uid) SELECT NEW.namespace,NEW.pod," UID("NEW") " WHERE NEW.pod<>'' AND NOT EXISTS " POD( \
+                             "NEW") ";"                                                                                                                \
+                                    "INSERT INTO hist_bind(id,dev,pod,container,from_ms) SELECT podres_hist_id(0)," DEV(                               \
+                                        "NEW.resource",                                                                                                \
+                                        "NEW.device_id") "," POD("NEW") ",NEW.container,podres_hist_ms() WHERE "                                       \
+                                                                        "NEW.pod<>'';"
 #define CLOSE_HEALTH(n)                                                                            \
-    "UPDATE hist_health SET to_ms=podres_hist_ms() WHERE dev=" DEV(n ".resource", n ".id")          \
-    " AND to_ms IS NULL;"
+    "UPDATE hist_health SET to_ms=podres_hist_ms() WHERE dev=" DEV(n ".resource",                  \
+                                                                   n ".id") " AND to_ms IS NULL;"
 #define OPEN_HEALTH                                                                                \
     "INSERT INTO hist_dev(resource,device_id) SELECT NEW.resource,NEW.id WHERE "                   \
-    "NEW.health='Unhealthy' AND NOT EXISTS " DEV("NEW.resource", "NEW.id") ";"                     \
-    "INSERT INTO hist_health(id,dev,from_ms) SELECT podres_hist_id(1)," DEV("NEW.resource",        \
-                                                                           "NEW.id")               \
-    ",podres_hist_ms() WHERE NEW.health='Unhealthy';"
+    "NEW.health='Unhealthy' AND NOT EXISTS " DEV(                                                  \
+        "NEW.resource",                                                                            \
+        "NEW.id") ";"                                                                              \
+                  "INSERT INTO hist_health(id,dev,from_ms) SELECT podres_hist_id(1)," DEV(         \
+                      "NEW.resource", "NEW.id") ",podres_hist_ms() WHERE NEW.health='Unhealthy';"
 
 /* A holder's bindings row is inserted (INSERT OR REPLACE: the old row's
  * delete fires nothing, recursive_triggers being off), updated in place
@@ -47,24 +53,28 @@
  * override it (an INSERT OR IGNORE into hist_dev would replace the row and
  * renumber the device). */
 static const char triggers_sql[] =
-    "CREATE TEMP TRIGGER hist_bind_ins AFTER INSERT ON main.bindings WHEN NEW.pod<>'' BEGIN "
-    CLOSE_BIND("NEW") OPEN_BIND "END;"
+    "CREATE TEMP TRIGGER hist_bind_ins AFTER INSERT ON main.bindings WHEN NEW.pod<>'' BEGIN " CLOSE_BIND(
+        "NEW") OPEN_BIND
+    "END;"
     "CREATE TEMP TRIGGER hist_bind_upd AFTER UPDATE OF namespace,pod,container ON main.bindings "
     "WHEN OLD.namespace IS NOT NEW.namespace OR OLD.pod IS NOT NEW.pod OR OLD.container IS NOT "
-    "NEW.container BEGIN " CLOSE_BIND("NEW") OPEN_BIND "END;"
-    "CREATE TEMP TRIGGER hist_bind_del AFTER DELETE ON main.bindings WHEN OLD.pod<>'' BEGIN "
-    CLOSE_BIND("OLD") "END;"
-    "CREATE TEMP TRIGGER hist_usage_add AFTER UPDATE OF to_ms ON main.hist_bind WHEN "
-    "OLD.to_ms IS NULL AND NEW.to_ms IS NOT NULL BEGIN "
-    "INSERT INTO hist_usage(namespace,resource,ms) SELECT p.namespace,d.resource,0 FROM "
-    "hist_pod p,hist_dev d WHERE p.id=NEW.pod AND d.id=NEW.dev AND NOT EXISTS (SELECT 1 FROM "
-    "hist_usage u WHERE u.namespace=p.namespace AND u.resource=d.resource);"
-    "UPDATE hist_usage SET ms=ms+max(0,NEW.to_ms-NEW.from_ms) WHERE (namespace,resource)=(SELECT "
-    "p.namespace,d.resource FROM hist_pod p,hist_dev d WHERE p.id=NEW.pod AND d.id=NEW.dev); END;"
-    "CREATE TEMP TRIGGER hist_health_ins AFTER INSERT ON main.devices WHEN "
-    "NEW.health='Unhealthy' BEGIN " CLOSE_HEALTH("NEW") OPEN_HEALTH "END;"
+    "NEW.container BEGIN " CLOSE_BIND("NEW") OPEN_BIND
+    "END;"
+    "CREATE TEMP TRIGGER hist_bind_del AFTER DELETE ON main.bindings WHEN OLD.pod<>'' BEGIN " CLOSE_BIND(
+        "OLD") "END;"
+               "CREATE TEMP TRIGGER hist_usage_add AFTER UPDATE OF to_ms ON main.hist_bind WHEN "
+               "OLD.to_ms IS NULL AND NEW.to_ms IS NOT NULL BEGIN "
+               "INSERT INTO hist_usage(namespace,resource,ms) SELECT p.namespace,d.resource,0 FROM "
+               "hist_pod p,hist_dev d WHERE p.id=NEW.pod AND d.id=NEW.dev AND NOT EXISTS (SELECT 1 FROM "
+               "hist_usage u WHERE u.namespace=p.namespace AND u.resource=d.resource);"
+               "UPDATE hist_usage SET ms=ms+max(0,NEW.to_ms-NEW.from_ms) WHERE (namespace,resource)=(SELECT "
+               "p.namespace,d.resource FROM hist_pod p,hist_dev d WHERE p.id=NEW.pod AND d.id=NEW.dev); END;"
+               "CREATE TEMP TRIGGER hist_health_ins AFTER INSERT ON main.devices WHEN "
+               "NEW.health='Unhealthy' BEGIN " CLOSE_HEALTH("NEW") OPEN_HEALTH
+    "END;"
     "CREATE TEMP TRIGGER hist_health_upd AFTER UPDATE OF health ON main.devices WHEN "
-    "OLD.health IS NOT NEW.health BEGIN " CLOSE_HEALTH("NEW") OPEN_HEALTH "END;"
+    "OLD.health IS NOT NEW.health BEGIN " CLOSE_HEALTH("NEW") OPEN_HEALTH
+    "END;"
     "CREATE TEMP TRIGGER hist_health_del AFTER DELETE ON main.devices WHEN "
     "OLD.health='Unhealthy' BEGIN " CLOSE_HEALTH("OLD") "END;";
 
@@ -145,10 +155,10 @@ static json_t *time_json(sqlite3_stmt *s, int col)
 /* id,resource,device_id,namespace,name,uid,container,from_ms,to_ms */
 static json_t *bind_row(sqlite3_stmt *s)
 {
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o}", "resourceName", st_text(s, 1),
-                     "deviceId", st_text(s, 2), "namespace", st_text(s, 3), "name",
-                     st_text(s, 4), "uid", st_text(s, 5), "container", st_text(s, 6), "from",
-                     time_json(s, 7), "to", time_json(s, 8));
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o}", "resourceName", st_text(s, 1), "deviceId",
+                     st_text(s, 2), "namespace", st_text(s, 3), "name", st_text(s, 4), "uid",
+                     st_text(s, 5), "container", st_text(s, 6), "from", time_json(s, 7), "to",
+                     time_json(s, 8));
 }
 
 /* id,resource,device_id,from_ms,to_ms */
@@ -165,16 +175,16 @@ static json_t *health_row(sqlite3_stmt *s)
 /* ?1 device, ?2 resource or NULL, [?3, ?4) the window, ?5 after, ?6 limit.
  * A device's intervals do not overlap: of those that start before the
  * window, only the last can reach into it. */
-static const char by_device_sql[] =
-    BIND_COLS "FROM hist_dev d JOIN hist_bind b ON b.dev=d.id JOIN hist_pod p ON p.id=b.pod "
-              "WHERE d.device_id=?1 AND (?2 IS NULL OR d.resource=?2) AND b.from_ms>=ifnull(("
-              "SELECT max(x.from_ms) FROM hist_bind x WHERE x.dev=d.id AND x.from_ms<=?3),?3) "
-              "AND b.from_ms<?4 AND (b.to_ms IS NULL OR b.to_ms>?3) AND b.id>?5 "
-              "ORDER BY b.from_ms,b.id LIMIT ?6";
-static const char by_pod_sql[] =
-    BIND_COLS "FROM hist_pod p JOIN hist_bind b ON b.pod=p.id JOIN hist_dev d ON d.id=b.dev "
-              "WHERE p.namespace=?1 AND p.name=?2 AND b.from_ms<?4 AND (b.to_ms IS NULL OR "
-              "b.to_ms>?3) AND b.id>?5 ORDER BY +b.id LIMIT ?6";
+static const char by_device_sql[] = BIND_COLS
+    "FROM hist_dev d JOIN hist_bind b ON b.dev=d.id JOIN hist_pod p ON p.id=b.pod "
+    "WHERE d.device_id=?1 AND (?2 IS NULL OR d.resource=?2) AND b.from_ms>=ifnull(("
+    "SELECT max(x.from_ms) FROM hist_bind x WHERE x.dev=d.id AND x.from_ms<=?3),?3) "
+    "AND b.from_ms<?4 AND (b.to_ms IS NULL OR b.to_ms>?3) AND b.id>?5 "
+    "ORDER BY b.from_ms,b.id LIMIT ?6";
+static const char by_pod_sql[] = BIND_COLS
+    "FROM hist_pod p JOIN hist_bind b ON b.pod=p.id JOIN hist_dev d ON d.id=b.dev "
+    "WHERE p.namespace=?1 AND p.name=?2 AND b.from_ms<?4 AND (b.to_ms IS NULL OR "
+    "b.to_ms>?3) AND b.id>?5 ORDER BY +b.id LIMIT ?6";
 static const char health_sql[] =
     "SELECT h.id,d.resource,d.device_id,h.from_ms,h.to_ms FROM hist_dev d JOIN hist_health h ON "
     "h.dev=d.id WHERE d.device_id=?1 AND (?2 IS NULL OR d.resource=?2) AND h.from_ms>=ifnull(("
@@ -182,16 +192,16 @@ static const char health_sql[] =
     "h.from_ms<?4 AND (h.to_ms IS NULL OR h.to_ms>?3) AND h.id>?5 ORDER BY h.from_ms,h.id "
     "LIMIT ?6";
 /* ?1 at, ?2 resource or NULL: each device's last interval from at or before. */
-static const char at_sql[] =
-    BIND_COLS "FROM hist_dev d JOIN hist_bind b ON b.id=(SELECT x.id FROM hist_bind x WHERE "
-              "x.dev=d.id AND x.from_ms<=?1 ORDER BY x.from_ms DESC,x.id DESC LIMIT 1) "
-              "JOIN hist_pod p ON p.id=b.pod WHERE (?2 IS NULL OR d.resource=?2) AND "
-              "(b.to_ms IS NULL OR b.to_ms>?1) ORDER BY d.resource,d.device_id";
+static const char at_sql[] = BIND_COLS
+    "FROM hist_dev d JOIN hist_bind b ON b.id=(SELECT x.id FROM hist_bind x WHERE "
+    "x.dev=d.id AND x.from_ms<=?1 ORDER BY x.from_ms DESC,x.id DESC LIMIT 1) "
+    "JOIN hist_pod p ON p.id=b.pod WHERE (?2 IS NULL OR d.resource=?2) AND "
+    "(b.to_ms IS NULL OR b.to_ms>?1) ORDER BY d.resource,d.device_id";
 
 /* Rows of 's' into {"intervals":[...]}, at most 'limit' of them; one more
  * row means more: "continue" is the id of the last one given. */
-static err_t intervals(sqlite3 *db, sqlite3_stmt *s, json_t *(*conv)(sqlite3_stmt *),
-                       size_t limit, json_t **out)
+static err_t intervals(sqlite3 *db, sqlite3_stmt *s, json_t *(*conv)(sqlite3_stmt *), size_t limit,
+                       json_t **out)
 {
     json_t *arr = json_array(), *o;
     char tok[24] = "";
@@ -258,10 +268,10 @@ err_t store_history(struct store *st, const struct histq *q, json_t **out)
  * from_ms * 1024, and a burst moves ids at most 2^30 past it) and, per
  * device, the last one starting before it. */
 #define USAGE_CTE                                                                                  \
-    "WITH c(dev,pod,f,t) AS (SELECT dev,pod,from_ms,ifnull(to_ms,?3) FROM hist_bind WHERE "       \
-    "id>=(?1<<10) AND id<(?2<<10)+(1<<30) AND from_ms>=?1 AND from_ms<?2 UNION ALL "             \
-    "SELECT b.dev,b.pod,b.from_ms,ifnull(b.to_ms,?3) FROM hist_dev d JOIN hist_bind b ON "        \
-    "b.id=(SELECT x.id FROM hist_bind x WHERE x.dev=d.id AND x.from_ms<?1 ORDER BY x.from_ms "    \
+    "WITH c(dev,pod,f,t) AS (SELECT dev,pod,from_ms,ifnull(to_ms,?3) FROM hist_bind WHERE "        \
+    "id>=(?1<<10) AND id<(?2<<10)+(1<<30) AND from_ms>=?1 AND from_ms<?2 UNION ALL "               \
+    "SELECT b.dev,b.pod,b.from_ms,ifnull(b.to_ms,?3) FROM hist_dev d JOIN hist_bind b ON "         \
+    "b.id=(SELECT x.id FROM hist_bind x WHERE x.dev=d.id AND x.from_ms<?1 ORDER BY x.from_ms "     \
     "DESC,x.id DESC LIMIT 1) WHERE b.to_ms IS NULL OR b.to_ms>?1) "
 #define USAGE_SUM                                                                                  \
     ",sum(max(0,min(c.t,?2)-max(c.f,?1))) FROM c JOIN hist_dev d ON d.id=c.dev JOIN hist_pod p "   \
@@ -389,8 +399,8 @@ err_t store_device_find(struct store *st, const char *id, const char *resource, 
         rc = ERR_NOTFOUND;
     }
     if (!rc && n > 1) {
-        snprintf(msg, cap, "device %.200s is a device of %d resources (%.300s): add ?resource=",
-                 id, n, names);
+        snprintf(msg, cap, "device %.200s is a device of %d resources (%.300s): add ?resource=", id,
+                 n, names);
         rc = ERR_CONFLICT;
     }
     if (!rc && !(*out = st_wrap("device", dev, rev)))
@@ -419,8 +429,8 @@ static const char *const count_sql[] = {"SELECT count(*) FROM hist_bind",
                                         "SELECT count(*) FROM hist_health"};
 
 struct prune_op {
-    int64_t cut_ms;    /* intervals that ended before are dropped */
-    uint64_t max_rows; /* per table; 0 = no cap */
+    int64_t cut_ms;     /* intervals that ended before are dropped */
+    uint64_t max_rows;  /* per table; 0 = no cap */
     int64_t counted[2]; /* rows counted before the step, -1 = not counted */
     bool more;          /* a step would find more to drop */
 };
@@ -516,9 +526,8 @@ static err_t count_rows(struct store *st, int t, int64_t *n)
 err_t store_history_prune(struct store *st, int64_t now_ms, uint64_t retention_ms,
                           uint64_t max_rows, bool *more)
 {
-    struct prune_op o = {.cut_ms = now_ms - (int64_t)retention_ms,
-                         .max_rows = max_rows,
-                         .counted = {-1, -1}};
+    struct prune_op o = {
+        .cut_ms = now_ms - (int64_t)retention_ms, .max_rows = max_rows, .counted = {-1, -1}};
     int t;
     err_t rc = ERR_OK;
 
@@ -538,14 +547,13 @@ err_t store_history_prune(struct store *st, int64_t now_ms, uint64_t retention_m
 static json_t *alloc_row(sqlite3_stmt *s)
 {
     return json_pack("{s:s,s:s,s:s,s:s,s:s}", "resource", st_text(s, 0), "device", st_text(s, 1),
-                     "namespace", st_text(s, 2), "pod", st_text(s, 3), "container",
-                     st_text(s, 4));
+                     "namespace", st_text(s, 2), "pod", st_text(s, 3), "container", st_text(s, 4));
 }
 
 static json_t *healthy_row(sqlite3_stmt *s)
 {
-    return json_pack("{s:s,s:s,s:b}", "resource", st_text(s, 0), "device", st_text(s, 1),
-                     "healthy", strcmp(st_text(s, 2), "Healthy") == 0);
+    return json_pack("{s:s,s:s,s:b}", "resource", st_text(s, 0), "device", st_text(s, 1), "healthy",
+                     strcmp(st_text(s, 2), "Healthy") == 0);
 }
 
 static json_t *seconds_row(sqlite3_stmt *s)

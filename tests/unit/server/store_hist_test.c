@@ -96,16 +96,15 @@ static const char *summary(struct store *st, const struct histq *q, char *out, s
 /* The 'field' ("from"/"to") of interval 'i' of device 'dev' in ms. */
 static int64_t edge(struct store *st, const char *dev, size_t i, const char *field)
 {
-    struct histq q = {.sel = HISTQ_DEVICE, .device = dev, .from_ms = INT64_MIN,
-                      .to_ms = INT64_MAX, .limit = 100};
+    struct histq q = {
+        .sel = HISTQ_DEVICE, .device = dev, .from_ms = INT64_MIN, .to_ms = INT64_MAX, .limit = 100};
     json_t *j = NULL;
     int64_t ms = -1;
 
     CHECK_OK(store_history(st, &q, &j));
-    CHECK_OK(histq_parse_time(
-        json_string_value(json_object_get(json_array_get(json_object_get(j, "intervals"), i),
-                                          field)),
-        &ms));
+    CHECK_OK(histq_parse_time(json_string_value(json_object_get(
+                                  json_array_get(json_object_get(j, "intervals"), i), field)),
+                              &ms));
     json_decref(j);
     return ms;
 }
@@ -113,8 +112,11 @@ static int64_t edge(struct store *st, const char *dev, size_t i, const char *fie
 static void test_intervals(void)
 {
     struct store *st = open_store();
-    struct histq q = {.sel = HISTQ_DEVICE, .device = "gpu-0", .from_ms = INT64_MIN,
-                      .to_ms = INT64_MAX, .limit = 100};
+    struct histq q = {.sel = HISTQ_DEVICE,
+                      .device = "gpu-0",
+                      .from_ms = INT64_MIN,
+                      .to_ms = INT64_MAX,
+                      .limit = 100};
     char s[512];
     int64_t b_to;
 
@@ -152,8 +154,12 @@ static void test_intervals(void)
     CHECK_STREQ(summary(st, &q, s, sizeof(s)), "");
 
     /* by pod, paged */
-    q = (struct histq){.sel = HISTQ_POD, .ns = "ml", .name = "b", .from_ms = INT64_MIN,
-                       .to_ms = INT64_MAX, .limit = 100};
+    q = (struct histq){.sel = HISTQ_POD,
+                       .ns = "ml",
+                       .name = "b",
+                       .from_ms = INT64_MIN,
+                       .to_ms = INT64_MAX,
+                       .limit = 100};
     CHECK_STREQ(summary(st, &q, s, sizeof(s)), "b/ub/closed;b/ub2/closed;b/ub2/closed");
     store_free(st);
 }
@@ -169,8 +175,8 @@ static void test_usage_and_reopen(void)
     q.from_ms = f0 + 1;
     q.to_ms = t0;
     CHECK_OK(store_usage(st, &q, f0 + 1000000, &j));
-    secs = json_number_value(json_object_get(json_array_get(json_object_get(j, "usage"), 0),
-                                             "deviceSeconds"));
+    secs = json_number_value(
+        json_object_get(json_array_get(json_object_get(j, "usage"), 0), "deviceSeconds"));
     CHECK_EQ_INT((int64_t)(secs * 1000 + 0.5), t0 - f0 - 1);
     json_decref(j);
     store_free(st);
@@ -193,8 +199,11 @@ static void test_device_find(void)
 static void test_prune(void)
 {
     struct store *st = open_store();
-    struct histq q = {.sel = HISTQ_DEVICE, .device = "gpu-0", .from_ms = INT64_MIN,
-                      .to_ms = INT64_MAX, .limit = 100};
+    struct histq q = {.sel = HISTQ_DEVICE,
+                      .device = "gpu-0",
+                      .from_ms = INT64_MIN,
+                      .to_ms = INT64_MAX,
+                      .limit = 100};
     char s[512];
     bool more = true;
 
