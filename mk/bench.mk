@@ -30,7 +30,15 @@ bench-deps:
 	fi
 
 bench-tools: $(BENCH_DIR)/podbench $(BENCH_DIR)/sqlite_commit $(BENCH_DIR)/lib_floor \
-	$(BENCH_DIR)/empty_extender
+	$(BENCH_DIR)/empty_extender \
+	$(BENCH_DIR)/nohist/podresd
+
+# Rows H1 (tests/bench/history.sh): podresd from the same sources without the
+# history triggers (-DPODRES_NO_HISTORY, store_int.h), the reference of the
+# PUT rate with history. Only the bench builds it.
+$(BENCH_DIR)/nohist/podresd: $(SERVER_SRCS) $(COMMON_SRCS) server/main.c $(SCHEMA) $(wildcard server/*.h)
+	$(Q)$(MAKE) --no-print-directory B=build/nohist BIN=$(BENCH_DIR)/nohist \
+		CFLAGS="$(CFLAGS) -DPODRES_NO_HISTORY" $(BENCH_DIR)/nohist/podresd
 
 $(BENCH_DIR)/podbench: tests/bench/podbench.c
 	@mkdir -p $(dir $@)

@@ -129,6 +129,8 @@ err_t st_hist_attach(struct store *st)
     int rc;
 
     st->hist_rows[0] = st->hist_rows[1] = -1;
+    if (!ST_HIST_TRIGGERS)
+        return last_id(st);
     rc = sqlite3_create_function(st->wdb, "podres_hist_ms", 0, SQLITE_UTF8, st, fn_ms, NULL, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_create_function(st->wdb, "podres_hist_id", 1, SQLITE_UTF8, st, fn_id, NULL,

@@ -159,14 +159,11 @@ err_t st_resv_refresh_all(struct store *st) WARN_UNUSED;
  * transaction. A build with -DPODRES_NO_HISTORY (the bench's reference
  * build, mk/bench.mk) records none. */
 #ifdef PODRES_NO_HISTORY
-static inline err_t st_hist_attach(struct store *st)
-{
-    (void)st;
-    return ERR_OK;
-}
+#define ST_HIST_TRIGGERS 0
 #else
-err_t st_hist_attach(struct store *st) WARN_UNUSED;
+#define ST_HIST_TRIGGERS 1
 #endif
+err_t st_hist_attach(struct store *st) WARN_UNUSED;
 
 /* Views (store_view.c), usable on any connection. */
 json_t *st_topology(const json_t *numa_ids);

@@ -5,7 +5,7 @@
 # measured in the same run, interleaved with the podres figure. Only 127.0.0.1
 # and unix sockets are used; every loop is bounded in count and time.
 # BENCH_ONLY="writes kubelet" runs only the named parts (get, watchers, writes,
-# syncer, restart, kubelet, extender).
+# syncer, restart, kubelet, extender, history).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -546,6 +546,10 @@ if want extender; then
         [ "$tag" = ROW ] && row "$id" "$fig" "$a" "$b" "$q" "$goal" "$(meets "$q <= 3")"
     done < <(bash "$BENCH/extender.sh" "$BIN" "$TOOLS" "$T/extender") || die "extender bench"
 fi
+
+# ---------------------------------------------------------------------------
+# H: history (tests/bench/history.sh)
+if want history; then . "$BENCH/history.sh"; fi
 
 # ---------------------------------------------------------------------------
 {

@@ -1,0 +1,58 @@
+# tests/bench/history.sh - rows H: the cost of history (sourced by run.sh, whose
+# helpers it uses). H1: PUT-binding writes/s (each PUT moves a pod to another
+# device with a new uid: one interval closed and one opened) of this build
+# against the same sources built with -DPODRES_NO_HISTORY (mk/bench.mk,
+# $TOOLS/nohist/podresd: no history triggers), interleaved run by run. H2-H4:
+# a database holding a year of churn (HIST_DAYS, default 365, of 110 pods x 8
+# devices, each pod restarted once an hour: tests/bench/hist_year.py writes
+# it straight into the schema), then p50/p99 of history?device= (a random
+# device, a one-day window) and at= (a random time) against GET /version
+# through the same connection (tests/bench/hist_query.py), and its size.
+log "H: history: writes with and without it; queries on ${HIST_DAYS:-365} days of churn"
+NOHIST=$TOOLS/nohist/podresd
+[ -x "$NOHIST" ] || die "no $NOHIST (mk/bench.mk builds it)"
+hw=() nw=() hw1=() nw1=()
+for build in hist nohist; do
+    if [ $build = nohist ]; then HBIN=$BIN; BIN=$(dirname "$NOHIST"); fi
+    pd_start "h-$build"
+    [ $build = nohist ] && BIN=$HBIN
+    eval "H_${build}_PID=\$PD_PID H_${build}_SOCK=\$PD_SOCK"
+    python3 "$BENCH/populate.py" "$PD_SOCK" devs 16
+    "$TOOLS/podbench" put "$PD_SOCK" 16 3 200000 > /dev/null || die "warm-up put"
+done
+for r in $(seq "$RUNS"); do
+    l=$("$TOOLS/podbench" put "$H_hist_SOCK" 16 3 200000) || die "put: $l"; hw+=("$(kv rate "$l")")
+    l=$("$TOOLS/podbench" put "$H_nohist_SOCK" 16 3 200000) || die "put: $l"; nw+=("$(kv rate "$l")")
+    l=$("$TOOLS/podbench" put "$H_hist_SOCK" 1 3 200000) || die "put: $l"; hw1+=("$(kv rate "$l")")
+    l=$("$TOOLS/podbench" put "$H_nohist_SOCK" 1 3 200000) || die "put: $l"; nw1+=("$(kv rate "$l")")
+done
+pd_stop "$H_hist_PID"; pd_stop "$H_nohist_PID"
+a=$(median "${hw[@]}") b=$(median "${nw[@]}") q=$(ratio "$a" "$b")
+row H1a "PUT binding with history, 16 clients, writes/s" "$a" "$b (-DPODRES_NO_HISTORY)" "$q" "≥ 0.9×" "$(meets "$q >= 0.9")"
+a=$(median "${hw1[@]}") b=$(median "${nw1[@]}") q=$(ratio "$a" "$b")
+row H1b "PUT binding with history, 1 client, writes/s" "$a" "$b (-DPODRES_NO_HISTORY)" "$q" "≥ 0.9×" "$(meets "$q >= 0.9")"
+
+HDAYS=${HIST_DAYS:-365}
+mkdir -p "$T/h-year"
+PD_DB_OVERRIDE=$T/h-year/podresd.db pd_start h-year "history_retention: 400d
+history_max_intervals: 100000000"
+pd_stop "$PD_PID"
+l=$(python3 "$BENCH/hist_year.py" "$T/h-year/podresd.db" "$HDAYS") || die "hist_year: $l"
+log "  $l"
+PD_DB_OVERRIDE=$T/h-year/podresd.db pd_start h-year "history_retention: 400d
+history_max_intervals: 100000000"
+now=$(date +%s%3N)
+l=$(python3 "$BENCH/hist_query.py" "$PD_SOCK" 400 880 $((now - HDAYS * 86400000)) $((now - 3600000))) ||
+    die "hist_query: $l"
+log "  $l"
+pd_stop "$PD_PID"
+size=$(stat -c %s "$T/h-year/podresd.db")
+a=$(kv device_p50 "$l") b=$(kv version_p50 "$l")
+row H2a "history?device= (one day) p50 ms, $HDAYS days of 110 pods x 8 devices x hourly restarts" "$a" "$b (GET /version)" "$(ratio "$a" "$b")" "-" "-"
+a=$(kv device_p99 "$l") b=$(kv version_p99 "$l")
+row H2b "history?device= (one day) p99 ms" "$a" "$b (GET /version)" "$(ratio "$a" "$b")" "≤ 20 ms" "$(meets "$a <= 20")"
+a=$(kv at_p50 "$l") b=$(kv version_p50 "$l")
+row H3a "history?at= (every device) p50 ms, $(kv at_n "$l") intervals an answer" "$a" "$b (GET /version)" "$(ratio "$a" "$b")" "-" "-"
+a=$(kv at_p99 "$l") b=$(kv version_p99 "$l")
+row H3b "history?at= p99 ms" "$a" "$b (GET /version)" "$(ratio "$a" "$b")" "≤ 20 ms" "$(meets "$a <= 20")"
+row H4 "database MiB after $HDAYS days of churn ($(kv intervals "$(python3 -c "print('intervals=%d' % ($HDAYS * 24 * 880))")") intervals)" "$(mib $((size / 1024)))" "-" "-" "≤ 1024" "$(meets "$size <= 1073741824")"
