@@ -37,8 +37,10 @@ bench-tools: $(BENCH_DIR)/podbench $(BENCH_DIR)/sqlite_commit $(BENCH_DIR)/lib_f
 # history triggers (-DPODRES_NO_HISTORY, store_int.h), the reference of the
 # PUT rate with history. Only the bench builds it.
 $(BENCH_DIR)/nohist/podresd: $(SERVER_SRCS) $(COMMON_SRCS) server/main.c $(SCHEMA) $(wildcard server/*.h)
-	$(Q)$(MAKE) --no-print-directory B=build/nohist BIN=$(BENCH_DIR)/nohist \
-		CFLAGS="$(CFLAGS) -DPODRES_NO_HISTORY" $(BENCH_DIR)/nohist/podresd
+	$(Q)$(MAKE) --no-print-directory B=build/nohist BIN=build/nohist/bin \
+		CFLAGS="$(CFLAGS) -DPODRES_NO_HISTORY" build/nohist/bin/podresd
+	@mkdir -p $(dir $@)
+	$(Q)cp build/nohist/bin/podresd $@
 
 $(BENCH_DIR)/podbench: tests/bench/podbench.c
 	@mkdir -p $(dir $@)
