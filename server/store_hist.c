@@ -181,17 +181,17 @@ static const char by_device_sql[] = BIND_COLS
     "FROM hist_dev d JOIN hist_bind b ON b.dev=d.id JOIN hist_pod p ON p.id=b.pod "
     "WHERE d.device_id=?1 AND (?2 IS NULL OR d.resource=?2) AND b.from_ms>=ifnull(("
     "SELECT max(x.from_ms) FROM hist_bind x WHERE x.dev=d.id AND x.from_ms<=?3),?3) "
-    "AND b.from_ms<?4 AND (b.to_ms IS NULL OR b.to_ms>?3) AND b.id>?5 "
+    "AND b.from_ms<?4 AND (b.to_ms IS NULL OR b.to_ms>?3) AND +b.id>?5 "
     "ORDER BY b.from_ms,b.id LIMIT ?6";
 static const char by_pod_sql[] = BIND_COLS
     "FROM hist_pod p JOIN hist_bind b ON b.pod=p.id JOIN hist_dev d ON d.id=b.dev "
     "WHERE p.namespace=?1 AND p.name=?2 AND b.from_ms<?4 AND (b.to_ms IS NULL OR "
-    "b.to_ms>?3) AND b.id>?5 ORDER BY +b.id LIMIT ?6";
+    "b.to_ms>?3) AND +b.id>?5 ORDER BY +b.id LIMIT ?6";
 static const char health_sql[] =
     "SELECT h.id,d.resource,d.device_id,h.from_ms,h.to_ms FROM hist_dev d JOIN hist_health h ON "
     "h.dev=d.id WHERE d.device_id=?1 AND (?2 IS NULL OR d.resource=?2) AND h.from_ms>=ifnull(("
     "SELECT max(x.from_ms) FROM hist_health x WHERE x.dev=d.id AND x.from_ms<=?3),?3) AND "
-    "h.from_ms<?4 AND (h.to_ms IS NULL OR h.to_ms>?3) AND h.id>?5 ORDER BY h.from_ms,h.id "
+    "h.from_ms<?4 AND (h.to_ms IS NULL OR h.to_ms>?3) AND +h.id>?5 ORDER BY h.from_ms,h.id "
     "LIMIT ?6";
 /* ?1 at, ?2 resource or NULL: each device's last interval from at or before. */
 static const char at_sql[] = BIND_COLS
