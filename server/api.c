@@ -175,9 +175,23 @@ static err_t cache_fill(struct rev_cache *c, json_t *j, struct api_resp *out)
     return rc;
 }
 
+static err_t list_pods(struct api_req *r, const char *ns, struct api_resp *out);
+
 static err_t get_pods(struct api_req *r, struct api_resp *out)
 {
-    const char *ns = api_arg(r, "namespace"), *res = api_arg(r, "resource");
+    return list_pods(r, api_arg(r, "namespace"), out);
+}
+
+/* GET /v1/namespaces/{ns}/pods: the pods of one namespace, as
+ * /v1/pods?namespace= answers. */
+static err_t get_ns_pods(struct api_req *r, struct api_resp *out)
+{
+    return list_pods(r, r->seg[2], out);
+}
+
+static err_t list_pods(struct api_req *r, const char *ns, struct api_resp *out)
+{
+    const char *res = api_arg(r, "resource");
     json_t *j = NULL;
     err_t rc;
 
@@ -573,41 +587,118 @@ static err_t get_version(struct api_req *r, struct api_resp *out)
                              (json_int_t)store_revision(r->api->store)));
 }
 
+/* ---- query parameters ---- */
+
+struct param_check {
+    const char *taken; /* "a,b" */
+    const char *bad;   /* the first not taken, or taken twice */
+    char seen[8][32];  /* names seen (each taken one is short) */
+    int nseen;
+    bool twice;
+};
+
+/* Whether 'name' is one of the comma-separated 'list'. */
+static bool in_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    const char *p = list;
+
+    while (n && (p = strstr(p, name))) {
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+            return true;
+        p += n;
+    }
+    return false;
+}
+
+static enum MHD_Result param_cb(void *cls, enum MHD_ValueKind kind, const char *key,
+                                const char *value)
+{
+    struct param_check *c = cls;
+    int i;
+
+    (void)kind;
+    (void)value;
+    if (!in_list(c->taken, key)) {
+        c->bad = key;
+        return MHD_NO;
+    }
+    for (i = 0; i < c->nseen; i++) {
+        if (strcmp(c->seen[i], key) == 0) {
+            c->bad = key;
+            c->twice = true;
+            return MHD_NO;
+        }
+    }
+    if (c->nseen < (int)ARRAY_SIZE(c->seen))
+        snprintf(c->seen[c->nseen++], sizeof(c->seen[0]), "%s", key);
+    return MHD_YES;
+}
+
+err_t api_check_params(struct api_req *r, const struct api_route *rt)
+{
+    struct param_check c = {.taken = rt->params};
+    char list[256];
+    size_t i, n;
+
+    if (!rt->params)
+        return ERR_OK;
+    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, param_cb, &c);
+    if (!c.bad)
+        return ERR_OK;
+    if (c.twice)
+        return fail(r, ERR_INVAL, "query parameter '%.100s' is given twice", c.bad);
+    if (!*rt->params)
+        return fail(r, ERR_INVAL, "unknown query parameter '%.100s': %s takes none", c.bad,
+                    rt->label);
+    for (i = 0, n = 0; rt->params[i] && n + 3 < sizeof(list); i++) {
+        list[n++] = rt->params[i];
+        if (rt->params[i] == ',')
+            list[n++] = ' ';
+    }
+    list[n] = '\0';
+    return fail(r, ERR_INVAL, "unknown query parameter '%.100s': %s takes %s", c.bad, rt->label,
+                list);
+}
+
 /* ---- the table ---- */
 
 /* clang-format off */
-#define R(m, p, l, f, w, b, body) {m, p, l, f, w, b, body} /* an initialiser, not a block */
+#define R(m, p, l, f, w, b, body, q) {m, p, l, f, w, b, body, q} /* an initialiser, not a block */
 /* clang-format on */
 const struct api_route api_routes[] = {
-    R("GET", "v1/pods", "/v1/pods", get_pods, false, false, false),
+    R("GET", "v1/pods", "/v1/pods", get_pods, false, false, false, "namespace,resource"),
+    R("GET", "v1/namespaces/*/pods", "/v1/namespaces/{ns}/pods", get_ns_pods, false, false, false,
+      "resource"),
     R("GET", "v1/namespaces/*/pods/*", "/v1/namespaces/{ns}/pods/{name}", get_pod, false, false,
-      false),
-    R("PUT", "v1/namespaces/*/pods/*", "/v1/namespaces/{ns}/pods/{name}", put_pod, true, true,
-      true),
+      false, ""),
+    R("PUT", "v1/namespaces/*/pods/*", "/v1/namespaces/{ns}/pods/{name}", put_pod, true, true, true,
+      ""),
     R("DELETE", "v1/namespaces/*/pods/*", "/v1/namespaces/{ns}/pods/{name}", delete_pod, true, true,
-      false),
+      false, "uid"),
     R("POST", "v1/namespaces/*/pods/*/allocate", "/v1/namespaces/{ns}/pods/{name}/allocate",
-      post_allocate, true, true, true),
-    R("GET", "v1/allocatable", "/v1/allocatable", get_allocatable, false, false, false),
-    R("GET", "v1/devices", "/v1/devices", get_devices, false, false, false),
-    R("GET", "v1/devices/*", "/v1/devices/{id}", api_device_get, false, false, false),
-    R("GET", "v1/history", "/v1/history", api_history, false, false, false),
-    R("GET", "v1/usage", "/v1/usage", api_usage, false, false, false),
+      post_allocate, true, true, true, ""),
+    R("GET", "v1/allocatable", "/v1/allocatable", get_allocatable, false, false, false, ""),
+    R("GET", "v1/devices", "/v1/devices", get_devices, false, false, false, "resource,health,free"),
+    R("GET", "v1/devices/*", "/v1/devices/{id}", api_device_get, false, false, false, NULL),
+    R("GET", "v1/history", "/v1/history", api_history, false, false, false, NULL),
+    R("GET", "v1/usage", "/v1/usage", api_usage, false, false, false, NULL),
     R("PUT", "v1/resources/*/*/devices", "/v1/resources/{domain}/{name}/devices", put_devices, true,
-      true, true),
+      true, true, ""),
     R("PATCH", "v1/resources/*/*/devices/*", "/v1/resources/{domain}/{name}/devices/{id}",
-      patch_device, true, true, true),
-    R("GET", "v1/reservations", "/v1/reservations", get_reservations, false, false, false),
+      patch_device, true, true, true, ""),
+    R("GET", "v1/reservations", "/v1/reservations", get_reservations, false, false, false, ""),
     R("GET", "v1/reservations/*/*", "/v1/reservations/{ns}/{name}", get_reservation, false, false,
-      false),
+      false, ""),
     R("PUT", "v1/reservations/*/*", "/v1/reservations/{ns}/{name}", put_reservation, true, false,
-      true),
+      true, ""),
     R("DELETE", "v1/reservations/*/*", "/v1/reservations/{ns}/{name}", delete_reservation, true,
-      false, false),
-    R("GET", "v1/watch", "/v1/watch", api_watch, false, false, false),
-    R("GET", "healthz", "/healthz", get_healthz, false, false, false),
-    R("GET", "readyz", "/readyz", get_readyz, false, false, false),
-    R("GET", "metrics", "/metrics", get_metrics, false, false, false),
-    R("GET", "version", "/version", get_version, false, false, false),
+      false, false, ""),
+    R("GET", "v1/watch", "/v1/watch", api_watch, false, false, false,
+      "since,resourceVersion,kind,namespace,timeoutSeconds,allowWatchBookmarks,watch"),
+    R("GET", "healthz", "/healthz", get_healthz, false, false, false, ""),
+    R("GET", "readyz", "/readyz", get_readyz, false, false, false, ""),
+    R("GET", "metrics", "/metrics", get_metrics, false, false, false, ""),
+    R("GET", "version", "/version", get_version, false, false, false, ""),
 };
 const size_t api_nroutes = ARRAY_SIZE(api_routes);

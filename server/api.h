@@ -76,7 +76,14 @@ struct api_route {
     bool write;          /* needs write access */
     bool binding_write;  /* refused in kubelet mode */
     bool has_body;       /* takes a JSON body */
+    const char *params;  /* query parameters taken, "a,b" ("" none); NULL: the handler
+                          * checks its own (history, usage) */
 };
+
+/* ERR_INVAL, with 'r->msg' naming it and the accepted ones, when the request
+ * has a query parameter 'rt' does not take (or one twice): a misspelt filter
+ * would otherwise be ignored and answer everything. */
+err_t api_check_params(struct api_req *r, const struct api_route *rt) WARN_UNUSED;
 
 extern const struct api_route api_routes[];
 extern const size_t api_nroutes;

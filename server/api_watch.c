@@ -410,15 +410,23 @@ static err_t parse_query(struct api_req *r, struct watcher *w, bool *has_since)
 {
     const char *since = api_arg(r, "since"), *kind = api_arg(r, "kind");
     const char *ns = api_arg(r, "namespace"), *ts = api_arg(r, "timeoutSeconds");
+    const char *rv = api_arg(r, "resourceVersion"); /* as Kubernetes clients spell it */
     char *end;
     unsigned long long v;
 
+    if (since && rv) {
+        snprintf(r->msg, sizeof(r->msg), "give since or resourceVersion, not both");
+        return ERR_INVAL;
+    }
+    if (rv && strcmp(rv, "0") != 0) /* "0": from anything, as a list from the cache */
+        since = rv;
     *has_since = since && *since;
     if (*has_since) {
         errno = 0;
         v = strtoull(since, &end, 10);
         if (errno || *end || !isdigit((unsigned char)since[0])) { /* not " 5", "+5" */
-            snprintf(r->msg, sizeof(r->msg), "query since=\"%.100s\" must be a revision", since);
+            snprintf(r->msg, sizeof(r->msg), "query %s=\"%.100s\" must be a revision",
+                     since == rv ? "resourceVersion" : "since", since);
             return ERR_INVAL;
         }
         w->cursor = v;

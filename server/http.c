@@ -615,6 +615,8 @@ static enum MHD_Result dispatch(struct listener *l, struct MHD_Connection *conn,
         return queue_error(conn, c, ERR_INVAL, "an HTTP/1.1 request needs a Host header");
     rc = check_access(l, conn, rt, r.msg, sizeof(r.msg));
     if (!rc)
+        rc = api_check_params(&r, rt);
+    if (!rc)
         rc = check_body(conn, c, rt, r.msg, sizeof(r.msg));
     if (rc)
         return queue_error(conn, c, rc, r.msg);

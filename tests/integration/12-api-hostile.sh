@@ -488,8 +488,13 @@ CT=application/merge-patch+json known weak 415 UnsupportedMediaType PUT $P "$(po
 
 echo "# unknown paths (404)"
 t 404 NotFound GET /v2/pods
-t 404 NotFound GET /v1/namespaces/ns1/pods
 t 404 NotFound GET /v1/namespaces/ns1
+t 405 MethodNotAllowed POST /v1/namespaces/ns1/pods '{}'
+t 400 BadRequest GET '/v1/namespaces/ns1/pods?namespace=ns2'
+t 400 BadRequest GET '/v1/pods?resourse=vendor.com/gpu'
+t 400 BadRequest GET '/v1/devices?resource=vendor.com/gpu&resource=vendor.com/gpu'
+t 400 BadRequest GET '/healthz?verbose=1'
+t 400 BadRequest GET '/v1/watch?since=1&resourceVersion=1'
 t 404 NotFound GET /v1/pods/
 t 404 NotFound GET /v1/devices/
 t 404 NotFound GET //v1/pods
