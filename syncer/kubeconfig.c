@@ -8,6 +8,7 @@
 #define LOG_MOD "kubeconfig"
 #include "../common/common.h"
 #include "../common/cfg.h"
+#include "execcred.h"
 #include "kubeconfig.h"
 
 #include <fcntl.h>
@@ -20,10 +21,11 @@
 
 /* One kubeconfig_parse call: the document and where its errors go. */
 struct parse {
-    const json_t *root; /* the whole document, borrowed */
-    const char *dir;    /* relative paths are resolved against it; NULL: the cwd */
-    char *msg;          /* error message buffer */
-    size_t cap;         /* its size */
+    const json_t *root;               /* the whole document, borrowed */
+    const char *dir;                  /* relative paths are resolved against it; NULL: the cwd */
+    const struct kubeconfig_sel *sel; /* context and exec choices; never NULL */
+    char *msg;                        /* error message buffer */
+    size_t cap;                       /* its size */
 };
 
 /* How a string key of a cluster or user is stored in struct kubeconfig. */
@@ -288,6 +290,8 @@ static err_t check_unsupported(struct parse *p, const json_t *u, const char *whe
     size_t i;
 
     for (i = 0; i < ARRAY_SIZE(keys); i++) {
+        if (i == 0 && p->sel->allow_exec)
+            continue; /* load_user parses it */
         v = json_object_get(u, keys[i]);
         if (!v || json_is_null(v))
             continue;
@@ -320,6 +324,21 @@ static err_t check_cert_pair(struct parse *p, const struct kubeconfig *kc, const
     return ERR_OK;
 }
 
+/* The user's exec block into kc->exec (allow_exec only). */
+static err_t load_exec(struct parse *p, const json_t *u, const char *where, struct kubeconfig *kc)
+{
+    const json_t *exec = json_object_get(u, "exec");
+    char why[256] = "";
+    err_t rc;
+
+    if (!exec || json_is_null(exec))
+        return ERR_OK;
+    rc = execcred_cfg_parse(exec, p->dir, &kc->exec, why, sizeof(why));
+    if (rc == ERR_INVAL)
+        snprintf(p->msg, p->cap, "%s: %s", where, why);
+    return rc;
+}
+
 static err_t load_user(struct parse *p, const char *name, struct kubeconfig *kc)
 {
     const json_t *u = NULL;
@@ -332,6 +351,8 @@ static err_t load_user(struct parse *p, const char *name, struct kubeconfig *kc)
     rc = check_unsupported(p, u, where);
     if (!rc)
         rc = read_fields(p, u, user_fields, ARRAY_SIZE(user_fields), where, kc);
+    if (!rc && p->sel->allow_exec)
+        rc = load_exec(p, u, where, kc);
     if (!rc)
         rc = check_cert_pair(p, kc, where);
     return rc;
@@ -344,7 +365,7 @@ static err_t load_user(struct parse *p, const char *name, struct kubeconfig *kc)
 static err_t check_plain_http(struct parse *p, const char *cluster, const char *user,
                               const struct kubeconfig *kc)
 {
-    if (!(kc->token || kc->token_file) || strncasecmp(kc->server, "http://", 7) != 0)
+    if (!(kc->token || kc->token_file || kc->exec) || strncasecmp(kc->server, "http://", 7) != 0)
         return ERR_OK;
     snprintf(p->msg, p->cap,
              "cluster \"%s\" has server '%s' (plain http) and user \"%s\" a bearer token; "
@@ -353,14 +374,16 @@ static err_t check_plain_http(struct parse *p, const char *cluster, const char *
     return ERR_INVAL;
 }
 
-/* The current context's cluster and user names, borrowed from p->root. A
- * context without a user means anonymous access (*user stays NULL). */
-static err_t current_context(struct parse *p, const char **cluster, const char **user)
+/* The current context's (or the selected one's) cluster, user and namespace
+ * names, borrowed from p->root. A context without a user means anonymous
+ * access (*user stays NULL). */
+static err_t current_context(struct parse *p, const char **cluster, const char **user,
+                             const char **ns)
 {
     const json_t *ctx = NULL;
-    const char *name;
+    const char *name = p->sel->context;
     char where[160];
-    err_t rc = get_str(p, p->root, "current-context", "kubeconfig", &name);
+    err_t rc = name ? ERR_OK : get_str(p, p->root, "current-context", "kubeconfig", &name);
 
     if (rc)
         return rc;
@@ -375,6 +398,8 @@ static err_t current_context(struct parse *p, const char **cluster, const char *
     rc = get_str(p, ctx, "cluster", where, cluster);
     if (!rc)
         rc = get_str(p, ctx, "user", where, user);
+    if (!rc)
+        rc = get_str(p, ctx, "namespace", where, ns);
     if (!rc && !*cluster) {
         snprintf(p->msg, p->cap, "%s: cluster is not set", where);
         rc = ERR_INVAL;
@@ -385,9 +410,18 @@ static err_t current_context(struct parse *p, const char **cluster, const char *
 err_t kubeconfig_parse(const char *text, size_t len, const char *dir, struct kubeconfig *out,
                        char *msg, size_t cap)
 {
+    static const struct kubeconfig_sel none = {0};
+
+    return kubeconfig_parse_sel(text, len, dir, &none, out, msg, cap);
+}
+
+err_t kubeconfig_parse_sel(const char *text, size_t len, const char *dir,
+                           const struct kubeconfig_sel *sel, struct kubeconfig *out, char *msg,
+                           size_t cap)
+{
     struct kubeconfig kc = {0};
-    struct parse p = {.dir = dir, .msg = msg, .cap = cap};
-    const char *cluster = NULL, *user = NULL;
+    struct parse p = {.dir = dir, .sel = sel, .msg = msg, .cap = cap};
+    const char *cluster = NULL, *user = NULL, *ns = NULL;
     json_t *root = NULL;
     err_t rc = cfg_yaml_parse(text, len, &root, msg, cap);
 
@@ -399,7 +433,11 @@ err_t kubeconfig_parse(const char *text, size_t len, const char *dir, struct kub
         rc = ERR_INVAL;
         goto out;
     }
-    rc = current_context(&p, &cluster, &user);
+    rc = current_context(&p, &cluster, &user, &ns);
+    if (!rc && ns) {
+        kc.namespace = xprintf("%s", ns);
+        rc = kc.namespace ? ERR_OK : ERR_NOMEM;
+    }
     if (!rc)
         rc = load_cluster(&p, cluster, &kc);
     if (!rc && user)
@@ -458,7 +496,8 @@ out:
 }
 
 /* Load one kubeconfig file; messages are prefixed with its path. */
-static err_t load_file(const char *path, struct kubeconfig *out, char *msg, size_t cap)
+static err_t load_file(const char *path, const struct kubeconfig_sel *sel, struct kubeconfig *out,
+                       char *msg, size_t cap)
 {
     struct kubeconfig kc = {0};
     char why[512] = "out of memory";
@@ -476,7 +515,7 @@ static err_t load_file(const char *path, struct kubeconfig *out, char *msg, size
             dir[1] = '\0'; /* "/config" lives in "/" */
         else if (slash)
             *slash = '\0';
-        rc = kubeconfig_parse(text, len, slash ? dir : NULL, &kc, why, sizeof(why));
+        rc = kubeconfig_parse_sel(text, len, slash ? dir : NULL, sel, &kc, why, sizeof(why));
     }
     if (!rc) {
         kc.source = xprintf("%s", path);
@@ -495,7 +534,8 @@ static err_t load_file(const char *path, struct kubeconfig *out, char *msg, size
 
 /* The first existing file of the colon-separated list $KUBECONFIG. ERR_NOTFOUND
  * when it is unset or names no existing file. */
-static err_t load_env_list(struct kubeconfig *out, char *msg, size_t cap)
+static err_t load_env_list(const struct kubeconfig_sel *sel, struct kubeconfig *out, char *msg,
+                           size_t cap)
 {
     const char *env = getenv("KUBECONFIG"), *list, *end;
     char *one;
@@ -514,7 +554,7 @@ static err_t load_env_list(struct kubeconfig *out, char *msg, size_t cap)
             snprintf(msg, cap, "out of memory");
             return ERR_NOMEM;
         }
-        rc = access(one, F_OK) == 0 ? load_file(one, out, msg, cap) : ERR_NOTFOUND;
+        rc = access(one, F_OK) == 0 ? load_file(one, sel, out, msg, cap) : ERR_NOTFOUND;
         free(one);
         if (rc != ERR_NOTFOUND)
             return rc;
@@ -526,16 +566,24 @@ static err_t load_env_list(struct kubeconfig *out, char *msg, size_t cap)
 
 err_t kubeconfig_load(const char *path, struct kubeconfig *out, char *msg, size_t cap)
 {
+    const struct kubeconfig_sel sel = {.path = path};
+
+    return kubeconfig_load_sel(&sel, out, msg, cap);
+}
+
+err_t kubeconfig_load_sel(const struct kubeconfig_sel *sel, struct kubeconfig *out, char *msg,
+                          size_t cap)
+{
     const char *home = getenv("HOME");
     char *dflt = NULL;
     err_t rc;
 
-    if (path && *path)
-        return load_file(path, out, msg, cap);
-    rc = load_env_list(out, msg, cap);
+    if (sel->path && *sel->path)
+        return load_file(sel->path, sel, out, msg, cap);
+    rc = load_env_list(sel, out, msg, cap);
     if (rc != ERR_NOTFOUND)
         return rc;
-    rc = kubeconfig_in_cluster(SA_DIR, out, msg, cap);
+    rc = sel->context ? ERR_NOTFOUND : kubeconfig_in_cluster(SA_DIR, out, msg, cap);
     if (rc != ERR_NOTFOUND)
         return rc;
     if (home && *home) {
@@ -545,7 +593,7 @@ err_t kubeconfig_load(const char *path, struct kubeconfig *out, char *msg, size_
             return ERR_NOMEM;
         }
         if (access(dflt, F_OK) == 0) {
-            rc = load_file(dflt, out, msg, cap);
+            rc = load_file(dflt, sel, out, msg, cap);
             free(dflt);
             return rc;
         }
@@ -687,5 +735,7 @@ void kubeconfig_release(struct kubeconfig *kc)
     free(kc->key_file);
     free(kc->key_data);
     free(kc->source);
+    free(kc->namespace);
+    execcred_cfg_free(kc->exec);
     memset(kc, 0, sizeof(*kc));
 }

@@ -15,23 +15,27 @@
 /* Everything the client needs. Strings are owned (free with
  * kubeconfig_release); NULL when absent. '*_data' hold decoded PEM bytes. */
 struct kubeconfig {
-    char *server;         /* "https://host:port" without a trailing slash */
-    char *ca_file;        /* certificate-authority path */
-    char *ca_data;        /* certificate-authority-data, decoded PEM */
-    size_t ca_data_len;   /* its length */
-    bool insecure;        /* insecure-skip-tls-verify */
-    char *token;          /* a literal bearer token */
-    char *token_file;     /* tokenFile, or the service account token path */
-    char *cert_file;      /* client-certificate path */
-    char *cert_data;      /* client-certificate-data, decoded PEM */
-    size_t cert_data_len; /* its length */
-    char *key_file;       /* client-key path */
-    char *key_data;       /* client-key-data, decoded PEM */
-    size_t key_data_len;  /* its length */
-    char *source;         /* where it came from, for the log: a path or "in-cluster" */
-    int data_fds[3];      /* memory files kubeconfig_data_to_files made */
-    int ndata_fds;        /* how many */
+    char *server;              /* "https://host:port" without a trailing slash */
+    char *ca_file;             /* certificate-authority path */
+    char *ca_data;             /* certificate-authority-data, decoded PEM */
+    size_t ca_data_len;        /* its length */
+    bool insecure;             /* insecure-skip-tls-verify */
+    char *token;               /* a literal bearer token */
+    char *token_file;          /* tokenFile, or the service account token path */
+    char *cert_file;           /* client-certificate path */
+    char *cert_data;           /* client-certificate-data, decoded PEM */
+    size_t cert_data_len;      /* its length */
+    char *key_file;            /* client-key path */
+    char *key_data;            /* client-key-data, decoded PEM */
+    size_t key_data_len;       /* its length */
+    char *source;              /* where it came from, for the log: a path or "in-cluster" */
+    char *namespace;           /* the context's namespace, or NULL */
+    struct execcred_cfg *exec; /* the user's exec block (only with allow_exec), or NULL */
+    int data_fds[3];           /* memory files kubeconfig_data_to_files made */
+    int ndata_fds;             /* how many */
 };
+
+struct execcred_cfg;
 
 /* Resolve as described above. 'path' is --kubeconfig or NULL. On failure
  * 'msg' (of 'cap' bytes) says why, naming the file and the key: ERR_NOTFOUND
@@ -42,6 +46,21 @@ err_t kubeconfig_load(const char *path, struct kubeconfig *out, char *msg, size_
  * file paths inside are resolved against 'dir' (the file's directory). */
 err_t kubeconfig_parse(const char *text, size_t len, const char *dir, struct kubeconfig *out,
                        char *msg, size_t cap) WARN_UNUSED;
+/* What kubectl-podres asks of the loader beyond kubeconfig_load's: a
+ * context other than current-context, and exec users parsed instead of
+ * refused. A zeroed struct is kubeconfig_load's behaviour. */
+struct kubeconfig_sel {
+    const char *path;    /* --kubeconfig, or NULL */
+    const char *context; /* --context, or NULL for current-context; no in-cluster fallback then */
+    bool allow_exec;     /* an exec user fills kc->exec (execcred.h) instead of ERR_INVAL */
+};
+/* kubeconfig_load with 'sel' (borrowed). */
+err_t kubeconfig_load_sel(const struct kubeconfig_sel *sel, struct kubeconfig *out, char *msg,
+                          size_t cap) WARN_UNUSED;
+/* kubeconfig_parse with 'sel' (its path unused). */
+err_t kubeconfig_parse_sel(const char *text, size_t len, const char *dir,
+                           const struct kubeconfig_sel *sel, struct kubeconfig *out, char *msg,
+                           size_t cap) WARN_UNUSED;
 /* The in-cluster configuration from the environment and 'sa_dir' (normally
  * /var/run/secrets/kubernetes.io/serviceaccount). ERR_NOTFOUND when
  * KUBERNETES_SERVICE_HOST is unset. */

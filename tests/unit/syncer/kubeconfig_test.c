@@ -2,6 +2,7 @@
 /* kubeconfig_test.c - kubeconfig files, $KUBECONFIG, in-cluster and
  * ~/.kube/config through syncer/kubeconfig.h. */
 #include "../../../common/common.h"
+#include "../../../syncer/execcred.h"
 #include "../../../syncer/kubeconfig.h"
 #include "../test.h"
 
@@ -332,6 +333,51 @@ static void test_unsupported_users(void)
     CHECK(strstr(msg, "hunter2") == NULL);
 }
 
+/* kubectl-podres's choices: another context, its namespace, exec users. */
+static void test_selection(void)
+{
+    static const char text[] =
+        "current-context: main\n"
+        "clusters:\n"
+        "- {name: c1, cluster: {server: 'https://c1.example:6443'}}\n"
+        "- {name: c2, cluster: {server: 'https://c2.example:6443'}}\n"
+        "contexts:\n"
+        "- {name: main, context: {cluster: c1, user: u1}}\n"
+        "- {name: other, context: {cluster: c2, user: u2, namespace: ml}}\n"
+        "users:\n"
+        "- {name: u1, user: {token: t1}}\n"
+        "- name: u2\n"
+        "  user:\n"
+        "    exec: {command: ./tok.sh, apiVersion: client.authentication.k8s.io/v1, args: [a]}\n";
+    struct kubeconfig_sel sel = {.context = "other", .allow_exec = true};
+    struct kubeconfig kc = {0};
+    char msg[256] = "";
+
+    CHECK_OK(kubeconfig_parse(text, strlen(text), "/etc/kc", &kc, msg, sizeof(msg)));
+    CHECK_STREQ(kc.server, "https://c1.example:6443"); /* current-context */
+    CHECK_STREQ(kc.token, "t1");
+    CHECK(kc.namespace == NULL && kc.exec == NULL);
+    kubeconfig_release(&kc);
+    CHECK_OK(kubeconfig_parse_sel(text, strlen(text), "/etc/kc", &sel, &kc, msg, sizeof(msg)));
+    CHECK_STREQ(kc.server, "https://c2.example:6443");
+    CHECK_STREQ(kc.namespace, "ml");
+    CHECK(kc.exec != NULL);
+    if (kc.exec) {
+        CHECK_STREQ(kc.exec->command, "/etc/kc/./tok.sh");
+        CHECK_STREQ(kc.exec->argv[1], "a");
+    }
+    kubeconfig_release(&kc);
+    sel.allow_exec = false; /* the syncer's behaviour: refused by name */
+    CHECK_EQ_INT(kubeconfig_parse_sel(text, strlen(text), "/etc/kc", &sel, &kc, msg, sizeof(msg)),
+                 ERR_INVAL);
+    CHECK_HAS(msg, "user \"u2\": exec is not supported");
+    sel.context = "nope";
+    CHECK_EQ_INT(kubeconfig_parse_sel(text, strlen(text), "/etc/kc", &sel, &kc, msg, sizeof(msg)),
+                 ERR_INVAL);
+    CHECK_HAS(msg, "context \"nope\" not found");
+    CHECK(kc.server == NULL);
+}
+
 static void test_inconsistent_user(void)
 {
     char msg[256] = "";
@@ -566,6 +612,6 @@ static void cleanup(void)
 
 TEST_MAIN(setup, test_current_context, test_token_file_and_paths, test_data_fields,
           test_data_to_files, test_bad_base64, test_insecure_and_server, test_missing_references,
-          test_unsupported_users, test_inconsistent_user, test_token_over_http, test_load_file,
-          test_env_list, test_in_cluster, test_home_fallback, test_no_token_in_messages,
-          test_release_zeroed, cleanup)
+          test_unsupported_users, test_selection, test_inconsistent_user, test_token_over_http,
+          test_load_file, test_env_list, test_in_cluster, test_home_fallback,
+          test_no_token_in_messages, test_release_zeroed, cleanup)
