@@ -1,5 +1,5 @@
 # podres - one non-recursive Makefile. `make` builds bin/podresd,
-# bin/podres-syncer and bin/podres-extender; `make test` installs what it needs and runs every test.
+# bin/podres-syncer, bin/podres-extender and bin/kubectl-podres; `make test` installs what it needs and runs every test.
 # `make SANITIZE=address,undefined test` builds into build/san/ and runs the
 # same suite on the sanitized binaries.
 
@@ -60,7 +60,8 @@ EXTENDER_OBJS := $(EXTENDER_SRCS:%.c=$(B)/%.o)
 UNIT_SRCS := $(sort $(wildcard tests/unit/*/*_test.c))
 UNIT_BINS := $(UNIT_SRCS:%.c=$(B)/%)
 PROGS := $(BIN)/podresd $(if $(wildcard syncer/main.c),$(BIN)/podres-syncer) \
-         $(if $(wildcard extender/main.c),$(BIN)/podres-extender)
+         $(if $(wildcard extender/main.c),$(BIN)/podres-extender) \
+         $(if $(wildcard plugin/main.c),$(BIN)/kubectl-podres)
 
 DEBIAN_PKGS := gcc make pkg-config libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev \
 	libcurl3-gnutls libyaml-dev libsqlite3-dev sqlite3 curl jq python3 \
@@ -118,6 +119,24 @@ $(BIN)/podres-extender: $(B)/extender/main.o $(B)/libextender.a $(B)/libsyncer.a
 	@test "$(V)" = 1 || echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_SYNCER)
 
+# kubectl-podres, the kubectl plugin (plugin/, docs/KUBECTL-PODRES.md): the
+# syncer's Kubernetes client, kubeconfig loader and exec credentials from
+# libsyncer.a, and the same libraries.
+PLUGIN_SRCS := $(filter-out plugin/main.c,$(sort $(wildcard plugin/*.c)))
+PLUGIN_OBJS := $(PLUGIN_SRCS:%.c=$(B)/%.o)
+$(B)/libplugin.a: $(PLUGIN_OBJS)
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(BIN)/kubectl-podres: $(B)/plugin/main.o $(B)/libplugin.a $(B)/libsyncer.a $(B)/libcommon.a
+	@mkdir -p $(dir $@)
+	@test "$(V)" = 1 || echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_SYNCER)
+$(B)/tests/unit/plugin/%_test: tests/unit/plugin/%_test.c tests/unit/test.h $(B)/libplugin.a \
+		$(B)/libsyncer.a $(B)/libcommon.a
+	@mkdir -p $(dir $@)
+	@test "$(V)" = 1 || echo "  TEST-CC $<"
+	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -o $@ $< $(B)/libplugin.a $(B)/libsyncer.a \
+		$(B)/libcommon.a $(LDLIBS_SYNCER)
+
 $(B)/tests/unit/common/%_test: tests/unit/common/%_test.c tests/unit/test.h $(B)/libcommon.a
 	@mkdir -p $(dir $@)
 	@test "$(V)" = 1 || echo "  TEST-CC $<"
@@ -173,7 +192,7 @@ demo: deps all kube
 	@tools/demo.sh $(BIN)
 
 FORMAT_SRCS = common/*.[ch] server/*.[ch] $(wildcard syncer/*.[ch]) $(wildcard extender/*.[ch]) \
-              tests/unit/*/*.c
+              $(wildcard plugin/*.[ch]) tests/unit/*/*.c
 
 format:
 	clang-format -i $(FORMAT_SRCS)
@@ -188,10 +207,11 @@ format-check:
 lint: all
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance --std=c11 --inline-suppr \
 		--suppress=missingIncludeSystem --include=tests/lint/jansson-macros.h \
-		common server $(wildcard syncer) $(wildcard extender)
+		common server $(wildcard syncer) $(wildcard extender) $(wildcard plugin)
 
 complexity:
-	@pmccabe common/*.c server/*.c $(wildcard syncer/*.c) $(wildcard extender/*.c) | sort -nr | \
+	@pmccabe common/*.c server/*.c $(wildcard syncer/*.c) $(wildcard extender/*.c) \
+		$(wildcard plugin/*.c) | sort -nr | \
 		awk -v allow="$$(cat tests/complexity-allow.txt 2>/dev/null | cut -d' ' -f1)" \
 		'BEGIN { n = split(allow, a, "\n"); for (i = 1; i <= n; i++) ok[a[i]] = 1 } \
 		 $$1 > 15 { split($$NF, f, "("); if (!ok[$$NF]) { print "too complex: " $$0; bad = 1 } } \
