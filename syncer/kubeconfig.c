@@ -378,7 +378,7 @@ static err_t check_plain_http(struct parse *p, const char *cluster, const char *
  * names, borrowed from p->root. A context without a user means anonymous
  * access (*user stays NULL). */
 static err_t current_context(struct parse *p, const char **cluster, const char **user,
-                             const char **ns)
+                             const json_t **ns)
 {
     const json_t *ctx = NULL;
     const char *name = p->sel->context;
@@ -399,12 +399,25 @@ static err_t current_context(struct parse *p, const char **cluster, const char *
     if (!rc)
         rc = get_str(p, ctx, "user", where, user);
     if (!rc)
-        rc = get_str(p, ctx, "namespace", where, ns);
+        *ns = json_object_get(ctx, "namespace");
     if (!rc && !*cluster) {
         snprintf(p->msg, p->cap, "%s: cluster is not set", where);
         rc = ERR_INVAL;
     }
     return rc;
+}
+
+/* The context's namespace, read leniently (the syncer never used it): a
+ * string, or YAML's plain 123 as "123"; anything else is no namespace. */
+static err_t context_namespace(const json_t *ns, struct kubeconfig *kc)
+{
+    if (json_is_string(ns) && json_string_length(ns))
+        kc->namespace = xprintf("%s", json_string_value(ns));
+    else if (json_is_integer(ns))
+        kc->namespace = xprintf("%" JSON_INTEGER_FORMAT, json_integer_value(ns));
+    else
+        return ERR_OK;
+    return kc->namespace ? ERR_OK : ERR_NOMEM;
 }
 
 err_t kubeconfig_parse(const char *text, size_t len, const char *dir, struct kubeconfig *out,
@@ -421,7 +434,8 @@ err_t kubeconfig_parse_sel(const char *text, size_t len, const char *dir,
 {
     struct kubeconfig kc = {0};
     struct parse p = {.dir = dir, .sel = sel, .msg = msg, .cap = cap};
-    const char *cluster = NULL, *user = NULL, *ns = NULL;
+    const char *cluster = NULL, *user = NULL;
+    const json_t *ns = NULL;
     json_t *root = NULL;
     err_t rc = cfg_yaml_parse(text, len, &root, msg, cap);
 
@@ -434,10 +448,8 @@ err_t kubeconfig_parse_sel(const char *text, size_t len, const char *dir,
         goto out;
     }
     rc = current_context(&p, &cluster, &user, &ns);
-    if (!rc && ns) {
-        kc.namespace = xprintf("%s", ns);
-        rc = kc.namespace ? ERR_OK : ERR_NOMEM;
-    }
+    if (!rc)
+        rc = context_namespace(ns, &kc);
     if (!rc)
         rc = load_cluster(&p, cluster, &kc);
     if (!rc && user)

@@ -344,6 +344,8 @@ static void test_selection(void)
         "contexts:\n"
         "- {name: main, context: {cluster: c1, user: u1}}\n"
         "- {name: other, context: {cluster: c2, user: u2, namespace: ml}}\n"
+        "- {name: num, context: {cluster: c1, namespace: 123}}\n"
+        "- {name: odd, context: {cluster: c1, namespace: [x]}}\n"
         "users:\n"
         "- {name: u1, user: {token: t1}}\n"
         "- name: u2\n"
@@ -371,6 +373,14 @@ static void test_selection(void)
     CHECK_EQ_INT(kubeconfig_parse_sel(text, strlen(text), "/etc/kc", &sel, &kc, msg, sizeof(msg)),
                  ERR_INVAL);
     CHECK_HAS(msg, "user \"u2\": exec is not supported");
+    sel.context = "num"; /* plain 123 is a namespace name; a list is none, as before */
+    CHECK_OK(kubeconfig_parse_sel(text, strlen(text), "/etc/kc", &sel, &kc, msg, sizeof(msg)));
+    CHECK_STREQ(kc.namespace, "123");
+    kubeconfig_release(&kc);
+    sel.context = "odd";
+    CHECK_OK(kubeconfig_parse_sel(text, strlen(text), "/etc/kc", &sel, &kc, msg, sizeof(msg)));
+    CHECK(kc.namespace == NULL);
+    kubeconfig_release(&kc);
     sel.context = "nope";
     CHECK_EQ_INT(kubeconfig_parse_sel(text, strlen(text), "/etc/kc", &sel, &kc, msg, sizeof(msg)),
                  ERR_INVAL);
