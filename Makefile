@@ -3,7 +3,12 @@
 # `make SANITIZE=address,undefined test` builds into build/san/ and runs the
 # same suite on the sanitized binaries.
 
+# The release number. --version prints `git describe --tags --dirty --always` when this tree is
+# the top of a git checkout, else VERSION (a tarball without .git).
 VERSION := 0.1.0
+GIT_VERSION := $(shell p=$$(git rev-parse --show-prefix 2>/dev/null) && [ -z "$$p" ] && \
+	git describe --tags --dirty --always 2>/dev/null)
+BUILD_VERSION := $(or $(GIT_VERSION),$(VERSION))
 CC ?= cc
 PKGS := libmicrohttpd sqlite3 jansson yaml-0.1 libcurl libprotobuf-c
 # What each daemon links: podresd loads libcurl at run time (server/curlfn.h),
@@ -27,7 +32,7 @@ endif
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
         -Wold-style-definition -Wvla -Wwrite-strings -Wformat=2 -fno-common -Werror
-CFLAGS_ALL = -std=c11 $(OPT) $(WARN) -MMD -MP -DPODRES_VERSION='"$(VERSION)"' -I$(B)/gen \
+CFLAGS_ALL = -std=c11 $(OPT) $(WARN) -MMD -MP -DPODRES_VERSION='"$(BUILD_VERSION)"' -I$(B)/gen \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(CFLAGS)
 LDLIBS_ALL = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread $(LDLIBS)
 LDLIBS_PODRESD = $(shell pkg-config --libs $(PODRESD_PKGS) 2>/dev/null) -ldl -lpthread $(LDLIBS)
@@ -66,10 +71,19 @@ PROGS := $(BIN)/podresd $(if $(wildcard syncer/main.c),$(BIN)/podres-syncer) \
 DEBIAN_PKGS := gcc make pkg-config libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev \
 	libcurl3-gnutls libyaml-dev libsqlite3-dev sqlite3 curl jq python3 \
 	python3-yaml openssl protobuf-c-compiler libprotobuf-c-dev python3-grpcio python3-grpc-tools perl \
-	cppcheck pmccabe clang-format
+	cppcheck pmccabe clang-format man-db groff-base
 
-.PHONY: all test check unit integration deps run demo clean format format-check lint complexity
+.PHONY: all test check unit integration deps run demo clean format format-check lint complexity FORCE
 all: $(PROGS)
+
+# The objects that spell PODRES_VERSION are built again when the version
+# changes (a commit, a tag, an edit: -dirty); $(B)/version is rewritten only then.
+VERSION_OBJS := $(patsubst %.c,$(B)/%.o,$(shell grep -l PODRES_VERSION common/*.c server/*.c \
+	$(wildcard syncer/*.c) $(wildcard extender/*.c) 2>/dev/null))
+$(VERSION_OBJS): $(B)/version
+$(B)/version: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(BUILD_VERSION)' | cmp -s - $@ || echo '$(BUILD_VERSION)' > $@
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)

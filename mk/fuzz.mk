@@ -15,7 +15,7 @@ FUZZ_TARGETS ?= $(FUZZ_ALL)
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS = -std=c11 -g -O1 $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
               $(filter-out -Werror,$(WARN)) -Wno-missing-prototypes \
-              -DPODRES_VERSION='"$(VERSION)"' -I$(B)/gen \
+              -DPODRES_VERSION='"$(BUILD_VERSION)"' -I$(B)/gen \
               $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 FUZZ_GEN := $(B)/server/migrations_gen.c $(PROTO_C)
 FUZZ_LIB_SRCS := $(COMMON_SRCS) $(SERVER_SRCS) $(SYNCER_SRCS) $(EXTENDER_SRCS)
