@@ -73,7 +73,8 @@ DEBIAN_PKGS := gcc make pkg-config libmicrohttpd-dev libjansson-dev libcurl4-ope
 	python3-yaml openssl protobuf-c-compiler libprotobuf-c-dev python3-grpcio python3-grpc-tools perl \
 	cppcheck pmccabe clang-format man-db groff-base
 
-.PHONY: all test check unit integration deps run demo clean format format-check lint complexity FORCE
+.PHONY: all test check unit integration deps run demo clean format format-check lint complexity \
+	install uninstall version FORCE
 all: $(PROGS)
 
 # The objects that spell PODRES_VERSION are built again when the version
@@ -204,6 +205,47 @@ run: deps all
 
 demo: deps all kube
 	@tools/demo.sh $(BIN)
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the daemons, their man pages, the systemd units,
+# the sysusers entry, and the docs with an example /etc/podres/podresd.yaml; paths in the units
+# and man pages (/usr/local/bin, /usr/local/share/doc/podres) are rewritten to BINDIR and DOCDIR. `make uninstall` with the same variables removes exactly that.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+DOCDIR ?= $(PREFIX)/share/doc/podres
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+MAN8 := $(sort $(wildcard man/*.8))
+MAN1 := $(sort $(wildcard man/*.1))
+UNITS := $(sort $(wildcard deploy/systemd/*.service))
+DOCS := README.md LICENSE CHANGELOG.md docs/API.md docs/SYNCER.md docs/EXTENDER.md
+INSTALLED = $(PROGS:$(BIN)/%=$(BINDIR)/%) $(MAN8:man/%=$(MANDIR)/man8/%) \
+	$(MAN1:man/%=$(MANDIR)/man1/%) $(UNITS:deploy/systemd/%=$(SYSTEMDUNITDIR)/%) \
+	$(SYSUSERSDIR)/podres.conf $(addprefix $(DOCDIR)/,$(notdir $(DOCS))) \
+	$(DOCDIR)/examples/podresd.yaml
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSTEMDUNITDIR) \
+		$(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(DOCDIR)/examples
+	install -m 0755 $(PROGS) $(DESTDIR)$(BINDIR)/
+	$(if $(MAN1),install -d $(DESTDIR)$(MANDIR)/man1)
+	for f in $(MAN8:man/%=8/%) $(MAN1:man/%=1/%) $(UNITS:deploy/systemd/%=u/%); do \
+		case $$f in u/*) src=deploy/systemd/$${f#u/} dst=$(SYSTEMDUNITDIR)/$${f#u/} ;; \
+			*) src=man/$${f#*/} dst=$(MANDIR)/man$$f ;; esac; \
+		sed -e 's|/usr/local/bin/|$(BINDIR)/|g' -e 's|/usr/local/share/doc/podres|$(DOCDIR)|g' \
+			$$src > $(DESTDIR)$$dst && chmod 0644 $(DESTDIR)$$dst || exit 1; \
+	done
+	install -m 0644 deploy/systemd/podres.sysusers $(DESTDIR)$(SYSUSERSDIR)/podres.conf
+	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
+	install -m 0644 deploy/systemd/podresd.yaml $(DESTDIR)$(DOCDIR)/examples/podresd.yaml
+
+# The version the binaries print (--version).
+version:
+	@echo $(BUILD_VERSION)
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 
 FORMAT_SRCS = common/*.[ch] server/*.[ch] $(wildcard syncer/*.[ch]) $(wildcard extender/*.[ch]) \
               $(wildcard plugin/*.[ch]) tests/unit/*/*.c
