@@ -236,13 +236,13 @@ k get ds/podres deploy/podres-scheduler cm/podresd-config -n podres-system -o na
 k wait --for condition=Established --timeout 30s crd/devicebindings.podres.dev crd/nodedevices.podres.dev > /dev/null ||
     fail "helm install: CRDs not Established"
 gen=$(k get ds podres -n podres-system -o jsonpath='{.metadata.generation}')
-out=$(hk upgrade podres "$CH" --reuse-values --set logLevel=debug 2>&1) || fail "helm upgrade: $out"
+out=$(hk upgrade podres "$CH" --reset-then-reuse-values --set logLevel=debug 2>&1) || fail "helm upgrade: $out"
 cmd=$(k get ds podres -n podres-system -o json | jq -r '.spec.template.spec.containers[1].command | join(" ")')
 grep -q -- '--log-level=debug' <<<"$cmd" || fail "helm upgrade: syncer command $cmd"
 [ "$(k get ds podres -n podres-system -o jsonpath='{.metadata.generation}')" -gt "$gen" ] || fail "helm upgrade did not change the DaemonSet"
 k get cm podresd-config -n podres-system -o jsonpath='{.data.podresd\.yaml}' | grep -q '^log_level: debug$' ||
     fail "helm upgrade: the ConfigMap"
-k get deploy podres-scheduler -n podres-system -o name > /dev/null || fail "helm upgrade --reuse-values lost the extender"
+k get deploy podres-scheduler -n podres-system -o name > /dev/null || fail "helm upgrade --reset-then-reuse-values lost the extender"
 out=$(hk uninstall podres 2>&1) || fail "helm uninstall: $out"
 wait_until 30 sh -c "! $KUBECTL --kubeconfig $KCFG get ds/podres -n podres-system" || fail "helm uninstall left the DaemonSet"
 for o in deploy/podres-scheduler cm/podresd-config sa/podres-syncer; do
@@ -251,4 +251,4 @@ done
 ! k get clusterrole podres-syncer > /dev/null 2>&1 || fail "helm uninstall left the ClusterRole"
 ! k get validatingadmissionpolicy podres-syncer-node-scope > /dev/null 2>&1 || fail "helm uninstall left the policy"
 k get crd devicebindings.podres.dev nodedevices.podres.dev -o name > /dev/null || fail "helm uninstall deleted the CRDs"
-ok "helm install (extender on), upgrade --reuse-values --set logLevel=debug (DaemonSet and ConfigMap changed), uninstall (all gone but the CRDs, kept)"
+ok "helm install (extender on), upgrade --reset-then-reuse-values --set logLevel=debug (DaemonSet and ConfigMap changed), uninstall (all gone but the CRDs, kept)"
