@@ -4,7 +4,8 @@
 # and the man pages' paths following PREFIX; every man page renders with `man --warnings`
 # and no warning, has the sections an operator looks for, and names every flag its binary's
 # --help shows; the installed binaries print the build's version (`make version`: git describe
-# in a checkout), and a copy of the tree without .git builds and prints the Makefile's VERSION;
+# in a checkout), and a copy of the tree without .git builds and prints the Makefile's VERSION,
+# which CHANGELOG.md, deploy/kustomization.yaml and the chart's appVersion agree with;
 # `make uninstall DESTDIR=D` leaves no file behind.
 . "$(dirname "$0")/lib.sh"
 cd "$PODRES_ROOT"
@@ -107,6 +108,10 @@ ok "PREFIX=/usr: the same files under usr/, ExecStart=/usr/bin/..., the man page
 # ---- 5. a tree without .git (a release tarball) builds and prints VERSION
 want_rel=$(sed -n 's/^VERSION := //p' Makefile)
 [ -n "$want_rel" ] || fail "no VERSION in the Makefile"
+grep -q "^## $want_rel " CHANGELOG.md || fail "CHANGELOG.md has no entry '## $want_rel'"
+grep -q "^  newTag: $want_rel$" deploy/kustomization.yaml || fail "deploy/kustomization.yaml's image tag is not $want_rel"
+grep -q "^appVersion: \"$want_rel\"$" deploy/helm/podres/Chart.yaml || fail "the chart's appVersion is not $want_rel"
+ok "VERSION $want_rel has its CHANGELOG entry and is the image tag of deploy/ and of the chart"
 mkdir -p "$T/src"
 tar -C "$PODRES_ROOT" --exclude=./.git --exclude=./build --exclude=./bin --exclude=./var -cf - . | tar -C "$T/src" -xf -
 [ ! -e "$T/src/.git" ] || fail "the copy has .git"
