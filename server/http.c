@@ -582,6 +582,19 @@ static enum MHD_Result hand_over(struct listener *l, struct MHD_Connection *conn
     return MHD_NO;
 }
 
+/* Who may call it, its query parameters, its body. */
+static err_t check_request(struct listener *l, struct MHD_Connection *conn, struct ctx *c,
+                           const struct api_route *rt, struct api_req *r)
+{
+    err_t rc = check_access(l, conn, rt, r->msg, sizeof(r->msg));
+
+    if (!rc)
+        rc = api_check_params(r, rt);
+    if (!rc)
+        rc = check_body(conn, c, rt, r->msg, sizeof(r->msg));
+    return rc;
+}
+
 static enum MHD_Result dispatch(struct listener *l, struct MHD_Connection *conn, struct ctx *c,
                                 const char *url, const char *method, const char *version)
 {
@@ -613,11 +626,7 @@ static enum MHD_Result dispatch(struct listener *l, struct MHD_Connection *conn,
     if (l->tcp && strcmp(version, MHD_HTTP_VERSION_1_0) != 0 &&
         !MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host"))
         return queue_error(conn, c, ERR_INVAL, "an HTTP/1.1 request needs a Host header");
-    rc = check_access(l, conn, rt, r.msg, sizeof(r.msg));
-    if (!rc)
-        rc = api_check_params(&r, rt);
-    if (!rc)
-        rc = check_body(conn, c, rt, r.msg, sizeof(r.msg));
+    rc = check_request(l, conn, c, rt, &r);
     if (rc)
         return queue_error(conn, c, rc, r.msg);
     r.body = c->body;
