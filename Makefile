@@ -80,7 +80,7 @@ all: $(PROGS)
 # The objects that spell PODRES_VERSION are built again when the version
 # changes (a commit, a tag, an edit: -dirty); $(B)/version is rewritten only then.
 VERSION_OBJS := $(patsubst %.c,$(B)/%.o,$(shell grep -l PODRES_VERSION common/*.c server/*.c \
-	$(wildcard syncer/*.c) $(wildcard extender/*.c) 2>/dev/null))
+	$(wildcard syncer/*.c) $(wildcard extender/*.c) $(wildcard plugin/*.c) 2>/dev/null))
 $(VERSION_OBJS): $(B)/version
 $(B)/version: FORCE
 	@mkdir -p $(dir $@)

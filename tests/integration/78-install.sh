@@ -11,14 +11,16 @@
 cd "$PODRES_ROOT"
 command -v man > /dev/null || fail "man is missing (make deps installs man-db)"
 
-BINS="podres-extender podres-syncer podresd"
+BINS="podres-extender podres-syncer podresd kubectl-podres"
+# sect BIN - the man section of BIN's page: 1 for the kubectl plugin, 8 for the daemons.
+sect() { case $1 in kubectl-*) echo 1 ;; *) echo 8 ;; esac; }
 # expected PREFIX - every file make install puts under PREFIX (relative to DESTDIR), sorted.
 expected() {
     local p=${1#/} b
     {
         for b in $BINS; do
             echo "$p/bin/$b"
-            echo "$p/share/man/man8/$b.8"
+            echo "$p/share/man/man$(sect "$b")/$b.$(sect "$b")"
         done
         echo "$p/lib/systemd/system/podresd.service"
         echo "$p/lib/systemd/system/podres-syncer.service"
@@ -43,7 +45,7 @@ want=$(expected /usr/local)
 $(diff <(echo "$want") <(echo "$got") | grep '^[<>]')"
 bad=$(awk '($2 ~ /\/bin\// && $1 != 755) || ($2 !~ /\/bin\// && $1 != 644)' "$T/files")
 [ -z "$bad" ] || fail "modes: $bad"
-ok "make install DESTDIR: exactly the $(grep -c . <<<"$want") expected files (3 binaries 0755; 3 man pages, 2 units, the sysusers entry, docs 0644)"
+ok "make install DESTDIR: exactly the $(grep -c . <<<"$want") expected files (4 binaries 0755; 4 man pages, 2 units, the sysusers entry, docs 0644)"
 
 for u in podresd podres-syncer; do
     cmp -s "deploy/systemd/$u.service" "$D/usr/local/lib/systemd/system/$u.service" ||
@@ -56,22 +58,23 @@ ok "the units, the sysusers entry and the example config are deploy/systemd's"
 # ---- 2. the man pages
 want_v=$(make -s version)
 for b in $BINS; do
-    page=$D/usr/local/share/man/man8/$b.8
-    out=$(MANWIDTH=80 man --warnings -E UTF-8 -l "$page" 2>"$T/man.err") || fail "man -l $b.8: $(cat "$T/man.err")"
-    [ ! -s "$T/man.err" ] || fail "man --warnings -l $b.8 warned: $(cat "$T/man.err")"
+    n=$(sect "$b")
+    page=$D/usr/local/share/man/man$n/$b.$n
+    out=$(MANWIDTH=80 man --warnings -E UTF-8 -l "$page" 2>"$T/man.err") || fail "man -l $b.$n: $(cat "$T/man.err")"
+    [ ! -s "$T/man.err" ] || fail "man --warnings -l $b.$n warned: $(cat "$T/man.err")"
     for s in NAME SYNOPSIS DESCRIPTION OPTIONS FILES SIGNALS "EXIT STATUS" EXAMPLES "SEE ALSO"; do
-        grep -q "^$s\$" <<<"$out" || fail "$b.8 has no $s section"
+        grep -q "^$s\$" <<<"$out" || fail "$b.$n has no $s section"
     done
-    grep -Eq "^ +$b +- " <<<"$out" || fail "$b.8: NAME is not '$b - ...': $(grep -A1 '^NAME' <<<"$out")"
+    grep -Eq "^ +$b +- " <<<"$out" || fail "$b.$n: NAME is not '$b - ...': $(grep -A1 '^NAME' <<<"$out")"
     flags=$("$PODRES_BIN/$b" --help | grep -o -- '--[a-z][a-z-]*' | sort -u)
     missing=""
     for f in $flags; do
         grep -q -- "$f\b" <<<"$out" || missing="$missing $f"
     done
-    [ -z "$missing" ] || fail "$b.8 does not document$missing (from $b --help)"
+    [ -z "$missing" ] || fail "$b.$n does not document$missing (from $b --help)"
     lines=$(grep -c . <<<"$out")
     long=$(awk 'length > 80' <<<"$out")
-    [ -z "$long" ] || fail "$b.8 renders lines over 80 columns: $long"
+    [ -z "$long" ] || fail "$b.$n renders lines over 80 columns: $long"
     v=$("$D/usr/local/bin/$b" --version) || fail "installed $b --version failed"
     [ "$v" = "$b $want_v" ] || fail "installed $b --version: '$v', want '$b $want_v'"
 done
@@ -99,7 +102,7 @@ for u in podresd podres-syncer; do
     grep -q "^ExecStart=/usr/bin/$u " "$unit" || fail "$u.service: $(grep ExecStart "$unit")"
     ! grep -q /usr/local "$unit" || fail "$u.service still names /usr/local: $(grep /usr/local "$unit")"
 done
-! grep -l /usr/local "$D2"/usr/share/man/man8/*.8 || fail "a man page still names /usr/local"
+! grep -l /usr/local "$D2"/usr/share/man/man?/*.? || fail "a man page still names /usr/local"
 grep -q '/usr/share/doc/podres/API.md' "$D2/usr/share/man/man8/podresd.8" || fail "podresd.8 does not point to /usr/share/doc/podres"
 make -s uninstall PREFIX=/usr DESTDIR="$D2" > /dev/null 2>&1 || fail "make uninstall PREFIX=/usr"
 [ -z "$(find "$D2" -type f)" ] || fail "make uninstall PREFIX=/usr left: $(find "$D2" -type f)"
