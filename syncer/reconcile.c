@@ -169,7 +169,8 @@ static void cr_path(char *buf, size_t cap, const char *ns, const char *name, con
 
 json_t *reconcile_pod_view(json_t *pod)
 {
-    static const char *const keep[] = {"name", "namespace", "uid", "resourceVersion"};
+    static const char *const keep[] = {"name", "namespace", "uid", "resourceVersion",
+                                       "deletionTimestamp"};
     json_t *md = json_object_get(pod, "metadata"), *out = json_object(), *m = json_object();
     size_t i;
 
@@ -815,6 +816,41 @@ static err_t preassigned(struct reconciler *r, const char *key, const char *ns, 
     return put_status(r, key, ns, name, in->cr, desired, wrote, msg, cap);
 }
 
+/* Whether 'pod' (the API Pod, or NULL) is going: gone from the API server,
+ * or with a deletionTimestamp. */
+static bool pod_going(const json_t *pod)
+{
+    return !pod || json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp");
+}
+
+/* Whether the garbage collector removes 'cr' without the syncer: it has
+ * owners, all of them the Pod 'name', and none is the live 'pod' (NULL
+ * when the API server has none): the Pod is gone, or another instance of
+ * that name now. A Pod that is going counts as gone: the collector removes
+ * its dependents once it is. Any other owner (a scheduler's PodGroup) keeps
+ * the object alive, so then it is the syncer's to delete. */
+static bool collected(const json_t *cr, const char *name, const json_t *pod)
+{
+    const json_t *owners = json_object_get(json_object_get(cr, "metadata"), "ownerReferences");
+    const char *live = pod_going(pod) ? NULL : meta_str(pod, "uid");
+    json_t *o;
+    size_t i;
+
+    if (!json_array_size(owners))
+        return false;
+    json_array_foreach(owners, i, o) {
+        const char *kind = json_string_value(json_object_get(o, "kind"));
+        const char *api = json_string_value(json_object_get(o, "apiVersion"));
+        const char *n = json_string_value(json_object_get(o, "name"));
+        const char *u = json_string_value(json_object_get(o, "uid"));
+
+        if (!kind || !api || !n || !u || strcmp(kind, "Pod") != 0 || strcmp(api, "v1") != 0 ||
+            strcmp(n, name) != 0 || (live && strcmp(u, live) == 0))
+            return false;
+    }
+    return true;
+}
+
 static err_t ensure(struct reconciler *r, const char *key, const char *ns, const char *name,
                     struct inputs *in, bool *wrote, char *msg, size_t cap)
 {
@@ -823,6 +859,8 @@ static err_t ensure(struct reconciler *r, const char *key, const char *ns, const
     err_t rc;
 
     if (!in->cr) {
+        if (pod_going(in->pod))
+            return ERR_OK; /* the collector would remove it at once */
         rc = create(r, key, ns, name, uid, &made, msg, cap);
         if (rc)
             return rc;
@@ -843,13 +881,15 @@ static err_t ensure(struct reconciler *r, const char *key, const char *ns, const
     return put_status(r, key, ns, name, in->cr, desired, wrote, msg, cap);
 }
 
-/* The pod holds no device (and there is no pre-assignment): remove our object. */
+/* The pod holds no device (and there is no pre-assignment): remove our
+ * object, unless the garbage collector does (the pod's deletion is a pod
+ * lifecycle's last write, and the collector's, not ours). */
 static err_t unbound(struct reconciler *r, const char *key, const char *ns, const char *name,
                      struct inputs *in, bool *wrote, char *msg, size_t cap)
 {
     err_t rc = ERR_OK;
 
-    if (in->cr) {
+    if (in->cr && !collected(in->cr, name, in->pod)) {
         rc = delete_cr(r, key, ns, name, in->cr, msg, cap);
         *wrote = rc == ERR_OK;
     }

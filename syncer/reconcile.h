@@ -2,9 +2,12 @@
 /* reconcile.h - one key ("namespace/name") at a time: the DeviceBinding the
  * node's state calls for, compared with the informer's copy, and the smallest
  * write that closes the gap (create, metadata patch, status patch, delete with
- * a uid precondition) or none. Only this node's objects are touched, only the
- * fields the syncer owns, never a scheduler's spec.containers. Not
- * thread-safe: one reconciler per worker thread. */
+ * a uid precondition) or none. A DeviceBinding whose Pod is gone or going is
+ * the garbage collector's to delete (its ownerReference), never the
+ * syncer's: a pod's lifecycle costs the syncer a create and a status patch.
+ * Only this node's objects are touched, only the fields the syncer owns,
+ * never a scheduler's spec.containers. Not thread-safe: one reconciler per
+ * worker thread. */
 #ifndef PODRES_RECONCILE_H
 #define PODRES_RECONCILE_H
 #include <jansson.h>
@@ -138,8 +141,8 @@ json_t *reconcile_condition(const char *type, const char *status, const char *re
 /* True when 'pr' holds at least one device. */
 bool reconcile_has_devices(const json_t *pr);
 /* The part of an API Pod that reconcile reads (new; NULL if out of memory):
- * metadata name, namespace, uid and resourceVersion. The Pod informer keeps
- * only this. */
+ * metadata name, namespace, uid, resourceVersion and deletionTimestamp (when
+ * set). The Pod informer keeps only this. */
 json_t *reconcile_pod_view(json_t *pod);
 
 #endif

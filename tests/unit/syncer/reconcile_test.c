@@ -301,6 +301,53 @@ static void test_key_deleting_cr(void)
     world_free(&w);
 }
 
+#define CR_OWNED(owners)                                                                           \
+    "{\"metadata\":{\"namespace\":\"d\",\"name\":\"p\",\"uid\":\"cr1\","                           \
+    "\"resourceVersion\":\"5\",\"labels\":{\"podres.dev/node\":\"node-a\"},"                      \
+    "\"ownerReferences\":[" owners "]},\"spec\":{\"nodeName\":\"node-a\"}}"
+#define OWNER_POD(uid) "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"name\":\"p\",\"uid\":\"" uid "\"}"
+#define POD_GOING(uid)                                                                             \
+    "{\"metadata\":{\"namespace\":\"d\",\"name\":\"p\",\"uid\":\"" uid "\","                       \
+    "\"deletionTimestamp\":\"2025-01-01T00:00:00Z\"}}"
+
+/* A pod gone from the API server, or going, or another instance of its
+ * name: the garbage collector removes its DeviceBinding through the
+ * ownerReference, so the syncer writes nothing (the world's client fails
+ * any request loudly). */
+static void test_key_gc_deletes(void)
+{
+    struct world w;
+    bool wrote = true;
+    uint64_t requeue = 0;
+    char msg[256] = "";
+
+    world_new(&w);
+    put(w.r.crs, "d/p", CR_OWNED(OWNER_POD("u1")));
+    CHECK_QUIET(&w, "d/p"); /* no Pod, no devices */
+    put(w.r.pods, "d/p", POD_GOING("u1"));
+    CHECK_QUIET(&w, "d/p"); /* the Pod is going */
+    put(w.r.pods, "d/p", POD("u2"));
+    CHECK_QUIET(&w, "d/p"); /* another instance of that name */
+    CHECK_EQ_INT(cache_size(w.r.crs), 1);
+    /* the owner stays but its devices went: the syncer deletes */
+    put(w.r.pods, "d/p", POD("u1"));
+    CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, msg, sizeof(msg)), ERR_UPSTREAM);
+    /* another owner keeps the object alive: the syncer deletes */
+    cache_del(w.r.pods, "d/p");
+    put(w.r.crs, "d/p",
+        CR_OWNED(OWNER_POD("u1") ",{\"apiVersion\":\"x.io/v1\",\"kind\":\"PodGroup\","
+                                 "\"name\":\"g\",\"uid\":\"g1\"}"));
+    CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, msg, sizeof(msg)), ERR_UPSTREAM);
+    /* devices, the Pod going and no DeviceBinding: none is made */
+    cache_del(w.r.crs, "d/p");
+    put(w.r.pr, "d/p", PR_DEV);
+    put(w.r.pods, "d/p", POD_GOING("u1"));
+    CHECK_QUIET(&w, "d/p");
+    CHECK_EQ_INT(cache_size(w.r.crs), 0);
+    reconcile_release(&w.r);
+    world_free(&w);
+}
+
 /* The control: a decision that does call the API fails loudly here. */
 static void test_key_write_fails_loudly(void)
 {
@@ -576,17 +623,20 @@ static void test_key_stray_of_another_syncer(void)
     world_free(&w);
 }
 
-/* The Pod informer keeps metadata name, namespace, uid and resourceVersion. */
+/* The Pod informer keeps metadata name, namespace, uid, resourceVersion and
+ * deletionTimestamp. */
 static void test_pod_view(void)
 {
     json_t *pod = json_loads(
         "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"uid\":\"u1\","
-        "\"resourceVersion\":\"42\",\"labels\":{\"a\":\"b\"},\"managedFields\":[{}]},"
+        "\"resourceVersion\":\"42\",\"deletionTimestamp\":\"2025-01-01T00:00:00Z\","
+        "\"labels\":{\"a\":\"b\"},\"managedFields\":[{}]},"
         "\"spec\":{\"nodeName\":\"n\",\"containers\":[{\"name\":\"c\"}]},"
         "\"status\":{\"phase\":\"Running\"}}",
         0, NULL);
     json_t *want = json_loads("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"uid\":"
-                              "\"u1\",\"resourceVersion\":\"42\"}}",
+                              "\"u1\",\"resourceVersion\":\"42\","
+                              "\"deletionTimestamp\":\"2025-01-01T00:00:00Z\"}}",
                               0, NULL);
     json_t *v = reconcile_pod_view(pod), *empty;
 
@@ -603,6 +653,6 @@ static void test_pod_view(void)
 
 TEST_MAIN(test_pod_view, test_has_devices, test_status_one, test_status_several,
           test_status_summary_order, test_status_empty, test_condition, test_key_nothing_to_do,
-          test_key_waits_for_pod, test_key_deleting_cr, test_key_foreign_label,
+          test_key_waits_for_pod, test_key_deleting_cr, test_key_gc_deletes, test_key_foreign_label,
           test_key_foreign_as_read, test_key_skip_reasons, test_key_stray_reservation,
           test_key_stray_of_another_syncer, test_key_write_fails_loudly)
