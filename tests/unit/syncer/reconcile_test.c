@@ -303,7 +303,7 @@ static void test_key_deleting_cr(void)
 
 #define CR_OWNED(owners)                                                                           \
     "{\"metadata\":{\"namespace\":\"d\",\"name\":\"p\",\"uid\":\"cr1\","                           \
-    "\"resourceVersion\":\"5\",\"labels\":{\"podres.dev/node\":\"node-a\"},"                      \
+    "\"resourceVersion\":\"5\",\"labels\":{\"podres.dev/node\":\"node-a\"},"                       \
     "\"ownerReferences\":[" owners "]},\"spec\":{\"nodeName\":\"node-a\"}}"
 #define OWNER_POD(uid) "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"name\":\"p\",\"uid\":\"" uid "\"}"
 #define POD_GOING(uid)                                                                             \
