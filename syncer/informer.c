@@ -19,8 +19,15 @@
 
 #include <time.h>
 
-#define WATCH_TIMEOUT_S 240   /* the server ends a watch after this; we resume */
-#define LIST_EVERY_MS 1000    /* lists come no closer together than this */
+#define WATCH_TIMEOUT_S 240 /* the server ends a watch after this; we resume */
+#define WATCH_JITTER_PCT 10 /* ... give or take this many percent (client-go spreads too) */
+#define LIST_EVERY_MS 1000  /* lists come no closer together than this */
+#define LIST_SPREAD_MS 500  /* ... plus up to this, at random: failing lists drift apart */
+#define RELIST_SPREAD_MS                                                                           \
+    2000                      /* a list after a watch ended otherwise than at its timeout          \
+                               * waits up to this, at random: an API server that ends              \
+                               * every node's watches at once (a restart, a 410 for all)           \
+                               * gets their lists spread over this time, not in one burst */
 #define BAD_LIST_MAX_MS 30000 /* the longest pause after answers that were no list */
 
 /* A resourceVersion as the integer Kubernetes' etcd3 storage makes it;
@@ -295,10 +302,19 @@ static bool on_event(void *ctx, json_t *ev)
     return true;
 }
 
+/* A list is due after a watch that did not end at its timeout: at a random
+ * moment within RELIST_SPREAD_MS. */
+static void relist_spread(struct informer *inf)
+{
+    inf->relist_at_ms = queue_now_ms() + (uint64_t)rand() % (RELIST_SPREAD_MS + 1);
+    __atomic_store_n(&inf->relist, true, __ATOMIC_RELEASE);
+}
+
 /* 410: the server no longer has our resourceVersion's history. */
 static void expired(struct informer *inf)
 {
     log_info("watch of %s expired; listing again", inf->name);
+    relist_spread(inf);
     set_unsynced(inf, "relisting after its watch expired");
     answered(inf);
 }
@@ -309,6 +325,7 @@ static void too_large(struct informer *inf, const char *current)
 {
     if (*current)
         note_reset(inf, inf->rv, current);
+    relist_spread(inf);
     set_unsynced(inf, "relisting after the API server's state was reset");
     answered(inf);
 }
@@ -317,7 +334,8 @@ static void too_large(struct informer *inf, const char *current)
 static void watch_once(struct informer *inf)
 {
     struct watch_state ws = {.inf = inf};
-    int timeout_s = inf->timeout_s > 0 ? inf->timeout_s : WATCH_TIMEOUT_S;
+    int timeout_s = inf->timeout_s > 0 ? inf->timeout_s
+                                       : (int)queue_jitter_ms(WATCH_TIMEOUT_S, WATCH_JITTER_PCT);
     uint64_t start = queue_now_ms();
     char path[1200], msg[512];
     const json_t *st;
@@ -354,7 +372,7 @@ static void watch_once(struct informer *inf)
     /* Anything but the normal end, at the timeout (95% of it: the clock
      * started before the connection) after a sign of life, calls for a list. */
     if (rc || ws.failed || !ws.events || (queue_now_ms() - start) * 20 < timeout_s * 19000ull)
-        __atomic_store_n(&inf->relist, true, __ATOMIC_RELEASE);
+        relist_spread(inf);
 }
 
 /* One list or watch. Lists come at most one a second: a server that ends
@@ -364,12 +382,15 @@ static void step(struct informer *inf)
 {
     uint64_t t = queue_now_ms();
     uint64_t due = inf->listed_ms +
-                   (inf->bad_list_ms > LIST_EVERY_MS ? inf->bad_list_ms : LIST_EVERY_MS);
+                   (inf->bad_list_ms > LIST_EVERY_MS ? inf->bad_list_ms : LIST_EVERY_MS) +
+                   (uint64_t)rand() % (LIST_SPREAD_MS + 1);
 
     if (!inf->relist && inf->rv[0]) {
         watch_once(inf);
         return;
     }
+    if (inf->relist_at_ms > due)
+        due = inf->relist_at_ms;
     if (t < due && !kube_gate_sleep(inf->gate, due - t))
         return;
     inf->listed_ms = queue_now_ms();

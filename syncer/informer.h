@@ -5,8 +5,9 @@
  * and delivered an event or a bookmark is resumed from the last
  * resourceVersion seen; after anything else (410, "too large resource
  * version", another ERROR event, a broken connection, a watch ended early
- * or silent all along) the collection is listed again, at most once a
- * second. An answer to a list that is no list (another kind, no string
+ * or silent all along) the collection is listed again, at a random moment
+ * within 2 s, and at most once every 1 to 1.5 s. A watch asks for 240 s
+ * give or take 10 %. An answer to a list that is no list (another kind, no string
  * metadata.resourceVersion) is an error, logged once: the cache is kept, and
  * the next list waits 1 s doubling to 30 s. A list whose resourceVersion is
  * older than the one held means the API server's state was reset: the list
@@ -32,14 +33,16 @@ struct informer {
      * node's Pods are large (spec, status, managedFields) and reconcile
      * reads four fields of them. */
     json_t *(*slim)(json_t *obj);
-    int timeout_s;        /* a watch's timeoutSeconds; 0: 240 */
-    bool consistent;      /* the first list a consistent read too (--once: no watch follows) */
-    char rv[64];          /* the newest resourceVersion seen; "" before the first list */
-    bool relist;          /* list (a consistent list) before the next watch; atomic */
-    bool reset_logged;    /* this reset was logged; a watch that works again ends it */
-    uint64_t listed_ms;   /* monotonic ms of the last list tried, for the pace */
-    uint64_t bad_list_ms; /* pause before the next list after answers that were no
-                           * list: 1 s doubling to 30 s; 0 after a list */
+    int timeout_s;         /* a watch's timeoutSeconds; 0: 240 */
+    bool consistent;       /* the first list a consistent read too (--once: no watch follows) */
+    char rv[64];           /* the newest resourceVersion seen; "" before the first list */
+    bool relist;           /* list (a consistent list) before the next watch; atomic */
+    bool reset_logged;     /* this reset was logged; a watch that works again ends it */
+    uint64_t listed_ms;    /* monotonic ms of the last list tried, for the pace */
+    uint64_t relist_at_ms; /* monotonic ms before which the list after a watch that
+                            * ended early does not start (a random spread) */
+    uint64_t bad_list_ms;  /* pause before the next list after answers that were no
+                            * list: 1 s doubling to 30 s; 0 after a list */
     /* Readiness, written by the informer's thread, read by any with
      * informer_synced and informer_ready (atomic loads and stores). */
     int synced;                /* listed since the last relist a 410 or a reset required */

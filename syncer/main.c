@@ -104,6 +104,12 @@ static const struct option long_opts[] = {
  * news. */
 #define READY_GRACE_MS 15000
 
+/* Resyncs come every --resync-interval give or take this many percent, so
+ * that syncers started together (a DaemonSet rollout) do not resync in step.
+ * A resync reads the caches, not the API server; the spread is for what a
+ * drift it finds writes. */
+#define RESYNC_JITTER_PCT 10
+
 /* ---- the sync-lag histogram ---- */
 
 static const double lag_bounds[] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
@@ -810,7 +816,7 @@ static bool run_once(struct syncer *s)
 static void run(struct syncer *s, const sigset_t *sigs)
 {
     struct timespec tick = {.tv_sec = 1};
-    uint64_t next = queue_now_ms() + s->set.resync_ms;
+    uint64_t next = queue_now_ms() + queue_jitter_ms(s->set.resync_ms, RESYNC_JITTER_PCT);
     int sig;
 
     pthread_create(&s->threads[s->nthreads++], NULL, nodefeed_run, &s->feed);
@@ -826,7 +832,7 @@ static void run(struct syncer *s, const sigset_t *sigs)
         }
         if ((queue_now_ms() >= next || !s->last_resync) && caches_synced(s)) {
             resync(s);
-            next = queue_now_ms() + s->set.resync_ms;
+            next = queue_now_ms() + queue_jitter_ms(s->set.resync_ms, RESYNC_JITTER_PCT);
         }
     }
 }

@@ -24,6 +24,15 @@ uint64_t queue_now_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+uint64_t queue_jitter_ms(uint64_t ms, unsigned pct)
+{
+    uint64_t span = ms / 100 * pct + ms % 100 * pct / 100;
+
+    if (!span)
+        return ms;
+    return ms - span + (uint64_t)rand() % (2 * span + 1);
+}
+
 struct queue *queue_new(void)
 {
     struct queue *q = calloc(1, sizeof(*q));

@@ -25,5 +25,10 @@ size_t queue_len(struct queue *q);
 void queue_close(struct queue *q);
 /* CLOCK_MONOTONIC now in milliseconds. */
 uint64_t queue_now_ms(void);
+/* 'ms' spread uniformly by up to 'pct' percent either way (rand(), seeded
+ * once by main): periods of many syncers started together drift apart
+ * instead of reaching the API server in step. Thread-safe (glibc's rand
+ * takes a lock). */
+uint64_t queue_jitter_ms(uint64_t ms, unsigned pct);
 
 #endif

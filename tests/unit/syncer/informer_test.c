@@ -123,6 +123,7 @@ static void test_list_then_watch(void)
     };
     struct rig t;
     char why[256];
+    long timeout_s;
 
     rig_start(&t, r, 2);
     CHECK(!is_ready(&t.inf, 60000, why, sizeof(why)));
@@ -138,7 +139,9 @@ static void test_list_then_watch(void)
     CHECK_KEYS(t.inf.cache, "ns/a,ns/b");
     step(&t.inf);
     CHECK_HAS(t.srv.req[1], "GET /apis/x/devicebindings?labelSelector=l&watch=true&"
-                            "allowWatchBookmarks=true&resourceVersion=5000&timeoutSeconds=240 ");
+                            "allowWatchBookmarks=true&resourceVersion=5000&timeoutSeconds=");
+    timeout_s = strtol(strstr(t.srv.req[1], "timeoutSeconds=") + 15, NULL, 10);
+    CHECK(timeout_s >= 216 && timeout_s <= 264); /* 240 s give or take 10 % */
     CHECK_STREQ(t.inf.rv, "5002");
     CHECK_KEYS(t.inf.cache, "ns/a,ns/b,ns/c");
     rig_stop(&t);
@@ -203,7 +206,8 @@ static void check_too_large(const struct reply *watch)
     CHECK_STREQ(why, "devicebindings informer relisting after the API server's state was reset");
     CHECK(t.inf.reset_logged); /* "current: 100" said it: logged now */
     t0 = queue_now_ms();
-    t.inf.listed_ms = 0; /* the pace of lists is not under test here */
+    t.inf.listed_ms = 0; /* the pace and spread of lists are not under test here */
+    t.inf.relist_at_ms = 0;
     step(&t.inf);
     CHECK(queue_now_ms() - t0 < 500); /* the gate did not back off */
     CHECK_HAS(t.srv.req[2], "GET /apis/x/devicebindings?labelSelector=l HTTP/1.1");
@@ -283,6 +287,8 @@ static void test_expired(void)
         step(&t.inf);
         CHECK(!is_ready(&t.inf, 60000, why, sizeof(why)));
         CHECK_STREQ(why, "devicebindings informer relisting after its watch expired");
+        /* the list waits a random moment within 2 s, so nodes spread theirs */
+        CHECK(t.inf.relist_at_ms && t.inf.relist_at_ms <= queue_now_ms() + 2000);
         t0 = queue_now_ms();
         step(&t.inf);
         /* a second after the list before: a server expiring every watch

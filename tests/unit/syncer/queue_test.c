@@ -240,5 +240,22 @@ static void test_truncated_key_removed(void)
     queue_free(q);
 }
 
-TEST_MAIN(test_fifo, test_due_order, test_dedup, test_delay, test_timeout, test_wake_on_add,
-          test_close, test_len_and_truncation, test_truncated_key_removed)
+/* queue_jitter_ms stays within the percent either way, and spreads. */
+static void test_jitter(void)
+{
+    uint64_t v, lo = UINT64_MAX, hi = 0;
+    int i;
+
+    CHECK_EQ_INT(queue_jitter_ms(1000, 0), 1000);
+    CHECK_EQ_INT(queue_jitter_ms(5, 10), 5); /* nothing to spread */
+    for (i = 0; i < 1000; i++) {
+        v = queue_jitter_ms(300000, 10);
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+    }
+    CHECK(lo >= 270000 && hi <= 330000);
+    CHECK(lo < 280000 && hi > 320000);
+}
+
+TEST_MAIN(test_jitter, test_fifo, test_due_order, test_dedup, test_delay, test_timeout,
+          test_wake_on_add, test_close, test_len_and_truncation, test_truncated_key_removed)
