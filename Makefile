@@ -59,7 +59,8 @@ SCHEMA := $(sort $(wildcard schema/[0-9]*.sql))
 PROTO_C := $(PROTOS:proto/%.proto=$(B)/gen/%.pb-c.c)
 PROTO_OBJS := $(PROTO_C:.c=.o)
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(B)/%.o)
-SERVER_OBJS := $(SERVER_SRCS:%.c=$(B)/%.o) $(B)/server/migrations_gen.o $(PROTO_OBJS)
+SERVER_OBJS := $(SERVER_SRCS:%.c=$(B)/%.o) $(B)/server/migrations_gen.o $(B)/server/ui_gen.o \
+               $(PROTO_OBJS)
 SYNCER_OBJS := $(SYNCER_SRCS:%.c=$(B)/%.o)
 EXTENDER_OBJS := $(EXTENDER_SRCS:%.c=$(B)/%.o)
 UNIT_SRCS := $(sort $(wildcard tests/unit/*/*_test.c))
@@ -96,6 +97,14 @@ $(B)/server/migrations_gen.c: $(SCHEMA) tools/embed-sql.sh
 	$(Q)sh tools/embed-sql.sh $@ $(SCHEMA)
 
 $(B)/server/migrations_gen.o: $(B)/server/migrations_gen.c
+	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -c -o $@ $<
+
+# The device timeline page (GET /ui), and the CSP hashes of its inline style and script.
+$(B)/server/ui_gen.c: server/ui/index.html tools/embed-ui.sh
+	@mkdir -p $(dir $@)
+	$(Q)sh tools/embed-ui.sh $@ server/ui/index.html
+
+$(B)/server/ui_gen.o: $(B)/server/ui_gen.c
 	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -c -o $@ $<
 
 # Generated protobuf-c code: headers exist before any object is compiled.

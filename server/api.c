@@ -700,5 +700,6 @@ const struct api_route api_routes[] = {
     R("GET", "readyz", "/readyz", get_readyz, false, false, false, ""),
     R("GET", "metrics", "/metrics", get_metrics, false, false, false, ""),
     R("GET", "version", "/version", get_version, false, false, false, ""),
+    R("GET", "ui", "/ui", api_ui, false, false, false, ""),
 };
 const size_t api_nroutes = ARRAY_SIZE(api_routes);

@@ -110,6 +110,9 @@ err_t api_history(struct api_req *r, struct api_resp *out);
 err_t api_usage(struct api_req *r, struct api_resp *out);
 err_t api_device_get(struct api_req *r, struct api_resp *out);
 
+/* GET /ui: the device timeline page, HTML (api_ui.c). */
+err_t api_ui(struct api_req *r, struct api_resp *out);
+
 /* Query argument 'name' or NULL. */
 const char *api_arg(struct api_req *r, const char *name);
 
