@@ -72,7 +72,7 @@ PROGS := $(BIN)/podresd $(if $(wildcard syncer/main.c),$(BIN)/podres-syncer) \
 DEBIAN_PKGS := gcc make pkg-config libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev \
 	libcurl3-gnutls libyaml-dev libsqlite3-dev sqlite3 curl jq python3 \
 	python3-yaml openssl protobuf-c-compiler libprotobuf-c-dev python3-grpcio python3-grpc-tools perl \
-	cppcheck pmccabe clang-format man-db groff-base
+	cppcheck pmccabe clang-format man-db groff-base chromium python3-websocket
 
 .PHONY: all test check unit integration deps run demo clean format format-check lint complexity \
 	install uninstall version FORCE
