@@ -5,8 +5,9 @@
 # history (binds, releases, a health flap). The DOM shows a row per device,
 # a bar per holder with the pod's name, the Unhealthy spells and the current
 # holders; a bind, a release and a health change over the unix socket show up
-# without a reload; after a restart the page follows the feed again (since=),
-# and after a restart on a fresh database (410) it reads everything again.
+# without a reload; a window button reads the history again; after a restart
+# the page follows the feed again (since=), and after a restart on a fresh
+# database (410) it reads everything again.
 # Headers: HTML, a CSP of hashes, nosniff; no query parameters. A screenshot
 # is taken ($T/ui.png; UI_SCREENSHOT=FILE keeps a copy).
 . "$(dirname "$0")/lib.sh"
@@ -162,6 +163,15 @@ page_wait 5 "the holders table" '[...document.querySelectorAll("#holders tbody t
     "True 1200 600" ] || fail "the screenshot is not a 1200x600 PNG"
 [ -z "${UI_SCREENSHOT:-}" ] || cp "$T/ui.png" "$UI_SCREENSHOT"
 ok "screenshot $T/ui.png"
+
+# ---- another window: read again, the same bars ----
+page 'document.querySelector("button[data-span=\"7d\"]").click()' > /dev/null
+page_wait 10 "the 7d window" \
+    '(() => { const b = document.querySelector("button[data-span=\"7d\"]");
+       const r = document.querySelector("#timeline .row[data-device=\"gpu-0\"]");
+       return b.getAttribute("aria-pressed") === "true" && location.hash === "#7d" &&
+         r.querySelectorAll(".bar").length === 3 && document.getElementById("live").textContent === "live"; })()'
+ok "the window buttons read the history again"
 
 # ---- a restart: the page follows the feed again from where it was ----
 pd_stop
