@@ -155,6 +155,7 @@ struct syncer {
     struct nodefeed feed;                                       /* the podresd feed */
     struct reconciler rec;                                      /* the worker's reconciler */
     struct inventory inv;                                       /* the worker's NodeDevices */
+    struct events events;                                       /* the worker\'s Events */
     struct lag lag;                                             /* sync-lag histogram */
     char pods_query[512];        /* fieldSelector=spec.nodeName=NODE */
     char crs_query[512];         /* labelSelector=podres.dev/node=NODE */
@@ -472,6 +473,8 @@ static err_t render_metrics(struct syncer *s, struct strbuf *sb)
     pthread_mutex_unlock(&s->lag.mu);
     if (!rc)
         rc = inventory_render(&s->inv, sb);
+    if (!rc)
+        rc = events_render(&s->events, sb);
     return rc ? rc : render_guards(s, sb);
 }
 
@@ -735,7 +738,9 @@ static void setup_workers(struct syncer *s)
                                 .devs = s->devs,
                                 .nd = s->nd,
                                 .interval_ms = s->set.inventory_ms};
+    s->events = (struct events){.node = s->set.node_name, .kube = s->k_work};
     s->rec = (struct reconciler){.node = s->set.node_name,
+                                 .events = &s->events,
                                  .kube = s->k_work,
                                  .pd = s->k_pdw,
                                  .ttl_ms = s->set.reservation_ttl_ms,
@@ -859,6 +864,7 @@ static void teardown(struct syncer *s)
     kube_free(s->k_pdw);
     nodefeed_release(&s->feed);
     reconcile_release(&s->rec);
+    events_release(&s->events);
     cache_free(s->pr);
     cache_free(s->resv);
     cache_free(s->pods);

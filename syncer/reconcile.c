@@ -289,6 +289,21 @@ static void set_key(json_t **set, const char *key)
 
 /* Count a binding not mirrored; say why once until it is mirrored, goes,
  * or is skipped for another reason. */
+/* A binding not mirrored whose DeviceBinding of this node is there (a pod
+ * of another uid, say): an Event on it too, since its status is stale. */
+static void tell_skip(struct reconciler *r, const char *key, const char *name, const char *detail)
+{
+    json_t *cr = r->events ? cache_get(r->crs, key) : NULL;
+    const char *label = label_of(cr);
+    char note[700];
+
+    if (cr && label && strcmp(label, r->node) == 0) {
+        snprintf(note, sizeof(note), "not mirroring the binding (%s): %s", name, detail);
+        events_record(r->events, cr, "Warning", "NotMirrored", "Mirror", note, queue_now_ms());
+    }
+    json_decref(cr);
+}
+
 static void note_skip(struct reconciler *r, const char *key, enum reconcile_skip why,
                       const char *detail)
 {
@@ -302,6 +317,7 @@ static void note_skip(struct reconciler *r, const char *key, enum reconcile_skip
         r->skips = json_object();
     json_object_set_new(r->skips, key, json_string(name));
     log_info("not mirroring the binding of pod %s (%s): %s", key, name, detail);
+    tell_skip(r, key, name, detail);
 }
 
 void reconcile_skip(struct reconciler *r, const char *key, enum reconcile_skip why,
@@ -763,6 +779,28 @@ static const json_t *condition_of(const json_t *cr, const char *type)
     return NULL;
 }
 
+/* The condition of a pre-assignment changed from 'old' (or none) to 'v':
+ * an Event for what a person acts on. */
+static void tell(struct reconciler *r, const json_t *cr, const json_t *old, const struct verdict *v)
+{
+    const char *os = json_string_value(json_object_get(old, "status"));
+    const char *orn = json_string_value(json_object_get(old, "reason"));
+    const char *om = json_string_value(json_object_get(old, "message"));
+    const char *note = v->message[0] ? v->message : v->reason;
+
+    if (!r->events || (os && orn && om && strcmp(os, v->status) == 0 &&
+                       strcmp(orn, v->reason) == 0 && strcmp(om, v->message) == 0))
+        return;
+    if (strcmp(v->phase, "Conflict") == 0)
+        events_record(r->events, cr, "Warning",
+                      strcmp(v->reason, "ReservationExpired") == 0 ? "ReservationExpired"
+                                                                   : "Conflict",
+                      "Reserve", note, queue_now_ms());
+    else if (strcmp(v->status, "True") == 0 && os)
+        events_record(r->events, cr, "Normal", "PreassignmentHonored", "Bind",
+                      "the pod holds the devices its DeviceBinding pre-assigned", queue_now_ms());
+}
+
 static err_t preassigned(struct reconciler *r, const char *key, const char *ns, const char *name,
                          struct inputs *in, bool *wrote, uint64_t *requeue_ms, char *msg,
                          size_t cap)
@@ -813,7 +851,10 @@ static err_t preassigned(struct reconciler *r, const char *key, const char *ns, 
         json_object_set_new(desired, "conditions", json_pack("[O]", cond));
     }
     json_decref(cond);
-    return put_status(r, key, ns, name, in->cr, desired, wrote, msg, cap);
+    rc = put_status(r, key, ns, name, in->cr, desired, wrote, msg, cap);
+    if (!rc)
+        tell(r, in->cr, condition_of(in->cr, PREASSIGNED), &v);
+    return rc;
 }
 
 /* Whether 'pod' (the API Pod, or NULL) is going: gone from the API server,

@@ -17,6 +17,7 @@
 
 #include "../common/err.h"
 #include "cache.h"
+#include "events.h"
 #include "fence.h"
 #include "kube.h"
 
@@ -38,19 +39,20 @@ enum reconcile_skip {
 };
 
 struct reconciler {
-    const char *node;   /* this node's name; borrowed */
-    struct kube *kube;  /* the worker's API client; borrowed */
-    struct kube *pd;    /* the worker's podresd client (reservations); borrowed */
-    uint64_t ttl_ms;    /* how long a pre-assignment waits for its pod */
-    struct cache *pr;   /* podresd PodResources; borrowed */
-    struct cache *resv; /* podresd Reservations; borrowed */
-    struct cache *pods; /* API Pods of this node; borrowed */
-    struct cache *crs;  /* DeviceBindings labelled for this node; borrowed */
-    bool waiting;       /* out: the last key is a pre-assignment whose devices are
-                         * taken (Conflict, Unavailable): any change on the node may
-                         * free them (reconcile_key sets it) */
-    json_t *foreign;    /* key -> the label of the other node's object logged for it
-                         * (logged once); owned, reconcile_release frees it */
+    const char *node;      /* this node's name; borrowed */
+    struct kube *kube;     /* the worker's API client; borrowed */
+    struct kube *pd;       /* the worker's podresd client (reservations); borrowed */
+    uint64_t ttl_ms;       /* how long a pre-assignment waits for its pod */
+    struct cache *pr;      /* podresd PodResources; borrowed */
+    struct cache *resv;    /* podresd Reservations; borrowed */
+    struct cache *pods;    /* API Pods of this node; borrowed */
+    struct cache *crs;     /* DeviceBindings labelled for this node; borrowed */
+    struct events *events; /* where Events about DeviceBindings go; borrowed, or NULL */
+    bool waiting;          /* out: the last key is a pre-assignment whose devices are
+                            * taken (Conflict, Unavailable): any change on the node may
+                            * free them (reconcile_key sets it) */
+    json_t *foreign;       /* key -> the label of the other node's object logged for it
+                            * (logged once); owned, reconcile_release frees it */
 
     /* The worker's counts and memory of what it said; owned, freed by
      * reconcile_release. */
@@ -81,7 +83,10 @@ struct reconciler {
  * Conflict (condition False, the reason in its message) when a device is
  * unknown, unhealthy, held or reserved elsewhere, or the binding differs.
  * The reservation is released when the object goes away, or after ttl_ms
- * from its creation when the pod has not arrived on the node.
+ * from its creation when the pod has not arrived on the node. Each change of
+ * the condition a person acts on is also an Event on the DeviceBinding
+ * (events.h): Conflict and ReservationExpired (Warning), and
+ * PreassignmentHonored (Normal) after Pending or a Conflict.
  *
  * A DeviceBinding not labelled podres.dev/node=<r->node> is never written
  * (a server that ignored the label selector, a name another node's object

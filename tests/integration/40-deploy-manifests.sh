@@ -287,7 +287,8 @@ ALLOWED = {("podres.dev", "devicebindings"): {"get", "list", "watch", "create", 
            ("", "pods"): {"get", "list", "watch"},
            ("", "nodes"): {"get"},
            ("podres.dev", "nodedevices"): {"get", "list", "watch", "create"},
-           ("podres.dev", "nodedevices/status"): {"patch"}}
+           ("podres.dev", "nodedevices/status"): {"patch"},
+           ("events.k8s.io", "events"): {"create", "patch"}}
 
 def problems(role):
     out, granted = [], set()
@@ -338,7 +339,7 @@ k get clusterrole podres-syncer -o json >"$T/role.json"
 out=$($PY "$T/rbac_check.py" "$T/role.json" selftest) || fail "least-privilege checker self-test: $out"
 ok "least-privilege checker: $out"
 out=$($PY "$T/rbac_check.py" "$T/role.json") || fail "ClusterRole podres-syncer is not least privilege: $out"
-ok "ClusterRole podres-syncer grants exactly devicebindings{,/status} get/list/watch/create/update/patch/delete, pods get/list/watch, nodes get, nodedevices get/list/watch/create and nodedevices/status patch"
+ok "ClusterRole podres-syncer grants exactly devicebindings{,/status} get/list/watch/create/update/patch/delete, pods get/list/watch, nodes get, nodedevices get/list/watch/create, nodedevices/status patch and events create/patch"
 # (deploy/scheduler/ is another kustomization, with the extender's own identity)
 n=$(grep -lE '^kind: *(Role|ClusterRole|RoleBinding|ClusterRoleBinding)$' deploy/*.yaml | wc -l)
 [ "$n" = 1 ] || fail "RBAC objects outside deploy/rbac.yaml: $(grep -lE '^kind: *(Role|ClusterRole|RoleBinding)' deploy/*.yaml)"
@@ -371,6 +372,9 @@ for verb in get list watch create; do
     can "$SA" "$verb" nodedevices.podres.dev -A || fail "the syncer cannot $verb nodedevices"
 done
 can "$SA" patch nodedevices.podres.dev -A --subresource=status || fail "the syncer cannot patch nodedevices/status"
+for verb in create patch; do
+    can "$SA" "$verb" events.events.k8s.io -n ml || fail "the syncer cannot $verb events"
+done
 nos=0
 while read -r verb res flags; do
     # shellcheck disable=SC2086
@@ -388,7 +392,8 @@ list nodes -A
 watch nodes -A
 patch nodes -A
 create events -n ml
-create events.events.k8s.io -n podres-system
+list events.events.k8s.io -n ml
+delete events.events.k8s.io -n ml
 deletecollection devicebindings -n ml
 delete nodedevices.podres.dev -A
 update nodedevices.podres.dev -A
@@ -399,7 +404,7 @@ create serviceaccounts -n podres-system --subresource=token
 impersonate serviceaccounts -A
 escalate clusterroles -A
 EOF
-ok "kubectl auth can-i as $SA: yes to get/list/watch/create/update/patch/delete devicebindings{,/status}, get/list/watch pods, get nodes, get/list/watch/create nodedevices and patch their status; no to all $nos others tried (create pods, list secrets, list nodes, create events, ...)"
+ok "kubectl auth can-i as $SA: yes to get/list/watch/create/update/patch/delete devicebindings{,/status}, get/list/watch pods, get nodes, get/list/watch/create nodedevices and patch their status, create/patch events; no to all $nos others tried (create pods, list secrets, list nodes, core events, ...)"
 
 # rights USER NS - what USER may do in NS (kubectl auth can-i --list), one normalized rule a line.
 rights() {
@@ -411,6 +416,7 @@ for line in sys.stdin:
 }
 WANT_RIGHTS='devicebindings.podres.dev [] [] [create delete get list patch update watch]
 devicebindings.podres.dev/status [] [] [create delete get list patch update watch]
+events.events.k8s.io [] [] [create patch]
 nodedevices.podres.dev [] [] [create get list watch]
 nodedevices.podres.dev/status [] [] [patch]
 nodes [] [] [get]

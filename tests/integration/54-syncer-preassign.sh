@@ -52,7 +52,9 @@ wait_until 3 phase_is p1 Bound || fail "p1 is not Bound"
 dvb ml p1
 [ "$(jqo '.metadata.ownerReferences[0].uid')" = "$uid1" ] || fail "no ownerReference to the pod"
 [ "$(jqo '.spec.containers[0].devices[0].deviceIds[0]')" = gpu-0 ] || fail "the scheduler's spec was touched"
-ok "allocate uses the reservation; Bound with PreassignmentHonored=True and a lastTransitionTime"
+wait_until 5 sh -c "$KCURL '$KUBE_SERVER/apis/events.k8s.io/v1/namespaces/ml/events' | jq -e '[.items[] | select(.regarding.name == \"p1\" and .reason == \"PreassignmentHonored\" and .type == \"Normal\")] | length == 1'" ||
+    fail "no PreassignmentHonored event on p1"
+ok "allocate uses the reservation; Bound with PreassignmentHonored=True and a lastTransitionTime, and a Normal Event"
 
 # Two pre-assignments of one device: the second is a Conflict naming it.
 kube_pod ml p2 test-node > /dev/null
@@ -63,6 +65,32 @@ preassign p3 gpu-1
 wait_until 3 phase_is p3 Conflict || fail "p3 is not a Conflict"
 cond p3 message | grep -q "gpu-1 is reserved for pod ml/p2" || fail "message: $(cond p3 message)"
 ok "a second pre-assignment of the same device is a Conflict naming it: $(cond p3 message)"
+
+# The Conflict is an Event on the DeviceBinding; the same conflict again (a
+# flap: the scheduler moves p3 away and back twice) counts one series.
+# events_of NAME REASON - the Events (events.k8s.io/v1) about DeviceBinding ml/NAME with REASON.
+events_of() {
+    $KCURL "$KUBE_SERVER/apis/events.k8s.io/v1/namespaces/ml/events" |
+        jq -c --arg n "$1" --arg r "$2" '[.items[] | select(.regarding.kind == "DeviceBinding"
+            and .regarding.name == $n and .reason == $r)]'
+}
+wait_until 5 sh -c "$KCURL '$KUBE_SERVER/apis/events.k8s.io/v1/namespaces/ml/events' | jq -e '[.items[] | select(.regarding.name == \"p3\" and .reason == \"Conflict\")] | length == 1'" ||
+    fail "no Conflict event on p3: $(events_of p3 Conflict)"
+for i in 1 2; do
+    preassign p3 gpu-3
+    wait_until 3 phase_is p3 Pending || fail "p3 did not move to gpu-3"
+    preassign p3 gpu-1
+    wait_until 3 phase_is p3 Conflict || fail "p3 did not come back to the conflict"
+done
+series() { events_of p3 Conflict | jq -e 'length == 1 and .[0].series.count == 3' > /dev/null; }
+wait_until 5 series || fail "a flapping conflict is not one series of 3: $(events_of p3 Conflict)"
+events_of p3 Conflict | jq -e '.[0] | .type == "Warning" and .reportingController == "podres.dev/podres-syncer"
+    and .reportingInstance == "test-node" and .action == "Reserve" and (.note | contains("gpu-1 is reserved for pod ml/p2"))
+    and .regarding.uid != ""' > /dev/null || fail "the Conflict event: $(events_of p3 Conflict)"
+k events -n ml --for devicebinding/p3 > "$T/kevents" 2>&1 || fail "kubectl events: $(cat "$T/kevents")"
+grep -E '\(x3 over .*Warning +Conflict +DeviceBinding/p3 ' "$T/kevents" | grep -q 'gpu-1 is reserved for pod ml/p2' ||
+    fail "kubectl events --for devicebinding/p3: $(cat "$T/kevents")"
+ok "the Conflict is a Warning Event on the DeviceBinding (kubectl events --for devicebinding/p3); a flapping conflict is one series (count 3)"
 
 # Unhealthy and unknown devices.
 req PATCH /v1/resources/example.com/gpu/devices/gpu-2 '{"health":"Unhealthy"}'
@@ -130,7 +158,9 @@ wait_until 3 phase_is p6 Pending || fail "p6 is not Pending"
 wait_until 8 phase_is p6 Conflict || fail "the TTL did not expire p6"
 [ "$(cond p6 reason)" = ReservationExpired ] || fail "reason $(cond p6 reason)"
 [ "$(resv_state p6)" = none ] || fail "the reservation of p6 was not released"
-ok "the TTL releases an unused reservation and says so: $(cond p6 message)"
+wait_until 5 sh -c "$KCURL '$KUBE_SERVER/apis/events.k8s.io/v1/namespaces/ml/events' | jq -e '[.items[] | select(.regarding.name == \"p6\" and .reason == \"ReservationExpired\" and .type == \"Warning\")] | length == 1'" ||
+    fail "no ReservationExpired event on p6"
+ok "the TTL releases an unused reservation and says so, in the condition and a Warning Event: $(cond p6 message)"
 
 # A scheduler's own owner (a PodGroup) stays when the Pod owner is added.
 kapi POST /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings \
