@@ -53,10 +53,32 @@ static size_t escape(char *out, size_t cap, size_t n, const char *s)
     return n;
 }
 
+size_t log_time(char *buf, size_t cap, const struct timespec *ts)
+{
+    struct tm tm;
+    time_t t = ts->tv_sec;
+    int n;
+
+    if (cap)
+        buf[0] = '\0';
+    if (!gmtime_r(&t, &tm))
+        return 0;
+    n = snprintf(buf, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long)(ts->tv_nsec / 1000000));
+    if (n < 0 || (size_t)n >= cap) {
+        if (cap)
+            buf[0] = '\0';
+        return 0;
+    }
+    return (size_t)n;
+}
+
 void log_write(enum log_level lvl, const char *mod, const char *fmt, ...)
 {
     char msg[1024];
     char line[2400];
+    char when[LOG_TIME_MAX];
+    struct timespec now;
     size_t n;
     va_list ap;
 
@@ -65,11 +87,15 @@ void log_write(enum log_level lvl, const char *mod, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    clock_gettime(CLOCK_REALTIME, &now);
+    log_time(when, sizeof(when), &now);
     if (json_format)
-        n = (size_t)snprintf(line, sizeof(line), "{\"level\":\"%s\",\"mod\":\"%s\",\"msg\":\"",
+        n = (size_t)snprintf(line, sizeof(line),
+                             "{\"time\":\"%s\",\"level\":\"%s\",\"mod\":\"%s\",\"msg\":\"", when,
                              level_names[lvl], mod);
     else
-        n = (size_t)snprintf(line, sizeof(line), "level=%s mod=%s msg=\"", level_names[lvl], mod);
+        n = (size_t)snprintf(line, sizeof(line), "time=%s level=%s mod=%s msg=\"", when,
+                             level_names[lvl], mod);
     n = escape(line, sizeof(line), n, msg);
     n += (size_t)snprintf(line + n, sizeof(line) - n, json_format ? "\"}\n" : "\"\n");
     if (write(STDERR_FILENO, line, n) < 0)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* opts.c - parsing of one setting by its type. */
+/* opts.c - parsing of one setting by its type, and the command line around
+ * the table: --help with the defaults, a suggestion for a mistyped flag. */
 #include "common.h"
 #include "cfg.h"
 #include "opts.h"
@@ -45,19 +46,101 @@ static bool parse_number(const char *v, double *out)
     return true;
 }
 
+/* "|a|b|" as "a, b". */
+static void list_choices(const char *choices, char *out, size_t cap)
+{
+    const char *p = choices + (*choices == '|');
+    size_t n = 0;
+
+    for (; *p && n + 3 < cap; p++) {
+        if (*p != '|')
+            out[n++] = *p;
+        else if (p[1])
+            n += (size_t)snprintf(out + n, cap - n, ", ");
+    }
+    out[n < cap ? n : cap - 1] = '\0';
+}
+
+/* Edit distance of 'a' and 'b' (optimal string alignment: a swap of two
+ * neighbours is one edit); both at most 63 bytes. */
+static size_t distance(const char *a, const char *b)
+{
+    size_t d[64][64], la = strlen(a), lb = strlen(b), i, j, best;
+
+    for (i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (i = 1; i <= la; i++) {
+        for (j = 1; j <= lb; j++) {
+            best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    }
+    return d[la][lb];
+}
+
+const char *opts_suggest(const char *const *names, size_t n, const char *typo)
+{
+    size_t len = strlen(typo), limit = len <= 4 ? 1 : 2, best = limit + 1, i, dist;
+    const char *pick = NULL;
+
+    if (len == 0 || len > 63)
+        return NULL;
+    for (i = 0; i < n; i++) {
+        if (strlen(names[i]) > 63)
+            continue;
+        dist = distance(typo, names[i]);
+        if (dist < best) {
+            best = dist;
+            pick = names[i];
+        }
+    }
+    return pick;
+}
+
+/* "unknown key" with the closest key of the table, if one is close. */
+static void unknown_key(const struct opt *t, size_t n, const char *key, char *msg, size_t cap)
+{
+    const char *names[64];
+    char k[64];
+    const char *near;
+    size_t i;
+
+    snprintf(k, sizeof(k), "%s", key);
+    for (i = 0; k[i]; i++) {
+        if (k[i] == '-')
+            k[i] = '_';
+    }
+    for (i = 0; i < n && i < ARRAY_SIZE(names); i++)
+        names[i] = t[i].key;
+    near = opts_suggest(names, i, k);
+    if (near)
+        snprintf(msg, cap, "unknown key \"%s\"; did you mean \"%s\"?", key, near);
+    else
+        snprintf(msg, cap, "unknown key \"%s\"", key);
+}
+
 err_t opts_set(const struct opt *t, size_t n, void *base, const char *key, const char *value,
                char *msg, size_t cap)
 {
     const struct opt *o = find(t, n, key);
     const char *why;
     char *field;
-    char pat[80];
+    char pat[80], allowed[160];
     long long c;
     uint64_t ms;
     double d;
 
     if (!o) {
-        snprintf(msg, cap, "unknown key \"%s\"", key);
+        unknown_key(t, n, key, msg, cap);
         return ERR_INVAL;
     }
     field = (char *)base + o->off;
@@ -74,7 +157,8 @@ err_t opts_set(const struct opt *t, size_t n, void *base, const char *key, const
         snprintf(pat, sizeof(pat), "|%s|", value);
         if (*value && !strchr(value, '|') && strstr(o->choices, pat))
             return set_str((char **)field, value);
-        snprintf(msg, cap, "key \"%s\": \"%s\" is not one of %s", o->key, value, o->choices);
+        list_choices(o->choices, allowed, sizeof(allowed));
+        snprintf(msg, cap, "key \"%s\": bad value \"%s\"; allowed: %s", o->key, value, allowed);
         return ERR_INVAL;
     case OPT_DURATION:
         if (!cfg_parse_duration(value, &ms) && ms > 0) {
@@ -154,7 +238,7 @@ err_t opts_apply(const struct opt *t, size_t n, void *base, const json_t *doc,
             snprintf(num, sizeof(num), json_is_integer(v) ? "%.0f" : "%g", json_number_value(v));
             rc = opts_set(t, n, base, key, num, msg, cap);
         } else if (!find(t, n, key)) {
-            snprintf(msg, cap, "unknown key \"%s\"", key);
+            unknown_key(t, n, key, msg, cap);
             rc = ERR_INVAL;
         } else {
             snprintf(msg, cap, "key \"%s\": must be a string or a number", key);
@@ -180,6 +264,90 @@ void opts_release(const struct opt *t, size_t n, void *base)
     }
 }
 
+/* A duration in the largest unit that divides it: "90d", "2s", "1500ms". */
+static void format_duration(uint64_t ms, char *buf, size_t cap)
+{
+    static const struct {
+        uint64_t ms;
+        const char *unit;
+    } units[] = {{86400000, "d"}, {3600000, "h"}, {60000, "m"}, {1000, "s"}};
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(units); i++) {
+        if (ms && ms % units[i].ms == 0) {
+            snprintf(buf, cap, "%llu%s", (unsigned long long)(ms / units[i].ms), units[i].unit);
+            return;
+        }
+    }
+    snprintf(buf, cap, "%llums", (unsigned long long)ms);
+}
+
+void opts_format_value(const struct opt *t, const void *base, char *buf, size_t cap)
+{
+    const char *field = (const char *)base + t->off;
+    const char *str;
+
+    switch (t->type) {
+    case OPT_STR:
+    case OPT_ENUM:
+        str = *(char *const *)field;
+        snprintf(buf, cap, "%s", str && *str ? str : "(none)");
+        break;
+    case OPT_DURATION:
+        format_duration(*(const uint64_t *)field, buf, cap);
+        break;
+    case OPT_COUNT:
+        snprintf(buf, cap, "%llu", (unsigned long long)*(const uint64_t *)field);
+        break;
+    case OPT_NUMBER:
+        snprintf(buf, cap, "%g", *(const double *)field);
+        break;
+    }
+}
+
+/* --help: the usage, then every value flag with its default. */
+static void print_help(const struct opts_cli *cli)
+{
+    const struct option *l;
+    const struct opt *o;
+    char v[512];
+
+    fputs(cli->usage, stdout);
+    fputs("Defaults:\n", stdout);
+    for (l = cli->longs; l->name; l++) {
+        o = l->val == 0 ? find(cli->table, cli->n, l->name) : NULL;
+        if (!o)
+            continue;
+        opts_format_value(o, cli->base, v, sizeof(v));
+        printf("  --%-24s %s\n", l->name, v);
+    }
+}
+
+/* An unknown flag or one without its value, with the closest flag. */
+static void bad_flag(const struct opts_cli *cli, int ch, const char *word)
+{
+    const char *names[64], *near;
+    char name[64];
+    size_t n = 0;
+
+    if (ch == ':') {
+        fprintf(stderr, "%s: flag '%s' needs a value\n", cli->prog, word);
+        return;
+    }
+    if (strncmp(word, "--", 2) != 0) {
+        fprintf(stderr, "%s: unknown flag '%s'; see --help\n", cli->prog, word);
+        return;
+    }
+    snprintf(name, sizeof(name), "%.*s", (int)strcspn(word + 2, "="), word + 2);
+    for (; cli->longs[n].name && n < ARRAY_SIZE(names); n++)
+        names[n] = cli->longs[n].name;
+    near = opts_suggest(names, n, name);
+    if (near)
+        fprintf(stderr, "%s: unknown flag '--%s'; did you mean --%s?\n", cli->prog, name, near);
+    else
+        fprintf(stderr, "%s: unknown flag '--%s'; see --help\n", cli->prog, name);
+}
+
 int opts_parse_args(const struct opts_cli *cli, int argc, char **argv, int pass,
                     const char **cfgfile, bool *once)
 {
@@ -187,16 +355,19 @@ int opts_parse_args(const struct opts_cli *cli, int argc, char **argv, int pass,
     int ch, idx;
 
     optind = 1;
-    opterr = pass == 1;
+    opterr = 0;
     for (;;) {
-        ch = getopt_long(argc, argv, "c:hV", cli->longs, &idx);
+        ch = getopt_long(argc, argv, ":c:hV", cli->longs, &idx);
         if (ch == -1)
             break;
-        if (ch == '?')
+        if (ch == '?' || ch == ':') {
+            if (pass == 1)
+                bad_flag(cli, ch, argv[optind - 1 < argc ? optind - 1 : argc - 1]);
             return 2;
+        }
         if ((ch == 'h' || ch == 'V') && pass == 1) {
             if (ch == 'h')
-                fputs(cli->usage, stdout);
+                print_help(cli);
             else
                 printf("%s %s\n", cli->prog, PODRES_VERSION);
             return 1;

@@ -38,6 +38,16 @@ err_t opts_set(const struct opt *t, size_t n, void *base, const char *key, const
  * the NULL-terminated 'skip'; strings and numbers are accepted as values. */
 err_t opts_apply(const struct opt *t, size_t n, void *base, const json_t *doc,
                  const char *const *skip, char *msg, size_t cap) WARN_UNUSED;
+/* The one of 'names' ('n' of them) closest to 'typo' by edit distance
+ * (insert, delete, replace, or swap two neighbours: one edit each), when
+ * close enough to be a slip of the keyboard: at most 1 edit for a name of up
+ * to 4 characters, 2 for a longer one. A tie goes to the first. NULL when
+ * none is that close; else borrowed from 'names'. Names and 'typo' longer
+ * than 63 bytes never match. */
+const char *opts_suggest(const char *const *names, size_t n, const char *typo);
+/* Write the setting at 't' of 'base' as --help shows it into 'buf' ("2s",
+ * "10000", "(none)" for an unset string). */
+void opts_format_value(const struct opt *t, const void *base, char *buf, size_t cap);
 /* Free the OPT_STR and OPT_ENUM fields. */
 void opts_release(const struct opt *t, size_t n, void *base);
 
@@ -55,8 +65,11 @@ struct opts_cli {
 
 /* Pass 1 takes --config (into *cfgfile), --once (into *once, may be NULL),
  * --help and --version; pass 2 applies the value flags (after the config file,
- * so flags win). Returns 0 to go on, 1 when help or the version was printed
- * (exit 0), 2 after printing what is wrong (exit 1). */
+ * so flags win). --help prints 'usage' and then each value flag with its
+ * default (the settings' values before the config file). A mistyped long
+ * flag is named with the closest one (opts_suggest). Returns 0 to go on, 1
+ * when help or the version was printed (exit 0), 2 after printing what is
+ * wrong (exit 1). */
 int opts_parse_args(const struct opts_cli *cli, int argc, char **argv, int pass,
                     const char **cfgfile, bool *once);
 

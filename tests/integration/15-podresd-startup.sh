@@ -5,6 +5,15 @@
 
 "$PODRES_BIN/podresd" --version | grep -q '^podresd ' || fail "--version"
 "$PODRES_BIN/podresd" --help | grep -q -- '--write-token-file' || fail "--help"
+# --help shows each value flag's default, for the three daemons (common/opts.c)
+help=$(NODE_NAME=n-help "$PODRES_BIN/podresd" --help)
+for want in '--db  *\/var\/lib\/podresd\/podresd.db$' '--kubelet-interval  *2s$' '--history  *10000$' \
+    '--history-retention  *90d$' '--node-name  *n-help$' '--listen  *(none)$' '--log-level  *info$'; do
+    grep -q -- "^  $want" <<<"$help" || fail "podresd --help lacks the default /$want/: $help"
+done
+"$PODRES_BIN/podres-syncer" --help | grep -q -- '^  --resync-interval  *5m$' || fail "podres-syncer --help: no default"
+"$PODRES_BIN/podres-extender" --help | grep -q -- '^  --listen  *127.0.0.1:8888$' || fail "podres-extender --help: no default"
+ok "--help shows each flag's default (podresd, podres-syncer, podres-extender)"
 
 expect_start_fail() { # LABEL PATTERN ARGS...
     local label=$1 pat=$2 rc=0
@@ -26,7 +35,16 @@ printf 'devices:\n  - resourceName: gpu\n    devices: [{id: a}]\n' > "$T/bad4.ya
 expect_start_fail "bad static device" 'devices\[0\]' --config "$T/bad4.yaml"
 printf 'db: [unclosed\n' > "$T/bad5.yaml"
 expect_start_fail "YAML syntax" "line" --config "$T/bad5.yaml"
-expect_start_fail "unknown flag" "unrecognized" --bogus
+expect_start_fail "unknown flag" "unknown flag '--bogus'; see --help" --bogus
+expect_start_fail "a mistyped flag names the closest" "unknown flag '--node-nmae'; did you mean --node-name?" --node-nmae n1
+expect_start_fail "a flag without its value" "flag '--db' needs a value" --db
+expect_start_fail "a bad enum flag lists the allowed values" \
+    'key "log_level": bad value "verbose"; allowed: err, warn, info, debug' --log-level verbose
+printf 'log_level: verbose\n' > "$T/bad11.yaml"
+expect_start_fail "a bad enum key lists the allowed values" \
+    "bad11.yaml': key \"log_level\": bad value \"verbose\"; allowed: err, warn, info, debug" --config "$T/bad11.yaml"
+printf 'node_nmae: n1\n' > "$T/bad12.yaml"
+expect_start_fail "a mistyped key names the closest" 'unknown key "node_nmae"; did you mean "node_name"?' --config "$T/bad12.yaml"
 expect_start_fail "non-loopback listen" 'key "listen"' --db "$T/l.db" --socket "$T/l.sock" --listen 0.0.0.0:9444
 # A port that is not one stops start-up too (it used to mean "any port"),
 # before anything is created; in the file, the file is named.

@@ -89,7 +89,8 @@ static void test_enum(void)
     CHECK_STREQ(s.mode, "debug");
     CHECK_HAS(msg, "log_level");
     CHECK_HAS(msg, "verbose");
-    CHECK_HAS(msg, "|debug|info|warn|");
+    CHECK_HAS(msg, "allowed: debug, info, warn"); /* the choices, listed cleanly */
+    CHECK(strchr(msg, '|') == NULL);
     CHECK_EQ_INT(set(&s, "log_level", "", msg), ERR_INVAL);
     CHECK_EQ_INT(set(&s, "log_level", "debug|info", msg), ERR_INVAL); /* no '|' games */
     CHECK_EQ_INT(set(&s, "log_level", "inf", msg), ERR_INVAL);        /* whole choices only */
@@ -174,6 +175,13 @@ static void test_unknown(void)
     CHECK_EQ_INT(set(&s, "nodename", "x", msg), ERR_INVAL);
     CHECK_HAS(msg, "unknown key");
     CHECK_HAS(msg, "nodename");
+    CHECK_HAS(msg, "did you mean \"node_name\"?"); /* one edit away */
+    msg[0] = '\0';
+    CHECK_EQ_INT(set(&s, "node_nmae", "x", msg), ERR_INVAL);
+    CHECK_HAS(msg, "did you mean \"node_name\"?");
+    msg[0] = '\0';
+    CHECK_EQ_INT(set(&s, "zzz", "x", msg), ERR_INVAL);
+    CHECK(strstr(msg, "did you mean") == NULL);
     CHECK_EQ_INT(set(&s, "node_name_", "x", msg), ERR_INVAL);
     CHECK_EQ_INT(set(&s, "", "x", msg), ERR_INVAL);
     CHECK(s.name == NULL);
@@ -254,5 +262,58 @@ static void test_apply(void)
     opts_release(table, ARRAY_SIZE(table), &s); /* twice is fine */
 }
 
+static void test_suggest(void)
+{
+    static const char *const flags[] = {"config",     "node-name", "listen",        "log-level",
+                                        "log-format", "qps",       "metrics-listen"};
+    size_t n = ARRAY_SIZE(flags);
+    char long_typo[80];
+
+    CHECK_STREQ(opts_suggest(flags, n, "node-nmae"), "node-name"); /* a swap is one edit */
+    CHECK_STREQ(opts_suggest(flags, n, "node_name"), "node-name");
+    CHECK_STREQ(opts_suggest(flags, n, "nodename"), "node-name");
+    CHECK_STREQ(opts_suggest(flags, n, "lisen"), "listen");
+    CHECK_STREQ(opts_suggest(flags, n, "log-levle"), "log-level");
+    CHECK_STREQ(opts_suggest(flags, n, "log-lvl"), "log-level"); /* two deletions */
+    CHECK_STREQ(opts_suggest(flags, n, "metrics-listn"), "metrics-listen");
+    CHECK_STREQ(opts_suggest(flags, n, "qsp"), "qps"); /* short: one edit */
+    CHECK(opts_suggest(flags, n, "qq") == NULL);       /* short: two edits is too far */
+    CHECK(opts_suggest(flags, n, "kubeconfig") == NULL);
+    CHECK(opts_suggest(flags, n, "") == NULL);
+    CHECK(opts_suggest(flags, 0, "listen") == NULL);
+    CHECK_STREQ(opts_suggest(flags, n, "listen"), "listen"); /* exact: itself */
+    memset(long_typo, 'a', sizeof(long_typo) - 1);
+    long_typo[sizeof(long_typo) - 1] = '\0';
+    CHECK(opts_suggest(flags, n, long_typo) == NULL); /* over 63 bytes */
+}
+
+static void test_format_value(void)
+{
+    struct settings s = {0};
+    char msg[256], v[64];
+
+    opts_format_value(&table[1], &s, v, sizeof(v));
+    CHECK_STREQ(v, "(none)");
+    CHECK_OK(set(&s, "node_name", "n1", msg));
+    opts_format_value(&table[1], &s, v, sizeof(v));
+    CHECK_STREQ(v, "n1");
+    CHECK_OK(set(&s, "resync_period", "90d", msg));
+    opts_format_value(&table[3], &s, v, sizeof(v));
+    CHECK_STREQ(v, "90d");
+    CHECK_OK(set(&s, "resync_period", "1m30s", msg));
+    opts_format_value(&table[3], &s, v, sizeof(v));
+    CHECK_STREQ(v, "90s");
+    CHECK_OK(set(&s, "resync_period", "1500ms", msg));
+    opts_format_value(&table[3], &s, v, sizeof(v));
+    CHECK_STREQ(v, "1500ms");
+    CHECK_OK(set(&s, "workers", "40", msg));
+    opts_format_value(&table[4], &s, v, sizeof(v));
+    CHECK_STREQ(v, "40");
+    CHECK_OK(set(&s, "qps", "2.5", msg));
+    opts_format_value(&table[5], &s, v, sizeof(v));
+    CHECK_STREQ(v, "2.5");
+    opts_release(table, ARRAY_SIZE(table), &s);
+}
+
 TEST_MAIN(test_str, test_check, test_enum, test_duration, test_count, test_number, test_unknown,
-          test_apply)
+          test_apply, test_suggest, test_format_value)
