@@ -65,6 +65,7 @@ static const struct opt opts[] = {
     {"db", OPT_STR, OFF(db), NULL, NULL},
     {"socket", OPT_STR, OFF(socket), NULL, http_socket_check},
     {"listen", OPT_STR, OFF(listen), NULL, http_listen_check},
+    {"metrics_listen", OPT_STR, OFF(metrics_listen), NULL, http_metrics_listen_check},
     {"node_name", OPT_STR, OFF(node_name), NULL, NULL},
     {"source", OPT_ENUM, OFF(source), "|api|kubelet|", NULL},
     {"kubelet_socket", OPT_STR, OFF(kubelet_socket), NULL, http_socket_check},

@@ -15,6 +15,7 @@ struct config {
     char *db;                       /* database path */
     char *socket;                   /* unix socket path */
     char *listen;                   /* loopback HOST:PORT or NULL */
+    char *metrics_listen;           /* HOST:PORT of the metrics-only listener, or NULL */
     char *node_name;                /* this node */
     char *source;                   /* "api" or "kubelet" */
     char *kubelet_socket;           /* kubelet pod-resources socket */

@@ -103,6 +103,7 @@ struct listener {
     struct shard sh[SHARDS_MAX];      /* their connections, by the same index */
     unsigned nd;                      /* daemons in d */
     bool tcp;                         /* loopback TCP (token rules apply) */
+    bool metrics_only;                /* --metrics-listen: /metrics, /healthz, /readyz alone */
 };
 
 /* One connection of libmicrohttpd from its accept to its close, in
@@ -121,6 +122,7 @@ struct http {
     struct api *api;         /* borrowed */
     struct listener unix_l;  /* the unix socket */
     struct listener tcp_l;   /* loopback TCP, if configured */
+    struct listener mx_l;    /* the metrics-only listener, if configured */
     struct streams *streams; /* the watch streams of both listeners */
     char *socket_path;       /* to remove at stop */
     pthread_mutex_t mu;      /* guards 'conns', the shards' counts, 'stop' */
@@ -166,6 +168,8 @@ struct ctx {
     bool begun;      /* the first call of the access handler is over */
     bool many_args;  /* the query had more than HTTP_ARGS_MAX arguments */
     uint64_t t0_us;  /* start time */
+    char method[8];  /* for the debug request log, set only at debug level */
+    char path[200];  /* the same: the path without the query, or "" */
 };
 
 static uint64_t now_us(void)
@@ -375,6 +379,14 @@ static void allow_header(char *buf, size_t cap, const char *const *seg, size_t n
         if (len >= cap)
             break;
     }
+}
+
+/* What the metrics-only listener serves: reads that show no binding by
+ * name beyond what /metrics itself shows, no writes, no watch. */
+static bool metrics_route(const struct api_route *rt)
+{
+    return !rt->write && (strcmp(rt->label, "/metrics") == 0 ||
+                          strcmp(rt->label, "/healthz") == 0 || strcmp(rt->label, "/readyz") == 0);
 }
 
 /* ---- access rules ---- */
@@ -613,6 +625,9 @@ static enum MHD_Result dispatch(struct listener *l, struct MHD_Connection *conn,
         !split_path(memcpy(path, url, strlen(url) + 1), r.seg, &r.nseg))
         return queue_error(conn, c, ERR_NOTFOUND, "the path is not served by podresd");
     rt = find_route(method, r.seg, r.nseg, &known);
+    if (l->metrics_only && !(rt && metrics_route(rt)))
+        return queue_error(conn, c, ERR_NOTFOUND,
+                           "the metrics listener serves GET /metrics, /healthz and /readyz only");
     if (!rt && !known)
         return queue_error(conn, c, ERR_NOTFOUND, "the path is not served by podresd");
     if (!rt) {
@@ -654,6 +669,11 @@ static enum MHD_Result dispatch(struct listener *l, struct MHD_Connection *conn,
         return queue_text(conn, c, out.status, out.text, out.text_len, NULL);
     }
     return queue_json(conn, c, out.status, out.json, NULL);
+}
+
+static const char *listener_name(const struct listener *l)
+{
+    return l->metrics_only ? "the metrics listener" : l->tcp ? "TCP" : "the unix socket";
 }
 
 /* ---- the warden: connections as a whole, beside libmicrohttpd ---- */
@@ -1009,7 +1029,8 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 
 /* The first call of a request: its context, then what the headers alone
  * decide. An answer queued here closes the connection (see the top). */
-static enum MHD_Result first_call(struct MHD_Connection *conn, struct ctx *c, void **con_cls)
+static enum MHD_Result first_call(struct MHD_Connection *conn, struct ctx *c, void **con_cls,
+                                  const char *method, const char *url)
 {
     const char *why;
 
@@ -1023,6 +1044,10 @@ static enum MHD_Result first_call(struct MHD_Connection *conn, struct ctx *c, vo
     }
     c->begun = true;
     c->t0_us = now_us();
+    if (log_enabled(LOG_DEBUG)) {
+        str_copy(c->method, sizeof(c->method), method);
+        str_copy(c->path, sizeof(c->path), url);
+    }
     c->route = api_nroutes;
     why = framing_error(conn);
     if (why)
@@ -1040,7 +1065,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
     if (!c || !c->begun) {
         conn_mark(l, conn, true);
-        return first_call(conn, c, con_cls);
+        return first_call(conn, c, con_cls, method, url);
     }
     if (c->answered) {
         *upload_data_size = 0; /* discard */
@@ -1076,8 +1101,15 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     conn_mark(l, conn, false);
     if (!c)
         return;
-    if (c->answered)
-        metrics_observe(l->h->api->metrics, c->route, c->status, now_us() - c->t0_us, !c->stream);
+    if (c->answered) {
+        uint64_t us = now_us() - c->t0_us;
+
+        metrics_observe(l->h->api->metrics, c->route, c->status, us, !c->stream);
+        /* No header and no body: the Authorization header stays out. */
+        if (c->path[0])
+            log_debug("%s %s on %s: %d in %.3f ms%s", c->method, c->path, listener_name(l),
+                      c->status, (double)us / 1000.0, c->stream ? " (stream handed over)" : "");
+    }
     free(c->body);
     free(c);
     *con_cls = NULL;
@@ -1282,8 +1314,9 @@ static err_t unix_listen(const char *path, int *out)
     return ERR_OK;
 }
 
-/* Parse "host:port" / "[v6]:port"; only loopback addresses are accepted. */
-static err_t parse_listen(const char *spec, struct sockaddr_storage *ss, socklen_t *len)
+/* Parse "host:port" / "[v6]:port" (numeric, or localhost); only loopback
+ * addresses are accepted unless 'any'. */
+static err_t parse_listen(const char *spec, bool any, struct sockaddr_storage *ss, socklen_t *len)
 {
     char host[64];
     const char *colon = strrchr(spec, ':');
@@ -1310,7 +1343,7 @@ static err_t parse_listen(const char *spec, struct sockaddr_storage *ss, socklen
         v6->sin6_port = htons((uint16_t)port);
         *len = sizeof(*v6);
         if (inet_pton(AF_INET6, host + 1, &v6->sin6_addr) != 1 ||
-            !IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr))
+            (!any && !IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr)))
             return ERR_INVAL;
         return ERR_OK;
     }
@@ -1319,7 +1352,8 @@ static err_t parse_listen(const char *spec, struct sockaddr_storage *ss, socklen
     v4->sin_family = AF_INET;
     v4->sin_port = htons((uint16_t)port);
     *len = sizeof(*v4);
-    if (inet_pton(AF_INET, host, &v4->sin_addr) != 1 || (ntohl(v4->sin_addr.s_addr) >> 24) != 127)
+    if (inet_pton(AF_INET, host, &v4->sin_addr) != 1 ||
+        (!any && (ntohl(v4->sin_addr.s_addr) >> 24) != 127))
         return ERR_INVAL;
     return ERR_OK;
 }
@@ -1329,9 +1363,21 @@ const char *http_listen_check(const char *spec)
     struct sockaddr_storage ss;
     socklen_t len;
 
-    return parse_listen(spec, &ss, &len) ? "give a loopback HOST:PORT (127.0.0.1:9444, [::1]:9444 "
-                                           "or localhost:9444; port 0: the kernel picks one)"
-                                         : NULL;
+    return parse_listen(spec, false, &ss, &len)
+               ? "give a loopback HOST:PORT (127.0.0.1:9444, [::1]:9444 "
+                 "or localhost:9444; port 0: the kernel picks one)"
+               : NULL;
+}
+
+const char *http_metrics_listen_check(const char *spec)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+
+    return parse_listen(spec, true, &ss, &len)
+               ? "give a numeric HOST:PORT (10.0.0.7:9446, [fd00::7]:9446, 0.0.0.0:9446, "
+                 "127.0.0.1:9446 or localhost:9446)"
+               : NULL;
 }
 
 const char *http_socket_check(const char *path)
@@ -1343,17 +1389,41 @@ const char *http_socket_check(const char *path)
                : NULL;
 }
 
-/* A listening socket on 'spec'. With 'shard', SO_REUSEPORT: the kernel
- * spreads new connections over every socket so bound (see tcp_shards). */
-static err_t tcp_listen(const char *spec, bool shard, int *out)
+/* Log the address 'fd' is bound to: the port the kernel picked for ":0". */
+static void log_bound(int fd, const char *spec, const char *what)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+        return;
+    if (ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)&ss;
+
+        inet_ntop(AF_INET6, &v6->sin6_addr, host, sizeof(host));
+        port = ntohs(v6->sin6_port);
+        log_info("listening on [%s]:%u (%s; asked for %s)", host, port, what, spec);
+        return;
+    }
+    inet_ntop(AF_INET, &((const struct sockaddr_in *)&ss)->sin_addr, host, sizeof(host));
+    port = ntohs(((const struct sockaddr_in *)&ss)->sin_port);
+    log_info("listening on %s:%u (%s; asked for %s)", host, port, what, spec);
+}
+
+/* A listening socket on 'spec', any address when 'any', else loopback. With
+ * 'shard', SO_REUSEPORT: the kernel spreads new connections over every
+ * socket so bound (see tcp_shards). */
+static err_t tcp_listen(const char *spec, bool any, bool shard, int *out)
 {
     struct sockaddr_storage ss;
     socklen_t len = 0;
     int fd, one = 1;
 
-    if (parse_listen(spec, &ss, &len)) {
-        log_err("cannot listen on '%s': give a loopback HOST:PORT (127.0.0.1:9444 or [::1]:9444)",
-                spec);
+    if (parse_listen(spec, any, &ss, &len)) {
+        log_err("cannot listen on '%s': give a %sHOST:PORT (127.0.0.1:9444 or [::1]:9444)", spec,
+                any ? "numeric " : "loopback ");
         return ERR_INVAL;
     }
     fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -1460,17 +1530,33 @@ static err_t start_tcp(struct listener *l, const struct http_opts *o, unsigned l
     bool writable = l->h->api->token != NULL;
     unsigned n = writable || port_zero(o->listen) ? 1 : tcp_shards(), i;
     int fd = -1;
-    err_t rc = tcp_listen(o->listen, false, &fd);
+    err_t rc = tcp_listen(o->listen, false, false, &fd);
 
+    if (!rc)
+        log_bound(fd, o->listen, "the loopback API");
     if (rc || n == 1)
         return rc ? rc : start_daemon(l, fd, !writable, limit, o);
     close(fd);
     for (i = 0; !rc && i < n; i++) {
-        rc = tcp_listen(o->listen, true, &fd);
+        rc = tcp_listen(o->listen, false, true, &fd);
         if (!rc)
             rc = start_daemon(l, fd, true, (limit + n - 1) / n, o);
     }
     return rc;
+}
+
+/* The metrics-only listener: one polling daemon (scrapes and probes are
+ * short reads), no token and no Host rule (it answers on the pod IP), and
+ * nothing but GET /metrics, /healthz and /readyz (dispatch). */
+static err_t start_metrics(struct listener *l, const struct http_opts *o)
+{
+    int fd = -1;
+    err_t rc = tcp_listen(o->metrics_listen, true, false, &fd);
+
+    if (rc)
+        return rc;
+    log_bound(fd, o->metrics_listen, "metrics, /healthz and /readyz only");
+    return start_daemon(l, fd, true, HTTP_METRICS_CONNS, o);
 }
 
 /* Raise the soft limit of descriptors to the hard one: the default soft
@@ -1509,7 +1595,8 @@ static size_t scaled(size_t x, rlim_t avail, size_t need)
  * socket: TCP clients, who need no privilege, cannot take its budget. */
 static void fd_budget(const struct http_opts *o, struct fd_budget *b)
 {
-    size_t c = o->conn_limit, need = 2 * c + (o->listen ? c + c / 2 : 0);
+    size_t c = o->conn_limit, need = 2 * c + (o->listen ? c + c / 2 : 0) +
+                                     (o->metrics_listen ? HTTP_METRICS_CONNS : 0);
     rlim_t lim = raise_nofile(), avail = lim > FD_RESERVE ? lim - FD_RESERVE : 0;
 
     b->unix_conns = (unsigned)scaled(c, avail, need);
@@ -1566,6 +1653,8 @@ err_t http_start(struct api *api, const struct http_opts *opts, struct http **ou
     h->unix_l.h = h;
     h->tcp_l.h = h;
     h->tcp_l.tcp = true;
+    h->mx_l.h = h;
+    h->mx_l.metrics_only = true;
     warden_init(h);
     fd_budget(opts, &b);
     rc = streams_start(&b.watches, opts->timeout_s, &h->streams);
@@ -1585,6 +1674,8 @@ err_t http_start(struct api *api, const struct http_opts *opts, struct http **ou
     }
     if (!rc && opts->listen)
         rc = start_tcp(&h->tcp_l, opts, b.tcp_conns);
+    if (!rc && opts->metrics_listen)
+        rc = start_metrics(&h->mx_l, opts);
     if (!rc)
         rc = warden_start(h);
     if (rc) {
@@ -1613,6 +1704,7 @@ void http_quiesce(struct http *h)
         return;
     quiesce(&h->unix_l);
     quiesce(&h->tcp_l);
+    quiesce(&h->mx_l);
 }
 
 void http_stop(struct http *h)
@@ -1624,6 +1716,8 @@ void http_stop(struct http *h)
         MHD_stop_daemon(h->unix_l.d[--h->unix_l.nd]);
     while (h->tcp_l.nd)
         MHD_stop_daemon(h->tcp_l.d[--h->tcp_l.nd]);
+    while (h->mx_l.nd)
+        MHD_stop_daemon(h->mx_l.d[--h->mx_l.nd]);
     if (h->api->feed)
         feed_set_notify(h->api->feed, NULL, NULL);
     streams_stop(h->streams);

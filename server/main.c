@@ -28,13 +28,14 @@
 
 static const char usage[] =
     "usage: podresd [--config FILE] [--db PATH] [--socket PATH] [--listen HOST:PORT]\n"
-    "               [--node-name NAME] [--source api|kubelet] [--kubelet-socket PATH]\n"
+    "               [--metrics-listen HOST:PORT] [--node-name NAME] [--source api|kubelet] [--kubelet-socket PATH]\n"
     "               [--kubelet-interval DURATION] [--write-token-file PATH] [--history N]\n"
     "               [--watch-memory MIB] [--history-retention DURATION]\n"
     "               [--history-max-intervals N]\n"
     "               [--log-format text|json] [--log-level err|warn|info|debug]\n"
     "               [--version] [--help]\n"
-    "Serves device bindings as REST/JSON on a unix socket (and loopback TCP).\n"
+    "Serves device bindings as REST/JSON on a unix socket (and loopback TCP);\n"
+    "--metrics-listen serves /metrics, /healthz and /readyz alone on any address.\n"
     "Flags win over the YAML config file, whose keys are the flag names with '_'.\n";
 
 static const struct option long_opts[] = {
@@ -42,6 +43,7 @@ static const struct option long_opts[] = {
     {"db", required_argument, NULL, 0},
     {"socket", required_argument, NULL, 0},
     {"listen", required_argument, NULL, 0},
+    {"metrics-listen", required_argument, NULL, 0},
     {"node-name", required_argument, NULL, 0},
     {"source", required_argument, NULL, 0},
     {"kubelet-socket", required_argument, NULL, 0},
@@ -144,8 +146,11 @@ static err_t start_api(struct daemon *d)
 static err_t start(struct daemon *d)
 {
     struct store_opts so = {.path = d->cfg.db, .history = d->cfg.history};
-    struct http_opts ho = {
-        .socket_path = d->cfg.socket, .listen = d->cfg.listen, .conn_limit = 1024, .timeout_s = 30};
+    struct http_opts ho = {.socket_path = d->cfg.socket,
+                           .listen = d->cfg.listen,
+                           .metrics_listen = d->cfg.metrics_listen,
+                           .conn_limit = 1024,
+                           .timeout_s = 30};
     size_t i;
     err_t rc = ERR_OK;
 
