@@ -1439,6 +1439,42 @@ static err_t candidates(struct store *st, const char *ns, const char *name, cons
     return rc;
 }
 
+/* Whether any device of 'resource' is registered (not removed). */
+static err_t resource_known(struct store *st, const char *resource, bool *known)
+{
+    sqlite3_stmt *s = NULL;
+    err_t rc = st_prep(st->wdb, &s, "SELECT 1 FROM devices WHERE resource=?1 AND removed=0 LIMIT 1",
+                       "t", resource);
+
+    if (!rc)
+        rc = st_step(st->wdb, s, known);
+    st_done(s);
+    return rc;
+}
+
+/* Why 'want' devices of 'resource' cannot be had: a resource the node has
+ * no device of is not there at all (ERR_NOTFOUND: a typo, or the wrong
+ * node), else there are too few free (ERR_CONFLICT, with the counts). */
+static err_t shortage(struct store *st, const char *resource, const char *container, size_t want,
+                      size_t n, char *msg, size_t cap)
+{
+    bool known = true;
+    err_t rc = n ? ERR_OK : resource_known(st, resource, &known);
+
+    if (rc)
+        return rc;
+    if (!known) {
+        snprintf(msg, cap,
+                 "no device of resource \"%s\" is registered on this node (container %s "
+                 "requested %zu)",
+                 resource, container, want);
+        return ERR_NOTFOUND;
+    }
+    snprintf(msg, cap, "insufficient %s for container %s: requested %zu, available %zu", resource,
+             container, want, n);
+    return ERR_CONFLICT;
+}
+
 /* Choose 'want' devices of 'resource' into a new ContainerDevices. */
 static err_t choose(struct store *st, const char *ns, const char *name, const char *container,
                     const char *resource, size_t want, json_t *taken, char *msg, size_t cap,
@@ -1455,8 +1491,7 @@ static err_t choose(struct store *st, const char *ns, const char *name, const ch
     if (!rc)
         rc = alloc_choose(devs, n, want, picked);
     if (rc == ERR_CONFLICT)
-        snprintf(msg, cap, "insufficient %s for container %s: requested %zu, available %zu",
-                 resource, container, want, n);
+        rc = shortage(st, resource, container, want, n, msg, cap);
     for (i = 0; !rc && i < want; i++) {
         json_array_append_new(ids, json_string(devs[picked[i]].id));
         dev_key(key, resource, devs[picked[i]].id);
@@ -1478,7 +1513,7 @@ static err_t choose(struct store *st, const char *ns, const char *name, const ch
 static err_t plan(struct store *st, const char *ns, const char *name, const json_t *request,
                   char *msg, size_t cap, json_t **out)
 {
-    json_t *resv = NULL, *res = json_array(), *taken = json_object(), *c, *g, *devs, *v;
+    json_t *resv = NULL, *res = json_array(), *taken = json_object(), *c, *g = NULL, *devs, *v;
     const char *rname;
     size_t i;
     err_t rc = st_reservation_json(st->wdb, ns, name, &resv);

@@ -77,6 +77,18 @@ req POST /v1/namespaces/ml/pods/big/allocate \
 expect_status 409 Conflict "allocate too many"
 jqo .message | grep -q "requested 5, available 1" || fail "409 counts: $(out)"
 ok "allocate: deterministic, NUMA-local, idempotent, 409 with counts"
+# A resource the node has no device of is not a shortage: 404 naming it
+# (a typo, or the wrong node), and nothing changes.
+rev=$(revision)
+req POST /v1/namespaces/ml/pods/big/allocate \
+  '{"uid":"uid-d","containers":[{"name":"main","requests":{"example.com/gpu":1,"example.com/gpus":1}}]}'
+expect_status 404 NotFound "allocate of an unknown resource"
+jqo .message | grep -q 'no device of resource "example.com/gpus" is registered on this node' ||
+    fail "404 message: $(out)"
+[ "$(revision)" = "$rev" ] || fail "a refused allocate made a new revision"
+req GET /v1/namespaces/ml/pods/big
+expect_code 404 "the refused pod"
+ok "allocate of a resource the node has never had: 404 NotFound naming it, no change"
 
 # NUMA: with one free device on each of two nodes, a request of 2 spans both;
 # a request of 1 takes the lowest NUMA id.

@@ -118,7 +118,7 @@ def dumps(v):
 
 ALLOWED = {
     "register": {200}, "put_pod": {200, 201, 409, 422}, "put_same": {200, 201, 409, 422},
-    "allocate": {200, 201, 409, 422}, "alloc_same": {200, 201, 409, 422},
+    "allocate": {200, 201, 404, 409, 422}, "alloc_same": {200, 201, 404, 409, 422},
     "delete_pod": {200, 404}, "delete_pod_uid": {200, 404, 409}, "delete_pod_wrong": {404, 409},
     "put_resv": {200, 201, 409, 422}, "del_resv": {200, 404}, "patch": {200, 404},
     "patch_unknown": {404}, "read": {200}, "read_one": {200, 404}, "quiesce": {200},
