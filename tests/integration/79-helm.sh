@@ -31,13 +31,20 @@ ALL_ON=(--set extender.enabled=true --set admissionPolicy.enabled=true
     --set image.repository=registry.example.com/podres --set image.tag=0.2.0
     --set-string 'nodeSelector.podres\.dev/device-node=true' --set metrics.syncerListen=127.0.0.1:9555)
 OFF=(--set admissionPolicy.enabled=false --set crds.install=false)
-for v in defaults all-on off; do
-    case $v in defaults) set -- ;; all-on) set -- "${ALL_ON[@]}" ;; off) set -- "${OFF[@]}" ;; esac
+METRICS=(--set metrics.enabled=true)
+for v in defaults all-on off metrics podmonitor; do
+    case $v in
+    defaults) set -- ;;
+    all-on) set -- "${ALL_ON[@]}" ;;
+    off) set -- "${OFF[@]}" ;;
+    metrics) set -- "${METRICS[@]}" ;;
+    podmonitor) set -- "${METRICS[@]}" --set metrics.podMonitor.enabled=true --set-string metrics.podMonitor.labels.release=kps ;;
+    esac
     out=$(h lint --strict "$CH" "$@" 2>&1) || fail "helm lint --strict ($v): $out"
     grep -q '1 chart(s) linted, 0 chart(s) failed' <<<"$out" || fail "helm lint ($v): $out"
     ! grep -Eq '\[(WARNING|ERROR)\]' <<<"$out" || fail "helm lint ($v) warned: $out"
 done
-ok "helm lint --strict: no warning with the defaults, with every option on, with policy and CRDs off ($(h version --short))"
+ok "helm lint --strict: no warning with the defaults, with every option on, with policy and CRDs off, with metrics and the PodMonitor on ($(h version --short))"
 
 # ---- 2. the real API server
 KDIR=$T/kube
@@ -79,6 +86,10 @@ ok "... with extender, admission policy, write token, device-node selector and a
 render off "${OFF[@]}"
 dry_run off
 ok "... with the admission policy and the CRDs off: all $DRY_N accepted"
+# (the PodMonitor is not dry-run: this API server has no monitoring.coreos.com CRDs)
+render metrics "${METRICS[@]}"
+dry_run metrics
+ok "... with metrics.enabled (pod-IP listeners, httpGet probes on a named port, the Service): all $DRY_N accepted"
 
 # ---- 3. the chart renders deploy/'s objects (and deploy/scheduler/'s)
 k kustomize deploy/ > "$T/kustomize.yaml" || fail "kubectl kustomize deploy/"
@@ -152,6 +163,28 @@ out=$($PY "$T/compare.py" "$T/kustomize-scheduler.yaml" "$T/extender.yaml" --onl
     fail "helm template --set extender.enabled=true differs from kubectl kustomize deploy/scheduler:
 $out"
 ok "helm template --set extender.enabled=true adds deploy/scheduler/'s objects, equal ($out)"
+# deploy/monitoring's components in an overlay of deploy/ = the chart with metrics (and the PodMonitor) on
+mkdir -p "$T/mon" "$T/mon-pm"
+for d in mon mon-pm; do
+    {
+        echo "resources:"
+        echo "- $(realpath --relative-to="$T/$d" deploy)"
+        echo "components:"
+        echo "- $(realpath --relative-to="$T/$d" deploy/monitoring)"
+        [ "$d" = mon ] || echo "- $(realpath --relative-to="$T/$d" deploy/monitoring/podmonitor)"
+    } > "$T/$d/kustomization.yaml"
+    k kustomize "$T/$d" > "$T/kustomize-$d.yaml" || fail "kubectl kustomize with deploy/monitoring ($d)"
+done
+out=$($PY "$T/compare.py" "$T/kustomize-mon.yaml" "$T/metrics.yaml") ||
+    fail "helm template --set metrics.enabled=true differs from deploy/ with deploy/monitoring:
+$out"
+render podmonitor "${METRICS[@]}" --set metrics.podMonitor.enabled=true
+out2=$($PY "$T/compare.py" "$T/kustomize-mon-pm.yaml" "$T/podmonitor.yaml") ||
+    fail "helm template with metrics.podMonitor.enabled differs from deploy/ with deploy/monitoring and its podmonitor:
+$out2"
+! grep -q '^kind: PodMonitor' "$T/metrics.yaml" "$T/defaults.yaml" || fail "a PodMonitor without metrics.podMonitor.enabled"
+! grep -q 'POD_IP\|^kind: Service$' "$T/defaults.yaml" || fail "the defaults listen on the pod IP or have a Service"
+ok "helm template --set metrics.enabled=true = deploy/ + the deploy/monitoring component ($out); with metrics.podMonitor.enabled = + deploy/monitoring/podmonitor ($out2); the defaults stay loopback-only"
 out=$($PY - "$T/off.yaml" <<'EOF'
 import sys, yaml
 kinds = sorted(d["kind"] for d in yaml.safe_load_all(open(sys.argv[1])) if d)

@@ -16,3 +16,14 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "podres.syncerUser" -}}
 system:serviceaccount:{{ .Release.Namespace }}:podres-syncer
 {{- end }}
+
+{{/* With metrics.enabled, the pod IP for --metrics-listen (the downward API). */}}
+{{- define "podres.podIPEnv" -}}
+{{- if .Values.metrics.enabled }}
+        - name: POD_IP
+          valueFrom:
+            fieldRef:
+              apiVersion: v1
+              fieldPath: status.podIP
+{{- end }}
+{{- end }}
