@@ -348,11 +348,35 @@ static void bad_flag(const struct opts_cli *cli, int ch, const char *word)
         fprintf(stderr, "%s: unknown flag '--%s'; see --help\n", cli->prog, name);
 }
 
+/* One option getopt_long returned: 0 to go on, else opts_parse_args's answer. */
+static int take(const struct opts_cli *cli, int ch, int idx, int pass, const char **cfgfile,
+                bool *once)
+{
+    char msg[512];
+
+    if ((ch == 'h' || ch == 'V') && pass == 1) {
+        if (ch == 'h')
+            print_help(cli);
+        else
+            printf("%s %s\n", cli->prog, PODRES_VERSION);
+        return 1;
+    }
+    if (ch == 'c')
+        *cfgfile = optarg;
+    if (ch == 'o' && once)
+        *once = true;
+    if (ch == 0 && pass == 2 &&
+        opts_set(cli->table, cli->n, cli->base, cli->longs[idx].name, optarg, msg, sizeof(msg))) {
+        fprintf(stderr, "%s: flag --%s: %s\n", cli->prog, cli->longs[idx].name, msg);
+        return 2;
+    }
+    return 0;
+}
+
 int opts_parse_args(const struct opts_cli *cli, int argc, char **argv, int pass,
                     const char **cfgfile, bool *once)
 {
-    char msg[512];
-    int ch, idx;
+    int ch, idx, r;
 
     optind = 1;
     opterr = 0;
@@ -365,23 +389,9 @@ int opts_parse_args(const struct opts_cli *cli, int argc, char **argv, int pass,
                 bad_flag(cli, ch, argv[optind - 1 < argc ? optind - 1 : argc - 1]);
             return 2;
         }
-        if ((ch == 'h' || ch == 'V') && pass == 1) {
-            if (ch == 'h')
-                print_help(cli);
-            else
-                printf("%s %s\n", cli->prog, PODRES_VERSION);
-            return 1;
-        }
-        if (ch == 'c')
-            *cfgfile = optarg;
-        if (ch == 'o' && once)
-            *once = true;
-        if (ch == 0 && pass == 2 &&
-            opts_set(cli->table, cli->n, cli->base, cli->longs[idx].name, optarg, msg,
-                     sizeof(msg))) {
-            fprintf(stderr, "%s: flag --%s: %s\n", cli->prog, cli->longs[idx].name, msg);
-            return 2;
-        }
+        r = take(cli, ch, idx, pass, cfgfile, once);
+        if (r)
+            return r;
     }
     if (optind < argc) {
         fprintf(stderr, "%s: unexpected argument '%s'\n%s", cli->prog, argv[optind], cli->usage);

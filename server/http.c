@@ -389,6 +389,20 @@ static bool metrics_route(const struct api_route *rt)
                           strcmp(rt->label, "/healthz") == 0 || strcmp(rt->label, "/readyz") == 0);
 }
 
+/* The route 'l' serves for the request, as find_route; on the metrics-only
+ * listener every other request is an unknown path (404). */
+static const struct api_route *listener_route(const struct listener *l, const char *method,
+                                              const struct api_req *r, bool *known)
+{
+    const struct api_route *rt = find_route(method, r->seg, r->nseg, known);
+
+    if (l->metrics_only && !(rt && metrics_route(rt))) {
+        *known = false;
+        return NULL;
+    }
+    return rt;
+}
+
 /* ---- access rules ---- */
 
 /* The rest of a Host value after its host part: nothing, or ':' and a port
@@ -624,12 +638,12 @@ static enum MHD_Result dispatch(struct listener *l, struct MHD_Connection *conn,
     if (strlen(url) >= sizeof(path) ||
         !split_path(memcpy(path, url, strlen(url) + 1), r.seg, &r.nseg))
         return queue_error(conn, c, ERR_NOTFOUND, "the path is not served by podresd");
-    rt = find_route(method, r.seg, r.nseg, &known);
-    if (l->metrics_only && !(rt && metrics_route(rt)))
-        return queue_error(conn, c, ERR_NOTFOUND,
-                           "the metrics listener serves GET /metrics, /healthz and /readyz only");
+    rt = listener_route(l, method, &r, &known);
     if (!rt && !known)
-        return queue_error(conn, c, ERR_NOTFOUND, "the path is not served by podresd");
+        return queue_error(conn, c, ERR_NOTFOUND,
+                           l->metrics_only ? "the metrics listener serves GET /metrics, /healthz "
+                                             "and /readyz only"
+                                           : "the path is not served by podresd");
     if (!rt) {
         snprintf(r.msg, sizeof(r.msg), "method %.16s is not allowed on %.200s", method, url);
         allow_header(allow, sizeof(allow), r.seg, r.nseg);
@@ -1314,14 +1328,42 @@ static err_t unix_listen(const char *path, int *out)
     return ERR_OK;
 }
 
+/* 'host' ("[v6]", v4 or localhost; modified) and 'port' as an address;
+ * only a loopback one unless 'any'. */
+static err_t parse_host(char *host, uint16_t port, bool any, struct sockaddr_storage *ss,
+                        socklen_t *len)
+{
+    struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
+    size_t n = strlen(host);
+
+    memset(ss, 0, sizeof(*ss));
+    if (host[0] == '[' && host[n - 1] == ']') {
+        host[n - 1] = '\0';
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons(port);
+        *len = sizeof(*v6);
+        if (inet_pton(AF_INET6, host + 1, &v6->sin6_addr) != 1 ||
+            (!any && !IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr)))
+            return ERR_INVAL;
+        return ERR_OK;
+    }
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    *len = sizeof(*v4);
+    if (inet_pton(AF_INET, strcmp(host, "localhost") == 0 ? "127.0.0.1" : host, &v4->sin_addr) !=
+            1 ||
+        (!any && (ntohl(v4->sin_addr.s_addr) >> 24) != 127))
+        return ERR_INVAL;
+    return ERR_OK;
+}
+
 /* Parse "host:port" / "[v6]:port" (numeric, or localhost); only loopback
  * addresses are accepted unless 'any'. */
 static err_t parse_listen(const char *spec, bool any, struct sockaddr_storage *ss, socklen_t *len)
 {
     char host[64];
     const char *colon = strrchr(spec, ':');
-    struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
-    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
     long port;
     size_t n;
 
@@ -1336,26 +1378,7 @@ static err_t parse_listen(const char *spec, bool any, struct sockaddr_storage *s
         return ERR_INVAL;
     memcpy(host, spec, n);
     host[n] = '\0';
-    memset(ss, 0, sizeof(*ss));
-    if (host[0] == '[' && host[n - 1] == ']') {
-        host[n - 1] = '\0';
-        v6->sin6_family = AF_INET6;
-        v6->sin6_port = htons((uint16_t)port);
-        *len = sizeof(*v6);
-        if (inet_pton(AF_INET6, host + 1, &v6->sin6_addr) != 1 ||
-            (!any && !IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr)))
-            return ERR_INVAL;
-        return ERR_OK;
-    }
-    if (strcmp(host, "localhost") == 0)
-        snprintf(host, sizeof(host), "127.0.0.1");
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons((uint16_t)port);
-    *len = sizeof(*v4);
-    if (inet_pton(AF_INET, host, &v4->sin_addr) != 1 ||
-        (!any && (ntohl(v4->sin_addr.s_addr) >> 24) != 127))
-        return ERR_INVAL;
-    return ERR_OK;
+    return parse_host(host, (uint16_t)port, any, ss, len);
 }
 
 const char *http_listen_check(const char *spec)
