@@ -412,7 +412,7 @@ t 422 Invalid POST $A '{"uid":"u/x","containers":[]}'
 t 422 Invalid POST /v1/namespaces/Ns1/pods/p1/allocate "$(alloc '{"vendor.com/gpu":1}')"
 MSG='requested 5' t 409 Conflict POST $A "$(alloc '{"vendor.com/gpu":5}')"
 t 409 Conflict POST $A "$(alloc '{"vendor.com/gpu":1,"example.com/nic":2}')"
-t 409 Conflict POST $A "$(alloc '{"vendor.com/tpu":1}')"
+MSG='is registered on this node (container m requested 1)' t 404 NotFound POST $A "$(alloc '{"vendor.com/tpu":1}')"
 MSG="Required value" t 422 Invalid POST $A '{"uid":"u","containers":[{"name":"m"}]}'
 MSG="Required value" t 422 Invalid POST $A '{"uid":"u"}'
 
