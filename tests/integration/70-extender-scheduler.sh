@@ -157,7 +157,7 @@ code=$(curl -s -o "$T/out" -w '%{http_code}' -H 'Content-Type: application/json'
 err=$(jqo .Error)
 [ "$($KCURL -o /dev/null -w '%{http_code}' "$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/prebound")" = 404 ] ||
     fail "the pre-assignment of the failed bind stayed"
-curl -s "$EXTENDER_URL/metrics" | grep -qx 'podres_extender_preassignments_removed_total 1' ||
+grep -qx 'podres_extender_preassignments_removed_total 1' <<<"$(curl -s "$EXTENDER_URL/metrics")" ||
     fail "removal not counted (bind said: $err): $(curl -s "$EXTENDER_URL/metrics" | grep removed)"
 ok "a Binding that fails ($err) takes its pre-assignment back, counted"
 

@@ -41,7 +41,9 @@ jq -e --arg uid "$node_uid" '
 ok "NodeDevices test-node: every device sorted, with health, topology (id), properties; totals; owned by the Node"
 
 k get nodedevices > "$T/kget" 2>&1 || fail "kubectl: $(cat "$T/kget")"
-head -1 "$T/kget" | grep -qE '^NAME +RESOURCES +UNHEALTHY +AGE$' || fail "columns: $(cat "$T/kget")"
+head -1 "$T/kget" | grep -qE '^NAME +RESOURCES +UNHEALTHY +AGE$' || fail "columns: $(cat "$T/kget");
+$(jq -c 'select(.stage == "ResponseComplete" and .objectRef.resource == "nodedevices")
+    | [.verb, .objectRef.name, .objectRef.subresource, .user.username, .responseStatus.code, .requestURI]' "$KUBE_AUDIT" | tail -20)"
 grep -qE '^test-node +example.com/gpu=3,example.com/nic=1 +0 ' "$T/kget" || fail "row: $(cat "$T/kget")"
 k get nd test-node > /dev/null || fail "short name nd"
 k get podres 2>&1 | grep -q 'nodedevices.podres.dev/test-node' || fail "category podres: $(k get podres 2>&1)"
@@ -94,7 +96,7 @@ sy_start
 wait_until 10 curl -sf "http://127.0.0.1:$SY_PORT/readyz" > /dev/null || fail "not ready after restart"
 sleep 2
 [ "$(nd_writes)" = "$w0" ] || fail "$(( $(nd_writes) - w0 )) NodeDevices writes while idle and across a restart"
-curl -s "http://127.0.0.1:$SY_PORT/metrics" | grep -q '^podres_syncer_inventory_devices 4$' ||
+grep -q '^podres_syncer_inventory_devices 4$' <<<"$(curl -s "http://127.0.0.1:$SY_PORT/metrics")" ||
     fail "metrics: $(curl -s "http://127.0.0.1:$SY_PORT/metrics" | grep inventory)"
 ok "idle for 6 s and across a restart: no NodeDevices write"
 
@@ -114,7 +116,7 @@ wait_until 60 sh -c "[ \$($KCURL -o /dev/null -w '%{http_code}' '$KUBE_SERVER$ND
     fail "NodeDevices outlived its Node"
 wait_until 10 grep -q "NodeDevices test-node not written: no Node 'test-node'" "$T/syncer.log" ||
     fail "no reason logged: $(tail -5 "$T/syncer.log")"
-curl -s "http://127.0.0.1:$SY_PORT/metrics" | grep -qE '^podres_syncer_inventory_skipped_total\{reason="no_node"\} [1-9]' ||
+grep -qE '^podres_syncer_inventory_skipped_total\{reason="no_node"\} [1-9]' <<<"$(curl -s "http://127.0.0.1:$SY_PORT/metrics")" ||
     fail "no_node not counted"
 [ "$(nd_get test-node)" = "" ] || fail "made again without a Node"
 ok "the Node deleted: the garbage collector removes its NodeDevices; the syncer logs and counts why it waits"

@@ -103,7 +103,8 @@ import json, sys, yaml
 # kustomize puts its namespace on kinds it does not know to be cluster-scoped (the admission
 # policy); the API server ignores it there.
 CLUSTER = {"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Namespace",
-           "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+           "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "FlowSchema",
+           "PriorityLevelConfiguration"}
 
 def load(path):
     out = {}
