@@ -40,7 +40,9 @@ jq -e --arg uid "$node_uid" '
     fail "NodeDevices test-node: $(jq -c . "$T/nd.json")"
 ok "NodeDevices test-node: every device sorted, with health, topology (id), properties; totals; owned by the Node"
 
-k get nodedevices > "$T/kget" 2>&1 || fail "kubectl: $(cat "$T/kget")"
+# (a list can lag the object just made by a moment on a loaded machine: poll)
+kget_nd() { k get nodedevices > "$T/kget" 2>&1 && grep -qE '^test-node ' "$T/kget"; }
+wait_until 5 kget_nd || true
 head -1 "$T/kget" | grep -qE '^NAME +RESOURCES +UNHEALTHY +AGE$' || fail "columns: $(cat "$T/kget");
 $(jq -c 'select(.stage == "ResponseComplete" and .objectRef.resource == "nodedevices")
     | [.verb, .objectRef.name, .objectRef.subresource, .user.username, .responseStatus.code, .requestURI]' "$KUBE_AUDIT" | tail -20)"
