@@ -6,7 +6,9 @@
 -- id is from_ms * 1024 plus a sequence number (never less than the id
 -- before it), so the rowid order is the time order and a time window is a
 -- rowid range. Devices and pod instances are interned (hist_dev, hist_pod)
--- to keep a year of churn small. hist_usage holds the device-milliseconds
+-- to keep a year of churn small. A device's open interval is its last in
+-- the (dev, from_ms) index (intervals of a device do not overlap), so no
+-- index of the open ones is kept. hist_usage holds the device-milliseconds
 -- of closed intervals per namespace and resource since the database was
 -- made (never pruned: the podres_device_seconds_total counter).
 -- Bindings and Unhealthy devices present at migration open their interval
@@ -38,7 +40,6 @@ CREATE TABLE hist_bind (
 );
 CREATE INDEX hist_bind_dev ON hist_bind(dev, from_ms);
 CREATE INDEX hist_bind_pod ON hist_bind(pod);
-CREATE INDEX hist_bind_open ON hist_bind(dev) WHERE to_ms IS NULL;
 
 CREATE TABLE hist_health (
     id      INTEGER PRIMARY KEY,               -- from_ms * 1024 + sequence
@@ -47,7 +48,6 @@ CREATE TABLE hist_health (
     to_ms   INTEGER                            -- NULL while Unhealthy
 );
 CREATE INDEX hist_health_dev ON hist_health(dev, from_ms);
-CREATE INDEX hist_health_open ON hist_health(dev) WHERE to_ms IS NULL;
 
 CREATE TABLE hist_usage (
     namespace TEXT NOT NULL,

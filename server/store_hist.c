@@ -14,69 +14,76 @@
 
 /* ---- the triggers ---- */
 
+/* clang-format off */
+/* The interned id of a device, of NEW's pod instance (its uid from the pods
+ * row, which a bind writes first). */
 #define DEV(r, i) "(SELECT id FROM hist_dev WHERE resource=" r " AND device_id=" i ")"
-#define UID(n)                                                                                     \
-    "ifnull((SELECT uid FROM pods WHERE namespace=" n ".namespace AND name=" n ".pod),'')"
-#define POD(n)                                                                                     \
-    "(SELECT id FROM hist_pod WHERE namespace=" n ".namespace AND name=" n                         \
-    ".pod AND uid=" UID(n) ")"
-#define CLOSE_BIND(n)                                                                              \
-    "UPDATE hist_bind SET to_ms=podres_hist_ms() WHERE dev=" DEV(                                  \
-        n ".resource", n ".device_id") " AND to_ms IS NULL;"
-/* Open an interval for the holder in NEW, if it has one. */
-#define OPEN_BIND                                                                                                                                      \
-    "INSERT INTO hist_dev(resource,device_id) SELECT NEW.resource,NEW.device_id WHERE NEW.pod<>'' "                                                    \
-    "AND NOT EXISTS " DEV(                                                                                                                             \
-        "NEW.resource",                                                                                                                                \
-        "NEW.device_id") ";"                                                                                                                           \
-                         "INSERT INTO hist_pod(namespace,name,uid) SELECT NEW.namespace,NEW.pod," UID("NEW") " WHERE NEW.pod<>'' AND NOT EXISTS " POD( \
-                             "NEW") ";"                                                                                                                \
-                                    "INSERT INTO hist_bind(id,dev,pod,container,from_ms) SELECT podres_hist_id(0)," DEV(                               \
-                                        "NEW.resource",                                                                                                \
-                                        "NEW.device_id") "," POD("NEW") ",NEW.container,podres_hist_ms() WHERE "                                       \
-                                                                        "NEW.pod<>'';"
-#define CLOSE_HEALTH(n)                                                                            \
-    "UPDATE hist_health SET to_ms=podres_hist_ms() WHERE dev=" DEV(n ".resource",                  \
-                                                                   n ".id") " AND to_ms IS NULL;"
+#define UID "ifnull((SELECT uid FROM pods WHERE namespace=NEW.namespace AND name=NEW.pod),'')"
+#define POD "(SELECT id FROM hist_pod WHERE namespace=NEW.namespace AND name=NEW.pod AND uid=" UID ")"
+/* Close the open interval of a device in table 't': its last one (a
+ * device's intervals do not overlap, so an open one is the last), the tail
+ * of the (dev, from_ms) index, whose entries end with the id. */
+#define CLOSE(t, r, i)                                                                             \
+    "UPDATE " t " SET to_ms=podres_hist_ms() WHERE id=(SELECT id FROM " t " WHERE dev=" DEV(r, i)  \
+    " ORDER BY from_ms DESC,id DESC LIMIT 1) AND to_ms IS NULL;"
+/* Intern the device and NEW's pod instance, open its interval. INSERT ..
+ * VALUES with upserts: in a trigger, INSERT .. SELECT goes through a
+ * temporary table (a pager opened and closed each time) whenever the
+ * program read the table before, so no step is conditional; the triggers'
+ * WHEN clauses choose. */
+#define OPEN_BIND                                                                                  \
+    "INSERT INTO hist_dev(resource,device_id) VALUES(NEW.resource,NEW.device_id) ON CONFLICT DO "   \
+    "NOTHING;"                                                                                     \
+    "INSERT INTO hist_pod(namespace,name,uid) VALUES(NEW.namespace,NEW.pod," UID ") ON CONFLICT "  \
+    "DO NOTHING;"                                                                                  \
+    "INSERT INTO hist_bind(id,dev,pod,container,from_ms) VALUES(podres_hist_id(0),"                \
+    DEV("NEW.resource", "NEW.device_id") "," POD ",NEW.container,podres_hist_ms());"
 #define OPEN_HEALTH                                                                                \
-    "INSERT INTO hist_dev(resource,device_id) SELECT NEW.resource,NEW.id WHERE "                   \
-    "NEW.health='Unhealthy' AND NOT EXISTS " DEV(                                                  \
-        "NEW.resource",                                                                            \
-        "NEW.id") ";"                                                                              \
-                  "INSERT INTO hist_health(id,dev,from_ms) SELECT podres_hist_id(1)," DEV(         \
-                      "NEW.resource", "NEW.id") ",podres_hist_ms() WHERE NEW.health='Unhealthy';"
+    "INSERT INTO hist_dev(resource,device_id) VALUES(NEW.resource,NEW.id) ON CONFLICT DO "         \
+    "NOTHING;"                                                                                     \
+    "INSERT INTO hist_health(id,dev,from_ms) VALUES(podres_hist_id(1),"                            \
+    DEV("NEW.resource", "NEW.id") ",podres_hist_ms());"
+#define BIND_CHANGED                                                                               \
+    "(OLD.namespace IS NOT NEW.namespace OR OLD.pod IS NOT NEW.pod OR OLD.container IS NOT "       \
+    "NEW.container)"
 
 /* A holder's bindings row is inserted (INSERT OR REPLACE: the old row's
  * delete fires nothing, recursive_triggers being off), updated in place
- * (let go: pod '') or deleted; a device's health row likewise. No statement
- * here has a conflict clause: the outer statement's (OR REPLACE) would
- * override it (an INSERT OR IGNORE into hist_dev would replace the row and
- * renumber the device). */
+ * (let go: pod '') or deleted; a device's health row likewise. An update
+ * has two triggers, one to a holder (close and open) and one to none
+ * (close), so that no order between triggers matters. The outer
+ * statement's conflict clause (OR REPLACE) overrides a trigger statement's
+ * (an INSERT OR IGNORE into hist_dev would replace the row and renumber the
+ * device), but not an upsert's ON CONFLICT: the interning is upserts. */
 static const char triggers_sql[] =
-    "CREATE TEMP TRIGGER hist_bind_ins AFTER INSERT ON main.bindings WHEN NEW.pod<>'' BEGIN " CLOSE_BIND(
-        "NEW") OPEN_BIND
-    "END;"
+    "CREATE TEMP TRIGGER hist_bind_ins AFTER INSERT ON main.bindings WHEN NEW.pod<>'' BEGIN "
+    CLOSE("hist_bind", "NEW.resource", "NEW.device_id") OPEN_BIND "END;"
     "CREATE TEMP TRIGGER hist_bind_upd AFTER UPDATE OF namespace,pod,container ON main.bindings "
-    "WHEN OLD.namespace IS NOT NEW.namespace OR OLD.pod IS NOT NEW.pod OR OLD.container IS NOT "
-    "NEW.container BEGIN " CLOSE_BIND("NEW") OPEN_BIND
-    "END;"
-    "CREATE TEMP TRIGGER hist_bind_del AFTER DELETE ON main.bindings WHEN OLD.pod<>'' BEGIN " CLOSE_BIND(
-        "OLD") "END;"
-               "CREATE TEMP TRIGGER hist_usage_add AFTER UPDATE OF to_ms ON main.hist_bind WHEN "
-               "OLD.to_ms IS NULL AND NEW.to_ms IS NOT NULL BEGIN "
-               "INSERT INTO hist_usage(namespace,resource,ms) SELECT p.namespace,d.resource,0 FROM "
-               "hist_pod p,hist_dev d WHERE p.id=NEW.pod AND d.id=NEW.dev AND NOT EXISTS (SELECT 1 FROM "
-               "hist_usage u WHERE u.namespace=p.namespace AND u.resource=d.resource);"
-               "UPDATE hist_usage SET ms=ms+max(0,NEW.to_ms-NEW.from_ms) WHERE (namespace,resource)=(SELECT "
-               "p.namespace,d.resource FROM hist_pod p,hist_dev d WHERE p.id=NEW.pod AND d.id=NEW.dev); END;"
-               "CREATE TEMP TRIGGER hist_health_ins AFTER INSERT ON main.devices WHEN "
-               "NEW.health='Unhealthy' BEGIN " CLOSE_HEALTH("NEW") OPEN_HEALTH
-    "END;"
+    "WHEN NEW.pod<>'' AND " BIND_CHANGED " BEGIN "
+    CLOSE("hist_bind", "NEW.resource", "NEW.device_id") OPEN_BIND "END;"
+    "CREATE TEMP TRIGGER hist_bind_let AFTER UPDATE OF namespace,pod,container ON main.bindings "
+    "WHEN NEW.pod='' AND " BIND_CHANGED " BEGIN "
+    CLOSE("hist_bind", "NEW.resource", "NEW.device_id") "END;"
+    "CREATE TEMP TRIGGER hist_bind_del AFTER DELETE ON main.bindings WHEN OLD.pod<>'' BEGIN "
+    CLOSE("hist_bind", "OLD.resource", "OLD.device_id") "END;"
+    "CREATE TEMP TRIGGER hist_usage_add AFTER UPDATE OF to_ms ON main.hist_bind WHEN "
+    "OLD.to_ms IS NULL AND NEW.to_ms IS NOT NULL BEGIN "
+    "INSERT INTO hist_usage(namespace,resource,ms) SELECT p.namespace,d.resource,"
+    "max(0,NEW.to_ms-NEW.from_ms) FROM hist_pod p,hist_dev d WHERE p.id=NEW.pod AND d.id=NEW.dev "
+    "ON CONFLICT DO UPDATE SET ms=ms+excluded.ms; END;"
+    "CREATE TEMP TRIGGER hist_health_ins AFTER INSERT ON main.devices WHEN "
+    "NEW.health='Unhealthy' BEGIN "
+    CLOSE("hist_health", "NEW.resource", "NEW.id") OPEN_HEALTH "END;"
     "CREATE TEMP TRIGGER hist_health_upd AFTER UPDATE OF health ON main.devices WHEN "
-    "OLD.health IS NOT NEW.health BEGIN " CLOSE_HEALTH("NEW") OPEN_HEALTH
-    "END;"
+    "NEW.health='Unhealthy' AND OLD.health IS NOT NEW.health BEGIN "
+    CLOSE("hist_health", "NEW.resource", "NEW.id") OPEN_HEALTH "END;"
+    "CREATE TEMP TRIGGER hist_health_ok AFTER UPDATE OF health ON main.devices WHEN "
+    "NEW.health<>'Unhealthy' AND OLD.health IS NOT NEW.health BEGIN "
+    CLOSE("hist_health", "NEW.resource", "NEW.id") "END;"
     "CREATE TEMP TRIGGER hist_health_del AFTER DELETE ON main.devices WHEN "
-    "OLD.health='Unhealthy' BEGIN " CLOSE_HEALTH("OLD") "END;";
+    "OLD.health='Unhealthy' BEGIN "
+    CLOSE("hist_health", "OLD.resource", "OLD.id") "END;";
+/* clang-format on */
 
 /* podres_hist_ms(): the time of the current write (store.c, member_begin). */
 static void fn_ms(sqlite3_context *cx, int argc, sqlite3_value **argv)
@@ -576,8 +583,10 @@ static const struct {
     {"healthy", "SELECT resource,id,health FROM devices ORDER BY resource,id", healthy_row},
     {"seconds",
      "SELECT ns,res,sum(ms) FROM (SELECT namespace ns,resource res,ms FROM hist_usage UNION ALL "
-     "SELECT p.namespace,d.resource,max(0,?1-b.from_ms) FROM hist_bind b JOIN hist_pod p ON "
-     "p.id=b.pod JOIN hist_dev d ON d.id=b.dev WHERE b.to_ms IS NULL) GROUP BY 1,2 ORDER BY 1,2",
+     "SELECT p.namespace,d.resource,max(0,?1-b.from_ms) FROM bindings x JOIN hist_dev d ON "
+     "d.resource=x.resource AND d.device_id=x.device_id JOIN hist_bind b ON b.id=(SELECT id FROM "
+     "hist_bind WHERE dev=d.id ORDER BY from_ms DESC,id DESC LIMIT 1) JOIN hist_pod p ON "
+     "p.id=b.pod WHERE x.pod<>'' AND b.to_ms IS NULL) GROUP BY 1,2 ORDER BY 1,2",
      seconds_row},
 };
 
