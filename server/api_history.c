@@ -146,15 +146,16 @@ err_t api_history(struct api_req *r, struct api_resp *out)
     json_t *j = NULL;
     err_t rc = parse_query(r, false, &q);
 
-    if (!rc)
-        rc = store_history(r->api->store, &q, &j);
     if (rc)
         return rc;
-    if (wants_csv(r))
-        return csv_answer(j, "intervals", q.health ? health_cols : bind_cols, out);
-    out->status = 200;
-    out->json = j;
-    return ERR_OK;
+    if (wants_csv(r)) {
+        rc = store_history(r->api->store, &q, &j);
+        return rc ? rc : csv_answer(j, "intervals", q.health ? health_cols : bind_cols, out);
+    }
+    rc = store_history_text(r->api->store, &q, &out->text, &out->text_len);
+    if (!rc)
+        out->status = 200;
+    return rc;
 }
 
 err_t api_usage(struct api_req *r, struct api_resp *out)

@@ -154,6 +154,10 @@ err_t store_kubelet_sync(struct store *st, const json_t *snap, bool *changed) WA
  * device held at q->at_ms, by resource and id), with "continue" (the token
  * of ?continue=) when more than q->limit match. */
 err_t store_history(struct store *st, const struct histq *q, json_t **out) WARN_UNUSED;
+/* The same answer as compact JSON text: on ERR_OK *text is new (free() it),
+ * *len bytes long and NUL-terminated. */
+err_t store_history_text(struct store *st, const struct histq *q, char **text,
+                         size_t *len) WARN_UNUSED;
 /* Device-seconds over [q->from_ms, q->to_ms) per group of q->by and
  * resource, intervals still open counted up to now_ms:
  * {"usage":[{group fields,"resourceName","deviceSeconds"}]}. */

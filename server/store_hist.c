@@ -151,31 +151,52 @@ err_t st_hist_attach(struct store *st)
 
 /* ---- reads ---- */
 
-static json_t *time_json(sqlite3_stmt *s, int col)
+/* A time column: an RFC 3339 string (no byte of it needs escaping), or null. */
+static void time_text(struct jsonw *w, sqlite3_stmt *s, int col)
 {
-    char buf[HISTQ_TIME_MAX];
+    char buf[HISTQ_TIME_MAX + 2] = "\"";
+    size_t n;
 
-    if (sqlite3_column_type(s, col) == SQLITE_NULL)
-        return json_null();
-    histq_format_time(sqlite3_column_int64(s, col), buf);
-    return json_string(buf);
+    if (sqlite3_column_type(s, col) == SQLITE_NULL) {
+        jsonw_lit(w, "null");
+        return;
+    }
+    histq_format_time(sqlite3_column_int64(s, col), buf + 1);
+    n = strlen(buf);
+    buf[n] = '"';
+    jsonw_raw(w, buf, n + 1);
 }
 
 /* id,resource,device_id,namespace,name,uid,container,from_ms,to_ms */
-static json_t *bind_row(sqlite3_stmt *s)
+static void bind_row(struct jsonw *w, sqlite3_stmt *s)
 {
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o}", "resourceName", st_text(s, 1), "deviceId",
-                     st_text(s, 2), "namespace", st_text(s, 3), "name", st_text(s, 4), "uid",
-                     st_text(s, 5), "container", st_text(s, 6), "from", time_json(s, 7), "to",
-                     time_json(s, 8));
+    static const char *const keys[] = {"{\"resourceName\":", ",\"deviceId\":", ",\"namespace\":",
+                                       ",\"name\":",         ",\"uid\":",      ",\"container\":"};
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(keys); i++) {
+        jsonw_lit(w, keys[i]);
+        jsonw_str(w, st_text(s, (int)i + 1));
+    }
+    jsonw_lit(w, ",\"from\":");
+    time_text(w, s, 7);
+    jsonw_lit(w, ",\"to\":");
+    time_text(w, s, 8);
+    jsonw_lit(w, "}");
 }
 
 /* id,resource,device_id,from_ms,to_ms */
-static json_t *health_row(sqlite3_stmt *s)
+static void health_row(struct jsonw *w, sqlite3_stmt *s)
 {
-    return json_pack("{s:s,s:s,s:s,s:o,s:o}", "resourceName", st_text(s, 1), "deviceId",
-                     st_text(s, 2), "health", "Unhealthy", "from", time_json(s, 3), "to",
-                     time_json(s, 4));
+    jsonw_lit(w, "{\"resourceName\":");
+    jsonw_str(w, st_text(s, 1));
+    jsonw_lit(w, ",\"deviceId\":");
+    jsonw_str(w, st_text(s, 2));
+    jsonw_lit(w, ",\"health\":\"Unhealthy\",\"from\":");
+    time_text(w, s, 3);
+    jsonw_lit(w, ",\"to\":");
+    time_text(w, s, 4);
+    jsonw_lit(w, "}");
 }
 
 #define BIND_COLS                                                                                  \
@@ -207,48 +228,45 @@ static const char at_sql[] = BIND_COLS
     "JOIN hist_pod p ON p.id=b.pod WHERE (?2 IS NULL OR d.resource=?2) AND "
     "(b.to_ms IS NULL OR b.to_ms>?1) ORDER BY d.resource,d.device_id";
 
-/* Rows of 's' into {"intervals":[...]}, at most 'limit' of them; one more
- * row means more: "continue" is the id of the last one given. */
-static err_t intervals(sqlite3 *db, sqlite3_stmt *s, json_t *(*conv)(sqlite3_stmt *), size_t limit,
-                       json_t **out)
+/* Rows of 's' as {"intervals":[...]} into 'w', at most 'limit' of them;
+ * one more row means more: "continue" is the id of the last one given.
+ * Written as text, not built as jansson objects: an at= answer holds an
+ * interval for every device. */
+static err_t intervals(sqlite3 *db, sqlite3_stmt *s, void (*conv)(struct jsonw *, sqlite3_stmt *),
+                       size_t limit, struct jsonw *w)
 {
-    json_t *arr = json_array(), *o;
-    char tok[24] = "";
     uint64_t last = 0;
+    size_t n = 0;
     bool row;
-    err_t rc = arr ? ERR_OK : ERR_NOMEM;
+    err_t rc;
 
-    while (!rc) {
+    jsonw_lit(w, "{\"intervals\":[");
+    for (;;) {
         rc = st_step(db, s, &row);
-        if (rc || !row)
+        if (rc || !row || n == limit)
             break;
-        if (json_array_size(arr) == limit) {
-            snprintf(tok, sizeof(tok), "%" PRIu64, last);
-            break;
-        }
         last = (uint64_t)sqlite3_column_int64(s, 0);
-        if (json_array_append_new(arr, conv(s)))
-            rc = ERR_NOMEM;
+        if (n++)
+            jsonw_lit(w, ",");
+        conv(w, s);
     }
-    o = rc ? NULL : json_object();
     if (rc)
-        json_decref(arr);
-    else if (json_object_set_new(o, "intervals", arr))
-        rc = ERR_NOMEM;
-    if (!rc && tok[0] && json_object_set_new(o, "continue", json_string(tok)))
-        rc = ERR_NOMEM;
-    if (rc) {
-        json_decref(o);
         return rc;
+    jsonw_lit(w, "]");
+    if (row) {
+        jsonw_lit(w, ",\"continue\":\"");
+        jsonw_u64(w, last);
+        jsonw_lit(w, "\"");
     }
-    *out = o;
-    return ERR_OK;
+    jsonw_lit(w, "}");
+    return jsonw_done(w);
 }
 
-err_t store_history(struct store *st, const struct histq *q, json_t **out)
+err_t store_history_text(struct store *st, const struct histq *q, char **text, size_t *len)
 {
     sqlite3 *db = NULL;
     sqlite3_stmt *s = NULL;
+    struct jsonw w = JSONW_INIT;
     int64_t lim = (int64_t)q->limit + 1;
     err_t rc = st_read_begin(st, &db);
 
@@ -264,10 +282,32 @@ err_t store_history(struct store *st, const struct histq *q, json_t **out)
                      q->resource, q->from_ms, q->to_ms, q->after, lim);
     if (!rc)
         rc = intervals(db, s, q->health ? health_row : bind_row,
-                       q->sel == HISTQ_AT ? SIZE_MAX : q->limit, out);
+                       q->sel == HISTQ_AT ? SIZE_MAX : q->limit, &w);
     st_done(s);
     st_read_end(st, db);
-    return rc;
+    if (rc) {
+        jsonw_release(&w);
+        return rc;
+    }
+    *text = jsonw_detach(&w, len);
+    return ERR_OK;
+}
+
+err_t store_history(struct store *st, const struct histq *q, json_t **out)
+{
+    char *text = NULL;
+    size_t len = 0;
+    json_t *j;
+    err_t rc = store_history_text(st, q, &text, &len);
+
+    if (rc)
+        return rc;
+    j = json_loadb(text, len, 0, NULL);
+    free(text);
+    if (!j)
+        return ERR_NOMEM; /* the text is ours and valid: only memory can fail */
+    *out = j;
+    return ERR_OK;
 }
 
 /* ---- usage ---- */
