@@ -42,6 +42,8 @@ struct snap {
  * share while a watcher holds it, and the count of the bytes they hold. */
 struct watch_cache {
     pthread_mutex_t mu; /* guards 'last' and the snapshots' 'refs' */
+    pthread_mutex_t build_mu; /* one snapshot built at a time: a burst of watchers at one
+                               * revision waits for the first one's and shares it */
     struct snap *last;  /* no reference of its own: NULL once its last watcher let go */
     atomic_size_t held; /* bytes: every watcher's buffer, and each snapshot once */
     size_t budget;      /* bytes: the stream loop sheds watchers while 'held' is above */
@@ -126,14 +128,11 @@ static void shrink(char **data, size_t len, size_t cap)
         *data = p;
 }
 
-/* The snapshot for 'w''s filter now: the cached one when no change was
- * committed since it was built, else a new one, cached in its place. */
-static err_t snap_get(struct watcher *w, struct snap **out)
+/* The cached snapshot when it fits 'w' now, with a reference taken; NULL
+ * otherwise. */
+static struct snap *snap_cached(struct watch_cache *wc, struct watcher *w)
 {
-    struct watch_cache *wc = w->api->watch_cache;
     struct snap *sn;
-    size_t cap = 0;
-    err_t rc;
 
     pthread_mutex_lock(&wc->mu);
     sn = wc->last;
@@ -142,15 +141,39 @@ static err_t snap_get(struct watcher *w, struct snap **out)
     else
         sn = NULL;
     pthread_mutex_unlock(&wc->mu);
+    return sn;
+}
+
+/* The snapshot for 'w''s filter now: the cached one when no change was
+ * committed since it was built, else a new one, cached in its place. Builds
+ * take turns (build_mu), so watchers arriving together while the first
+ * builds share its snapshot instead of each building a copy. */
+static err_t snap_get(struct watcher *w, struct snap **out)
+{
+    struct watch_cache *wc = w->api->watch_cache;
+    struct snap *sn = snap_cached(wc, w);
+    size_t cap = 0;
+    err_t rc;
+
     if (sn) {
         *out = sn;
         return ERR_OK;
     }
+    pthread_mutex_lock(&wc->build_mu);
+    sn = snap_cached(wc, w); /* built by the one before, while this one waited */
+    if (sn) {
+        pthread_mutex_unlock(&wc->build_mu);
+        *out = sn;
+        return ERR_OK;
+    }
     sn = calloc(1, sizeof(*sn));
-    if (!sn)
+    if (!sn) {
+        pthread_mutex_unlock(&wc->build_mu);
         return ERR_NOMEM;
+    }
     rc = store_snapshot(w->api->store, &w->flt, &sn->data, &sn->len, &cap, &sn->rev);
     if (rc) {
+        pthread_mutex_unlock(&wc->build_mu);
         free(sn->data);
         free(sn);
         return rc;
@@ -163,6 +186,7 @@ static err_t snap_get(struct watcher *w, struct snap **out)
     pthread_mutex_lock(&wc->mu);
     wc->last = sn;
     pthread_mutex_unlock(&wc->mu);
+    pthread_mutex_unlock(&wc->build_mu);
     *out = sn;
     return ERR_OK;
 }
@@ -195,6 +219,7 @@ err_t api_watch_init(struct api *api, size_t budget)
         return ERR_NOMEM;
     }
     pthread_mutex_init(&wc->mu, NULL);
+    pthread_mutex_init(&wc->build_mu, NULL);
     atomic_init(&wc->held, 0);
     wc->budget = budget;
     api->watch_cache = wc;
@@ -225,6 +250,7 @@ void api_watch_release(struct api *api)
     /* The streams are gone, and every snapshot with them. */
     assert(!wc->last && atomic_load(&wc->held) == 0);
     pthread_mutex_destroy(&wc->mu);
+    pthread_mutex_destroy(&wc->build_mu);
     free(wc->shed_line);
     free(wc);
     api->watch_cache = NULL;
