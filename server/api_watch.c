@@ -41,14 +41,14 @@ struct snap {
 /* What watchers share: the last snapshot built, for the next watcher to
  * share while a watcher holds it, and the count of the bytes they hold. */
 struct watch_cache {
-    pthread_mutex_t mu; /* guards 'last' and the snapshots' 'refs' */
+    pthread_mutex_t mu;       /* guards 'last' and the snapshots' 'refs' */
     pthread_mutex_t build_mu; /* one snapshot built at a time: a burst of watchers at one
                                * revision waits for the first one's and shares it */
-    struct snap *last;  /* no reference of its own: NULL once its last watcher let go */
-    atomic_size_t held; /* bytes: every watcher's buffer, and each snapshot once */
-    size_t budget;      /* bytes: the stream loop sheds watchers while 'held' is above */
-    char *shed_line;    /* the last line of a shed watcher; owned */
-    size_t shed_len;    /* its bytes */
+    struct snap *last;        /* no reference of its own: NULL once its last watcher let go */
+    atomic_size_t held;       /* bytes: every watcher's buffer, and each snapshot once */
+    size_t budget;            /* bytes: the stream loop sheds watchers while 'held' is above */
+    char *shed_line;          /* the last line of a shed watcher; owned */
+    size_t shed_len;          /* its bytes */
 };
 
 struct watcher {
