@@ -263,6 +263,19 @@ static int flush_node(json_t *per, json_t *rows)
     return 0;
 }
 
+/* The end of a command's rows: the holders' index freed, the rows sorted by
+ * 'keys', or NULL (the rows freed) when building them failed. */
+static json_t *finish(json_t *idx, json_t *rows, int bad, const char *const *keys)
+{
+    json_decref(idx);
+    if (bad) {
+        json_decref(rows);
+        return NULL;
+    }
+    sort_rows(rows, keys);
+    return rows;
+}
+
 json_t *model_nodes(const json_t *nds, const json_t *dvbs)
 {
     static const char *const keys[] = {"node", "resource", NULL};
@@ -284,13 +297,7 @@ json_t *model_nodes(const json_t *nds, const json_t *dvbs)
         if (bad)
             break;
     }
-    json_decref(idx);
-    if (bad) {
-        json_decref(rows);
-        return NULL;
-    }
-    sort_rows(rows, keys);
-    return rows;
+    return finish(idx, rows, bad, keys);
 }
 
 /* ---- node, who ---- */
@@ -322,13 +329,7 @@ json_t *model_node(const json_t *nds, const json_t *dvbs, const char *node, bool
         if (bad)
             break;
     }
-    json_decref(idx);
-    if (bad) {
-        json_decref(rows);
-        return NULL;
-    }
-    sort_rows(rows, keys);
-    return rows;
+    return finish(idx, rows, bad, keys);
 }
 
 static bool names_device(const json_t *dev, const char *device)
@@ -403,13 +404,7 @@ json_t *model_who(const json_t *nds, const json_t *dvbs, const char *device)
     int bad = !idx || !rows;
 
     bad = bad || who_listed(nds, idx, device, rows) || who_unlisted(idx, device, rows);
-    json_decref(idx);
-    if (bad) {
-        json_decref(rows);
-        return NULL;
-    }
-    sort_rows(rows, keys);
-    return rows;
+    return finish(idx, rows, bad, keys);
 }
 
 /* ---- pods ---- */
