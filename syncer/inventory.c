@@ -7,7 +7,6 @@
 #include "queue.h"
 #include "reconcile.h"
 
-#include <time.h>
 
 #define MERGE_PATCH "application/merge-patch+json"
 
@@ -248,15 +247,6 @@ void inventory_skip(struct inventory *inv, enum inventory_skip why)
                  inv->node);
 }
 
-static void now_rfc3339(char *buf, size_t cap)
-{
-    time_t t = time(NULL);
-    struct tm tm;
-
-    gmtime_r(&t, &tm);
-    strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /* The Node's uid (ERR_NOTFOUND: no such Node). */
 static err_t node_uid(struct inventory *inv, char *msg, size_t cap)
 {
@@ -399,7 +389,7 @@ err_t inventory_sync(struct inventory *inv, bool *wrote, uint64_t *again_ms, cha
     obj = cache_get(inv->nd, inv->node);
     devs = devices_now(inv);
     n = json_object_size(devs);
-    now_rfc3339(now, sizeof(now));
+    reconcile_now(now, sizeof(now));
     want = inventory_status(devs, inv->revision, json_object_get(obj, "status"), now);
     if (!want) {
         snprintf(msg, cap, "out of memory");

@@ -517,7 +517,7 @@ static long long age_s(const char *ts)
     return (long long)(time(NULL) - t);
 }
 
-static void now_rfc3339(char *buf, size_t cap)
+void reconcile_now(char *buf, size_t cap)
 {
     time_t t = time(NULL);
     struct tm tm;
@@ -842,7 +842,7 @@ static err_t preassigned(struct reconciler *r, const char *key, const char *ns, 
             return rc;
         *wrote = true;
     }
-    now_rfc3339(now, sizeof(now));
+    reconcile_now(now, sizeof(now));
     desired = reconcile_status(bound ? in->pr : NULL, pod_uid ? pod_uid : "", r->node);
     cond = reconcile_condition(PREASSIGNED, v.status, v.reason, v.message,
                                condition_of(in->cr, PREASSIGNED), now);

@@ -137,6 +137,10 @@ void reconcile_skip(struct reconciler *r, const char *key, enum reconcile_skip w
  * phase Bound. New, or NULL if out of memory. */
 json_t *reconcile_status(const json_t *pr, const char *pod_uid, const char *node);
 
+/* Now as a condition's lastTransitionTime spells it: RFC 3339, UTC, whole
+ * seconds. */
+void reconcile_now(char *buf, size_t cap);
+
 /* A condition {type, status, reason, message, lastTransitionTime}; the time
  * is taken from 'old' (the previous condition of that type, or NULL) when
  * its status is the same, else 'now' (RFC 3339). New, or NULL. */
