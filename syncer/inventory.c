@@ -7,7 +7,6 @@
 #include "queue.h"
 #include "reconcile.h"
 
-
 #define MERGE_PATCH "application/merge-patch+json"
 
 static const char *const skip_names[INVENTORY_SKIP_N] = {"no_node", "crd_missing"};
