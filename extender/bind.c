@@ -177,8 +177,7 @@ static err_t unwrite_dvb(struct kube *k, const struct args_bind *b, const struct
         snprintf(path, sizeof(path), DVB_PATH "/%s", b->ns, b->name);
         patch = json_pack("{s:{s:s},s:{s:n}}", "metadata", "resourceVersion", w->rv, "spec",
                           "containers");
-        rc = patch ? kube_do(k, "PATCH", path, patch, "application/merge-patch+json", &ans, msg,
-                             sizeof(msg))
+        rc = patch ? kube_do(k, "PATCH", path, patch, KUBE_MERGE_PATCH, &ans, msg, sizeof(msg))
                    : ERR_NOMEM;
         json_decref(patch);
         json_decref(ans);

@@ -7,7 +7,6 @@
 #include <time.h>
 
 #define EVENTS_GROUP "/apis/events.k8s.io/v1"
-#define MERGE_PATCH "application/merge-patch+json"
 #define NOTE_MAX 1024 /* the API server refuses notes over 1 KiB */
 
 /* A MicroTime, as the API wants eventTime: RFC 3339 with microseconds. */
@@ -86,7 +85,7 @@ static err_t patch_series(struct events *e, const char *ns, const char *name, js
     if (!body)
         return ERR_NOMEM;
     snprintf(path, sizeof(path), EVENTS_GROUP "/namespaces/%s/events/%s", ns, name);
-    rc = kube_do(e->kube, "PATCH", path, body, MERGE_PATCH, &ans, msg, sizeof(msg));
+    rc = kube_do(e->kube, "PATCH", path, body, KUBE_MERGE_PATCH, &ans, msg, sizeof(msg));
     json_decref(body);
     json_decref(ans);
     if (rc)

@@ -7,8 +7,6 @@
 #include "queue.h"
 #include "reconcile.h"
 
-#define MERGE_PATCH "application/merge-patch+json"
-
 static const char *const skip_names[INVENTORY_SKIP_N] = {"no_node", "crd_missing"};
 
 /* ---- the pure part ---- */
@@ -369,7 +367,7 @@ static err_t patch_status(struct inventory *inv, const json_t *old, json_t *want
         return ERR_NOMEM;
     kube_escape(inv->node, name, sizeof(name));
     snprintf(path, sizeof(path), INVENTORY_PATH "/%s/status", name);
-    rc = kube_do(inv->kube, "PATCH", path, patch, MERGE_PATCH, NULL, msg, cap);
+    rc = kube_do(inv->kube, "PATCH", path, patch, KUBE_MERGE_PATCH, NULL, msg, cap);
     json_decref(patch);
     return rc;
 }

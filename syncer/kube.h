@@ -18,6 +18,9 @@
 #include "../common/strbuf.h"
 #include "kubeconfig.h"
 
+/* The content type of a JSON merge patch (RFC 7386), as kube_do's 'ctype'. */
+#define KUBE_MERGE_PATCH "application/merge-patch+json"
+
 /* libcurl for the process: call once before any client, from one thread,
  * and kube_global_cleanup() after the last. Debian's libcurl links libssh2,
  * whose libssh2_init() inside curl_global_init() starts OpenSSL's libcrypto

@@ -11,8 +11,6 @@
 
 #include <time.h>
 
-#define MERGE_PATCH "application/merge-patch+json"
-
 bool reconcile_has_devices(const json_t *pr)
 {
     json_t *c, *g;
@@ -473,7 +471,7 @@ static err_t patch(struct reconciler *r, const char *key, const char *ns, const 
     if (!body)
         return ERR_NOMEM;
     cr_path(path, sizeof(path), ns, name, sub);
-    rc = kube_do(r->kube, "PATCH", path, body, MERGE_PATCH, &out, msg, cap);
+    rc = kube_do(r->kube, "PATCH", path, body, KUBE_MERGE_PATCH, &out, msg, cap);
     json_decref(body);
     if (!rc)
         remember(r, key, out);
