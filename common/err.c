@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* err.c - names of err_t codes. */
+/* err.c - names of err_t codes, and struct error (err.h). */
 #include "common.h"
+
+#include <stdarg.h>
 
 const char *err_str(err_t rc)
 {
@@ -39,4 +41,22 @@ const char *err_str(err_t rc)
         return "upstream error";
     }
     return "unknown error";
+}
+
+err_t errorf(struct error *e, err_t code, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!e)
+        return code;
+    e->code = code;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+const char *error_msg(const struct error *e)
+{
+    return e->msg[0] ? e->msg : err_str(e->code);
 }

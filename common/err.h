@@ -28,4 +28,24 @@ typedef enum {
 /* Short lowercase description; a static string, never NULL. */
 const char *err_str(err_t rc);
 
+#define ERROR_MSG_MAX 1024
+
+/* An error with the message a caller shows (a Status message, a log line,
+ * a start-up failure). The function that sees the failure fills it with
+ * errorf() and returns the same code; callers pass both up unchanged.
+ * Lives on the caller's stack; struct error e = {0} is "no error". */
+struct error {
+    err_t code;               /* ERR_OK until errorf() */
+    char msg[ERROR_MSG_MAX];  /* lowercase, no final period; "" until errorf() */
+};
+
+/* Sets e->code and e->msg (printf-style; cut to fit) and returns 'code',
+ * so a failure reads `return errorf(e, ERR_INVAL, "bad 'x': %s", x);`.
+ * 'e' may be NULL: the code is returned and the message dropped. */
+err_t errorf(struct error *e, err_t code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* e->msg when set, else err_str(e->code); never NULL. */
+const char *error_msg(const struct error *e);
+
 #endif
