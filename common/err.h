@@ -35,8 +35,8 @@ const char *err_str(err_t rc);
  * errorf() and returns the same code; callers pass both up unchanged.
  * Lives on the caller's stack; struct error e = {0} is "no error". */
 struct error {
-    err_t code;               /* ERR_OK until errorf() */
-    char msg[ERROR_MSG_MAX];  /* lowercase, no final period; "" until errorf() */
+    err_t code;              /* ERR_OK until errorf() */
+    char msg[ERROR_MSG_MAX]; /* lowercase, no final period; "" until errorf() */
 };
 
 /* Sets e->code and e->msg (printf-style; cut to fit) and returns 'code',
