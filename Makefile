@@ -227,7 +227,8 @@ SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 MAN8 := $(sort $(wildcard man/*.8))
 MAN1 := $(sort $(wildcard man/*.1))
 UNITS := $(sort $(wildcard deploy/systemd/*.service))
-DOCS := README.md LICENSE CHANGELOG.md docs/API.md docs/SYNCER.md docs/EXTENDER.md
+DOCS := README.md LICENSE CHANGELOG.md docs/API.md docs/SYNCER.md docs/EXTENDER.md docs/CRD.md \
+	docs/KUBECTL-PODRES.md
 INSTALLED = $(PROGS:$(BIN)/%=$(BINDIR)/%) $(MAN8:man/%=$(MANDIR)/man8/%) \
 	$(MAN1:man/%=$(MANDIR)/man1/%) $(UNITS:deploy/systemd/%=$(SYSTEMDUNITDIR)/%) \
 	$(SYSUSERSDIR)/podres.conf $(addprefix $(DOCDIR)/,$(notdir $(DOCS))) \

@@ -25,7 +25,7 @@ expected() {
         echo "$p/lib/systemd/system/podresd.service"
         echo "$p/lib/systemd/system/podres-syncer.service"
         echo "$p/lib/sysusers.d/podres.conf"
-        for d in API.md CHANGELOG.md EXTENDER.md LICENSE README.md SYNCER.md examples/podresd.yaml; do
+        for d in API.md CHANGELOG.md CRD.md EXTENDER.md KUBECTL-PODRES.md LICENSE README.md SYNCER.md examples/podresd.yaml; do
             echo "$p/share/doc/podres/$d"
         done
     } | sort
