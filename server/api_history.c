@@ -5,12 +5,11 @@
  * in the store. */
 #define LOG_MOD "api"
 #include "../common/common.h"
+#include "../common/clock.h"
 #include "../common/names.h"
 #include "../common/strbuf.h"
 #include "api.h"
 #include "histq.h"
-
-#include <time.h>
 
 #define ARGS_MAX 32 /* query parameters looked at; more is a 400 */
 
@@ -130,14 +129,6 @@ static const char *const bind_cols[] = {"resourceName", "deviceId", "namespace",
                                         "container",    "from",     "to",        NULL};
 static const char *const health_cols[] = {"resourceName", "deviceId", "health", "from", "to", NULL};
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ---- handlers ---- */
 
 err_t api_history(struct api_req *r, struct api_resp *out)
@@ -171,7 +162,7 @@ err_t api_usage(struct api_req *r, struct api_resp *out)
     err_t rc = parse_query(r, true, &q);
 
     if (!rc)
-        rc = store_usage(r->api->store, &q, now_ms(), &j);
+        rc = store_usage(r->api->store, &q, (int64_t)clock_wall_ms(), &j);
     if (rc)
         return rc;
     if (wants_csv(r))

@@ -13,6 +13,7 @@
  * loop keeps by shedding the watchers furthest behind. */
 #define LOG_MOD "watch"
 #include "../common/common.h"
+#include "../common/clock.h"
 #include "../common/jsonx.h"
 #include "../common/names.h"
 #include "api.h"
@@ -474,7 +475,7 @@ static err_t parse_query(struct api_req *r, struct watcher *w, bool *has_since)
             snprintf(r->msg, sizeof(r->msg), "query timeoutSeconds=\"%.100s\" is invalid", ts);
             return ERR_INVAL;
         }
-        w->end_at = v ? feed_now_ms() + v * 1000 : NO_DEADLINE;
+        w->end_at = v ? clock_mono_ms() + v * 1000 : NO_DEADLINE;
     }
     snprintf(w->kind, sizeof(w->kind), "%s", kind ? kind : "");
     snprintf(w->ns, sizeof(w->ns), "%s", ns ? ns : "");
@@ -534,7 +535,7 @@ err_t api_watch(struct api_req *r, struct api_resp *out)
         return ERR_NOMEM;
     w->api = r->api;
     w->end_at = NO_DEADLINE;
-    w->next_bookmark = feed_now_ms() + BOOKMARK_MS;
+    w->next_bookmark = clock_mono_ms() + BOOKMARK_MS;
     rc = parse_query(r, w, &has_since);
     if (!rc)
         rc = first_lines(r, w, has_since);

@@ -7,7 +7,6 @@
 #include "feed.h"
 
 #include <pthread.h>
-#include <time.h>
 
 #define FEED_CHUNK 65536 /* bytes copied out per wait, unless one line is longer */
 
@@ -25,14 +24,6 @@ struct feed {
     bool closed;             /* shutting down */
     long watchers;           /* open watch streams */
 };
-
-uint64_t feed_now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 struct feed *feed_new(size_t capacity, uint64_t head)
 {

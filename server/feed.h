@@ -68,9 +68,6 @@ uint64_t feed_head(struct feed *f);
 void feed_watcher_add(struct feed *f, int delta);
 long feed_watchers(struct feed *f);
 
-/* CLOCK_MONOTONIC now, in milliseconds. */
-uint64_t feed_now_ms(void);
-
 /* True when 'ev' passes 'flt'. */
 int feed_match(const struct feed_filter *flt, const char *kind, const char *ns);
 

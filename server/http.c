@@ -13,6 +13,7 @@
  * reach the stream's socket. The stream writes its own response head. */
 #define LOG_MOD "http"
 #include "../common/common.h"
+#include "../common/clock.h"
 #include "../common/jsonx.h"
 #include "http.h"
 #include "metrics.h"
@@ -172,18 +173,10 @@ struct ctx {
     char path[200];  /* the same: the path without the query, or "" */
 };
 
-static uint64_t now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
 /* True at most once per SCARCE_LOG_MS for '*last'. */
 static bool log_due(atomic_ullong *last)
 {
-    unsigned long long now = now_us() / 1000 + SCARCE_LOG_MS, prev = atomic_load(last);
+    unsigned long long now = clock_mono_ms() + SCARCE_LOG_MS, prev = atomic_load(last);
 
     return (prev == 0 || now - prev >= SCARCE_LOG_MS) &&
            atomic_compare_exchange_strong(last, &prev, now);
@@ -703,7 +696,7 @@ static void conn_add(struct shard *sh, struct MHD_Connection *conn, void **socke
         return; /* untracked: libmicrohttpd's own timeout alone applies */
     c->sh = sh;
     c->fd = ci->connect_fd;
-    c->since_ms = now_us() / 1000;
+    c->since_ms = clock_mono_ms();
     pthread_mutex_lock(&h->mu);
     c->next = h->conns;
     if (h->conns)
@@ -780,7 +773,7 @@ static void conn_mark(struct listener *l, struct MHD_Connection *conn, bool busy
         return;
     pthread_mutex_lock(&l->h->mu);
     c->busy = busy;
-    c->since_ms = now_us() / 1000;
+    c->since_ms = clock_mono_ms();
     pthread_mutex_unlock(&l->h->mu);
 }
 
@@ -829,7 +822,7 @@ static void shed(struct http *h, struct shard *sh)
  * taken again. Called with 'mu' held. */
 static void warden_tick(struct http *h)
 {
-    uint64_t now = now_us() / 1000;
+    uint64_t now = clock_mono_ms();
     struct conn *c;
     unsigned i;
 
@@ -853,8 +846,7 @@ static void *warden(void *arg)
 
     pthread_mutex_lock(&h->mu);
     while (!h->stop) {
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += 1;
+        ts = clock_mono_after(1000);
         pthread_cond_timedwait(&h->cv, &h->mu, &ts);
         if (!h->stop)
             warden_tick(h);
@@ -1057,7 +1049,7 @@ static enum MHD_Result first_call(struct MHD_Connection *conn, struct ctx *c, vo
         *con_cls = c;
     }
     c->begun = true;
-    c->t0_us = now_us();
+    c->t0_us = clock_mono_us();
     if (log_enabled(LOG_DEBUG)) {
         str_copy(c->method, sizeof(c->method), method);
         str_copy(c->path, sizeof(c->path), url);
@@ -1116,7 +1108,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!c)
         return;
     if (c->answered) {
-        uint64_t us = now_us() - c->t0_us;
+        uint64_t us = clock_mono_us() - c->t0_us;
 
         metrics_observe(l->h->api->metrics, c->route, c->status, us, !c->stream);
         /* No header and no body: the Authorization header stays out. */

@@ -8,8 +8,8 @@
  * log lines. */
 #define LOG_MOD "kubelet"
 #include "../common/common.h"
+#include "../common/clock.h"
 #include "source_kubelet.h"
-#include "feed.h"
 #include "grpc.h"
 #include "podresources.pb-c.h"
 
@@ -454,7 +454,7 @@ static uint64_t record(struct source_kubelet *k, err_t rc, const struct grpc_sta
     before = k->failures;
     first = !rc && k->last_ok_ms == 0;
     if (!rc) {
-        k->last_ok_ms = feed_now_ms();
+        k->last_ok_ms = clock_mono_ms();
         k->failures = 0;
         k->last_err[0] = '\0';
     } else {
@@ -483,16 +483,9 @@ static uint64_t record(struct source_kubelet *k, err_t rc, const struct grpc_sta
 /* Sleep 'ms' unless stopped; true when stopping. */
 static bool wait_or_stop(struct source_kubelet *k, uint64_t ms)
 {
-    struct timespec ts;
+    struct timespec ts = clock_mono_after(ms);
     bool stop;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += (time_t)(ms / 1000);
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
     pthread_mutex_lock(&k->mu);
     while (!k->stop && pthread_cond_timedwait(&k->cv, &k->mu, &ts) == 0)
         ;
@@ -504,7 +497,7 @@ static bool wait_or_stop(struct source_kubelet *k, uint64_t ms)
 static void *run(void *arg)
 {
     struct source_kubelet *k = arg;
-    unsigned seed = (unsigned)getpid() ^ (unsigned)feed_now_ms();
+    unsigned seed = (unsigned)getpid() ^ (unsigned)clock_mono_ms();
     struct grpc_status gs;
     char why[256];
     uint64_t wait;
@@ -602,7 +595,7 @@ void source_kubelet_free(struct source_kubelet *k)
 bool source_kubelet_ready(void *ctx, char *why, size_t cap)
 {
     struct source_kubelet *k = ctx;
-    uint64_t now = feed_now_ms(), limit;
+    uint64_t now = clock_mono_ms(), limit;
     bool ready;
 
     pthread_mutex_lock(&k->mu);

@@ -8,6 +8,7 @@
  * streams furthest behind are shed, oldest first. */
 #define LOG_MOD "stream"
 #include "../common/common.h"
+#include "../common/clock.h"
 #include "stream.h"
 
 #include <assert.h>
@@ -21,7 +22,6 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #define PULLS_PER_TURN 16 /* then the other streams get their turn */
@@ -97,14 +97,6 @@ struct streams {
     uint64_t shed_logged_ms;        /* the last log line about them */
     bool shed_ever_logged;          /* whether there was one */
 };
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void wake_loop(struct streams *s)
 {
@@ -596,13 +588,13 @@ static void *loop(void *arg)
 {
     struct streams *s = arg;
     struct epoll_event ev[EVENTS_PER_WAIT];
-    uint64_t now = now_ms();
+    uint64_t now = clock_mono_ms();
     bool kicked, stopping = false;
     int n;
 
     for (;;) {
         n = epoll_wait(s->ep, ev, EVENTS_PER_WAIT, wait_ms(s, now));
-        now = now_ms();
+        now = clock_mono_ms();
         kicked = take_events(s, ev, n);
         if (kicked)
             stopping = take_incoming(s, now);
