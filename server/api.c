@@ -281,6 +281,7 @@ static err_t get_reservation(struct api_req *r, struct api_resp *out)
 
 static err_t put_devices(struct api_req *r, struct api_resp *out)
 {
+    struct error e = {0};
     char res[600], msg[API_MSG_MAX] = "";
     json_t *body = NULL, *devs = NULL, *j = NULL;
     uint64_t ttl = 0;
@@ -289,8 +290,11 @@ static err_t put_devices(struct api_req *r, struct api_resp *out)
 
     if (!rc)
         rc = parse_body(r, &body);
-    if (!rc)
-        rc = validate_devices_put(body, &devs, &ttl, r->msg, sizeof(r->msg));
+    if (!rc) {
+        rc = validate_devices_put(body, &devs, &ttl, &e);
+        if (rc)
+            fail(r, rc, "%s", e.msg);
+    }
     if (!rc) {
         rc = store_resource_put(r->api->store, res, devs, ttl, msg, sizeof(msg), &j, &changed);
         if (rc)
@@ -303,6 +307,7 @@ static err_t put_devices(struct api_req *r, struct api_resp *out)
 
 static err_t patch_device(struct api_req *r, struct api_resp *out)
 {
+    struct error e = {0};
     char res[600], msg[API_MSG_MAX] = "";
     json_t *body = NULL, *j = NULL;
     const char *health = NULL;
@@ -312,8 +317,11 @@ static err_t patch_device(struct api_req *r, struct api_resp *out)
         rc = fail(r, ERR_UNPROCESSABLE, "device id \"%.300s\" is invalid", r->seg[5]);
     if (!rc)
         rc = parse_body(r, &body);
-    if (!rc)
-        rc = validate_health_patch(body, &health, r->msg, sizeof(r->msg));
+    if (!rc) {
+        rc = validate_health_patch(body, &health, &e);
+        if (rc)
+            fail(r, rc, "%s", e.msg);
+    }
     if (!rc) {
         rc = store_device_set_health(r->api->store, res, r->seg[5], health, msg, sizeof(msg), &j);
         if (rc)
@@ -325,6 +333,7 @@ static err_t patch_device(struct api_req *r, struct api_resp *out)
 
 static err_t put_pod(struct api_req *r, struct api_resp *out)
 {
+    struct error e = {0};
     char msg[API_MSG_MAX] = "";
     json_t *body = NULL, *containers = NULL;
     const char *uid = "";
@@ -333,8 +342,11 @@ static err_t put_pod(struct api_req *r, struct api_resp *out)
 
     if (!rc)
         rc = parse_body(r, &body);
-    if (!rc)
-        rc = validate_pod_put(body, &uid, &containers, r->msg, sizeof(r->msg));
+    if (!rc) {
+        rc = validate_pod_put(body, &uid, &containers, &e);
+        if (rc)
+            fail(r, rc, "%s", e.msg);
+    }
     if (!rc) {
         rc = store_pod_bind(r->api->store, r->seg[2], r->seg[4], uid, containers, msg, sizeof(msg),
                             &out->text, &out->text_len, &created, &changed);
@@ -350,6 +362,7 @@ static err_t put_pod(struct api_req *r, struct api_resp *out)
 
 static err_t post_allocate(struct api_req *r, struct api_resp *out)
 {
+    struct error e = {0};
     char msg[API_MSG_MAX] = "";
     json_t *body = NULL, *req = NULL, *j = NULL;
     const char *uid = "";
@@ -358,8 +371,11 @@ static err_t post_allocate(struct api_req *r, struct api_resp *out)
 
     if (!rc)
         rc = parse_body(r, &body);
-    if (!rc)
-        rc = validate_allocate(body, &uid, &req, r->msg, sizeof(r->msg));
+    if (!rc) {
+        rc = validate_allocate(body, &uid, &req, &e);
+        if (rc)
+            fail(r, rc, "%s", e.msg);
+    }
     if (!rc) {
         rc = store_pod_allocate(r->api->store, r->seg[2], r->seg[4], uid, req, msg, sizeof(msg), &j,
                                 &created, &changed);
@@ -382,13 +398,16 @@ struct del_opts {
  * (validate_delete_options). */
 static err_t delete_options(struct api_req *r, bool has_uid, struct del_opts *d)
 {
+    struct error e = {0};
     err_t rc;
 
     if (r->body_len == 0)
         return ERR_OK;
     rc = parse_body(r, &d->body);
-    return rc ? rc
-              : validate_delete_options(d->body, has_uid, &d->uid, &d->rev, r->msg, sizeof(r->msg));
+    if (rc)
+        return rc;
+    rc = validate_delete_options(d->body, has_uid, &d->uid, &d->rev, &e);
+    return rc ? fail(r, rc, "%s", e.msg) : ERR_OK;
 }
 
 static err_t delete_pod(struct api_req *r, struct api_resp *out)
@@ -414,6 +433,7 @@ static err_t delete_pod(struct api_req *r, struct api_resp *out)
 
 static err_t put_reservation(struct api_req *r, struct api_resp *out)
 {
+    struct error e = {0};
     char msg[API_MSG_MAX] = "";
     json_t *body = NULL, *containers = NULL, *j = NULL;
     bool created = false, changed;
@@ -421,8 +441,11 @@ static err_t put_reservation(struct api_req *r, struct api_resp *out)
 
     if (!rc)
         rc = parse_body(r, &body);
-    if (!rc)
-        rc = validate_reservation(body, &containers, r->msg, sizeof(r->msg));
+    if (!rc) {
+        rc = validate_reservation(body, &containers, &e);
+        if (rc)
+            fail(r, rc, "%s", e.msg);
+    }
     if (!rc) {
         rc = store_reservation_put(r->api->store, r->seg[2], r->seg[3], containers, msg,
                                    sizeof(msg), &j, &created, &changed);

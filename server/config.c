@@ -148,7 +148,7 @@ static err_t unique_resource(const json_t *list, size_t i, const char *res, char
 static err_t static_devices(struct config *c, const json_t *list, char *msg, size_t cap)
 {
     json_t *out = json_array(), *e, *devs, *body;
-    char why[512] = "";
+    struct error why = {0};
     size_t i;
     uint64_t ttl;
     err_t rc = json_is_array(list) ? ERR_OK : ERR_INVAL;
@@ -174,10 +174,10 @@ static err_t static_devices(struct config *c, const json_t *list, char *msg, siz
         if ((rc = unique_resource(list, i, res, msg, cap)))
             break;
         body = json_pack("{s:O}", "devices", json_object_get(e, "devices"));
-        rc = body ? validate_devices_put(body, &devs, &ttl, why, sizeof(why)) : ERR_NOMEM;
+        rc = body ? validate_devices_put(body, &devs, &ttl, &why) : ERR_NOMEM;
         json_decref(body);
         if (rc) {
-            snprintf(msg, cap, "key \"devices[%zu]\" (%s): %s", i, res, why);
+            snprintf(msg, cap, "key \"devices[%zu]\" (%s): %s", i, res, why.msg);
             break;
         }
         json_array_append_new(out, json_pack("{s:s,s:o}", "resourceName", res, "devices", devs));

@@ -1,29 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* validate.c - request body validation. Every function walks the body once,
- * builds a canonical copy and rejects anything it does not understand. */
+ * builds a canonical copy and rejects anything it does not understand. Not
+ * the store's rules (a device bound elsewhere, a pod that exists): those
+ * need the database and live in the store. */
 #include "../common/common.h"
 #include "../common/jsonx.h"
 #include "../common/names.h"
 #include "validate.h"
 
-#include <stdarg.h>
+#include <assert.h>
 
 #define MAX_ITEMS 4096  /* containers, devices per request */
 #define MAX_COUNT 1024  /* devices asked for in one request entry */
 #define MAX_TTL_S 86400 /* one day */
 
-__attribute__((format(printf, 4, 5))) static err_t bad(char *msg, size_t cap, err_t rc,
-                                                       const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, cap, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-static err_t need_type(const json_t *v, json_type t, const char *field, char *msg, size_t cap)
+static err_t need_type(const json_t *v, json_type t, const char *field, struct error *e)
 {
     static const char *names[] = {"object", "array",   "string",  "integer",
                                   "number", "boolean", "boolean", "null"};
@@ -31,8 +22,42 @@ static err_t need_type(const json_t *v, json_type t, const char *field, char *ms
     if (v && json_typeof(v) == t)
         return ERR_OK;
     if (!v)
-        return bad(msg, cap, ERR_UNPROCESSABLE, "%s: Required value", field);
-    return bad(msg, cap, ERR_INVAL, "field \"%s\" must be a JSON %s", field, names[t]);
+        return errorf(e, ERR_UNPROCESSABLE, "%s: Required value", field);
+    return errorf(e, ERR_INVAL, "field \"%s\" must be a JSON %s", field, names[t]);
+}
+
+/* jsonx_check_keys() with its message in 'e' (or none when NULL); 'where'
+ * prefixes the key. */
+static err_t check_keys(const json_t *obj, const char *const *allowed, const char *where,
+                        struct error *e)
+{
+    err_t rc = jsonx_check_keys(obj, allowed, where, e ? e->msg : NULL, e ? sizeof(e->msg) : 0);
+
+    if (rc && e)
+        e->code = rc;
+    return rc;
+}
+
+/* 'v', called 'field', is an object with no key beyond 'allowed'. */
+static err_t need_object(const json_t *v, const char *const *allowed, const char *field,
+                         struct error *e)
+{
+    err_t rc = need_type(v, JSON_OBJECT, field, e);
+
+    return rc ? rc : check_keys(v, allowed, field, e);
+}
+
+/* The request body is an object with no key beyond 'allowed'. */
+static err_t need_body(const json_t *body, const char *const *allowed, struct error *e)
+{
+    err_t rc = need_type(body, JSON_OBJECT, "body", e);
+
+    return rc ? rc : check_keys(body, allowed, NULL, e);
+}
+
+static bool health_valid(const char *h)
+{
+    return strcmp(h, "Healthy") == 0 || strcmp(h, "Unhealthy") == 0;
 }
 
 int validate_uid(const char *uid)
@@ -51,53 +76,85 @@ int validate_uid(const char *uid)
     return 1;
 }
 
-/* topology {"nodes":[{"ID":n}]} -> sorted unique [n...]. */
-static err_t topology(const json_t *t, json_t **numa, char *msg, size_t cap)
-{
-    static const char *const tkeys[] = {"nodes", NULL}, *const nkeys[] = {"ID", NULL};
-    json_t *nodes, *n, *id, *out;
-    size_t i, j;
-    err_t rc;
+/* ---- devices ---- */
 
-    out = json_array();
-    if (!out)
-        return ERR_NOMEM;
-    *numa = out;
-    if (!t || json_is_null(t))
-        return ERR_OK;
-    rc = need_type(t, JSON_OBJECT, "topology", msg, cap);
-    if (!rc)
-        rc = jsonx_check_keys(t, tkeys, "topology", msg, cap);
-    nodes = json_object_get(t, "nodes");
-    if (!rc && nodes && !json_is_null(nodes))
-        rc = need_type(nodes, JSON_ARRAY, "topology.nodes", msg, cap);
-    json_array_foreach(rc ? NULL : nodes, i, n) {
-        rc = need_type(n, JSON_OBJECT, "topology.nodes[]", msg, cap);
-        if (!rc)
-            rc = jsonx_check_keys(n, nkeys, "topology.nodes[]", msg, cap);
-        id = json_object_get(n, "ID");
-        if (!rc)
-            rc = need_type(id, JSON_INTEGER, "topology.nodes[].ID", msg, cap);
-        if (!rc && (json_integer_value(id) < 0 || json_integer_value(id) > 4095))
-            rc = bad(msg, cap, ERR_UNPROCESSABLE, "topology.nodes[].ID must be 0..4095");
-        if (rc)
-            break;
-        for (j = 0; j < json_array_size(out); j++) {
-            if (json_integer_value(json_array_get(out, j)) >= json_integer_value(id))
-                break;
-        }
-        if (j == json_array_size(out) ||
-            json_integer_value(json_array_get(out, j)) != json_integer_value(id))
-            json_array_insert_new(out, j, json_integer(json_integer_value(id)));
-    }
-    if (rc) {
-        json_decref(out);
-        *numa = NULL;
-    }
-    return rc;
+/* One topology.nodes[] entry {"ID":n}: its n in *id. */
+static err_t numa_node(const json_t *n, json_int_t *id, struct error *e)
+{
+    static const char *const keys[] = {"ID", NULL};
+    const json_t *v = json_object_get(n, "ID");
+    err_t rc = need_object(n, keys, "topology.nodes[]", e);
+
+    if (rc)
+        return rc;
+    rc = need_type(v, JSON_INTEGER, "topology.nodes[].ID", e);
+    if (rc)
+        return rc;
+    if (json_integer_value(v) < 0 || json_integer_value(v) > 4095)
+        return errorf(e, ERR_UNPROCESSABLE, "topology.nodes[].ID must be 0..4095");
+    *id = json_integer_value(v);
+    return ERR_OK;
 }
 
-static err_t properties(const json_t *p, json_t **out, char *msg, size_t cap)
+/* Put 'id' into the ascending array 'arr' unless it is there. */
+static err_t insert_sorted(json_t *arr, json_int_t id)
+{
+    size_t j, n = json_array_size(arr);
+
+    for (j = 0; j < n; j++) {
+        if (json_integer_value(json_array_get(arr, j)) >= id)
+            break;
+    }
+    if (j < n && json_integer_value(json_array_get(arr, j)) == id)
+        return ERR_OK;
+    return json_array_insert_new(arr, j, json_integer(id)) ? ERR_NOMEM : ERR_OK;
+}
+
+/* The nodes of topology 't' (an object), sorted and unique, into 'numa'. */
+static err_t topology_nodes(const json_t *t, json_t *numa, struct error *e)
+{
+    static const char *const keys[] = {"nodes", NULL};
+    const json_t *nodes = json_object_get(t, "nodes");
+    json_t *n;
+    json_int_t id = 0;
+    size_t i;
+    err_t rc = need_object(t, keys, "topology", e);
+
+    if (rc)
+        return rc;
+    if (nodes && !json_is_null(nodes)) {
+        rc = need_type(nodes, JSON_ARRAY, "topology.nodes", e);
+        if (rc)
+            return rc;
+    }
+    json_array_foreach(nodes, i, n) {
+        rc = numa_node(n, &id, e);
+        if (rc)
+            return rc;
+        rc = insert_sorted(numa, id);
+        if (rc)
+            return rc;
+    }
+    return ERR_OK;
+}
+
+/* topology {"nodes":[{"ID":n}]}, absent or null -> sorted unique [n...]. */
+static err_t topology(const json_t *t, json_t **numa, struct error *e)
+{
+    json_t *out = json_array();
+    err_t rc = out ? ERR_OK : ERR_NOMEM;
+
+    if (!rc && t && !json_is_null(t))
+        rc = topology_nodes(t, out, e);
+    if (rc) {
+        json_decref(out);
+        return rc;
+    }
+    *numa = out;
+    return ERR_OK;
+}
+
+static err_t properties(const json_t *p, json_t **out, struct error *e)
 {
     const char *k;
     json_t *v;
@@ -106,248 +163,334 @@ static err_t properties(const json_t *p, json_t **out, char *msg, size_t cap)
         *out = json_object();
         return *out ? ERR_OK : ERR_NOMEM;
     }
-    if (need_type(p, JSON_OBJECT, "properties", msg, cap))
+    if (need_type(p, JSON_OBJECT, "properties", e))
         return ERR_INVAL;
     json_object_foreach((json_t *)p, k, v) {
         if (!json_is_string(v))
-            return bad(msg, cap, ERR_INVAL, "properties.%s must be a string", k);
+            return errorf(e, ERR_INVAL, "properties.%s must be a string", k);
         if (strlen(k) == 0 || strlen(k) > 253 || strlen(json_string_value(v)) > 4096)
-            return bad(msg, cap, ERR_UNPROCESSABLE,
-                       "properties.%s: keys are 1..253 and values at most 4096 bytes", k);
+            return errorf(e, ERR_UNPROCESSABLE,
+                          "properties.%s: keys are 1..253 and values at most 4096 bytes", k);
     }
     *out = json_deep_copy(p);
     return *out ? ERR_OK : ERR_NOMEM;
 }
 
-static err_t one_device(const json_t *d, json_t *seen, json_t **out, char *msg, size_t cap)
+/* devices[].id: valid, and not in 'seen' (the ids before it). */
+static err_t device_id(const json_t *id, const json_t *seen, struct error *e)
+{
+    err_t rc = need_type(id, JSON_STRING, "devices[].id", e);
+
+    if (rc)
+        return rc;
+    if (!names_is_device_id(json_string_value(id)))
+        return errorf(e, ERR_UNPROCESSABLE,
+                      "devices[].id \"%s\" is invalid: use 1..253 of [A-Za-z0-9._:-]",
+                      json_string_value(id));
+    if (json_object_get(seen, json_string_value(id)))
+        return errorf(e, ERR_UNPROCESSABLE, "devices[].id \"%s\" is listed twice",
+                      json_string_value(id));
+    return ERR_OK;
+}
+
+/* devices[].health: Healthy when absent. */
+static err_t device_health(const json_t *h, const char **health, struct error *e)
+{
+    err_t rc;
+
+    *health = "Healthy";
+    if (!h)
+        return ERR_OK;
+    rc = need_type(h, JSON_STRING, "devices[].health", e);
+    if (rc)
+        return rc;
+    if (!health_valid(json_string_value(h)))
+        return errorf(e, ERR_UNPROCESSABLE, "devices[].health must be Healthy or Unhealthy");
+    *health = json_string_value(h);
+    return ERR_OK;
+}
+
+static err_t one_device(const json_t *d, json_t *seen, json_t **out, struct error *e)
 {
     static const char *const keys[] = {"id", "health", "topology", "properties", NULL};
-    const json_t *id = json_object_get(d, "id"), *h = json_object_get(d, "health");
-    const char *health = "Healthy";
-    json_t *numa = NULL, *props = NULL;
-    err_t rc = need_type(d, JSON_OBJECT, "devices[]", msg, cap);
+    json_t *id = json_object_get(d, "id"), *numa = NULL, *props = NULL;
+    const char *health;
+    err_t rc = need_object(d, keys, "devices[]", e);
 
-    if (!rc)
-        rc = jsonx_check_keys(d, keys, "devices[]", msg, cap);
-    if (!rc)
-        rc = need_type(id, JSON_STRING, "devices[].id", msg, cap);
-    if (!rc && !names_is_device_id(json_string_value(id)))
-        rc = bad(msg, cap, ERR_UNPROCESSABLE,
-                 "devices[].id \"%s\" is invalid: use 1..253 of [A-Za-z0-9._:-]",
-                 json_string_value(id));
-    if (!rc && json_object_get(seen, json_string_value(id)))
-        rc = bad(msg, cap, ERR_UNPROCESSABLE, "devices[].id \"%s\" is listed twice",
-                 json_string_value(id));
-    if (!rc && h) {
-        rc = need_type(h, JSON_STRING, "devices[].health", msg, cap);
-        health = json_string_value(h);
-        if (!rc && strcmp(health, "Healthy") != 0 && strcmp(health, "Unhealthy") != 0)
-            rc = bad(msg, cap, ERR_UNPROCESSABLE, "devices[].health must be Healthy or Unhealthy");
-    }
-    if (!rc)
-        rc = topology(json_object_get(d, "topology"), &numa, msg, cap);
-    if (!rc)
-        rc = properties(json_object_get(d, "properties"), &props, msg, cap);
-    if (!rc) {
-        json_object_set_new(seen, json_string_value(id), json_true());
-        *out = json_pack("{s:O,s:s,s:o,s:o}", "id", id, "health", health, "numa", numa,
-                         "properties", props);
-        return *out ? ERR_OK : ERR_NOMEM;
-    }
+    if (rc)
+        goto out;
+    rc = device_id(id, seen, e);
+    if (rc)
+        goto out;
+    rc = device_health(json_object_get(d, "health"), &health, e);
+    if (rc)
+        goto out;
+    rc = topology(json_object_get(d, "topology"), &numa, e);
+    if (rc)
+        goto out;
+    rc = properties(json_object_get(d, "properties"), &props, e);
+    if (rc)
+        goto out;
+    json_object_set_new(seen, json_string_value(id), json_true());
+    /* "o" takes numa and props, on failure too */
+    *out = json_pack("{s:O,s:s,s:o,s:o}", "id", id, "health", health, "numa", numa, "properties",
+                     props);
+    numa = NULL;
+    props = NULL;
+    rc = *out ? ERR_OK : ERR_NOMEM;
+out:
     json_decref(numa);
     json_decref(props);
     return rc;
 }
 
-err_t validate_devices_put(const json_t *body, json_t **devices, uint64_t *ttl_ms, char *msg,
-                           size_t cap)
+/* ttlSeconds: none when absent or null, else 1..MAX_TTL_S; *ttl_ms. */
+static err_t ttl_field(const json_t *ttl, uint64_t *ttl_ms, struct error *e)
 {
-    static const char *const keys[] = {"devices", "ttlSeconds", NULL};
-    json_t *list = json_object_get(body, "devices"), *ttl = json_object_get(body, "ttlSeconds");
-    json_t *out = json_array(), *seen = json_object(), *d, *c;
-    size_t i;
-    err_t rc = need_type(body, JSON_OBJECT, "body", msg, cap);
+    err_t rc;
 
-    if (!rc)
-        rc = jsonx_check_keys(body, keys, NULL, msg, cap);
-    if (!rc)
-        rc = need_type(list, JSON_ARRAY, "devices", msg, cap);
-    if (!rc && json_array_size(list) > MAX_ITEMS)
-        rc = bad(msg, cap, ERR_UNPROCESSABLE, "too many devices (at most 4096)");
-    if (!rc && ttl && !json_is_null(ttl)) {
-        rc = need_type(ttl, JSON_INTEGER, "ttlSeconds", msg, cap);
-        if (!rc && (json_integer_value(ttl) < 1 || json_integer_value(ttl) > MAX_TTL_S))
-            rc = bad(msg, cap, ERR_UNPROCESSABLE, "ttlSeconds must be 1..86400");
-    }
-    json_array_foreach(rc ? NULL : list, i, d) {
-        rc = one_device(d, seen, &c, msg, cap);
-        if (rc)
-            break;
-        json_array_append_new(out, c);
-    }
-    json_decref(seen);
-    if (rc) {
-        json_decref(out);
+    *ttl_ms = 0;
+    if (!ttl || json_is_null(ttl))
+        return ERR_OK;
+    rc = need_type(ttl, JSON_INTEGER, "ttlSeconds", e);
+    if (rc)
         return rc;
-    }
-    *devices = out;
-    *ttl_ms = ttl && json_is_integer(ttl) ? (uint64_t)json_integer_value(ttl) * 1000 : 0;
+    if (json_integer_value(ttl) < 1 || json_integer_value(ttl) > MAX_TTL_S)
+        return errorf(e, ERR_UNPROCESSABLE, "ttlSeconds must be 1..86400");
+    *ttl_ms = (uint64_t)json_integer_value(ttl) * 1000;
     return ERR_OK;
 }
 
-err_t validate_health_patch(const json_t *body, const char **health, char *msg, size_t cap)
+err_t validate_devices_put(const json_t *body, json_t **devices, uint64_t *ttl_ms, struct error *e)
 {
-    static const char *const keys[] = {"health", NULL};
-    const json_t *h = json_object_get(body, "health");
-    err_t rc = need_type(body, JSON_OBJECT, "body", msg, cap);
+    static const char *const keys[] = {"devices", "ttlSeconds", NULL};
+    const json_t *list = json_object_get(body, "devices");
+    json_t *out = json_array(), *seen = json_object(), *d, *c = NULL;
+    uint64_t ttl = 0;
+    size_t i;
+    err_t rc = out && seen ? need_body(body, keys, e) : ERR_NOMEM;
 
-    if (!rc)
-        rc = jsonx_check_keys(body, keys, NULL, msg, cap);
-    if (!rc)
-        rc = need_type(h, JSON_STRING, "health", msg, cap);
-    if (!rc && strcmp(json_string_value(h), "Healthy") != 0 &&
-        strcmp(json_string_value(h), "Unhealthy") != 0)
-        rc = bad(msg, cap, ERR_UNPROCESSABLE, "health must be Healthy or Unhealthy");
-    if (!rc)
-        *health = json_string_value(h);
+    assert(devices && ttl_ms);
+    if (rc)
+        goto out;
+    rc = need_type(list, JSON_ARRAY, "devices", e);
+    if (rc)
+        goto out;
+    if (json_array_size(list) > MAX_ITEMS) {
+        rc = errorf(e, ERR_UNPROCESSABLE, "too many devices (at most 4096)");
+        goto out;
+    }
+    rc = ttl_field(json_object_get(body, "ttlSeconds"), &ttl, e);
+    if (rc)
+        goto out;
+    json_array_foreach(list, i, d) {
+        rc = one_device(d, seen, &c, e);
+        if (rc)
+            goto out;
+        json_array_append_new(out, c);
+    }
+    *devices = out;
+    *ttl_ms = ttl;
+    out = NULL;
+out:
+    json_decref(seen);
+    json_decref(out);
     return rc;
 }
 
-/* [{"resourceName","deviceIds"}] checked; 'seen' catches a device twice in a pod. */
+err_t validate_health_patch(const json_t *body, const char **health, struct error *e)
+{
+    static const char *const keys[] = {"health", NULL};
+    const json_t *h = json_object_get(body, "health");
+    err_t rc = need_body(body, keys, e);
+
+    assert(health);
+    if (rc)
+        return rc;
+    rc = need_type(h, JSON_STRING, "health", e);
+    if (rc)
+        return rc;
+    if (!health_valid(json_string_value(h)))
+        return errorf(e, ERR_UNPROCESSABLE, "health must be Healthy or Unhealthy");
+    *health = json_string_value(h);
+    return ERR_OK;
+}
+
+/* ---- containers ---- */
+
 /* A group's topology, if given, is a topology like a device's. */
-static err_t group_topology(const json_t *t, char *msg, size_t cap)
+static err_t group_topology(const json_t *t, struct error *e)
 {
     json_t *numa = NULL;
-    err_t rc = topology(t, &numa, msg, cap);
+    err_t rc = topology(t, &numa, e);
 
     json_decref(numa);
     return rc;
 }
 
-static err_t device_groups(const json_t *groups, json_t *seen, json_t **out, char *msg, size_t cap)
+/* The deviceIds of resource 'r': valid ids, none already in the pod
+ * ('seen', keyed "resource|id"), which gets them. */
+static err_t group_ids(const json_t *r, const json_t *ids, json_t *seen, struct error *e)
 {
-    static const char *const keys[] = {"resourceName", "deviceIds", "topology", NULL};
-    json_t *res = json_array(), *g, *r, *ids, *id;
-    size_t i, j;
+    const char *res = json_string_value(r), *s;
     char key[600];
-    err_t rc = ERR_OK;
+    json_t *id;
+    size_t j;
+    err_t rc;
 
-    if (groups && !json_is_null(groups))
-        rc = need_type(groups, JSON_ARRAY, "containers[].devices", msg, cap);
-    json_array_foreach(rc ? NULL : groups, i, g) {
-        rc = need_type(g, JSON_OBJECT, "containers[].devices[]", msg, cap);
-        if (!rc)
-            rc = jsonx_check_keys(g, keys, "containers[].devices[]", msg, cap);
-        r = json_object_get(g, "resourceName");
-        ids = json_object_get(g, "deviceIds");
-        if (!rc)
-            rc = need_type(r, JSON_STRING, "containers[].devices[].resourceName", msg, cap);
-        if (!rc && !names_is_resource_name(json_string_value(r)))
-            rc = bad(msg, cap, ERR_UNPROCESSABLE,
-                     "resourceName \"%s\" is invalid: use domain/name, e.g. vendor.com/gpu",
-                     json_string_value(r));
-        if (!rc)
-            rc = need_type(ids, JSON_ARRAY, "containers[].devices[].deviceIds", msg, cap);
-        if (!rc) /* checked, then left out: the store derives it from the devices */
-            rc = group_topology(json_object_get(g, "topology"), msg, cap);
-        if (!rc && (json_array_size(ids) == 0 || json_array_size(ids) > MAX_COUNT))
-            rc = bad(msg, cap, ERR_UNPROCESSABLE, "deviceIds of \"%s\" must list 1..1024 ids",
-                     json_string_value(r));
-        json_array_foreach(rc ? NULL : ids, j, id) {
-            rc = need_type(id, JSON_STRING, "containers[].devices[].deviceIds[]", msg, cap);
-            if (!rc && !names_is_device_id(json_string_value(id)))
-                rc = bad(msg, cap, ERR_UNPROCESSABLE, "device id \"%s\" is invalid%s",
-                         json_string_value(id), "");
-            if (!rc)
-                str_join(key, sizeof(key), json_string_value(r), '|', json_string_value(id));
-            if (!rc && json_object_get(seen, key))
-                rc = bad(msg, cap, ERR_UNPROCESSABLE, "device %s %s is listed twice in the pod",
-                         json_string_value(r), json_string_value(id));
-            if (rc)
-                break;
-            json_object_set_new(seen, key, json_true());
-        }
+    if (json_array_size(ids) == 0 || json_array_size(ids) > MAX_COUNT)
+        return errorf(e, ERR_UNPROCESSABLE, "deviceIds of \"%s\" must list 1..1024 ids", res);
+    json_array_foreach(ids, j, id) {
+        rc = need_type(id, JSON_STRING, "containers[].devices[].deviceIds[]", e);
         if (rc)
-            break;
-        json_array_append_new(
-            res, jsonx_object("resourceName", json_incref(r), "deviceIds", json_incref(ids), NULL));
+            return rc;
+        s = json_string_value(id);
+        if (!names_is_device_id(s))
+            return errorf(e, ERR_UNPROCESSABLE, "device id \"%s\" is invalid", s);
+        str_join(key, sizeof(key), res, '|', s);
+        if (json_object_get(seen, key))
+            return errorf(e, ERR_UNPROCESSABLE, "device %s %s is listed twice in the pod", res, s);
+        json_object_set_new(seen, key, json_true());
     }
-    if (rc) {
-        json_decref(res);
-        return rc;
-    }
-    *out = res;
     return ERR_OK;
 }
 
-static err_t int_list(const json_t *v, const char *field, json_t **out, char *msg, size_t cap)
+/* One {"resourceName","deviceIds"[,"topology"]} of a container. */
+static err_t one_group(const json_t *g, json_t *seen, json_t **out, struct error *e)
+{
+    static const char *const keys[] = {"resourceName", "deviceIds", "topology", NULL};
+    json_t *r = json_object_get(g, "resourceName"), *ids = json_object_get(g, "deviceIds");
+    err_t rc = need_object(g, keys, "containers[].devices[]", e);
+
+    if (rc)
+        return rc;
+    rc = need_type(r, JSON_STRING, "containers[].devices[].resourceName", e);
+    if (rc)
+        return rc;
+    if (!names_is_resource_name(json_string_value(r)))
+        return errorf(e, ERR_UNPROCESSABLE,
+                      "resourceName \"%s\" is invalid: use domain/name, e.g. vendor.com/gpu",
+                      json_string_value(r));
+    rc = need_type(ids, JSON_ARRAY, "containers[].devices[].deviceIds", e);
+    if (rc)
+        return rc;
+    /* checked, then left out: the store derives it from the devices */
+    rc = group_topology(json_object_get(g, "topology"), e);
+    if (rc)
+        return rc;
+    rc = group_ids(r, ids, seen, e);
+    if (rc)
+        return rc;
+    *out = jsonx_object("resourceName", json_incref(r), "deviceIds", json_incref(ids), NULL);
+    return *out ? ERR_OK : ERR_NOMEM;
+}
+
+/* [{"resourceName","deviceIds"}] checked; 'seen' catches a device twice in a pod. */
+static err_t device_groups(const json_t *groups, json_t *seen, json_t **out, struct error *e)
+{
+    json_t *res = json_array(), *g, *item = NULL;
+    size_t i;
+    err_t rc = res ? ERR_OK : ERR_NOMEM;
+
+    if (rc)
+        goto out;
+    if (groups && !json_is_null(groups)) {
+        rc = need_type(groups, JSON_ARRAY, "containers[].devices", e);
+        if (rc)
+            goto out;
+    }
+    json_array_foreach(groups, i, g) {
+        rc = one_group(g, seen, &item, e);
+        if (rc)
+            goto out;
+        json_array_append_new(res, item);
+    }
+    *out = res;
+    res = NULL;
+out:
+    json_decref(res);
+    return rc;
+}
+
+static err_t int_list(const json_t *v, const char *field, json_t **out, struct error *e)
 {
     json_t *x;
     size_t i;
 
     if (!v || json_is_null(v)) {
         *out = json_array();
-        return ERR_OK;
+        return *out ? ERR_OK : ERR_NOMEM;
     }
-    if (need_type(v, JSON_ARRAY, field, msg, cap))
+    if (need_type(v, JSON_ARRAY, field, e))
         return ERR_INVAL;
     json_array_foreach(v, i, x) {
         if (!json_is_integer(x))
-            return bad(msg, cap, ERR_INVAL, "%s[] must be integers", field);
+            return errorf(e, ERR_INVAL, "%s[] must be integers", field);
         if (json_integer_value(x) < 0 || json_integer_value(x) > 1048575)
-            return bad(msg, cap, ERR_UNPROCESSABLE, "%s[] must be 0..1048575", field);
+            return errorf(e, ERR_UNPROCESSABLE, "%s[] must be 0..1048575", field);
     }
     *out = json_deep_copy(v);
-    return ERR_OK;
+    return *out ? ERR_OK : ERR_NOMEM;
 }
 
-static err_t memory_list(const json_t *v, json_t **out, char *msg, size_t cap)
+/* One containers[].memory[] entry, its topology as {"nodes":[{"ID":n}]}
+ * with the nodes sorted and unique. */
+static err_t one_memory(const json_t *m, json_t **out, struct error *e)
 {
     static const char *const keys[] = {"memoryType", "size", "topology", NULL};
-    json_t *res = json_array(), *m, *t, *s, *numa = NULL;
-    size_t i;
-    err_t rc = ERR_OK;
+    json_t *t = json_object_get(m, "memoryType"), *s = json_object_get(m, "size");
+    json_t *numa = NULL, *nodes, *n;
+    size_t j;
+    err_t rc = need_object(m, keys, "containers[].memory[]", e);
 
-    if (v && !json_is_null(v))
-        rc = need_type(v, JSON_ARRAY, "containers[].memory", msg, cap);
-    json_array_foreach(rc || !v ? NULL : v, i, m) {
-        rc = need_type(m, JSON_OBJECT, "containers[].memory[]", msg, cap);
-        if (!rc)
-            rc = jsonx_check_keys(m, keys, "containers[].memory[]", msg, cap);
-        t = json_object_get(m, "memoryType");
-        s = json_object_get(m, "size");
-        if (!rc)
-            rc = need_type(t, JSON_STRING, "containers[].memory[].memoryType", msg, cap);
-        if (!rc)
-            rc = need_type(s, JSON_INTEGER, "containers[].memory[].size", msg, cap);
-        if (!rc && json_integer_value(s) < 0)
-            rc = bad(msg, cap, ERR_UNPROCESSABLE, "memory size must be >= 0");
-        if (!rc && strlen(json_string_value(t)) > 63)
-            rc = bad(msg, cap, ERR_UNPROCESSABLE, "memoryType must be at most 63 bytes");
-        if (!rc)
-            rc = topology(json_object_get(m, "topology"), &numa, msg, cap);
-        if (rc)
-            break;
-        json_array_append_new(res, json_pack("{s:O,s:O,s:o}", "memoryType", t, "size", s,
-                                             "topology", json_pack("{s:[]}", "nodes")));
-        {
-            json_t *nodes = json_object_get(json_object_get(json_array_get(res, i), "topology"),
-                                            "nodes"),
-                   *n;
-            size_t j;
-
-            json_array_foreach(numa, j, n)
-                json_array_append_new(nodes, json_pack("{s:O}", "ID", n));
-        }
-        json_decref(numa);
-        numa = NULL;
-    }
-    if (rc) {
-        json_decref(res);
+    if (rc)
         return rc;
+    rc = need_type(t, JSON_STRING, "containers[].memory[].memoryType", e);
+    if (rc)
+        return rc;
+    rc = need_type(s, JSON_INTEGER, "containers[].memory[].size", e);
+    if (rc)
+        return rc;
+    if (json_integer_value(s) < 0)
+        return errorf(e, ERR_UNPROCESSABLE, "memory size must be >= 0");
+    if (strlen(json_string_value(t)) > 63)
+        return errorf(e, ERR_UNPROCESSABLE, "memoryType must be at most 63 bytes");
+    rc = topology(json_object_get(m, "topology"), &numa, e);
+    if (rc)
+        return rc;
+    nodes = json_array();
+    json_array_foreach(numa, j, n)
+        json_array_append_new(nodes, json_pack("{s:O}", "ID", n));
+    json_decref(numa);
+    /* "o" takes 'nodes', on failure too */
+    *out = json_pack("{s:O,s:O,s:{s:o}}", "memoryType", t, "size", s, "topology", "nodes", nodes);
+    return *out ? ERR_OK : ERR_NOMEM;
+}
+
+static err_t memory_list(const json_t *v, json_t **out, struct error *e)
+{
+    json_t *res = json_array(), *m, *item = NULL;
+    size_t i;
+    err_t rc = res ? ERR_OK : ERR_NOMEM;
+
+    if (rc)
+        goto out;
+    if (v && !json_is_null(v)) {
+        rc = need_type(v, JSON_ARRAY, "containers[].memory", e);
+        if (rc)
+            goto out;
+    }
+    json_array_foreach(v, i, m) {
+        rc = one_memory(m, &item, e);
+        if (rc)
+            goto out;
+        json_array_append_new(res, item);
     }
     *out = res;
-    return ERR_OK;
+    res = NULL;
+out:
+    json_decref(res);
+    return rc;
 }
 
 /* Common container checks; 'kind' selects the fields allowed. */
@@ -357,183 +500,220 @@ enum ckind {
     C_RESV
 };
 
-static err_t container_name(const json_t *c, json_t *names, char *msg, size_t cap)
+static err_t container_name(const json_t *c, json_t *names, struct error *e)
 {
     const json_t *n = json_object_get(c, "name");
-    err_t rc = need_type(n, JSON_STRING, "containers[].name", msg, cap);
+    err_t rc = need_type(n, JSON_STRING, "containers[].name", e);
 
-    if (!rc && !names_is_dns1123_label(json_string_value(n)))
-        rc = bad(msg, cap, ERR_UNPROCESSABLE,
-                 "container name \"%s\" is invalid: a DNS-1123 label is required",
-                 json_string_value(n));
-    if (!rc && json_object_get(names, json_string_value(n)))
-        rc = bad(msg, cap, ERR_UNPROCESSABLE, "container name \"%s\" is listed twice",
-                 json_string_value(n));
-    if (!rc)
-        json_object_set_new(names, json_string_value(n), json_true());
-    return rc;
+    if (rc)
+        return rc;
+    if (!names_is_dns1123_label(json_string_value(n)))
+        return errorf(e, ERR_UNPROCESSABLE,
+                      "container name \"%s\" is invalid: a DNS-1123 label is required",
+                      json_string_value(n));
+    if (json_object_get(names, json_string_value(n)))
+        return errorf(e, ERR_UNPROCESSABLE, "container name \"%s\" is listed twice",
+                      json_string_value(n));
+    json_object_set_new(names, json_string_value(n), json_true());
+    return ERR_OK;
 }
 
-static err_t requests(const json_t *r, json_t **out, char *msg, size_t cap)
+static err_t requests(const json_t *r, json_t **out, struct error *e)
 {
     const char *k;
     json_t *v;
-
-    err_t rc = need_type(r, JSON_OBJECT, "containers[].requests", msg, cap);
+    err_t rc = need_type(r, JSON_OBJECT, "containers[].requests", e);
 
     if (rc)
         return rc;
     json_object_foreach((json_t *)r, k, v) {
         if (!names_is_resource_name(k))
-            return bad(msg, cap, ERR_UNPROCESSABLE, "requests: resource name \"%s\" is invalid", k);
+            return errorf(e, ERR_UNPROCESSABLE, "requests: resource name \"%s\" is invalid", k);
         if (!json_is_integer(v))
-            return bad(msg, cap, ERR_INVAL, "requests.%s must be an integer", k);
+            return errorf(e, ERR_INVAL, "requests.%s must be an integer", k);
         if (json_integer_value(v) < 0 || json_integer_value(v) > MAX_COUNT)
-            return bad(msg, cap, ERR_UNPROCESSABLE, "requests.%s must be 0..1024", k);
+            return errorf(e, ERR_UNPROCESSABLE, "requests.%s must be 0..1024", k);
     }
     *out = json_deep_copy(r);
     return *out ? ERR_OK : ERR_NOMEM;
 }
 
+/* An allocate's container: {"name","requests"}. */
+static err_t alloc_container(const json_t *c, json_t **out, struct error *e)
+{
+    json_t *req = NULL;
+    err_t rc = requests(json_object_get(c, "requests"), &req, e);
+
+    if (rc)
+        return rc;
+    *out = jsonx_object("name", json_incref(json_object_get(c, "name")), "requests", req, NULL);
+    return *out ? ERR_OK : ERR_NOMEM;
+}
+
+/* A reservation's container: {"name","devices"}. */
+static err_t resv_container(const json_t *c, json_t *seen, json_t **out, struct error *e)
+{
+    json_t *devs = NULL;
+    err_t rc = device_groups(json_object_get(c, "devices"), seen, &devs, e);
+
+    if (rc)
+        return rc;
+    *out = jsonx_object("name", json_incref(json_object_get(c, "name")), "devices", devs, NULL);
+    return *out ? ERR_OK : ERR_NOMEM;
+}
+
+/* A binding's container: {"name","devices","cpuIds","memory"}. */
+static err_t bind_container(const json_t *c, json_t *seen, json_t **out, struct error *e)
+{
+    json_t *devs = NULL, *cpus = NULL, *mem = NULL;
+    err_t rc = device_groups(json_object_get(c, "devices"), seen, &devs, e);
+
+    if (rc)
+        goto out;
+    rc = int_list(json_object_get(c, "cpuIds"), "containers[].cpuIds", &cpus, e);
+    if (rc)
+        goto out;
+    rc = memory_list(json_object_get(c, "memory"), &mem, e);
+    if (rc)
+        goto out;
+    /* jsonx_object takes the values, on failure too */
+    *out = jsonx_object("name", json_incref(json_object_get(c, "name")), "devices", devs, "cpuIds",
+                        cpus, "memory", mem, NULL);
+    devs = NULL;
+    cpus = NULL;
+    mem = NULL;
+    rc = *out ? ERR_OK : ERR_NOMEM;
+out:
+    json_decref(devs);
+    json_decref(cpus);
+    json_decref(mem);
+    return rc;
+}
+
 static err_t one_container(const json_t *c, enum ckind kind, json_t *names, json_t *seen,
-                           json_t **out, char *msg, size_t cap)
+                           json_t **out, struct error *e)
 {
     static const char *const bkeys[] = {"name", "devices", "cpuIds", "memory", NULL};
     static const char *const akeys[] = {"name", "requests", NULL};
     static const char *const rkeys[] = {"name", "devices", NULL};
-    json_t *devs = NULL, *cpus = NULL, *mem = NULL, *req = NULL, *name;
-    err_t rc = need_type(c, JSON_OBJECT, "containers[]", msg, cap);
+    static const char *const *const keys[] = {
+        [C_BIND] = bkeys, [C_ALLOC] = akeys, [C_RESV] = rkeys};
+    err_t rc = need_object(c, keys[kind], "containers[]", e);
 
-    if (!rc)
-        rc = jsonx_check_keys(c,
-                              kind == C_BIND    ? bkeys
-                              : kind == C_ALLOC ? akeys
-                                                : rkeys,
-                              "containers[]", msg, cap);
-    if (!rc)
-        rc = container_name(c, names, msg, cap);
-    if (!rc && kind == C_ALLOC)
-        rc = requests(json_object_get(c, "requests"), &req, msg, cap);
-    if (!rc && kind != C_ALLOC)
-        rc = device_groups(json_object_get(c, "devices"), seen, &devs, msg, cap);
-    if (!rc && kind == C_BIND)
-        rc = int_list(json_object_get(c, "cpuIds"), "containers[].cpuIds", &cpus, msg, cap);
-    if (!rc && kind == C_BIND)
-        rc = memory_list(json_object_get(c, "memory"), &mem, msg, cap);
-    if (rc) {
-        json_decref(devs);
-        json_decref(cpus);
-        json_decref(mem);
-        json_decref(req);
+    if (rc)
         return rc;
-    }
-    name = json_incref(json_object_get(c, "name"));
+    rc = container_name(c, names, e);
+    if (rc)
+        return rc;
     if (kind == C_ALLOC)
-        *out = jsonx_object("name", name, "requests", req, NULL);
-    else if (kind == C_RESV)
-        *out = jsonx_object("name", name, "devices", devs, NULL);
-    else
-        *out = jsonx_object("name", name, "devices", devs, "cpuIds", cpus, "memory", mem, NULL);
-    return *out ? ERR_OK : ERR_NOMEM;
+        return alloc_container(c, out, e);
+    return kind == C_RESV ? resv_container(c, seen, out, e) : bind_container(c, seen, out, e);
 }
 
-static err_t containers(const json_t *body, enum ckind kind, json_t **out, char *msg, size_t cap)
+static err_t containers(const json_t *body, enum ckind kind, json_t **out, struct error *e)
 {
-    json_t *list = json_object_get(body, "containers");
-    json_t *res = json_array(), *names = json_object(), *seen = json_object(), *c, *cc;
+    const json_t *list = json_object_get(body, "containers");
+    json_t *res = json_array(), *names = json_object(), *seen = json_object(), *c, *cc = NULL;
     size_t i;
-    err_t rc = need_type(list, JSON_ARRAY, "containers", msg, cap);
+    err_t rc = res && names && seen ? need_type(list, JSON_ARRAY, "containers", e) : ERR_NOMEM;
 
-    if (!rc && json_array_size(list) > MAX_ITEMS)
-        rc = bad(msg, cap, ERR_UNPROCESSABLE, "too many containers");
-    json_array_foreach(rc ? NULL : list, i, c) {
-        rc = one_container(c, kind, names, seen, &cc, msg, cap);
+    if (rc)
+        goto out;
+    if (json_array_size(list) > MAX_ITEMS) {
+        rc = errorf(e, ERR_UNPROCESSABLE, "too many containers");
+        goto out;
+    }
+    json_array_foreach(list, i, c) {
+        rc = one_container(c, kind, names, seen, &cc, e);
         if (rc)
-            break;
+            goto out;
         json_array_append_new(res, cc);
     }
-    json_decref(names);
-    json_decref(seen);
-    if (rc) {
-        json_decref(res);
-        return rc;
-    }
     *out = res;
-    return ERR_OK;
+    res = NULL;
+out:
+    json_decref(seen);
+    json_decref(names);
+    json_decref(res);
+    return rc;
 }
 
-static err_t uid_field(const json_t *body, const char **uid, char *msg, size_t cap)
+static err_t uid_field(const json_t *body, const char **uid, struct error *e)
 {
     const json_t *u = json_object_get(body, "uid");
 
     *uid = "";
     if (!u || json_is_null(u))
         return ERR_OK;
-    if (need_type(u, JSON_STRING, "uid", msg, cap))
+    if (need_type(u, JSON_STRING, "uid", e))
         return ERR_INVAL;
     if (!validate_uid(json_string_value(u)))
-        return bad(msg, cap, ERR_UNPROCESSABLE, "uid \"%s\" is invalid: use [A-Za-z0-9._-]",
-                   json_string_value(u));
+        return errorf(e, ERR_UNPROCESSABLE, "uid \"%s\" is invalid: use [A-Za-z0-9._-]",
+                      json_string_value(u));
     *uid = json_string_value(u);
     return ERR_OK;
 }
 
 static err_t pod_like(const json_t *body, enum ckind kind, const char **uid, json_t **out,
-                      char *msg, size_t cap)
+                      struct error *e)
 {
     static const char *const keys[] = {"uid", "containers", NULL};
     static const char *const rkeys[] = {"containers", NULL};
     const char *u = "";
-    err_t rc = need_type(body, JSON_OBJECT, "body", msg, cap);
+    err_t rc = need_body(body, kind == C_RESV ? rkeys : keys, e);
 
-    if (!rc)
-        rc = jsonx_check_keys(body, kind == C_RESV ? rkeys : keys, NULL, msg, cap);
-    if (!rc && kind != C_RESV)
-        rc = uid_field(body, &u, msg, cap);
-    if (!rc)
-        rc = containers(body, kind, out, msg, cap);
-    if (!rc && uid)
+    assert(out);
+    if (rc)
+        return rc;
+    if (kind != C_RESV) {
+        rc = uid_field(body, &u, e);
+        if (rc)
+            return rc;
+    }
+    rc = containers(body, kind, out, e);
+    if (rc)
+        return rc;
+    if (uid)
         *uid = u;
-    return rc;
+    return ERR_OK;
 }
 
-err_t validate_pod_put(const json_t *body, const char **uid, json_t **containers_out, char *msg,
-                       size_t cap)
+err_t validate_pod_put(const json_t *body, const char **uid, json_t **containers_out,
+                       struct error *e)
 {
-    return pod_like(body, C_BIND, uid, containers_out, msg, cap);
+    return pod_like(body, C_BIND, uid, containers_out, e);
 }
 
-err_t validate_allocate(const json_t *body, const char **uid, json_t **request, char *msg,
-                        size_t cap)
+err_t validate_allocate(const json_t *body, const char **uid, json_t **request, struct error *e)
 {
-    return pod_like(body, C_ALLOC, uid, request, msg, cap);
+    return pod_like(body, C_ALLOC, uid, request, e);
 }
 
-err_t validate_reservation(const json_t *body, json_t **containers_out, char *msg, size_t cap)
+err_t validate_reservation(const json_t *body, json_t **containers_out, struct error *e)
 {
-    return pod_like(body, C_RESV, NULL, containers_out, msg, cap);
+    return pod_like(body, C_RESV, NULL, containers_out, e);
 }
 
 /* ---- DELETE ---- */
 
 /* preconditions.uid: a pod's uid, as ?uid= (both: they must agree). */
-static err_t precondition_uid(const json_t *v, int has_uid, const char **uid, char *msg, size_t cap)
+static err_t precondition_uid(const json_t *v, int has_uid, const char **uid, struct error *e)
 {
     const char *s = json_string_value(v);
 
     if (!has_uid)
-        return bad(msg, cap, ERR_INVAL, "preconditions.uid: a reservation has no uid");
+        return errorf(e, ERR_INVAL, "preconditions.uid: a reservation has no uid");
     if (!s || !validate_uid(s))
-        return bad(msg, cap, ERR_INVAL, "preconditions.uid is not a valid uid");
+        return errorf(e, ERR_INVAL, "preconditions.uid is not a valid uid");
     if (*uid && strcmp(*uid, s) != 0)
-        return bad(msg, cap, ERR_INVAL,
-                   "query uid=\"%.200s\" and preconditions.uid \"%.200s\" differ", *uid, s);
+        return errorf(e, ERR_INVAL, "query uid=\"%.200s\" and preconditions.uid \"%.200s\" differ",
+                      *uid, s);
     *uid = s;
     return ERR_OK;
 }
 
 /* preconditions.resourceVersion: the object's revision, as a decimal string. */
-static err_t precondition_rev(const json_t *v, uint64_t *rev, char *msg, size_t cap)
+static err_t precondition_rev(const json_t *v, uint64_t *rev, struct error *e)
 {
     const char *s = json_string_value(v);
     char *end = NULL;
@@ -543,49 +723,55 @@ static err_t precondition_rev(const json_t *v, uint64_t *rev, char *msg, size_t 
     if (s && *s >= '1' && *s <= '9' && strspn(s, "0123456789") == strlen(s))
         n = strtoull(s, &end, 10);
     if (!s || !end || *end || errno)
-        return bad(msg, cap, ERR_INVAL,
-                   "preconditions.resourceVersion must be the object's revision as a string, "
-                   "e.g. \"42\"");
+        return errorf(e, ERR_INVAL,
+                      "preconditions.resourceVersion must be the object's revision as a string, "
+                      "e.g. \"42\"");
     *rev = n;
     return ERR_OK;
 }
 
 /* The body's own fields: a DeleteOptions, not a dry run. */
-static err_t delete_body(const json_t *body, char *msg, size_t cap)
+static err_t delete_body(const json_t *body, struct error *e)
 {
     const json_t *k = json_object_get(body, "kind"), *v = json_object_get(body, "dryRun");
     const char *kind = json_string_value(k);
 
     if (!json_is_object(body))
-        return bad(msg, cap, ERR_INVAL, "request body must be a JSON object");
+        return errorf(e, ERR_INVAL, "request body must be a JSON object");
     if (k && (!kind || strcmp(kind, "DeleteOptions") != 0))
-        return bad(msg, cap, ERR_INVAL,
-                   "the body of a DELETE is DeleteOptions, not kind \"%.100s\"", kind ? kind : "?");
+        return errorf(e, ERR_INVAL, "the body of a DELETE is DeleteOptions, not kind \"%.100s\"",
+                      kind ? kind : "?");
     if (v && !json_is_null(v) && !(json_is_array(v) && json_array_size(v) == 0))
-        return bad(msg, cap, ERR_INVAL,
-                   "dryRun is not supported: a DELETE here is never a dry run");
+        return errorf(e, ERR_INVAL, "dryRun is not supported: a DELETE here is never a dry run");
     return ERR_OK;
 }
 
 err_t validate_delete_options(const json_t *body, int has_uid, const char **uid, uint64_t *rev,
-                              char *msg, size_t cap)
+                              struct error *e)
 {
-    const json_t *pre = json_object_get(body, "preconditions"), *v;
-    const char *u = *uid;
+    const json_t *pre = json_object_get(body, "preconditions");
+    const json_t *pu = json_object_get(pre, "uid"), *pr = json_object_get(pre, "resourceVersion");
+    const char *u;
     uint64_t r = 0;
-    err_t rc = delete_body(body, msg, cap);
+    err_t rc = delete_body(body, e);
 
-    if (!rc && pre && !json_is_null(pre) && !json_is_object(pre))
-        rc = bad(msg, cap, ERR_INVAL, "preconditions must be an object");
-    v = json_object_get(rc ? NULL : pre, "uid");
-    if (v && !json_is_null(v))
-        rc = precondition_uid(v, has_uid, &u, msg, cap);
-    v = json_object_get(rc ? NULL : pre, "resourceVersion");
-    if (v && !json_is_null(v))
-        rc = precondition_rev(v, &r, msg, cap);
-    if (!rc) {
-        *uid = u;
-        *rev = r;
+    assert(uid && rev);
+    u = *uid;
+    if (rc)
+        return rc;
+    if (pre && !json_is_null(pre) && !json_is_object(pre))
+        return errorf(e, ERR_INVAL, "preconditions must be an object");
+    if (pu && !json_is_null(pu)) {
+        rc = precondition_uid(pu, has_uid, &u, e);
+        if (rc)
+            return rc;
     }
-    return rc;
+    if (pr && !json_is_null(pr)) {
+        rc = precondition_rev(pr, &r, e);
+        if (rc)
+            return rc;
+    }
+    *uid = u;
+    *rev = r;
+    return ERR_OK;
 }

@@ -22,7 +22,7 @@ static void check(err_t rc, const char *msg)
 
 static void validate_one(unsigned which, const json_t *body)
 {
-    char msg[512] = "";
+    struct error e = {0};
     json_t *out = NULL;
     const char *s = NULL;
     uint64_t ttl = 0;
@@ -32,29 +32,29 @@ static void validate_one(unsigned which, const json_t *body)
 
     switch (which % 6) {
     case 0:
-        rc = validate_devices_put(body, &out, &ttl, msg, sizeof(msg));
+        rc = validate_devices_put(body, &out, &ttl, &e);
         break;
     case 1:
-        rc = validate_health_patch(body, &s, msg, sizeof(msg));
+        rc = validate_health_patch(body, &s, &e);
         if (!rc && !s)
             abort();
         break;
     case 2:
-        rc = validate_pod_put(body, &s, &out, msg, sizeof(msg));
+        rc = validate_pod_put(body, &s, &out, &e);
         break;
     case 3:
-        rc = validate_allocate(body, &s, &out, msg, sizeof(msg));
+        rc = validate_allocate(body, &s, &out, &e);
         break;
     case 4:
-        rc = validate_reservation(body, &out, msg, sizeof(msg));
+        rc = validate_reservation(body, &out, &e);
         break;
     default:
-        rc = validate_delete_options(body, (which / 6) & 1, &s, &rev, msg, sizeof(msg));
+        rc = validate_delete_options(body, (which / 6) & 1, &s, &rev, &e);
         if (!rc && s && !validate_uid(s))
             abort();
         break;
     }
-    check(rc, msg);
+    check(rc, e.msg);
     if (rc && out)
         abort(); /* outputs untouched on failure */
     json_decref(out);

@@ -32,7 +32,7 @@ static void put_devices(struct store *st, const char *body)
     char msg[256];
     bool ch;
 
-    CHECK_OK(validate_devices_put(b, &devs, &ttl, msg, sizeof(msg)));
+    CHECK_OK(validate_devices_put(b, &devs, &ttl, NULL));
     CHECK_OK(store_resource_put(st, GPU, devs, ttl, msg, sizeof(msg), &out, &ch));
     json_decref(out);
     json_decref(devs);
@@ -52,7 +52,7 @@ static void bind(struct store *st, const char *name, const char *uid, const char
              "\"" GPU "\",\"deviceIds\":[\"%s\"]}]}]}",
              uid, dev);
     b = json_loads(body, 0, NULL);
-    CHECK_OK(validate_pod_put(b, &u, &cs, msg, sizeof(msg)));
+    CHECK_OK(validate_pod_put(b, &u, &cs, NULL));
     CHECK_OK(store_pod_bind(st, "ml", name, u, cs, msg, sizeof(msg), &text, &len, &cr, &ch));
     free(text);
     json_decref(cs);

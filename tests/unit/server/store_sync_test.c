@@ -297,7 +297,7 @@ static void test_after_api_mode(void)
 
     fx_open(&f);
     b = json_loads("{\"devices\":[{\"id\":\"g0\"},{\"id\":\"g1\"}]}", 0, NULL);
-    CHECK_OK(validate_devices_put(b, &devs, &ttl, msg, sizeof(msg)));
+    CHECK_OK(validate_devices_put(b, &devs, &ttl, NULL));
     CHECK_OK(
         store_resource_put(f.st, "example.com/gpu", devs, 0, msg, sizeof(msg), &out, &changed));
     json_decref(out);
@@ -306,7 +306,7 @@ static void test_after_api_mode(void)
     b = json_loads("{\"uid\":\"u\",\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":"
                    "\"example.com/gpu\",\"deviceIds\":[\"g0\",\"g1\"]}]}]}",
                    0, NULL);
-    CHECK_OK(validate_pod_put(b, &uid, &cs, msg, sizeof(msg)));
+    CHECK_OK(validate_pod_put(b, &uid, &cs, NULL));
     CHECK_OK(store_pod_bind(f.st, "api", "p", uid, cs, msg, sizeof(msg), &text, &len, &created,
                             &changed));
     free(text);

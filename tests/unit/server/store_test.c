@@ -190,7 +190,7 @@ static err_t put_devices(struct fx *f, const char *resource, const char *body, b
     json_t *b = J(body), *devs = NULL, *out = NULL;
     uint64_t ttl = 0;
     bool ch = false;
-    err_t rc = validate_devices_put(b, &devs, &ttl, f->msg, sizeof(f->msg));
+    err_t rc = validate_devices_put(b, &devs, &ttl, NULL);
 
     CHECK_OK(rc);
     if (!rc)
@@ -216,7 +216,7 @@ static err_t bind(struct fx *f, const char *ns, const char *name, const char *bo
     bool cr = false, ch = false;
     char *text = NULL;
     size_t len = 0;
-    err_t rc = validate_pod_put(b, &uid, &cs, f->msg, sizeof(f->msg));
+    err_t rc = validate_pod_put(b, &uid, &cs, NULL);
 
     CHECK_OK(rc);
     f->msg[0] = '\0';
@@ -251,7 +251,7 @@ static err_t allocate(struct fx *f, const char *ns, const char *name, const char
     json_t *b = J(body), *req = NULL, *out = NULL;
     const char *uid = NULL;
     bool cr = false, ch = false;
-    err_t rc = validate_allocate(b, &uid, &req, f->msg, sizeof(f->msg));
+    err_t rc = validate_allocate(b, &uid, &req, NULL);
 
     CHECK_OK(rc);
     f->msg[0] = '\0';
@@ -277,7 +277,7 @@ static err_t reserve(struct fx *f, const char *ns, const char *name, const char 
 {
     json_t *b = J(body), *cs = NULL, *out = NULL;
     bool cr = false, ch = false;
-    err_t rc = validate_reservation(b, &cs, f->msg, sizeof(f->msg));
+    err_t rc = validate_reservation(b, &cs, NULL);
 
     CHECK_OK(rc);
     f->msg[0] = '\0';
@@ -1415,7 +1415,7 @@ static void test_ttl(void)
         return;
     }
     CHECK_OK(put_devices(&f, GPU, FOUR_GPUS, NULL)); /* no heartbeat */
-    CHECK_OK(validate_devices_put(b1, &devs, &ttl, f.msg, sizeof(f.msg)));
+    CHECK_OK(validate_devices_put(b1, &devs, &ttl, NULL));
     CHECK_EQ_INT(ttl, 2000);
     CHECK_OK(store_resource_put(f.st, NIC, devs, ttl, f.msg, sizeof(f.msg), &out, &changed));
     json_decref(out);
@@ -1905,7 +1905,7 @@ static err_t gc_bind(struct store *st, const char *name, const char *dev, uint64
              "\"" NIC "\",\"deviceIds\":[\"%s\"]}]}]}",
              name, dev);
     b = json_loads(body, 0, NULL);
-    rc = b ? validate_pod_put(b, &uid, &cs, msg, sizeof(msg)) : ERR_NOMEM;
+    rc = b ? validate_pod_put(b, &uid, &cs, NULL) : ERR_NOMEM;
     if (!rc)
         rc = store_pod_bind(st, "gc", name, uid, cs, msg, sizeof(msg), &text, &len, &cr, &ch);
     if (!rc)

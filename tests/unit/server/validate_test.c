@@ -43,13 +43,13 @@ static void devices_bad(const char *body, err_t want, const char *field)
 {
     json_t *b = J(body), *out = sentinel();
     uint64_t ttl = 77;
-    char msg[256] = "";
+    struct error e = {0};
 
-    CHECK_EQ_INT(validate_devices_put(b, &out, &ttl, msg, sizeof(msg)), want);
+    CHECK_EQ_INT(validate_devices_put(b, &out, &ttl, &e), want);
     CHECK(out == sentinel());
     CHECK_EQ_INT(ttl, 77);
-    if (!strstr(msg, field))
-        CHECK_STREQ(msg, field);
+    if (!strstr(e.msg, field))
+        CHECK_STREQ(e.msg, field);
     json_decref(b);
 }
 
@@ -61,9 +61,9 @@ static void test_devices_put(void)
                   "\"ttlSeconds\":30}");
     json_t *out = NULL;
     uint64_t ttl = 77;
-    char msg[256] = "";
+    struct error e = {0};
 
-    CHECK_OK(validate_devices_put(b, &out, &ttl, msg, sizeof(msg)));
+    CHECK_OK(validate_devices_put(b, &out, &ttl, &e));
     CHECK_STREQ(T(out),
                 "[{\"health\":\"Healthy\",\"id\":\"gpu-0\",\"numa\":[0,1],"
                 "\"properties\":{\"model\":\"a100\"}},"
@@ -74,7 +74,7 @@ static void test_devices_put(void)
 
     b = J("{\"devices\":[]}");
     out = NULL;
-    CHECK_OK(validate_devices_put(b, &out, &ttl, msg, sizeof(msg)));
+    CHECK_OK(validate_devices_put(b, &out, &ttl, &e));
     CHECK_STREQ(T(out), "[]");
     CHECK_EQ_INT(ttl, 0);
     json_decref(out);
@@ -112,27 +112,27 @@ static void test_health_patch(void)
 {
     json_t *b = J("{\"health\":\"Unhealthy\"}");
     const char *h = "untouched";
-    char msg[256] = "";
+    struct error e = {0};
 
-    CHECK_OK(validate_health_patch(b, &h, msg, sizeof(msg)));
+    CHECK_OK(validate_health_patch(b, &h, &e));
     CHECK_STREQ(h, "Unhealthy");
     json_decref(b);
     h = "untouched";
     b = J("{\"health\":\"Broken\"}");
-    CHECK_EQ_INT(validate_health_patch(b, &h, msg, sizeof(msg)), ERR_UNPROCESSABLE);
-    CHECK(strstr(msg, "health") != NULL);
+    CHECK_EQ_INT(validate_health_patch(b, &h, &e), ERR_UNPROCESSABLE);
+    CHECK(strstr(e.msg, "health") != NULL);
     json_decref(b);
     b = J("{\"health\":1}");
-    CHECK_EQ_INT(validate_health_patch(b, &h, msg, sizeof(msg)), ERR_INVAL);
+    CHECK_EQ_INT(validate_health_patch(b, &h, &e), ERR_INVAL);
     json_decref(b);
     b = J("{}");
-    msg[0] = '\0';
-    CHECK_EQ_INT(validate_health_patch(b, &h, msg, sizeof(msg)), ERR_UNPROCESSABLE);
-    CHECK(strstr(msg, "health") != NULL);
+    e.msg[0] = '\0';
+    CHECK_EQ_INT(validate_health_patch(b, &h, &e), ERR_UNPROCESSABLE);
+    CHECK(strstr(e.msg, "health") != NULL);
     json_decref(b);
     b = J("{\"health\":\"Healthy\",\"x\":1}");
-    CHECK_EQ_INT(validate_health_patch(b, &h, msg, sizeof(msg)), ERR_INVAL);
-    CHECK(strstr(msg, "\"x\"") != NULL);
+    CHECK_EQ_INT(validate_health_patch(b, &h, &e), ERR_INVAL);
+    CHECK(strstr(e.msg, "\"x\"") != NULL);
     json_decref(b);
     CHECK_STREQ(h, "untouched");
 }
@@ -149,16 +149,16 @@ static void pod_bad(enum which w, const char *body, err_t want, const char *fiel
 {
     json_t *b = J(body), *out = sentinel();
     const char *uid = "untouched";
-    char msg[512] = "";
-    err_t rc = w == POD     ? validate_pod_put(b, &uid, &out, msg, sizeof(msg))
-               : w == ALLOC ? validate_allocate(b, &uid, &out, msg, sizeof(msg))
-                            : validate_reservation(b, &out, msg, sizeof(msg));
+    struct error e = {0};
+    err_t rc = w == POD     ? validate_pod_put(b, &uid, &out, &e)
+               : w == ALLOC ? validate_allocate(b, &uid, &out, &e)
+                            : validate_reservation(b, &out, &e);
 
     CHECK_EQ_INT(rc, want);
     CHECK(out == sentinel());
     CHECK_STREQ(uid, "untouched");
-    if (!strstr(msg, field))
-        CHECK_STREQ(msg, field);
+    if (!strstr(e.msg, field))
+        CHECK_STREQ(e.msg, field);
     json_decref(b);
 }
 
@@ -171,9 +171,9 @@ static void test_pod_put(void)
         "[{\"ID\":1},{\"ID\":0}]}}]},{\"name\":\"side\"}]}");
     json_t *out = NULL;
     const char *uid = NULL;
-    char msg[256] = "";
+    struct error e = {0};
 
-    CHECK_OK(validate_pod_put(b, &uid, &out, msg, sizeof(msg)));
+    CHECK_OK(validate_pod_put(b, &uid, &out, &e));
     CHECK_STREQ(uid, "u-1");
     CHECK_STREQ(T(out),
                 "[{\"cpuIds\":[3,1],\"devices\":[{\"deviceIds\":[\"g1\",\"g0\"],\"resourceName\":"
@@ -186,7 +186,7 @@ static void test_pod_put(void)
     b = J("{\"containers\":[]}");
     out = NULL;
     uid = NULL;
-    CHECK_OK(validate_pod_put(b, &uid, &out, msg, sizeof(msg)));
+    CHECK_OK(validate_pod_put(b, &uid, &out, &e));
     CHECK_STREQ(uid, "");
     CHECK_STREQ(T(out), "[]");
     json_decref(out);
@@ -264,9 +264,9 @@ static void test_allocate(void)
                   "{\"nvidia.com/gpu\":2,\"example.com/nic\":0}}]}");
     json_t *out = NULL;
     const char *uid = NULL;
-    char msg[256] = "";
+    struct error e = {0};
 
-    CHECK_OK(validate_allocate(b, &uid, &out, msg, sizeof(msg)));
+    CHECK_OK(validate_allocate(b, &uid, &out, &e));
     CHECK_STREQ(uid, "abc");
     CHECK_STREQ(T(out), "[{\"name\":\"c\",\"requests\":{\"example.com/nic\":0,"
                         "\"nvidia.com/gpu\":2}}]");
@@ -293,9 +293,9 @@ static void test_reservation(void)
     json_t *b = J("{\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":\"a.b/gpu\","
                   "\"deviceIds\":[\"g2\"]}]}]}");
     json_t *out = NULL;
-    char msg[256] = "";
+    struct error e = {0};
 
-    CHECK_OK(validate_reservation(b, &out, msg, sizeof(msg)));
+    CHECK_OK(validate_reservation(b, &out, &e));
     CHECK_STREQ(T(out), "[{\"devices\":[{\"deviceIds\":[\"g2\"],\"resourceName\":\"a.b/gpu\"}],"
                         "\"name\":\"c\"}]");
     json_decref(out);
@@ -304,7 +304,7 @@ static void test_reservation(void)
     b = J("{\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":\"a.b/gpu\","
           "\"deviceIds\":[\"g2\"],\"topology\":{\"nodes\":[{\"ID\":1}]}}]}]}");
     out = NULL;
-    CHECK_OK(validate_reservation(b, &out, msg, sizeof(msg)));
+    CHECK_OK(validate_reservation(b, &out, &e));
     CHECK_STREQ(T(out), "[{\"devices\":[{\"deviceIds\":[\"g2\"],\"resourceName\":\"a.b/gpu\"}],"
                         "\"name\":\"c\"}]");
     json_decref(out);
@@ -341,13 +341,13 @@ static void delete_bad(const char *body, int has_uid, const char *query_uid, con
     json_t *b = J(body);
     const char *uid = query_uid;
     uint64_t rev = 77;
-    char msg[256] = "";
+    struct error e = {0};
 
-    CHECK_EQ_INT(validate_delete_options(b, has_uid, &uid, &rev, msg, sizeof(msg)), ERR_INVAL);
+    CHECK_EQ_INT(validate_delete_options(b, has_uid, &uid, &rev, &e), ERR_INVAL);
     CHECK(uid == query_uid);
     CHECK_EQ_INT(rev, 77);
-    if (!strstr(msg, why))
-        CHECK_STREQ(msg, why);
+    if (!strstr(e.msg, why))
+        CHECK_STREQ(e.msg, why);
     json_decref(b);
 }
 
@@ -356,30 +356,30 @@ static void test_delete_options(void)
     json_t *b;
     const char *uid;
     uint64_t rev;
-    char msg[256] = "";
+    struct error e = {0};
 
     /* what kubectl and client-go send: nothing to hold */
     b = J("{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"propagationPolicy\":"
           "\"Background\",\"gracePeriodSeconds\":0,\"dryRun\":[]}");
     uid = "q";
     rev = 5;
-    CHECK_OK(validate_delete_options(b, 1, &uid, &rev, msg, sizeof(msg)));
+    CHECK_OK(validate_delete_options(b, 1, &uid, &rev, &e));
     CHECK_STREQ(uid, "q");
     CHECK_EQ_INT(rev, 0);
     json_decref(b);
     /* preconditions: uid (with the same ?uid=) and the revision */
     b = J("{\"preconditions\":{\"uid\":\"u-1\",\"resourceVersion\":\"18446744073709551615\"}}");
     uid = "u-1";
-    CHECK_OK(validate_delete_options(b, 1, &uid, &rev, msg, sizeof(msg)));
+    CHECK_OK(validate_delete_options(b, 1, &uid, &rev, &e));
     CHECK_STREQ(uid, "u-1");
     CHECK(rev == UINT64_MAX);
     uid = NULL;
-    CHECK_OK(validate_delete_options(b, 1, &uid, &rev, msg, sizeof(msg)));
+    CHECK_OK(validate_delete_options(b, 1, &uid, &rev, &e));
     CHECK_STREQ(uid, "u-1");
     json_decref(b);
     b = J("{\"preconditions\":{\"uid\":null,\"resourceVersion\":null}}");
     uid = NULL;
-    CHECK_OK(validate_delete_options(b, 0, &uid, &rev, msg, sizeof(msg)));
+    CHECK_OK(validate_delete_options(b, 0, &uid, &rev, &e));
     CHECK(uid == NULL);
     CHECK_EQ_INT(rev, 0);
     json_decref(b);
