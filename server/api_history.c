@@ -40,13 +40,18 @@ static enum MHD_Result arg_cb(void *cls, enum MHD_ValueKind kind, const char *ke
 static err_t parse_query(struct api_req *r, bool usage, struct histq *q)
 {
     struct args a = {.n = 0};
+    struct error e = {0};
+    err_t rc;
 
     MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, arg_cb, &a);
     if (a.many) {
         snprintf(r->msg, sizeof(r->msg), "the query has more than %d parameters", ARGS_MAX);
         return ERR_INVAL;
     }
-    return histq_parse(a.keys, a.vals, a.n, usage, q, r->msg, sizeof(r->msg));
+    rc = histq_parse(a.keys, a.vals, a.n, usage, q, &e);
+    if (rc)
+        snprintf(r->msg, sizeof(r->msg), "%s", e.msg);
+    return rc;
 }
 
 static bool wants_csv(struct api_req *r)

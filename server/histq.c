@@ -6,8 +6,8 @@
 #include "../common/names.h"
 #include "histq.h"
 
+#include <assert.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <time.h>
 
 /* The parameters as given, before they are checked. */
@@ -36,19 +36,9 @@ static const struct param {
     {"by", offsetof(struct raw, by), U},
 };
 
-__attribute__((format(printf, 3, 4))) static err_t bad(char *msg, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, cap, fmt, ap);
-    va_end(ap);
-    return ERR_INVAL;
-}
-
 /* Sort the parameters into 'r': each known to this endpoint, once, with a value. */
 static err_t collect(const char *const *keys, const char *const *vals, size_t n, int where,
-                     struct raw *r, char *msg, size_t cap)
+                     struct raw *r, struct error *e)
 {
     const char **slot;
     size_t i, j;
@@ -59,12 +49,12 @@ static err_t collect(const char *const *keys, const char *const *vals, size_t n,
                 break;
         }
         if (j == ARRAY_SIZE(params))
-            return bad(msg, cap, "unknown query parameter \"%.100s\"", keys[i]);
+            return errorf(e, ERR_INVAL, "unknown query parameter \"%.100s\"", keys[i]);
         slot = (const char **)((char *)r + params[j].off);
         if (*slot)
-            return bad(msg, cap, "query parameter %s is given twice", keys[i]);
+            return errorf(e, ERR_INVAL, "query parameter %s is given twice", keys[i]);
         if (!vals[i] || !vals[i][0])
-            return bad(msg, cap, "query parameter %s needs a value", keys[i]);
+            return errorf(e, ERR_INVAL, "query parameter %s needs a value", keys[i]);
         *slot = vals[i];
     }
     return ERR_OK;
@@ -205,40 +195,40 @@ void histq_format_time(int64_t ms, char *buf)
 
 /* ---- the parameters ---- */
 
-static err_t time_param(const char *key, const char *v, int64_t *ms, char *msg, size_t cap)
+static err_t time_param(const char *key, const char *v, int64_t *ms, struct error *e)
 {
     if (histq_parse_time(v, ms))
-        return bad(msg, cap,
-                   "query %s=\"%.100s\" is not an RFC 3339 time (e.g. 2024-05-01T03:00:00Z)", key,
-                   v);
+        return errorf(e, ERR_INVAL,
+                      "query %s=\"%.100s\" is not an RFC 3339 time (e.g. 2024-05-01T03:00:00Z)",
+                      key, v);
     return ERR_OK;
 }
 
-static err_t window(const struct raw *r, struct histq *q, char *msg, size_t cap)
+static err_t window(const struct raw *r, struct histq *q, struct error *e)
 {
-    err_t rc = ERR_OK;
-
     q->from_ms = INT64_MIN;
     q->to_ms = INT64_MAX;
-    if (r->from)
-        rc = time_param("from", r->from, &q->from_ms, msg, cap);
-    if (!rc && r->to)
-        rc = time_param("to", r->to, &q->to_ms, msg, cap);
-    if (!rc && q->to_ms < q->from_ms)
-        rc = bad(msg, cap, "query to=\"%.100s\" is before from=\"%.100s\"", r->to, r->from);
-    return rc;
+    if (r->from && time_param("from", r->from, &q->from_ms, e))
+        return ERR_INVAL;
+    if (r->to && time_param("to", r->to, &q->to_ms, e))
+        return ERR_INVAL;
+    if (q->to_ms < q->from_ms)
+        return errorf(e, ERR_INVAL, "query to=\"%.100s\" is before from=\"%.100s\"", r->to,
+                      r->from);
+    return ERR_OK;
 }
 
-static err_t names(const struct raw *r, char *msg, size_t cap)
+static err_t names(const struct raw *r, struct error *e)
 {
     if (r->resource && !names_is_resource_name(r->resource))
-        return bad(msg, cap, "query resource=\"%.200s\" is not a valid resource name", r->resource);
+        return errorf(e, ERR_INVAL, "query resource=\"%.200s\" is not a valid resource name",
+                      r->resource);
     if (r->device && !names_is_device_id(r->device))
-        return bad(msg, cap, "query device=\"%.200s\" is not a valid device id", r->device);
+        return errorf(e, ERR_INVAL, "query device=\"%.200s\" is not a valid device id", r->device);
     if (r->ns && !names_is_dns1123_label(r->ns))
-        return bad(msg, cap, "query namespace=\"%.200s\" is not a valid namespace", r->ns);
+        return errorf(e, ERR_INVAL, "query namespace=\"%.200s\" is not a valid namespace", r->ns);
     if (r->name && !names_is_dns1123_subdomain(r->name))
-        return bad(msg, cap, "query name=\"%.200s\" is not a valid pod name", r->name);
+        return errorf(e, ERR_INVAL, "query name=\"%.200s\" is not a valid pod name", r->name);
     return ERR_OK;
 }
 
@@ -254,82 +244,77 @@ static bool number(const char *s, uint64_t max, uint64_t *v)
     return errno == 0 && *end == '\0' && *v <= max;
 }
 
-static err_t paging(const struct raw *r, struct histq *q, char *msg, size_t cap)
+static err_t paging(const struct raw *r, struct histq *q, struct error *e)
 {
     uint64_t v;
 
     q->limit = HISTQ_LIMIT_DEFAULT;
     q->after = 0;
     if (r->limit && (!number(r->limit, HISTQ_LIMIT_MAX, &v) || v == 0))
-        return bad(msg, cap, "query limit=\"%.100s\" must be a number from 1 to %d", r->limit,
-                   HISTQ_LIMIT_MAX);
+        return errorf(e, ERR_INVAL, "query limit=\"%.100s\" must be a number from 1 to %d",
+                      r->limit, HISTQ_LIMIT_MAX);
     if (r->limit)
         q->limit = (size_t)v;
     if (r->cont && !number(r->cont, INT64_MAX, &q->after))
-        return bad(msg, cap, "query continue=\"%.100s\" is not a token this server gave", r->cont);
+        return errorf(e, ERR_INVAL, "query continue=\"%.100s\" is not a token this server gave",
+                      r->cont);
     return ERR_OK;
 }
 
 /* at= answers one interval a device: no window, no pages. */
-static err_t at_alone(const struct raw *r, char *msg, size_t cap)
+static err_t at_alone(const struct raw *r, struct error *e)
 {
     const char *other = r->from ? "from" : r->to ? "to" : r->limit ? "limit" : "continue";
 
     if (r->from || r->to || r->limit || r->cont)
-        return bad(msg, cap, "query %s does not go with at=", other);
+        return errorf(e, ERR_INVAL, "query %s does not go with at=", other);
     return ERR_OK;
 }
 
 /* Which of device, namespace&name and at selects the intervals. */
-static err_t selector(const struct raw *r, struct histq *q, char *msg, size_t cap)
+static err_t selector(const struct raw *r, struct histq *q, struct error *e)
 {
     int n = (r->device != NULL) + (r->ns || r->name) + (r->at != NULL);
 
     if (n != 1)
-        return bad(msg, cap,
-                   "query needs exactly one of device=ID, namespace=NS&name=POD or "
-                   "at=TIME");
+        return errorf(e, ERR_INVAL,
+                      "query needs exactly one of device=ID, namespace=NS&name=POD or "
+                      "at=TIME");
     if ((r->ns != NULL) != (r->name != NULL))
-        return bad(msg, cap, "query %s needs %s too", r->ns ? "namespace" : "name",
-                   r->ns ? "name" : "namespace");
+        return errorf(e, ERR_INVAL, "query %s needs %s too", r->ns ? "namespace" : "name",
+                      r->ns ? "name" : "namespace");
     q->sel = r->device ? HISTQ_DEVICE : r->ns ? HISTQ_POD : HISTQ_AT;
     if (r->resource && q->sel == HISTQ_POD)
-        return bad(msg, cap, "query resource is for device= and at= queries");
-    return q->sel == HISTQ_AT ? at_alone(r, msg, cap) : ERR_OK;
+        return errorf(e, ERR_INVAL, "query resource is for device= and at= queries");
+    return q->sel == HISTQ_AT ? at_alone(r, e) : ERR_OK;
 }
 
-static err_t kind(const struct raw *r, struct histq *q, char *msg, size_t cap)
+static err_t kind(const struct raw *r, struct histq *q, struct error *e)
 {
     q->health = false;
     if (!r->kind || strcmp(r->kind, "binding") == 0)
         return ERR_OK;
     if (strcmp(r->kind, "health") != 0)
-        return bad(msg, cap, "query kind=\"%.100s\" must be binding or health", r->kind);
+        return errorf(e, ERR_INVAL, "query kind=\"%.100s\" must be binding or health", r->kind);
     if (q->sel != HISTQ_DEVICE)
-        return bad(msg, cap, "query kind=health needs device=ID");
+        return errorf(e, ERR_INVAL, "query kind=health needs device=ID");
     q->health = true;
     return ERR_OK;
 }
 
-static err_t history(const struct raw *r, struct histq *q, char *msg, size_t cap)
+static err_t history(const struct raw *r, struct histq *q, struct error *e)
 {
-    err_t rc = selector(r, q, msg, cap);
-
-    if (!rc)
-        rc = kind(r, q, msg, cap);
-    if (!rc)
-        rc = window(r, q, msg, cap);
-    if (!rc && r->at)
-        rc = time_param("at", r->at, &q->at_ms, msg, cap);
-    if (!rc)
-        rc = paging(r, q, msg, cap);
-    return rc;
+    if (selector(r, q, e) || kind(r, q, e) || window(r, q, e))
+        return ERR_INVAL;
+    if (r->at && time_param("at", r->at, &q->at_ms, e))
+        return ERR_INVAL;
+    return paging(r, q, e);
 }
 
-static err_t usage_of(const struct raw *r, struct histq *q, char *msg, size_t cap)
+static err_t usage_of(const struct raw *r, struct histq *q, struct error *e)
 {
     if (!r->from || !r->to)
-        return bad(msg, cap, "query %s=TIME is required", r->from ? "to" : "from");
+        return errorf(e, ERR_INVAL, "query %s=TIME is required", r->from ? "to" : "from");
     if (!r->by || strcmp(r->by, "namespace") == 0)
         q->by = HISTQ_BY_NAMESPACE;
     else if (strcmp(r->by, "pod") == 0)
@@ -337,21 +322,26 @@ static err_t usage_of(const struct raw *r, struct histq *q, char *msg, size_t ca
     else if (strcmp(r->by, "device") == 0)
         q->by = HISTQ_BY_DEVICE;
     else
-        return bad(msg, cap, "query by=\"%.100s\" must be namespace, pod or device", r->by);
-    return window(r, q, msg, cap);
+        return errorf(e, ERR_INVAL, "query by=\"%.100s\" must be namespace, pod or device", r->by);
+    return window(r, q, e);
 }
 
 err_t histq_parse(const char *const *keys, const char *const *vals, size_t n, bool usage,
-                  struct histq *q, char *msg, size_t cap)
+                  struct histq *q, struct error *e)
 {
     struct raw r = {0};
     struct histq t = {0};
-    err_t rc = collect(keys, vals, n, usage ? U : H, &r, msg, cap);
+    err_t rc;
 
-    if (!rc)
-        rc = names(&r, msg, cap);
-    if (!rc)
-        rc = usage ? usage_of(&r, &t, msg, cap) : history(&r, &t, msg, cap);
+    assert(q);
+    assert(n == 0 || (keys && vals));
+    rc = collect(keys, vals, n, usage ? U : H, &r, e);
+    if (rc)
+        return rc;
+    rc = names(&r, e);
+    if (rc)
+        return rc;
+    rc = usage ? usage_of(&r, &t, e) : history(&r, &t, e);
     if (rc)
         return rc;
     t.resource = r.resource;

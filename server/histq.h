@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* histq.h - the query parameters of GET /v1/history and GET /v1/usage
  * (CONTRACT §9) and RFC 3339 times. Pure: no I/O, thread-safe. Every
- * problem is ERR_INVAL (400) with 'msg' naming the parameter: an unknown or
+ * problem is ERR_INVAL (400) with 'e' naming the parameter: an unknown or
  * repeated parameter, a bad value or time, an inverted window, a missing
  * or contradictory selector. Strings in the result are borrowed from the
  * values passed in. */
@@ -45,9 +45,10 @@ struct histq {
 };
 
 /* Parse the 'n' parameters keys[i]=vals[i] (a value may be NULL: "?a")
- * of /v1/history ('usage' false) or /v1/usage ('usage' true) into *q. */
+ * of /v1/history ('usage' false) or /v1/usage ('usage' true) into *q,
+ * untouched on failure. 'e' may be NULL: the message is dropped. */
 err_t histq_parse(const char *const *keys, const char *const *vals, size_t n, bool usage,
-                  struct histq *q, char *msg, size_t cap) WARN_UNUSED;
+                  struct histq *q, struct error *e) WARN_UNUSED;
 
 /* An RFC 3339 date-time ("2024-05-01T03:00:00Z", "...T05:00:00.25+02:00";
  * 'T' and 'Z' in either case; fractions beyond milliseconds are cut) as

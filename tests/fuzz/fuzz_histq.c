@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *keys[MAXP], *vals[MAXP];
     char *buf, *p, *amp, *eq;
-    char msg[512] = "";
+    struct error e = {0};
     struct histq q;
     size_t n = 0;
     bool usage;
@@ -66,10 +66,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         keys[n] = p;
         vals[n++] = eq;
     }
-    rc = histq_parse(keys, vals, n, usage, &q, msg, sizeof(msg));
+    rc = histq_parse(keys, vals, n, usage, &q, &e);
     if (rc != ERR_OK && rc != ERR_INVAL)
         abort();
-    if (rc == ERR_INVAL && !msg[0])
+    if (rc == ERR_INVAL && !e.msg[0])
         abort();
     if (!rc)
         check_query(&q, usage);

@@ -37,7 +37,7 @@ static void test_time(void)
     CHECK_EQ_INT(ms, 7); /* untouched on failure */
 }
 
-static err_t parse(const char *spec, bool usage, struct histq *q, char *msg)
+static err_t parse(const char *spec, bool usage, struct histq *q, struct error *e)
 {
     static char copy[512];
     const char *keys[16], *vals[16];
@@ -55,24 +55,24 @@ static err_t parse(const char *spec, bool usage, struct histq *q, char *msg)
         keys[n] = p;
         vals[n++] = eq;
     }
-    msg[0] = '\0';
-    return histq_parse(keys, vals, n, usage, q, msg, 256);
+    memset(e, 0, sizeof(*e));
+    return histq_parse(keys, vals, n, usage, q, e);
 }
 
 #define BAD(spec, usage, word)                                                                     \
     do {                                                                                           \
-        CHECK_EQ_INT(parse(spec, usage, &q, msg), ERR_INVAL);                                      \
-        CHECK(strstr(msg, word) != NULL);                                                          \
+        CHECK_EQ_INT(parse(spec, usage, &q, &e), ERR_INVAL);                                       \
+        CHECK(strstr(e.msg, word) != NULL);                                                        \
     } while (0)
 
 static void test_history_params(void)
 {
     struct histq q;
-    char msg[256];
+    struct error e;
 
     CHECK_OK(parse("device=gpu-0&resource=example.com/gpu&from=2024-05-01T00:00:00Z&limit=5&"
                    "continue=42",
-                   false, &q, msg));
+                   false, &q, &e));
     CHECK_EQ_INT(q.sel, HISTQ_DEVICE);
     CHECK_STREQ(q.device, "gpu-0");
     CHECK_STREQ(q.resource, "example.com/gpu");
@@ -81,14 +81,14 @@ static void test_history_params(void)
     CHECK_EQ_INT(q.limit, 5);
     CHECK_EQ_INT(q.after, 42);
     CHECK(!q.health);
-    CHECK_OK(parse("namespace=ml&name=train-0", false, &q, msg));
+    CHECK_OK(parse("namespace=ml&name=train-0", false, &q, &e));
     CHECK_EQ_INT(q.sel, HISTQ_POD);
     CHECK_EQ_INT(q.limit, HISTQ_LIMIT_DEFAULT);
     CHECK_EQ_INT(q.from_ms, INT64_MIN);
-    CHECK_OK(parse("at=2024-05-01T00:00:00Z", false, &q, msg));
+    CHECK_OK(parse("at=2024-05-01T00:00:00Z", false, &q, &e));
     CHECK_EQ_INT(q.sel, HISTQ_AT);
     CHECK_EQ_INT(q.at_ms, 1714521600000LL);
-    CHECK_OK(parse("device=gpu-0&kind=health", false, &q, msg));
+    CHECK_OK(parse("device=gpu-0&kind=health", false, &q, &e));
     CHECK(q.health);
     BAD("device=gpu-0&colour=red", false, "colour");
     BAD("device=gpu-0&device=gpu-1", false, "twice");
@@ -112,16 +112,16 @@ static void test_history_params(void)
 static void test_usage_params(void)
 {
     struct histq q;
-    char msg[256];
+    struct error e;
 
-    CHECK_OK(parse("from=2024-05-01T00:00:00Z&to=2024-06-01T00:00:00Z", true, &q, msg));
+    CHECK_OK(parse("from=2024-05-01T00:00:00Z&to=2024-06-01T00:00:00Z", true, &q, &e));
     CHECK_EQ_INT(q.by, HISTQ_BY_NAMESPACE);
     CHECK_EQ_INT(q.to_ms - q.from_ms, 31LL * 86400000);
     CHECK_OK(parse("from=2024-05-01T00:00:00Z&to=2024-05-01T00:00:00Z&by=device&"
                    "resource=example.com/gpu",
-                   true, &q, msg));
+                   true, &q, &e));
     CHECK_EQ_INT(q.by, HISTQ_BY_DEVICE);
-    CHECK_OK(parse("from=2024-05-01T00:00:00Z&to=2024-05-02T00:00:00Z&by=pod", true, &q, msg));
+    CHECK_OK(parse("from=2024-05-01T00:00:00Z&to=2024-05-02T00:00:00Z&by=pod", true, &q, &e));
     CHECK_EQ_INT(q.by, HISTQ_BY_POD);
     BAD("from=2024-05-01T00:00:00Z&to=2024-06-01T00:00:00Z&by=team", true, "by=");
     BAD("from=2024-05-01T00:00:00Z", true, "to=");
