@@ -504,16 +504,16 @@ static err_t get_healthz(struct api_req *r, struct api_resp *out)
 
 static err_t get_readyz(struct api_req *r, struct api_resp *out)
 {
-    char why[256] = "";
+    struct error why = {0};
 
     if (r->api->stopping)
-        snprintf(why, sizeof(why), "shutting down");
-    else if (r->api->source_ready && !r->api->source_ready(r->api->source_ctx, why, sizeof(why)))
+        errorf(&why, ERR_UNAVAIL, "shutting down");
+    else if (r->api->source_ready && !r->api->source_ready(r->api->source_ctx, &why))
         ;
     else
         return text(out, 200, "ok");
     /* every non-2xx answer is a Status (CONTRACT.md, Errors): 503 ServiceUnavailable */
-    return fail(r, ERR_UNAVAIL, "not ready: %s", why);
+    return fail(r, ERR_UNAVAIL, "not ready: %s", why.msg);
 }
 
 static err_t render_gauges(struct api *api, struct strbuf *sb)

@@ -30,9 +30,9 @@ struct api {
     struct token *token;     /* write token for TCP (token.h), or NULL; borrowed */
     bool kubelet_mode;       /* devices and bindings are read-only */
     const char *node_name;   /* for /version; borrowed */
-    /* Readiness hook of the binding source; NULL = always ready. Writes the
-     * reason into 'why' when not ready. Thread-safe. */
-    bool (*source_ready)(void *ctx, char *why, size_t cap);
+    /* Readiness hook of the binding source; NULL = always ready. Sets
+     * 'why' (errorf) when not ready. Thread-safe. */
+    bool (*source_ready)(void *ctx, struct error *why);
     void *source_ctx;      /* argument of source_ready */
     volatile int stopping; /* set once at shutdown */
     /* The snapshots watchers share and the count of what they hold

@@ -59,12 +59,12 @@ static void load(void)
     load_rc = ERR_OK;
 }
 
-err_t curlfn_load(char *msg, size_t cap)
+err_t curlfn_load(struct error *e)
 {
     pthread_once(&once, load);
-    if (load_rc && msg && cap)
-        snprintf(msg, cap, "%s", load_msg);
-    return load_rc;
+    if (load_rc)
+        return errorf(e, load_rc, "%s", load_msg);
+    return ERR_OK;
 }
 
 void curlfn_cleanup(void)

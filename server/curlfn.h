@@ -31,8 +31,8 @@ extern struct curlfn curlfn;
 
 /* Load libcurl and run curl_global_init once (thread-safe; later calls
  * return the first result). ERR_UNAVAIL when the library or a symbol is
- * missing, with the reason in msg. */
-err_t curlfn_load(char *msg, size_t cap) WARN_UNUSED;
+ * missing, with the reason in 'e' (may be NULL). */
+err_t curlfn_load(struct error *e) WARN_UNUSED;
 /* curl_global_cleanup() if loaded; the library stays mapped. */
 void curlfn_cleanup(void);
 

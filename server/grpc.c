@@ -9,6 +9,7 @@
 #include "curlfn.h"
 #include "grpc.h"
 
+#include <assert.h>
 #include <strings.h>
 #include <sys/stat.h>
 
@@ -55,28 +56,23 @@ err_t grpc_frame(const uint8_t *msg, size_t len, uint8_t **out, size_t *out_len)
 }
 
 err_t grpc_unframe(const uint8_t *buf, size_t len, size_t max, const uint8_t **msg, size_t *msg_len,
-                   char *why, size_t cap)
+                   struct error *e)
 {
     size_t n;
 
-    if (len < GRPC_FRAME_HDR) {
-        snprintf(why, cap, "answer of %zu bytes has no complete message prefix", len);
-        return ERR_INVAL;
-    }
-    if (buf[0] != 0) {
-        snprintf(why, cap, "answer message is compressed (flag %u); none was offered", buf[0]);
-        return ERR_INVAL;
-    }
+    assert(msg && msg_len);
+    if (len < GRPC_FRAME_HDR)
+        return errorf(e, ERR_INVAL, "answer of %zu bytes has no complete message prefix", len);
+    if (buf[0] != 0)
+        return errorf(e, ERR_INVAL, "answer message is compressed (flag %u); none was offered",
+                      buf[0]);
     n = (size_t)buf[1] << 24 | (size_t)buf[2] << 16 | (size_t)buf[3] << 8 | (size_t)buf[4];
-    if (n > max) {
-        snprintf(why, cap, "answer message of %zu bytes is over the limit of %zu", n, max);
-        return ERR_INVAL;
-    }
-    if (n != len - GRPC_FRAME_HDR) {
-        snprintf(why, cap, "answer message says %zu bytes but %zu follow (one message expected)", n,
-                 len - GRPC_FRAME_HDR);
-        return ERR_INVAL;
-    }
+    if (n > max)
+        return errorf(e, ERR_INVAL, "answer message of %zu bytes is over the limit of %zu", n, max);
+    if (n != len - GRPC_FRAME_HDR)
+        return errorf(e, ERR_INVAL,
+                      "answer message says %zu bytes but %zu follow (one message expected)", n,
+                      len - GRPC_FRAME_HDR);
     *msg = buf + GRPC_FRAME_HDR;
     *msg_len = n;
     return ERR_OK;
@@ -228,7 +224,7 @@ struct grpc *grpc_new(const struct grpc_opts *o)
     if (!g)
         return NULL;
     g->o = *o;
-    if (curlfn_load(NULL, 0)) {
+    if (curlfn_load(NULL)) {
         free(g);
         return NULL;
     }
@@ -319,6 +315,7 @@ static err_t answer(struct grpc *g, struct call *c, size_t max, size_t *msg_len,
 {
     long http = 0;
     const uint8_t *msg = NULL;
+    struct error e = {0};
     err_t rc;
 
     curlfn.easy_getinfo(g->curl, CURLINFO_RESPONSE_CODE, &http);
@@ -340,9 +337,10 @@ static err_t answer(struct grpc *g, struct call *c, size_t max, size_t *msg_len,
     snprintf(st->message, sizeof(st->message), "%s", c->message);
     if (c->status != GRPC_OK)
         return ERR_UPSTREAM;
-    rc = grpc_unframe(c->body, c->len, max, &msg, msg_len, st->message, sizeof(st->message));
+    rc = grpc_unframe(c->body, c->len, max, &msg, msg_len, &e);
     if (rc) {
         st->code = GRPC_INTERNAL;
+        str_copy(st->message, sizeof(st->message), e.msg);
         return rc;
     }
     memmove(c->body, msg, *msg_len);

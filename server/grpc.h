@@ -71,10 +71,10 @@ err_t grpc_frame(const uint8_t *msg, size_t len, uint8_t **out, size_t *out_len)
 
 /* Check that 'buf' holds exactly one uncompressed message of at most 'max'
  * bytes; *msg (borrowed from buf) and *msg_len locate it. ERR_INVAL for a
- * short or trailing buffer, a compressed message or one over 'max'; 'why'
- * says which. Outputs untouched on failure. */
+ * short or trailing buffer, a compressed message or one over 'max'; 'e'
+ * (may be NULL) says which. Outputs untouched on failure. */
 err_t grpc_unframe(const uint8_t *buf, size_t len, size_t max, const uint8_t **msg, size_t *msg_len,
-                   char *why, size_t cap) WARN_UNUSED;
+                   struct error *e) WARN_UNUSED;
 
 /* Decode a grpc-message value (percent-encoded UTF-8) of 'n' bytes into
  * 'out' (always NUL-terminated, truncated to 'cap'). Malformed escapes are

@@ -118,12 +118,12 @@ static err_t start_kubelet(struct daemon *d)
     struct source_kubelet_opts ko = {.socket_path = d->cfg.kubelet_socket,
                                      .interval_ms = d->cfg.kubelet_interval_ms,
                                      .store = d->store};
-    char msg[256];
+    struct error e = {0};
 
     if (json_array_size(d->cfg.devices))
         log_warn("static devices of the config file are ignored with source kubelet");
-    if (curlfn_load(msg, sizeof(msg))) {
-        log_err("the kubelet source needs libcurl: %s", msg);
+    if (curlfn_load(&e)) {
+        log_err("the kubelet source needs libcurl: %s", e.msg);
         return ERR_UNAVAIL;
     }
     return source_kubelet_start(&ko, &d->kubelet);

@@ -115,29 +115,59 @@ static json_t *topology_json(const V1__TopologyInfo *t)
     return nodes ? json_pack("{s:o}", "nodes", nodes) : NULL;
 }
 
+/* put_str() of each of the 'n' pairs kv[2i] (key), kv[2i+1] (value). */
+static err_t put_strs(json_t *obj, const char *const *kv, size_t n, bool empty_ok)
+{
+    size_t i;
+    err_t rc;
+
+    for (i = 0; i < n; i++) {
+        rc = put_str(obj, kv[2 * i], kv[2 * i + 1], empty_ok);
+        if (rc)
+            return rc;
+    }
+    return ERR_OK;
+}
+
+/* Append the 'n' CPU ids to the array 'arr'. */
+static err_t cpus_json(const int64_t *ids, size_t n, json_t *arr)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (json_array_append_new(arr, json_integer((json_int_t)ids[i])))
+            return ERR_NOMEM;
+    }
+    return ERR_OK;
+}
+
 static err_t group_json(const V1__ContainerDevices *g, json_t **out)
 {
     json_t *o = json_object(), *ids = json_array();
     size_t i;
     err_t rc = o && ids ? put_str(o, "resourceName", g->resource_name, false) : ERR_NOMEM;
 
-    for (i = 0; !rc && i < g->n_device_ids; i++) {
-        if (!clean(g->device_ids[i], false))
+    if (rc)
+        goto out;
+    for (i = 0; i < g->n_device_ids; i++) {
+        /* json_string() refuses what is not UTF-8 */
+        if (!clean(g->device_ids[i], false) ||
+            json_array_append_new(ids, json_string(g->device_ids[i]))) {
             rc = ERR_INVAL;
-        else if (json_array_append_new(ids, json_string(g->device_ids[i])))
-            rc = ERR_INVAL;
+            goto out;
+        }
     }
-    if (!rc && json_object_set(o, "deviceIds", ids))
+    if (json_object_set(o, "deviceIds", ids) ||
+        json_object_set_new(o, "topology", topology_json(g->topology))) {
         rc = ERR_NOMEM;
-    if (!rc && json_object_set_new(o, "topology", topology_json(g->topology)))
-        rc = ERR_NOMEM;
-    json_decref(ids);
-    if (rc) {
-        json_decref(o);
-        return rc;
+        goto out;
     }
     *out = o;
-    return ERR_OK;
+    o = NULL;
+out:
+    json_decref(ids);
+    json_decref(o);
+    return rc;
 }
 
 static err_t memory_json(const V1__ContainerMemory *m, json_t **out)
@@ -145,73 +175,66 @@ static err_t memory_json(const V1__ContainerMemory *m, json_t **out)
     json_t *o = json_object();
     err_t rc = o ? put_str(o, "memoryType", m->memory_type, false) : ERR_NOMEM;
 
-    if (!rc && m->size > INT64_MAX)
+    if (rc)
+        goto out;
+    if (m->size > INT64_MAX) {
         rc = ERR_INVAL;
-    if (!rc && (json_object_set_new(o, "size", json_integer((json_int_t)m->size)) ||
-                json_object_set_new(o, "topology", topology_json(m->topology))))
+        goto out;
+    }
+    if (json_object_set_new(o, "size", json_integer((json_int_t)m->size)) ||
+        json_object_set_new(o, "topology", topology_json(m->topology))) {
         rc = ERR_NOMEM;
+        goto out;
+    }
+    *out = o;
+    o = NULL;
+out:
+    json_decref(o);
+    return rc;
+}
+
+/* Append {"name"} of CDI device 'd' to the array 'arr'. */
+static err_t cdi_json(const V1__CDIDevice *d, json_t *arr)
+{
+    json_t *o = json_object();
+    err_t rc = o ? put_str(o, "name", d->name, true) : ERR_NOMEM;
+
     if (rc) {
         json_decref(o);
         return rc;
     }
-    *out = o;
-    return ERR_OK;
+    return json_array_append_new(arr, o) ? ERR_NOMEM : ERR_OK;
 }
 
 static err_t claim_json(const V1__ClaimResource *c, json_t **out)
 {
-    json_t *o = json_object(), *cdi = json_array(), *d;
+    const char *const kv[] = {"driverName", c->driver_name, "poolName",
+                              c->pool_name, "deviceName",   c->device_name};
+    json_t *o = json_object(), *cdi = json_array();
     size_t i;
     err_t rc = o && cdi ? ERR_OK : ERR_NOMEM;
 
-    for (i = 0; !rc && i < c->n_cdi_devices; i++) {
-        d = json_object();
-        rc = d ? put_str(d, "name", c->cdi_devices[i]->name, true) : ERR_NOMEM;
-        if (json_array_append_new(cdi, d) && !rc)
-            rc = ERR_NOMEM;
-    }
-    if (!rc)
-        rc = json_object_set(o, "cdiDevices", cdi) ? ERR_NOMEM : ERR_OK;
-    if (!rc)
-        rc = put_str(o, "driverName", c->driver_name, true);
-    if (!rc)
-        rc = put_str(o, "poolName", c->pool_name, true);
-    if (!rc)
-        rc = put_str(o, "deviceName", c->device_name, true);
-    json_decref(cdi);
-    if (rc) {
-        json_decref(o);
-        return rc;
-    }
-    *out = o;
-    return ERR_OK;
-}
-
-static err_t dynamic_json(const V1__DynamicResource *r, json_t **out)
-{
-    json_t *o = json_object(), *claims = json_array(), *c = NULL;
-    size_t i;
-    err_t rc = o && claims ? put_str(o, "claimName", r->claim_name, true) : ERR_NOMEM;
-
-    if (!rc)
-        rc = put_str(o, "claimNamespace", r->claim_namespace, true);
-    for (i = 0; !rc && i < r->n_claim_resources; i++) {
-        rc = claim_json(r->claim_resources[i], &c);
-        if (!rc && json_array_append_new(claims, c))
-            rc = ERR_NOMEM;
-    }
-    if (!rc && json_object_set(o, "claimResources", claims))
+    for (i = 0; !rc && i < c->n_cdi_devices; i++)
+        rc = cdi_json(c->cdi_devices[i], cdi);
+    if (rc)
+        goto out;
+    if (json_object_set(o, "cdiDevices", cdi)) {
         rc = ERR_NOMEM;
-    json_decref(claims);
-    if (rc) {
-        json_decref(o);
-        return rc;
+        goto out;
     }
+    rc = put_strs(o, kv, ARRAY_SIZE(kv) / 2, true);
+    if (rc)
+        goto out;
     *out = o;
-    return ERR_OK;
+    o = NULL;
+out:
+    json_decref(cdi);
+    json_decref(o);
+    return rc;
 }
 
-/* Append what 'conv' makes of each of the 'n' items to the array 'arr'. */
+/* Append what 'conv' makes of each of the 'n' items to the array 'arr',
+ * while 'rc' is ERR_OK; 'rc' tells how it ended. */
 #define APPEND_ALL(rc, arr, n, items, conv)                                                        \
     do {                                                                                           \
         json_t *item_;                                                                             \
@@ -222,14 +245,34 @@ static err_t dynamic_json(const V1__DynamicResource *r, json_t **out)
         }                                                                                          \
     } while (0)
 
-static err_t cpus_json(const V1__ContainerResources *c, json_t *cpus)
+static err_t dynamic_json(const V1__DynamicResource *r, json_t **out)
 {
-    size_t i;
+    const char *const kv[] = {"claimName", r->claim_name, "claimNamespace", r->claim_namespace};
+    json_t *o = json_object(), *claims = json_array();
+    err_t rc = o && claims ? put_strs(o, kv, ARRAY_SIZE(kv) / 2, true) : ERR_NOMEM;
 
-    for (i = 0; i < c->n_cpu_ids; i++) {
-        if (json_array_append_new(cpus, json_integer((json_int_t)c->cpu_ids[i])))
-            return ERR_NOMEM;
+    APPEND_ALL(rc, claims, r->n_claim_resources, r->claim_resources, claim_json);
+    if (rc)
+        goto out;
+    if (json_object_set(o, "claimResources", claims)) {
+        rc = ERR_NOMEM;
+        goto out;
     }
+    *out = o;
+    o = NULL;
+out:
+    json_decref(claims);
+    json_decref(o);
+    return rc;
+}
+
+/* Set the arrays of a container; "dynamicResources" only when it has any. */
+static err_t container_set(json_t *o, json_t *devs, json_t *cpus, json_t *mem, json_t *dyn)
+{
+    if (json_object_set(o, "devices", devs) || json_object_set(o, "cpuIds", cpus) ||
+        json_object_set(o, "memory", mem) ||
+        (json_array_size(dyn) && json_object_set(o, "dynamicResources", dyn)))
+        return ERR_NOMEM;
     return ERR_OK;
 }
 
@@ -241,141 +284,145 @@ static err_t container_json(const V1__ContainerResources *c, json_t **out)
     err_t rc = o && devs && cpus && mem && dyn ? put_str(o, "name", c->name, false) : ERR_NOMEM;
 
     APPEND_ALL(rc, devs, c->n_devices, c->devices, group_json);
-    if (!rc)
-        rc = cpus_json(c, cpus);
+    if (rc)
+        goto out;
+    rc = cpus_json(c->cpu_ids, c->n_cpu_ids, cpus);
+    if (rc)
+        goto out;
     APPEND_ALL(rc, mem, c->n_memory, c->memory, memory_json);
     APPEND_ALL(rc, dyn, c->n_dynamic_resources, c->dynamic_resources, dynamic_json);
-    if (!rc && (json_object_set(o, "devices", devs) || json_object_set(o, "cpuIds", cpus) ||
-                json_object_set(o, "memory", mem) ||
-                (json_array_size(dyn) && json_object_set(o, "dynamicResources", dyn))))
-        rc = ERR_NOMEM;
+    if (rc)
+        goto out;
+    rc = container_set(o, devs, cpus, mem, dyn);
+    if (rc)
+        goto out;
+    *out = o;
+    o = NULL;
+out:
     json_decref(devs);
     json_decref(cpus);
     json_decref(mem);
     json_decref(dyn);
-    if (rc) {
-        json_decref(o);
-        return rc;
-    }
-    *out = o;
-    return ERR_OK;
+    json_decref(o);
+    return rc;
 }
 
 static err_t pod_json(const V1__PodResources *p, json_t **out)
 {
+    const char *const kv[] = {"namespace", p->namespace_, "name", p->name};
     json_t *o = json_object(), *cs = json_array();
-    err_t rc = o && cs ? put_str(o, "namespace", p->namespace_, false) : ERR_NOMEM;
+    err_t rc = o && cs ? put_strs(o, kv, ARRAY_SIZE(kv) / 2, false) : ERR_NOMEM;
 
-    if (!rc)
-        rc = put_str(o, "name", p->name, false);
     APPEND_ALL(rc, cs, p->n_containers, p->containers, container_json);
-    if (!rc && json_object_set(o, "containers", cs))
+    if (rc)
+        goto out;
+    if (json_object_set(o, "containers", cs)) {
         rc = ERR_NOMEM;
-    json_decref(cs);
-    if (rc) {
-        json_decref(o);
-        return rc;
+        goto out;
     }
     *out = o;
-    return ERR_OK;
-}
-
-/* One snapshot device per id of each allocatable group. */
-static err_t allocatable_json(const V1__AllocatableResourcesResponse *a, json_t *devs)
-{
-    json_t *g = NULL, *d;
-    size_t i, j;
-    err_t rc = ERR_OK;
-
-    for (i = 0; !rc && i < a->n_devices; i++) {
-        rc = group_json(a->devices[i], &g);
-        for (j = 0; !rc && j < json_array_size(json_object_get(g, "deviceIds")); j++) {
-            d = json_pack("{s:O,s:O,s:O}", "resourceName", json_object_get(g, "resourceName"), "id",
-                          json_array_get(json_object_get(g, "deviceIds"), j), "topology",
-                          json_object_get(g, "topology"));
-            if (json_array_append_new(devs, d))
-                rc = ERR_NOMEM;
-        }
-        json_decref(g);
-        g = NULL;
-    }
+    o = NULL;
+out:
+    json_decref(cs);
+    json_decref(o);
     return rc;
 }
 
-/* The node's allocatable CPUs and memory, as a container's. */
-static err_t allocatable_rest(const V1__AllocatableResourcesResponse *a, json_t *cpus, json_t *mem)
+/* One snapshot device per id of the allocatable group 'g', appended to 'devs'. */
+static err_t allocatable_group(const V1__ContainerDevices *g, json_t *devs)
+{
+    json_t *o = NULL, *ids, *d;
+    size_t j;
+    err_t rc = group_json(g, &o);
+
+    if (rc)
+        return rc;
+    ids = json_object_get(o, "deviceIds");
+    for (j = 0; j < json_array_size(ids); j++) {
+        d = json_pack("{s:O,s:O,s:O}", "resourceName", json_object_get(o, "resourceName"), "id",
+                      json_array_get(ids, j), "topology", json_object_get(o, "topology"));
+        if (json_array_append_new(devs, d)) {
+            rc = ERR_NOMEM;
+            break;
+        }
+    }
+    json_decref(o);
+    return rc;
+}
+
+/* The node's allocatable devices into 'devs', its CPUs and memory, as a
+ * container's, into 'cpus' and 'mem'. */
+static err_t allocatable_json(const V1__AllocatableResourcesResponse *a, json_t *devs, json_t *cpus,
+                              json_t *mem)
 {
     size_t i;
-    err_t rc = ERR_OK;
+    err_t rc;
 
-    for (i = 0; !rc && i < a->n_cpu_ids; i++) {
-        if (json_array_append_new(cpus, json_integer((json_int_t)a->cpu_ids[i])))
-            rc = ERR_NOMEM;
+    for (i = 0; i < a->n_devices; i++) {
+        rc = allocatable_group(a->devices[i], devs);
+        if (rc)
+            return rc;
     }
-    if (!rc)
-        APPEND_ALL(rc, mem, a->n_memory, a->memory, memory_json);
+    rc = cpus_json(a->cpu_ids, a->n_cpu_ids, cpus);
+    APPEND_ALL(rc, mem, a->n_memory, a->memory, memory_json);
     return rc;
 }
 
-static err_t drop4(json_t *a, json_t *b, json_t *c, json_t *d, err_t rc)
-{
-    json_decref(a);
-    json_decref(b);
-    json_decref(c);
-    json_decref(d);
-    return rc;
-}
-
-/* The two decoded answers as {"pods","devices","cpuIds","memory"}; 'why' on
- * ERR_INVAL. */
+/* The two decoded answers as {"pods","devices","cpuIds","memory"}; on
+ * ERR_OK *snap is new, on ERR_INVAL 'e' says which answer is bad. */
 static err_t snapshot_of(const V1__ListPodResourcesResponse *l,
-                         const V1__AllocatableResourcesResponse *a, json_t **out, char *why,
-                         size_t cap)
+                         const V1__AllocatableResourcesResponse *a, json_t **snap, struct error *e)
 {
     json_t *pods = json_array(), *devs = json_array(), *cpus = json_array(), *mem = json_array();
     err_t rc = pods && devs && cpus && mem ? ERR_OK : ERR_NOMEM;
 
     APPEND_ALL(rc, pods, l->n_pod_resources, l->pod_resources, pod_json);
-    if (rc == ERR_INVAL) {
-        snprintf(why, cap,
-                 "List answer has an empty or malformed name, or a memory size over 2^63-1");
-        return drop4(pods, devs, cpus, mem, rc);
-    }
-    if (!rc)
-        rc = allocatable_json(a, devs);
-    if (!rc)
-        rc = allocatable_rest(a, cpus, mem);
     if (rc == ERR_INVAL)
-        snprintf(why, cap,
-                 "GetAllocatableResources answer has an empty or malformed name, or a memory "
-                 "size over 2^63-1");
-    if (!rc) {
-        *out = json_pack("{s:O,s:O,s:O,s:O}", "pods", pods, "devices", devs, "cpuIds", cpus,
-                         "memory", mem);
-        rc = *out ? ERR_OK : ERR_NOMEM;
-    }
-    return drop4(pods, devs, cpus, mem, rc);
+        errorf(e, rc, "List answer has an empty or malformed name, or a memory size over 2^63-1");
+    if (rc)
+        goto out;
+    rc = allocatable_json(a, devs, cpus, mem);
+    if (rc == ERR_INVAL)
+        errorf(e, rc,
+               "GetAllocatableResources answer has an empty or malformed name, or a memory "
+               "size over 2^63-1");
+    if (rc)
+        goto out;
+    *snap = json_pack("{s:O,s:O,s:O,s:O}", "pods", pods, "devices", devs, "cpuIds", cpus, "memory",
+                      mem);
+    rc = *snap ? ERR_OK : ERR_NOMEM;
+out:
+    json_decref(pods);
+    json_decref(devs);
+    json_decref(cpus);
+    json_decref(mem);
+    return rc;
 }
 
 err_t source_kubelet_decode(const uint8_t *list, size_t list_len, const uint8_t *alloc,
-                            size_t alloc_len, json_t **snap, char *why, size_t cap)
+                            size_t alloc_len, json_t **snap, struct error *e)
 {
     V1__ListPodResourcesResponse *l = v1__list_pod_resources_response__unpack(NULL, list_len, list);
     V1__AllocatableResourcesResponse *a = v1__allocatable_resources_response__unpack(
         NULL, alloc_len, alloc);
     json_t *out = NULL;
-    err_t rc = ERR_INVAL;
+    err_t rc;
 
-    if (!l || !a)
-        snprintf(why, cap, "cannot decode the %s answer", !l ? "List" : "GetAllocatableResources");
-    else
-        rc = snapshot_of(l, a, &out, why, cap);
+    assert(snap);
+    if (!l || !a) {
+        rc = errorf(e, ERR_INVAL, "cannot decode the %s answer",
+                    !l ? "List" : "GetAllocatableResources");
+        goto out;
+    }
+    rc = snapshot_of(l, a, &out, e);
+    if (rc)
+        goto out;
+    *snap = out;
+out:
     if (l)
         v1__list_pod_resources_response__free_unpacked(l, NULL);
     if (a)
         v1__allocatable_resources_response__free_unpacked(a, NULL);
-    if (!rc)
-        *snap = out;
     return rc;
 }
 
@@ -406,7 +453,7 @@ uint64_t source_kubelet_backoff(uint64_t interval_ms, unsigned failures, double 
 /* ---- the poll thread ---- */
 
 /* One poll: both calls, decode, reconcile. 'gs' tells a gRPC failure. */
-static err_t poll_once(struct source_kubelet *k, struct grpc_status *gs, char *why, size_t cap)
+static err_t poll_once(struct source_kubelet *k, struct grpc_status *gs, struct error *e)
 {
     uint8_t *list = NULL, *alloc = NULL;
     size_t llen = 0, alen = 0;
@@ -414,27 +461,27 @@ static err_t poll_once(struct source_kubelet *k, struct grpc_status *gs, char *w
     bool changed = false;
     err_t rc = grpc_call(k->grpc, METHOD_LIST, NULL, 0, &list, &llen, gs);
 
-    if (!rc)
+    if (!rc) /* one report for either call */
         rc = grpc_call(k->grpc, METHOD_ALLOC, NULL, 0, &alloc, &alen, gs);
     if (rc) {
-        snprintf(why, cap, "%s", gs->message[0] ? gs->message : err_str(rc));
+        errorf(e, rc, "%s", gs->message[0] ? gs->message : err_str(rc));
         goto out;
     }
     if (unchanged(k, list, llen, alloc, alen))
         goto out;
-    rc = source_kubelet_decode(list, llen, alloc, alen, &snap, why, cap);
-    if (!rc) {
-        rc = store_kubelet_sync(k->store, snap, &changed);
-        if (rc)
-            snprintf(why, cap, "cannot store the kubelet's state: %s", err_str(rc));
+    rc = source_kubelet_decode(list, llen, alloc, alen, &snap, e);
+    if (rc)
+        goto out;
+    rc = store_kubelet_sync(k->store, snap, &changed);
+    if (rc) {
+        errorf(e, rc, "cannot store the kubelet's state: %s", err_str(rc));
+        goto out;
     }
-    if (!rc)
-        remember(k, &list, llen, &alloc, alen);
-    if (!rc)
-        log_debug("kubelet poll: List %zu bytes, GetAllocatableResources %zu bytes, %s "
-                  "(revision %llu)",
-                  llen, alen, changed ? "changes stored" : "no change",
-                  (unsigned long long)store_revision(k->store));
+    remember(k, &list, llen, &alloc, alen);
+    log_debug("kubelet poll: List %zu bytes, GetAllocatableResources %zu bytes, %s "
+              "(revision %llu)",
+              llen, alen, changed ? "changes stored" : "no change",
+              (unsigned long long)store_revision(k->store));
 out:
     json_decref(snap);
     free(list);
@@ -459,7 +506,7 @@ static uint64_t record(struct source_kubelet *k, err_t rc, const struct grpc_sta
         k->last_err[0] = '\0';
     } else {
         k->failures++;
-        snprintf(k->last_err, sizeof(k->last_err), "%s", why);
+        str_copy(k->last_err, sizeof(k->last_err), why); /* cut to fit */
     }
     wait = source_kubelet_backoff(k->interval_ms, k->failures, rc ? jitter : 0);
     pthread_mutex_unlock(&k->mu);
@@ -499,16 +546,16 @@ static void *run(void *arg)
     struct source_kubelet *k = arg;
     unsigned seed = (unsigned)getpid() ^ (unsigned)clock_mono_ms();
     struct grpc_status gs;
-    char why[256];
+    struct error why;
     uint64_t wait;
     err_t rc;
 
     do {
-        why[0] = '\0';
-        rc = poll_once(k, &gs, why, sizeof(why));
+        memset(&why, 0, sizeof(why));
+        rc = poll_once(k, &gs, &why);
         if (rc && k->stop)
             break;
-        wait = record(k, rc, &gs, why, (double)rand_r(&seed) / RAND_MAX);
+        wait = record(k, rc, &gs, why.msg, (double)rand_r(&seed) / RAND_MAX);
     } while (!wait_or_stop(k, wait));
     return NULL;
 }
@@ -592,7 +639,7 @@ void source_kubelet_free(struct source_kubelet *k)
     free(k);
 }
 
-bool source_kubelet_ready(void *ctx, char *why, size_t cap)
+bool source_kubelet_ready(void *ctx, struct error *why)
 {
     struct source_kubelet *k = ctx;
     uint64_t now = clock_mono_ms(), limit;
@@ -602,12 +649,12 @@ bool source_kubelet_ready(void *ctx, char *why, size_t cap)
     limit = k->interval_ms * READY_INTERVALS;
     ready = k->last_ok_ms && now - k->last_ok_ms <= limit;
     if (!ready && !k->last_ok_ms)
-        snprintf(why, cap, "no successful kubelet sync yet%s%s", k->last_err[0] ? ": " : "",
-                 k->last_err);
+        errorf(why, ERR_UNAVAIL, "no successful kubelet sync yet%s%s", k->last_err[0] ? ": " : "",
+               k->last_err);
     else if (!ready)
-        snprintf(why, cap, "last successful kubelet sync %llu ms ago (limit %llu ms)%s%s",
-                 (unsigned long long)(now - k->last_ok_ms), (unsigned long long)limit,
-                 k->last_err[0] ? ": " : "", k->last_err);
+        errorf(why, ERR_UNAVAIL, "last successful kubelet sync %llu ms ago (limit %llu ms)%s%s",
+               (unsigned long long)(now - k->last_ok_ms), (unsigned long long)limit,
+               k->last_err[0] ? ": " : "", k->last_err);
     pthread_mutex_unlock(&k->mu);
     return ready;
 }

@@ -38,20 +38,20 @@ void source_kubelet_free(struct source_kubelet *k);
 
 /* The readiness hook of struct api: 'ctx' is the source. True when the
  * last successful sync is at most three intervals old; else false and the
- * reason in 'why'. Thread-safe. */
-bool source_kubelet_ready(void *ctx, char *why, size_t cap);
+ * reason in 'why' (ERR_UNAVAIL; may be NULL). Thread-safe. */
+bool source_kubelet_ready(void *ctx, struct error *why);
 
 /* ---- pure parts, for the tests ---- */
 
 /* Decode a serialised ListPodResourcesResponse and AllocatableResourcesResponse
  * into the snapshot store_kubelet_sync() takes. On ERR_OK *snap is new:
- * json_decref() it. ERR_INVAL (with 'why') when either does not decode, or a
+ * json_decref() it. ERR_INVAL (with 'e', which may be NULL) when either does not decode, or a
  * name or id is empty, not UTF-8 or holds control characters. Extra fields
  * of the containers (cpuIds, memory, dynamicResources) are kept in their
  * JSON spelling; the allocatable CPUs and memory are not (the store keeps
  * devices only). */
 err_t source_kubelet_decode(const uint8_t *list, size_t list_len, const uint8_t *alloc,
-                            size_t alloc_len, json_t **snap, char *why, size_t cap) WARN_UNUSED;
+                            size_t alloc_len, json_t **snap, struct error *e) WARN_UNUSED;
 
 /* The wait before poll attempt number 'failures' + 1 after that many
  * consecutive failures: the interval when 0, else the interval doubled per

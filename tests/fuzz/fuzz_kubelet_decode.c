@@ -26,23 +26,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const uint8_t *list = NULL, *alloc = NULL;
     size_t list_len = 0, alloc_len = 0, n1 = frame_len(data, size), n2;
-    char why[256] = "", text[128];
+    struct error e = {0};
+    char text[128];
     json_t *snap = NULL;
     err_t rc;
 
     n2 = frame_len(data + n1, size - n1);
-    rc = grpc_unframe(data, n1, SOURCE_KUBELET_MAX_RECV, &list, &list_len, why, sizeof(why));
+    rc = grpc_unframe(data, n1, SOURCE_KUBELET_MAX_RECV, &list, &list_len, &e);
     if (!rc)
-        rc = grpc_unframe(data + n1, n2, SOURCE_KUBELET_MAX_RECV, &alloc, &alloc_len, why,
-                          sizeof(why));
+        rc = grpc_unframe(data + n1, n2, SOURCE_KUBELET_MAX_RECV, &alloc, &alloc_len, &e);
     if (rc && rc != ERR_INVAL)
         abort();
     if (!rc) {
-        why[0] = '\0';
-        rc = source_kubelet_decode(list, list_len, alloc, alloc_len, &snap, why, sizeof(why));
+        memset(&e, 0, sizeof(e));
+        rc = source_kubelet_decode(list, list_len, alloc, alloc_len, &snap, &e);
         if (rc != ERR_OK && rc != ERR_INVAL && rc != ERR_NOMEM)
             abort();
-        if (rc == ERR_INVAL && why[0] == '\0')
+        if (rc == ERR_INVAL && e.msg[0] == '\0')
             abort();
         if (!rc && !snap)
             abort();

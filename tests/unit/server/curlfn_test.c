@@ -7,17 +7,17 @@
 
 static void test_load(void)
 {
-    char msg[256] = "";
+    struct error e = {0};
     struct curl_slist *l;
     CURL *h;
 
     CHECK(curlfn.easy_init == NULL);
-    CHECK_OK(curlfn_load(msg, sizeof(msg)));
-    CHECK_STREQ(msg, "");
+    CHECK_OK(curlfn_load(&e));
+    CHECK_STREQ(e.msg, "");
     CHECK(curlfn.global_init && curlfn.global_cleanup && curlfn.easy_init && curlfn.easy_cleanup &&
           curlfn.easy_reset && curlfn.easy_setopt && curlfn.easy_getinfo && curlfn.easy_perform &&
           curlfn.easy_strerror && curlfn.slist_append && curlfn.slist_free_all);
-    CHECK_OK(curlfn_load(NULL, 0));
+    CHECK_OK(curlfn_load(NULL));
     h = curlfn.easy_init ? curlfn.easy_init() : NULL;
     CHECK(h != NULL);
     if (!h)

@@ -11,19 +11,19 @@ static void test_frame_roundtrip(void)
     uint8_t *f = NULL;
     const uint8_t *m = NULL;
     size_t flen = 0, mlen = 0;
-    char why[128];
+    struct error e = {0};
 
     CHECK_OK(grpc_frame(msg, sizeof(msg), &f, &flen));
     CHECK_EQ_INT(flen, 8);
     CHECK_EQ_INT(f[0], 0);
     CHECK_EQ_INT(f[4], 3);
-    CHECK_OK(grpc_unframe(f, flen, 16, &m, &mlen, why, sizeof(why)));
+    CHECK_OK(grpc_unframe(f, flen, 16, &m, &mlen, &e));
     CHECK_EQ_INT(mlen, 3);
     CHECK(m == f + 5);
     free(f);
     CHECK_OK(grpc_frame(NULL, 0, &f, &flen));
     CHECK_EQ_INT(flen, 5);
-    CHECK_OK(grpc_unframe(f, flen, 0, &m, &mlen, why, sizeof(why)));
+    CHECK_OK(grpc_unframe(f, flen, 0, &m, &mlen, &e));
     CHECK_EQ_INT(mlen, 0);
     free(f);
 }
@@ -37,20 +37,17 @@ static void test_unframe_malformed(void)
     const uint8_t huge[] = {0, 0xff, 0xff, 0xff, 0xff};
     const uint8_t *m = (const uint8_t *)"untouched";
     size_t mlen = 42;
-    char why[128] = "";
+    struct error e = {0};
 
-    CHECK_EQ_INT(grpc_unframe(shortb, sizeof(shortb), 100, &m, &mlen, why, sizeof(why)), ERR_INVAL);
-    CHECK(strstr(why, "prefix") != NULL);
-    CHECK_EQ_INT(grpc_unframe(compressed, sizeof(compressed), 100, &m, &mlen, why, sizeof(why)),
-                 ERR_INVAL);
-    CHECK(strstr(why, "compressed") != NULL);
-    CHECK_EQ_INT(grpc_unframe(truncated, sizeof(truncated), 100, &m, &mlen, why, sizeof(why)),
-                 ERR_INVAL);
-    CHECK_EQ_INT(grpc_unframe(trailing, sizeof(trailing), 100, &m, &mlen, why, sizeof(why)),
-                 ERR_INVAL);
-    CHECK_EQ_INT(grpc_unframe(huge, sizeof(huge), 1 << 20, &m, &mlen, why, sizeof(why)), ERR_INVAL);
-    CHECK(strstr(why, "over the limit") != NULL);
-    CHECK_EQ_INT(grpc_unframe(NULL, 0, 100, &m, &mlen, why, sizeof(why)), ERR_INVAL);
+    CHECK_EQ_INT(grpc_unframe(shortb, sizeof(shortb), 100, &m, &mlen, &e), ERR_INVAL);
+    CHECK(strstr(e.msg, "prefix") != NULL);
+    CHECK_EQ_INT(grpc_unframe(compressed, sizeof(compressed), 100, &m, &mlen, &e), ERR_INVAL);
+    CHECK(strstr(e.msg, "compressed") != NULL);
+    CHECK_EQ_INT(grpc_unframe(truncated, sizeof(truncated), 100, &m, &mlen, &e), ERR_INVAL);
+    CHECK_EQ_INT(grpc_unframe(trailing, sizeof(trailing), 100, &m, &mlen, &e), ERR_INVAL);
+    CHECK_EQ_INT(grpc_unframe(huge, sizeof(huge), 1 << 20, &m, &mlen, &e), ERR_INVAL);
+    CHECK(strstr(e.msg, "over the limit") != NULL);
+    CHECK_EQ_INT(grpc_unframe(NULL, 0, 100, &m, &mlen, &e), ERR_INVAL);
     CHECK_EQ_INT(mlen, 42);
     CHECK_STREQ((const char *)m, "untouched");
 }

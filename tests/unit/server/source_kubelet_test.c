@@ -112,10 +112,10 @@ static void test_decode(void)
     size_t ll, al;
     uint8_t *l = list_answer("train-0", &ll), *a = alloc_answer(&al);
     json_t *snap = NULL, *c, *d;
-    char why[256] = "";
+    struct error e = {0};
     char *text;
 
-    CHECK_OK(source_kubelet_decode(l, ll, a, al, &snap, why, sizeof(why)));
+    CHECK_OK(source_kubelet_decode(l, ll, a, al, &snap, &e));
     c = json_array_get(
         json_object_get(json_array_get(json_object_get(snap, "pods"), 0), "containers"), 0);
     text = json_dumps(json_object_get(c, "devices"), JSON_SORT_KEYS | JSON_COMPACT);
@@ -153,10 +153,9 @@ static void test_decode(void)
 static void test_empty_answers(void)
 {
     json_t *snap = NULL;
-    char why[256];
+    struct error e = {0};
 
-    CHECK_OK(source_kubelet_decode((const uint8_t *)"", 0, (const uint8_t *)"", 0, &snap, why,
-                                   sizeof(why)));
+    CHECK_OK(source_kubelet_decode((const uint8_t *)"", 0, (const uint8_t *)"", 0, &snap, &e));
     CHECK_EQ_INT(json_array_size(json_object_get(snap, "pods")), 0);
     CHECK_EQ_INT(json_array_size(json_object_get(snap, "devices")), 0);
     json_decref(snap);
@@ -168,14 +167,14 @@ static void test_reject_bad_names(void)
     size_t ll, al, i;
     uint8_t *l, *a = alloc_answer(&al);
     json_t *snap = NULL;
-    char why[256];
+    struct error e = {0};
 
     for (i = 0; i < ARRAY_SIZE(bad); i++) {
-        why[0] = '\0';
+        memset(&e, 0, sizeof(e));
         l = list_answer(bad[i], &ll);
-        CHECK_EQ_INT(source_kubelet_decode(l, ll, a, al, &snap, why, sizeof(why)), ERR_INVAL);
+        CHECK_EQ_INT(source_kubelet_decode(l, ll, a, al, &snap, &e), ERR_INVAL);
         CHECK(snap == NULL);
-        CHECK(strstr(why, "List") != NULL);
+        CHECK(strstr(e.msg, "List") != NULL);
         free(l);
     }
     free(a);
@@ -189,12 +188,12 @@ static void test_hostile_bytes(void)
     uint8_t *l = list_answer("train-0", &ll), *a = alloc_answer(&al);
     uint8_t *m = malloc(ll);
     json_t *snap;
-    char why[256];
+    struct error e = {0};
     err_t rc;
 
     for (i = 0; i <= ll; i++) {
         snap = NULL;
-        rc = source_kubelet_decode(l, i, a, al, &snap, why, sizeof(why));
+        rc = source_kubelet_decode(l, i, a, al, &snap, &e);
         rc ? bad++ : ok++;
         CHECK_EQ_INT(rc == ERR_OK || rc == ERR_INVAL, 1);
         json_decref(snap);
@@ -203,7 +202,7 @@ static void test_hostile_bytes(void)
         memcpy(m, l, ll);
         m[i / 8] ^= (uint8_t)(1u << (i % 8));
         snap = NULL;
-        rc = source_kubelet_decode(m, ll, a, al, &snap, why, sizeof(why));
+        rc = source_kubelet_decode(m, ll, a, al, &snap, &e);
         if (rc != ERR_OK && rc != ERR_INVAL)
             CHECK_EQ_INT(rc, ERR_INVAL);
         rc ? bad++ : ok++;
@@ -234,11 +233,11 @@ static void test_not_ready_before_sync(void)
     struct source_kubelet_opts o = {
         .socket_path = "/nonexistent/kubelet.sock", .interval_ms = 50, .store = NULL};
     struct source_kubelet *k = NULL;
-    char why[256] = "";
+    struct error e = {0};
 
     CHECK_OK(source_kubelet_start(&o, &k));
-    CHECK(!source_kubelet_ready(k, why, sizeof(why)));
-    CHECK(strstr(why, "no successful kubelet sync") != NULL);
+    CHECK(!source_kubelet_ready(k, &e));
+    CHECK(strstr(e.msg, "no successful kubelet sync") != NULL);
     source_kubelet_free(k);
     source_kubelet_free(NULL);
 }
