@@ -1,0 +1,411 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* http_request.c - the request life cycle on libmicrohttpd 0.9.75.
+ * Responses are queued on the second call of the access handler, never the
+ * first: 0.9.75 closes a keep-alive connection when a response is queued
+ * before the request body phase. Only an oversize body is answered at once
+ * (and the connection then closed) so it is never read.
+ * A watch stream is not left to libmicrohttpd, which would keep a thread
+ * (stack, malloc cache, connection pool: ~70 KiB) per stream for its whole
+ * life: once accepted, its socket is duplicated and handed to the stream
+ * loop (stream.h), and libmicrohttpd's descriptor is replaced (dup3) by a
+ * fresh unconnected socket: 0.9.75 calls shutdown(SHUT_WR) on a connection's
+ * descriptor when its thread ends, whatever the flags, and that must not
+ * reach the stream's socket. The stream writes its own response head.
+ * Not the routing and access rules (http_route.c), nor the building of
+ * answers (http.c). */
+#define LOG_MOD "http"
+#include "../common/common.h"
+#include "../common/clock.h"
+#include "http_int.h"
+#include "stream.h"
+
+#include <fcntl.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Query arguments of one request; more get 400 (see http_on_uri).
+ * podresd's routes take at most four. */
+#define HTTP_ARGS_MAX 64
+
+#define HTTP_BODY_FIRST (64 * 1024) /* most bytes allocated before they come */
+
+_Thread_local bool http_handed_over;
+
+/* Give the connection's socket to the stream loop with the response head
+ * for 'out'; libmicrohttpd then closes its connection (MHD_NO). */
+static enum MHD_Result hand_over(struct listener *l, struct MHD_Connection *conn, struct ctx *c,
+                                 const char *method, const char *version, struct api_resp *out)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn,
+                                                                 MHD_CONNECTION_INFO_CONNECTION_FD);
+    bool chunked = strcmp(version, MHD_HTTP_VERSION_1_0) != 0;
+    char head[512], date[64];
+    struct tm tm;
+    time_t t = time(NULL);
+    socklen_t dlen = sizeof(int);
+    int fd = -1, dummy = -1, domain = AF_UNIX;
+    err_t rc;
+
+    if (strcmp(method, "HEAD") == 0) {
+        /* The head alone: libmicrohttpd answers it on this connection. */
+        struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL,
+                                                                    MHD_RESPMEM_PERSISTENT);
+        enum MHD_Result ret;
+
+        out->src->free(out->src_cls);
+        if (!resp)
+            return MHD_NO;
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, out->content_type);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+        ret = MHD_queue_response(conn, (unsigned)out->status, resp);
+        MHD_destroy_response(resp);
+        c->answered = true;
+        c->status = out->status;
+        return ret;
+    }
+    /* A descriptor of the socket for the stream loop, and a fresh socket
+     * of the same kind that libmicrohttpd's descriptor will name once the
+     * loop has the stream: its shutdown() and close() then touch only that. */
+    if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) != 0 ||
+        (dummy = socket(domain, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+        (fd = fcntl(ci->connect_fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+        if (dummy >= 0)
+            close(dummy);
+        out->src->free(out->src_cls);
+        return http_queue_error(conn, c, ERR_IO, "cannot take over the connection for the stream");
+    }
+    gmtime_r(&t, &tm);
+    strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    snprintf(head, sizeof(head),
+             "HTTP/1.1 %d OK\r\nDate: %s\r\nContent-Type: %s\r\nCache-Control: no-cache\r\n"
+             "Connection: close\r\n%s\r\n",
+             out->status, date, out->content_type, chunked ? "Transfer-Encoding: chunked\r\n" : "");
+    /* On failure 'fd' is closed and libmicrohttpd's descriptor is intact. */
+    rc = streams_adopt(l->h->streams, fd, head, chunked, out->src, out->src_cls);
+    if (rc) {
+        close(dummy);
+        return http_queue_error(conn, c, rc,
+                                rc == ERR_UNAVAIL ? "too many watch streams are open; retry later"
+                                                  : "cannot start the stream");
+    }
+    /* Onto an open descriptor: needs no new slot, cannot fail for lack of one. */
+    if (dup3(dummy, ci->connect_fd, O_CLOEXEC) < 0)
+        log_warn("cannot detach a watch stream from libmicrohttpd: %s", strerror(errno));
+    close(dummy);
+    c->answered = true;
+    c->status = out->status;
+    http_handed_over = true;
+    return MHD_NO;
+}
+
+/* Who may call it, its query parameters, its body. */
+static err_t check_request(struct listener *l, struct MHD_Connection *conn, struct ctx *c,
+                           const struct api_route *rt, struct api_req *r)
+{
+    err_t rc = http_check_access(l, conn, rt, r->msg, sizeof(r->msg));
+
+    if (!rc)
+        rc = api_check_params(r, rt);
+    if (!rc)
+        rc = http_check_body(conn, c, rt, r->msg, sizeof(r->msg));
+    return rc;
+}
+
+static enum MHD_Result dispatch(struct listener *l, struct MHD_Connection *conn, struct ctx *c,
+                                const char *url, const char *method, const char *version)
+{
+    struct api_req r;
+    struct api_resp out = {0};
+    const struct api_route *rt;
+    char path[1024], allow[64];
+    bool known;
+    err_t rc;
+
+    memset(&r, 0, sizeof(r));
+    r.api = l->h->api;
+    r.conn = conn;
+    c->route = api_nroutes;
+    if (strlen(url) >= sizeof(path) ||
+        !http_split_path(memcpy(path, url, strlen(url) + 1), r.seg, &r.nseg))
+        return http_queue_error(conn, c, ERR_NOTFOUND, "the path is not served by podresd");
+    rt = http_route(l, method, &r, &known);
+    if (!rt && !known)
+        return http_queue_error(conn, c, ERR_NOTFOUND,
+                                l->metrics_only
+                                    ? "the metrics listener serves GET /metrics, /healthz "
+                                      "and /readyz only"
+                                    : "the path is not served by podresd");
+    if (!rt) {
+        snprintf(r.msg, sizeof(r.msg), "method %.16s is not allowed on %.200s", method, url);
+        http_allow_header(allow, sizeof(allow), r.seg, r.nseg);
+        return http_queue_error_allow(conn, c, ERR_METHOD, r.msg, allow);
+    }
+    c->route = (size_t)(rt - api_routes);
+    /* RFC 9112 3.2: an HTTP/1.1 request without Host is a 400; on TCP the
+     * Host is what the DNS-rebinding check reads */
+    if (l->tcp && strcmp(version, MHD_HTTP_VERSION_1_0) != 0 &&
+        !MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host"))
+        return http_queue_error(conn, c, ERR_INVAL, "an HTTP/1.1 request needs a Host header");
+    rc = check_request(l, conn, c, rt, &r);
+    if (rc)
+        return http_queue_error(conn, c, rc, r.msg);
+    r.body = c->body;
+    r.body_len = c->len;
+    rc = rt->fn(&r, &out);
+    if (rc) {
+        free(out.text);
+        return http_queue_error(conn, c, rc, r.msg);
+    }
+    c->stream = out.stream;
+    if (out.src)
+        return hand_over(l, conn, c, method, version, &out);
+    if (out.raw) {
+        enum MHD_Result ret = MHD_queue_response(conn, (unsigned)out.status, out.raw);
+
+        MHD_destroy_response(out.raw);
+        json_decref(out.json);
+        free(out.text);
+        c->answered = true;
+        c->status = out.status;
+        return ret;
+    }
+    if (out.text) {
+        json_decref(out.json);
+        return http_queue_text(conn, c, out.status, out.text, out.text_len, NULL);
+    }
+    return http_queue_json(conn, c, out.status, out.json, NULL);
+}
+
+static const char *listener_name(const struct listener *l)
+{
+    return l->metrics_only ? "the metrics listener" : l->tcp ? "TCP" : "the unix socket";
+}
+
+/* ---- the MHD callbacks ---- */
+
+static bool body_append(struct ctx *c, const char *data, size_t n)
+{
+    if (c->len + n > HTTP_BODY_MAX) {
+        c->too_large = true;
+        return false;
+    }
+    if (c->len + n + 1 > c->cap) {
+        /* A declared body gets its size at once, up to HTTP_BODY_FIRST
+         * (more only as it comes): a PUT's few hundred bytes stay a small
+         * block, where a 4 KiB one cost glibc a consolidation of its fast
+         * bins per request (2 % of podresd's CPU at 16 clients, perf). One
+         * without Content-Length (chunked) starts at 4 KiB. */
+        size_t ncap = c->cap ? c->cap : 4096;
+        char *nb;
+
+        if (!c->cap && c->declared)
+            ncap = c->declared < HTTP_BODY_FIRST ? c->declared + 1 : HTTP_BODY_FIRST;
+        while (ncap < c->len + n + 1)
+            ncap *= 2;
+        nb = fault_alloc_fails() ? NULL : realloc(c->body, ncap);
+        if (!nb)
+            return false;
+        c->body = nb;
+        c->cap = ncap;
+    }
+    memcpy(c->body + c->len, data, n);
+    c->len += n;
+    c->body[c->len] = '\0';
+    return true;
+}
+
+static enum MHD_Result too_large(struct MHD_Connection *conn, struct ctx *c)
+{
+    char msg[96];
+
+    snprintf(msg, sizeof(msg), "request body is larger than the limit of %d bytes", HTTP_BODY_MAX);
+    return http_queue_error(conn, c, ERR_TOOLARGE, msg);
+}
+
+/* The first call of a request: a body its Content-Length declares over
+ * HTTP_BODY_MAX is refused. Answering before the body is clean only when
+ * the client waits for the answer (Expect: 100-continue): one still sending
+ * when libmicrohttpd closes the connection with unread data gets a reset,
+ * and curl then reports no answer at all (7 of 200 tries). So a body up to
+ * HTTP_DRAIN_MAX is read and dropped, and 413 answered at its end; beyond
+ * that, or with Expect, 413 goes at once. */
+static enum MHD_Result check_declared(struct MHD_Connection *conn, struct ctx *c)
+{
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+    unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
+    const char *ex;
+
+    if (declared <= HTTP_BODY_MAX) {
+        c->declared = (size_t)declared;
+        return MHD_YES;
+    }
+    ex = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Expect");
+    if ((ex && strcasecmp(ex, "100-continue") == 0) || declared > HTTP_DRAIN_MAX)
+        return too_large(conn, c);
+    c->too_large = true; /* the body is dropped as it comes */
+    return MHD_YES;
+}
+
+/* The framing headers of a request, as framing_header() finds them. */
+struct framing {
+    const char *clen; /* the first Content-Length */
+    bool clen_differ; /* another Content-Length has another value */
+    unsigned te;      /* Transfer-Encoding headers */
+    bool te_other;    /* one of them is not "chunked" */
+};
+
+static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *value)
+{
+    struct framing *f = cls;
+
+    (void)kind;
+    value = value ? value : "";
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+        if (f->clen && strcmp(f->clen, value) != 0)
+            f->clen_differ = true;
+        if (!f->clen)
+            f->clen = value;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+        f->te++;
+        f->te_other = f->te_other || strcasecmp(value, "chunked") != 0;
+    }
+    return MHD_YES;
+}
+
+/* Why the request's body framing is ambiguous (RFC 9112 6.1, 6.3), or NULL.
+ * libmicrohttpd 0.9.75 takes the first of two Content-Length headers and
+ * lets Transfer-Encoding win over Content-Length: a proxy in front that
+ * reads them otherwise sees other requests on the connection than podresd
+ * (request smuggling). Such a request gets 400 and the connection closes. */
+static const char *framing_error(struct MHD_Connection *conn)
+{
+    struct framing f = {0};
+
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, framing_header, &f);
+    if (f.clen_differ)
+        return "Content-Length headers with different values: the body's length is ambiguous";
+    if (f.clen && f.te)
+        return "Content-Length together with Transfer-Encoding: the body's length is ambiguous";
+    if (f.te > 1 || f.te_other)
+        return "Transfer-Encoding other than one \"chunked\" is not supported";
+    return NULL;
+}
+
+/* libmicrohttpd's URI log callback: the request line's URI before the query
+ * is split. 0.9.75 stores each query argument in the connection's pool
+ * (16 KiB, see http_listen.c, start_daemon) and, when it runs out (~200
+ * short pairs), closes the connection without a byte: the 431 it queues is
+ * lost when its parser goes on. So beyond HTTP_ARGS_MAX arguments the query
+ * is cut off here, in libmicrohttpd's read buffer that it splits next (the
+ * URI is NUL-terminated there and writable: libmicrohttpd writes into it
+ * next), and the request is answered 400. The result is the request's context. */
+void *http_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    struct ctx *c = calloc(1, sizeof(*c));
+    char *q = uri ? memchr(uri, '?', strlen(uri)) : NULL;
+    size_t n = 1;
+    const char *p;
+
+    (void)cls;
+    (void)conn;
+    if (!c || !q)
+        return c;
+    for (p = q; *p; p++)
+        n += *p == '&';
+    if (n > HTTP_ARGS_MAX) {
+        q[1] = '\0';
+        c->many_args = true;
+    }
+    return c;
+}
+
+/* The first call of a request: its context, then what the headers alone
+ * decide. An answer queued here closes the connection (see the top). */
+static enum MHD_Result first_call(struct MHD_Connection *conn, struct ctx *c, void **con_cls,
+                                  const char *method, const char *url)
+{
+    const char *why;
+
+    if (!c) {
+        c = calloc(1, sizeof(*c));
+        if (!c) {
+            http_nomem_note("starting a request");
+            return http_queue_nomem(conn);
+        }
+        *con_cls = c;
+    }
+    c->begun = true;
+    c->t0_us = clock_mono_us();
+    if (log_enabled(LOG_DEBUG)) {
+        str_copy(c->method, sizeof(c->method), method);
+        str_copy(c->path, sizeof(c->path), url);
+    }
+    c->route = api_nroutes;
+    why = framing_error(conn);
+    if (why)
+        return http_queue_error(conn, c, ERR_INVAL, why);
+    return check_declared(conn, c);
+}
+
+enum MHD_Result http_on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                const char *method, const char *version, const char *upload_data,
+                                size_t *upload_data_size, void **con_cls)
+{
+    struct listener *l = cls;
+    struct ctx *c = *con_cls;
+    char msg[96];
+
+    if (!c || !c->begun) {
+        http_conn_mark(l, conn, true);
+        return first_call(conn, c, con_cls, method, url);
+    }
+    if (c->answered) {
+        *upload_data_size = 0; /* discard */
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        /* MHD 0.9.75 refuses a response queued while the body still comes:
+         * the rest is discarded and the answer given on the final call. */
+        if (!c->too_large && !c->no_mem && !body_append(c, upload_data, *upload_data_size))
+            c->no_mem = !c->too_large;
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (c->too_large)
+        return too_large(conn, c);
+    if (c->no_mem)
+        return http_queue_error(conn, c, ERR_NOMEM, "out of memory reading the body");
+    if (c->many_args) {
+        snprintf(msg, sizeof(msg), "the query has more than %d arguments", HTTP_ARGS_MAX);
+        return http_queue_error(conn, c, ERR_INVAL, msg);
+    }
+    return dispatch(l, conn, c, url, method, version);
+}
+
+void http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                       enum MHD_RequestTerminationCode toe)
+{
+    struct listener *l = cls;
+    struct ctx *c = *con_cls;
+
+    (void)toe;
+    http_handed_over = false;
+    http_conn_mark(l, conn, false);
+    if (!c)
+        return;
+    if (c->answered) {
+        uint64_t us = clock_mono_us() - c->t0_us;
+
+        metrics_observe(l->h->api->metrics, c->route, c->status, us, !c->stream);
+        /* No header and no body: the Authorization header stays out. */
+        if (c->path[0])
+            log_debug("%s %s on %s: %d in %.3f ms%s", c->method, c->path, listener_name(l),
+                      c->status, (double)us / 1000.0, c->stream ? " (stream handed over)" : "");
+    }
+    free(c->body);
+    free(c);
+    *con_cls = NULL;
+}
