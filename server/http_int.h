@@ -140,12 +140,17 @@ void http_allow_header(char *buf, size_t cap, const char *const *seg, size_t n);
  * path served with other methods (405) from an unknown one (404). */
 const struct api_route *http_route(const struct listener *l, const char *method,
                                    const struct api_req *r, bool *known);
-/* May the request call 'rt' on 'l' (Host, token, kubelet mode, shutdown)? */
-err_t http_check_access(struct listener *l, struct MHD_Connection *conn, const struct api_route *rt,
-                        char *msg, size_t cap) WARN_UNUSED;
-/* Is the body what 'rt' takes (content type, not empty, no NUL)? */
-err_t http_check_body(struct MHD_Connection *conn, struct ctx *c, const struct api_route *rt,
-                      char *msg, size_t cap) WARN_UNUSED;
+/* May the request call 'rt' on 'l'? ERR_FORBIDDEN (a Host that is not
+ * loopback on TCP; a write over TCP without a token configured or a valid
+ * bearer token; a device or binding write in kubelet mode) or ERR_UNAVAIL
+ * (a write while stopping), with the Status message in 'e'. */
+err_t http_check_access(const struct listener *l, struct MHD_Connection *conn,
+                        const struct api_route *rt, struct error *e) WARN_UNUSED;
+/* Is the request's body ('len' bytes, or NULL) what 'rt' takes? Its
+ * content type (ERR_MEDIATYPE), not empty, no NUL byte (ERR_INVAL); the
+ * message in 'e'. */
+err_t http_check_body(struct MHD_Connection *conn, const char *body, size_t len,
+                      const struct api_route *rt, struct error *e) WARN_UNUSED;
 /* libmicrohttpd's unescape callback: %00 stays as it is. */
 size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s);
 

@@ -33,55 +33,82 @@
 
 _Thread_local bool http_handed_over;
 
-/* Give the connection's socket to the stream loop with the response head
- * for 'out'; libmicrohttpd then closes its connection (MHD_NO). */
-static enum MHD_Result hand_over(struct listener *l, struct MHD_Connection *conn, struct ctx *c,
-                                 const char *method, const char *version, struct api_resp *out)
+/* A HEAD of a stream: its head alone, which libmicrohttpd answers on this
+ * connection. The stream's source is let go. */
+static enum MHD_Result head_only(struct MHD_Connection *conn, struct ctx *c, struct api_resp *out)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    enum MHD_Result ret;
+
+    out->src->free(out->src_cls);
+    if (!resp)
+        return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, out->content_type);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    ret = MHD_queue_response(conn, (unsigned)out->status, resp);
+    MHD_destroy_response(resp);
+    c->answered = true;
+    c->status = out->status;
+    return ret;
+}
+
+/* A descriptor of the connection's socket for the stream loop (*fd), and a
+ * fresh socket of the same kind (*dummy) that libmicrohttpd's descriptor
+ * (*mhd_fd) will name once the loop has the stream: its shutdown() and
+ * close() then touch only that. ERR_IO, with nothing opened. */
+static err_t take_socket(struct MHD_Connection *conn, int *mhd_fd, int *fd, int *dummy)
 {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn,
                                                                  MHD_CONNECTION_INFO_CONNECTION_FD);
-    bool chunked = strcmp(version, MHD_HTTP_VERSION_1_0) != 0;
-    char head[512], date[64];
+    socklen_t dlen = sizeof(int);
+    int domain = AF_UNIX, d, f;
+
+    if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) != 0)
+        return ERR_IO;
+    d = socket(domain, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (d < 0)
+        return ERR_IO;
+    f = fcntl(ci->connect_fd, F_DUPFD_CLOEXEC, 0);
+    if (f < 0) {
+        close(d);
+        return ERR_IO;
+    }
+    *mhd_fd = ci->connect_fd;
+    *fd = f;
+    *dummy = d;
+    return ERR_OK;
+}
+
+/* The response head of the stream 'out' into 'buf', dated now. */
+static void stream_head(char *buf, size_t cap, const struct api_resp *out, bool chunked)
+{
+    char date[64];
     struct tm tm;
     time_t t = time(NULL);
-    socklen_t dlen = sizeof(int);
-    int fd = -1, dummy = -1, domain = AF_UNIX;
-    err_t rc;
 
-    if (strcmp(method, "HEAD") == 0) {
-        /* The head alone: libmicrohttpd answers it on this connection. */
-        struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL,
-                                                                    MHD_RESPMEM_PERSISTENT);
-        enum MHD_Result ret;
-
-        out->src->free(out->src_cls);
-        if (!resp)
-            return MHD_NO;
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, out->content_type);
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-        ret = MHD_queue_response(conn, (unsigned)out->status, resp);
-        MHD_destroy_response(resp);
-        c->answered = true;
-        c->status = out->status;
-        return ret;
-    }
-    /* A descriptor of the socket for the stream loop, and a fresh socket
-     * of the same kind that libmicrohttpd's descriptor will name once the
-     * loop has the stream: its shutdown() and close() then touch only that. */
-    if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) != 0 ||
-        (dummy = socket(domain, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
-        (fd = fcntl(ci->connect_fd, F_DUPFD_CLOEXEC, 0)) < 0) {
-        if (dummy >= 0)
-            close(dummy);
-        out->src->free(out->src_cls);
-        return http_queue_error(conn, c, ERR_IO, "cannot take over the connection for the stream");
-    }
     gmtime_r(&t, &tm);
     strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-    snprintf(head, sizeof(head),
+    snprintf(buf, cap,
              "HTTP/1.1 %d OK\r\nDate: %s\r\nContent-Type: %s\r\nCache-Control: no-cache\r\n"
              "Connection: close\r\n%s\r\n",
              out->status, date, out->content_type, chunked ? "Transfer-Encoding: chunked\r\n" : "");
+}
+
+/* Give the connection's socket to the stream loop with the response head
+ * for 'out' (HTTP/1.1 chunks when 'chunked'); libmicrohttpd then closes its
+ * connection (MHD_NO). */
+static enum MHD_Result hand_over(struct listener *l, struct MHD_Connection *conn, struct ctx *c,
+                                 bool chunked, struct api_resp *out)
+{
+    char head[512];
+    int mhd_fd = -1, fd = -1, dummy = -1;
+    err_t rc;
+
+    if (take_socket(conn, &mhd_fd, &fd, &dummy)) {
+        out->src->free(out->src_cls);
+        return http_queue_error(conn, c, ERR_IO, "cannot take over the connection for the stream");
+    }
+    stream_head(head, sizeof(head), out, chunked);
     /* On failure 'fd' is closed and libmicrohttpd's descriptor is intact. */
     rc = streams_adopt(l->h->streams, fd, head, chunked, out->src, out->src_cls);
     if (rc) {
@@ -91,7 +118,7 @@ static enum MHD_Result hand_over(struct listener *l, struct MHD_Connection *conn
                                                   : "cannot start the stream");
     }
     /* Onto an open descriptor: needs no new slot, cannot fail for lack of one. */
-    if (dup3(dummy, ci->connect_fd, O_CLOEXEC) < 0)
+    if (dup3(dummy, mhd_fd, O_CLOEXEC) < 0)
         log_warn("cannot detach a watch stream from libmicrohttpd: %s", strerror(errno));
     close(dummy);
     c->answered = true;
@@ -100,32 +127,58 @@ static enum MHD_Result hand_over(struct listener *l, struct MHD_Connection *conn
     return MHD_NO;
 }
 
-/* Who may call it, its query parameters, its body. */
+/* Who may call 'rt', its query parameters, its body; 'e' says what is wrong. */
 static err_t check_request(struct listener *l, struct MHD_Connection *conn, struct ctx *c,
-                           const struct api_route *rt, struct api_req *r)
+                           const struct api_route *rt, struct api_req *r, struct error *e)
 {
-    err_t rc = http_check_access(l, conn, rt, r->msg, sizeof(r->msg));
+    err_t rc = http_check_access(l, conn, rt, e);
 
-    if (!rc)
-        rc = api_check_params(r, rt);
-    if (!rc)
-        rc = http_check_body(conn, c, rt, r->msg, sizeof(r->msg));
-    return rc;
+    if (rc)
+        return rc;
+    rc = api_check_params(r, rt);
+    if (rc)
+        return errorf(e, rc, "%s", r->msg);
+    return http_check_body(conn, c->body, c->len, rt, e);
+}
+
+/* Queue what the handler answered in 'out', whose parts it takes. */
+static enum MHD_Result answer(struct listener *l, struct MHD_Connection *conn, struct ctx *c,
+                              const char *method, const char *version, struct api_resp *out)
+{
+    enum MHD_Result ret;
+
+    c->stream = out->stream;
+    if (out->src && strcmp(method, "HEAD") == 0)
+        return head_only(conn, c, out);
+    if (out->src)
+        return hand_over(l, conn, c, strcmp(version, MHD_HTTP_VERSION_1_0) != 0, out);
+    if (out->raw) {
+        ret = MHD_queue_response(conn, (unsigned)out->status, out->raw);
+        MHD_destroy_response(out->raw);
+        json_decref(out->json);
+        free(out->text);
+        c->answered = true;
+        c->status = out->status;
+        return ret;
+    }
+    if (out->text) {
+        json_decref(out->json);
+        return http_queue_text(conn, c, out->status, out->text, out->text_len, NULL);
+    }
+    return http_queue_json(conn, c, out->status, out->json, NULL);
 }
 
 static enum MHD_Result dispatch(struct listener *l, struct MHD_Connection *conn, struct ctx *c,
                                 const char *url, const char *method, const char *version)
 {
-    struct api_req r;
+    struct api_req r = {.api = l->h->api, .conn = conn};
     struct api_resp out = {0};
+    struct error e = {0};
     const struct api_route *rt;
     char path[1024], allow[64];
     bool known;
     err_t rc;
 
-    memset(&r, 0, sizeof(r));
-    r.api = l->h->api;
-    r.conn = conn;
     c->route = api_nroutes;
     if (strlen(url) >= sizeof(path) ||
         !http_split_path(memcpy(path, url, strlen(url) + 1), r.seg, &r.nseg))
@@ -138,9 +191,9 @@ static enum MHD_Result dispatch(struct listener *l, struct MHD_Connection *conn,
                                       "and /readyz only"
                                     : "the path is not served by podresd");
     if (!rt) {
-        snprintf(r.msg, sizeof(r.msg), "method %.16s is not allowed on %.200s", method, url);
+        errorf(&e, ERR_METHOD, "method %.16s is not allowed on %.200s", method, url);
         http_allow_header(allow, sizeof(allow), r.seg, r.nseg);
-        return http_queue_error_allow(conn, c, ERR_METHOD, r.msg, allow);
+        return http_queue_error_allow(conn, c, ERR_METHOD, e.msg, allow);
     }
     c->route = (size_t)(rt - api_routes);
     /* RFC 9112 3.2: an HTTP/1.1 request without Host is a 400; on TCP the
@@ -148,9 +201,9 @@ static enum MHD_Result dispatch(struct listener *l, struct MHD_Connection *conn,
     if (l->tcp && strcmp(version, MHD_HTTP_VERSION_1_0) != 0 &&
         !MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host"))
         return http_queue_error(conn, c, ERR_INVAL, "an HTTP/1.1 request needs a Host header");
-    rc = check_request(l, conn, c, rt, &r);
+    rc = check_request(l, conn, c, rt, &r, &e);
     if (rc)
-        return http_queue_error(conn, c, rc, r.msg);
+        return http_queue_error(conn, c, rc, e.msg);
     r.body = c->body;
     r.body_len = c->len;
     rc = rt->fn(&r, &out);
@@ -158,24 +211,7 @@ static enum MHD_Result dispatch(struct listener *l, struct MHD_Connection *conn,
         free(out.text);
         return http_queue_error(conn, c, rc, r.msg);
     }
-    c->stream = out.stream;
-    if (out.src)
-        return hand_over(l, conn, c, method, version, &out);
-    if (out.raw) {
-        enum MHD_Result ret = MHD_queue_response(conn, (unsigned)out.status, out.raw);
-
-        MHD_destroy_response(out.raw);
-        json_decref(out.json);
-        free(out.text);
-        c->answered = true;
-        c->status = out.status;
-        return ret;
-    }
-    if (out.text) {
-        json_decref(out.json);
-        return http_queue_text(conn, c, out.status, out.text, out.text_len, NULL);
-    }
-    return http_queue_json(conn, c, out.status, out.json, NULL);
+    return answer(l, conn, c, method, version, &out);
 }
 
 static const char *listener_name(const struct listener *l)

@@ -156,39 +156,50 @@ static bool host_ok(const char *host)
     return inet_pton(AF_INET, name, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
 }
 
-err_t http_check_access(struct listener *l, struct MHD_Connection *conn, const struct api_route *rt,
-                        char *msg, size_t cap)
+/* Why 'l' refuses 'rt' to this request: the Status message into 'e' and,
+ * returned, a reason for the debug log (no header's value, no token word).
+ * NULL when it does not. */
+static const char *refusal(const struct listener *l, struct MHD_Connection *conn,
+                           const struct api_route *rt, struct error *e)
 {
-    struct api *api = l->h->api;
-    const char *why = NULL; /* for the debug log: no header's value, no token word */
+    const struct api *api = l->h->api;
 
     if (l->tcp && !host_ok(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host"))) {
-        snprintf(msg, cap, "the Host header must name the loopback interface");
-        why = "Host is not loopback";
-    } else if (!rt->write) {
-        return ERR_OK;
-    } else if (l->tcp && !api->token) {
-        snprintf(msg, cap,
-                 "writes over TCP are disabled: configure --write-token-file, or use "
-                 "the unix socket");
-        why = "TCP is read-only";
-    } else if (l->tcp && !token_check(api->token, MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                                              "Authorization"))) {
-        snprintf(msg, cap, "writes over TCP need a valid bearer token");
-        why = "no valid write credential";
-    } else if (rt->binding_write && api->kubelet_mode) {
-        snprintf(msg, cap, "devices and bindings are read-only with source kubelet");
-        why = "read-only with source kubelet";
+        errorf(e, ERR_FORBIDDEN, "the Host header must name the loopback interface");
+        return "Host is not loopback";
     }
+    if (!rt->write)
+        return NULL;
+    if (l->tcp && !api->token) {
+        errorf(e, ERR_FORBIDDEN,
+               "writes over TCP are disabled: configure --write-token-file, or use the unix "
+               "socket");
+        return "TCP is read-only";
+    }
+    if (l->tcp && !token_check(api->token, MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                                       "Authorization"))) {
+        errorf(e, ERR_FORBIDDEN, "writes over TCP need a valid bearer token");
+        return "no valid write credential";
+    }
+    if (rt->binding_write && api->kubelet_mode) {
+        errorf(e, ERR_FORBIDDEN, "devices and bindings are read-only with source kubelet");
+        return "read-only with source kubelet";
+    }
+    return NULL;
+}
+
+err_t http_check_access(const struct listener *l, struct MHD_Connection *conn,
+                        const struct api_route *rt, struct error *e)
+{
+    const char *why = refusal(l, conn, rt, e);
+
     if (why) {
         log_debug("refused %s %s on %s: %s", rt->method, rt->label,
                   l->tcp ? "TCP" : "the unix socket", why);
         return ERR_FORBIDDEN;
     }
-    if (api->stopping) {
-        snprintf(msg, cap, "podresd is shutting down");
-        return ERR_UNAVAIL;
-    }
+    if (rt->write && l->h->api->stopping)
+        return errorf(e, ERR_UNAVAIL, "podresd is shutting down");
     return ERR_OK;
 }
 
@@ -205,7 +216,7 @@ static bool media_is(const char *ct, const char *want)
     return *ct == '\0' || *ct == ';';
 }
 
-/* libmicrohttpd's http_unescape, except that %00 stays as it is: a NUL would cut
+/* libmicrohttpd's unescape, except that %00 stays as it is: a NUL would cut
  * a name or a uid short after the check. Names with '%' fail validation. */
 size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s)
 {
@@ -226,25 +237,20 @@ size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s)
     return (size_t)(w - s);
 }
 
-err_t http_check_body(struct MHD_Connection *conn, struct ctx *c, const struct api_route *rt,
-                      char *msg, size_t cap)
+err_t http_check_body(struct MHD_Connection *conn, const char *body, size_t len,
+                      const struct api_route *rt, struct error *e)
 {
     const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
 
     if (!rt->has_body)
         return ERR_OK;
     if (ct && !media_is(ct, "application/json") &&
-        !(strcmp(rt->method, "PATCH") == 0 && media_is(ct, "application/merge-patch+json"))) {
-        snprintf(msg, cap, "Content-Type \"%.100s\" is not supported: send application/json", ct);
-        return ERR_MEDIATYPE;
-    }
-    if (!c->body || c->len == 0) {
-        snprintf(msg, cap, "request body is empty; expected a JSON object");
-        return ERR_INVAL;
-    }
-    if (memchr(c->body, '\0', c->len)) {
-        snprintf(msg, cap, "request body contains a NUL byte");
-        return ERR_INVAL;
-    }
+        !(strcmp(rt->method, "PATCH") == 0 && media_is(ct, "application/merge-patch+json")))
+        return errorf(e, ERR_MEDIATYPE,
+                      "Content-Type \"%.100s\" is not supported: send application/json", ct);
+    if (!body || len == 0)
+        return errorf(e, ERR_INVAL, "request body is empty; expected a JSON object");
+    if (memchr(body, '\0', len))
+        return errorf(e, ERR_INVAL, "request body contains a NUL byte");
     return ERR_OK;
 }
