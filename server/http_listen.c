@@ -12,6 +12,7 @@
 #include "stream.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -112,8 +113,9 @@ static err_t unix_listen(const char *path, int *out)
         return ERR_INVAL;
     }
     rc = make_socket_dir(path);
-    if (!rc)
-        rc = clear_socket_path(path);
+    if (rc)
+        return rc;
+    rc = clear_socket_path(path);
     if (rc)
         return rc;
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
@@ -357,21 +359,29 @@ static bool port_zero(const char *spec)
 static err_t start_tcp(struct listener *l, const struct http_opts *o, unsigned limit)
 {
     bool writable = l->h->api->token != NULL;
-    unsigned n = writable || port_zero(o->listen) ? 1 : tcp_shards(), i;
+    unsigned n, i;
     int fd = -1;
-    err_t rc = tcp_listen(o->listen, false, false, &fd);
+    err_t rc;
 
-    if (!rc)
-        log_bound(fd, o->listen, "the loopback API");
-    if (rc || n == 1)
-        return rc ? rc : start_daemon(l, fd, !writable, limit, o);
+    if (!o->listen)
+        return ERR_OK;
+    n = writable || port_zero(o->listen) ? 1 : tcp_shards();
+    rc = tcp_listen(o->listen, false, false, &fd);
+    if (rc)
+        return rc;
+    log_bound(fd, o->listen, "the loopback API");
+    if (n == 1)
+        return start_daemon(l, fd, !writable, limit, o);
     close(fd);
-    for (i = 0; !rc && i < n; i++) {
+    for (i = 0; i < n; i++) {
         rc = tcp_listen(o->listen, false, true, &fd);
-        if (!rc)
-            rc = start_daemon(l, fd, true, (limit + n - 1) / n, o);
+        if (rc)
+            return rc;
+        rc = start_daemon(l, fd, true, (limit + n - 1) / n, o);
+        if (rc)
+            return rc;
     }
-    return rc;
+    return ERR_OK;
 }
 
 /* The metrics-only listener: one polling daemon (scrapes and probes are
@@ -380,8 +390,11 @@ static err_t start_tcp(struct listener *l, const struct http_opts *o, unsigned l
 static err_t start_metrics(struct listener *l, const struct http_opts *o)
 {
     int fd = -1;
-    err_t rc = tcp_listen(o->metrics_listen, true, false, &fd);
+    err_t rc;
 
+    if (!o->metrics_listen)
+        return ERR_OK;
+    rc = tcp_listen(o->metrics_listen, true, false, &fd);
     if (rc)
         return rc;
     log_bound(fd, o->metrics_listen, "metrics, /healthz and /readyz only");
@@ -439,13 +452,40 @@ static void fd_budget(const struct http_opts *o, struct fd_budget *b)
                  (unsigned long long)lim, need + FD_RESERVE, b->unix_conns, b->watches.unix_max);
 }
 
+/* The unix socket's listener, when one is configured. */
+static err_t start_unix(struct http *h, const struct http_opts *o, unsigned limit)
+{
+    int fd = -1;
+    err_t rc;
+
+    if (!o->socket_path)
+        return ERR_OK;
+    rc = unix_listen(o->socket_path, &fd);
+    if (rc)
+        return rc;
+    h->socket_path = strdup(o->socket_path);
+    return start_daemon(&h->unix_l, fd, false, limit, o);
+}
+
+/* The listeners' back pointers and kinds, and the warden's lock. */
+static void init_listeners(struct http *h, struct api *api)
+{
+    h->api = api;
+    h->unix_l.h = h;
+    h->tcp_l.h = h;
+    h->tcp_l.tcp = true;
+    h->mx_l.h = h;
+    h->mx_l.metrics_only = true;
+    http_warden_init(h);
+}
+
 err_t http_start(struct api *api, const struct http_opts *opts, struct http **out)
 {
     struct fd_budget b;
     struct http *h = calloc(1, sizeof(*h));
-    int fd = -1;
-    err_t rc = ERR_OK;
+    err_t rc;
 
+    assert(api && opts && out);
     if (!h)
         return ERR_NOMEM;
     h->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -456,37 +496,27 @@ err_t http_start(struct api *api, const struct http_opts *opts, struct http **ou
         free(h);
         return ERR_IO;
     }
-    h->api = api;
-    h->unix_l.h = h;
-    h->tcp_l.h = h;
-    h->tcp_l.tcp = true;
-    h->mx_l.h = h;
-    h->mx_l.metrics_only = true;
-    http_warden_init(h);
+    init_listeners(h, api);
     fd_budget(opts, &b);
     rc = streams_start(&b.watches, opts->timeout_s, &h->streams);
-    if (rc) {
-        http_stop(h);
-        return rc;
-    }
+    if (rc)
+        goto out;
     api_watch_serve(api, h->streams);
     if (api->feed)
         feed_set_notify(api->feed, streams_kick, h->streams);
-    if (opts->socket_path) {
-        rc = unix_listen(opts->socket_path, &fd);
-        if (!rc) {
-            h->socket_path = strdup(opts->socket_path);
-            rc = start_daemon(&h->unix_l, fd, false, b.unix_conns, opts);
-        }
-    }
-    if (!rc && opts->listen)
-        rc = start_tcp(&h->tcp_l, opts, b.tcp_conns);
-    if (!rc && opts->metrics_listen)
-        rc = start_metrics(&h->mx_l, opts);
-    if (!rc)
-        rc = http_warden_start(h);
+    rc = start_unix(h, opts, b.unix_conns);
+    if (rc)
+        goto out;
+    rc = start_tcp(&h->tcp_l, opts, b.tcp_conns);
+    if (rc)
+        goto out;
+    rc = start_metrics(&h->mx_l, opts);
+    if (rc)
+        goto out;
+    rc = http_warden_start(h);
+out:
     if (rc) {
-        http_stop(h);
+        http_stop(h); /* what started stops */
         return rc;
     }
     *out = h;
