@@ -609,46 +609,48 @@ err_t streams_start(const struct stream_limits *lim, unsigned stall_s, struct st
 {
     struct streams *s = calloc(1, sizeof(*s));
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+    err_t rc = ERR_NOMEM;
 
-    if (s) {
-        s->peers = calloc(lim->tcp_max ? lim->tcp_max : 1, sizeof(*s->peers));
-        s->ncand = lim->unix_max + lim->tcp_max;
-        s->cand = calloc(s->ncand ? s->ncand : 1, sizeof(*s->cand));
-    }
-    if (!s || !s->peers || !s->cand) {
-        if (s) {
-            free(s->peers);
-            free(s->cand);
-        }
-        free(s);
+    assert(lim && out);
+    if (!s)
         return ERR_NOMEM;
-    }
-    s->lim = *lim;
-    s->stall_ms = (uint64_t)stall_s * 1000;
-    s->ep = epoll_create1(EPOLL_CLOEXEC);
-    s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    s->ep = -1;
+    s->efd = -1;
     pthread_mutex_init(&s->mu, NULL);
     atomic_init(&s->count, 0);
     atomic_init(&s->kicked, false);
+    s->lim = *lim;
+    s->stall_ms = (uint64_t)stall_s * 1000;
+    s->peers = calloc(lim->tcp_max ? lim->tcp_max : 1, sizeof(*s->peers));
+    s->ncand = lim->unix_max + lim->tcp_max;
+    s->cand = calloc(s->ncand ? s->ncand : 1, sizeof(*s->cand));
+    if (!s->peers || !s->cand)
+        goto out;
+    rc = ERR_IO;
+    s->ep = epoll_create1(EPOLL_CLOEXEC);
+    s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (s->ep < 0 || s->efd < 0 || epoll_ctl(s->ep, EPOLL_CTL_ADD, s->efd, &ev) != 0 ||
         pthread_create(&s->th, NULL, loop, s) != 0) {
         log_err("cannot start the stream loop: %s", strerror(errno));
-        if (s->ep >= 0)
-            close(s->ep);
-        if (s->efd >= 0)
-            close(s->efd);
-        pthread_mutex_destroy(&s->mu);
-        free(s->peers);
-        free(s->cand);
-        free(s);
-        return ERR_IO;
+        goto out;
     }
     *out = s;
     return ERR_OK;
+out:
+    if (s->ep >= 0)
+        close(s->ep);
+    if (s->efd >= 0)
+        close(s->efd);
+    pthread_mutex_destroy(&s->mu);
+    free(s->peers);
+    free(s->cand);
+    free(s);
+    return rc;
 }
 
 void streams_set_budget(struct streams *s, size_t max, size_t (*total)(void *ctx), void *ctx)
 {
+    assert(atomic_load(&s->count) == 0); /* before the first adoption */
     pthread_mutex_lock(&s->mu);
     s->set_max = max;
     s->set_total = total;
@@ -663,6 +665,8 @@ err_t streams_adopt(struct streams *s, int fd, const char *head, bool chunked,
     err_t rc = ERR_NOMEM;
     int fl;
 
+    assert(fd >= 0 && head && src && src->pull && src->free);
+    assert(!src->held == !src->shed); /* both, or neither */
     if (st)
         st->head = strdup(head);
     if (!st || !st->head)

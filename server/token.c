@@ -6,6 +6,7 @@
 #include "config.h"
 #include "token.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -23,25 +24,26 @@ err_t token_open(const char *path, struct token **out)
 {
     struct token *t = calloc(1, sizeof(*t));
     char why[512];
-    err_t rc;
+    err_t rc = ERR_NOMEM;
 
+    assert(path && out);
     if (!t)
         return ERR_NOMEM;
     pthread_mutex_init(&t->mu, NULL);
     t->path = strdup(path);
-    if (!t->path) {
-        token_free(t);
-        return ERR_NOMEM;
-    }
+    if (!t->path)
+        goto out;
     t->seen_ok = stat(path, &t->seen) == 0;
     rc = config_read_token(path, &t->value, why, sizeof(why));
     if (rc) {
         log_err("write token file '%s': %s", path, why);
-        token_free(t);
-        return rc;
+        goto out;
     }
     *out = t;
-    return ERR_OK;
+    t = NULL;
+out:
+    token_free(t); /* NULL is a no-op */
+    return rc;
 }
 
 void token_free(struct token *t)
