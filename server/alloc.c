@@ -7,6 +7,8 @@
 #include "../common/common.h"
 #include "alloc.h"
 
+#include <assert.h>
+
 #define MAX_EXACT_GROUPS 16
 
 struct group {
@@ -100,6 +102,8 @@ err_t alloc_choose(struct alloc_dev *devs, size_t n, size_t want, size_t *picked
     bool *use;
     size_t ng, i, j, k = 0;
 
+    assert(devs || n == 0);
+    assert(picked || want == 0);
     if (want == 0)
         return ERR_OK;
     if (n < want)
@@ -123,6 +127,7 @@ err_t alloc_choose(struct alloc_dev *devs, size_t n, size_t want, size_t *picked
         for (j = 0; j < g[i].count && k < want; j++)
             picked[k++] = g[i].first + j;
     }
+    assert(k == want); /* the groups chosen hold 'want' devices */
     free(g);
     free(use);
     return ERR_OK;

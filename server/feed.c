@@ -6,6 +6,7 @@
 #include "../common/common.h"
 #include "feed.h"
 
+#include <assert.h>
 #include <pthread.h>
 
 #define FEED_CHUNK 65536 /* bytes copied out per wait, unless one line is longer */
@@ -27,8 +28,10 @@ struct feed {
 
 struct feed *feed_new(size_t capacity, uint64_t head)
 {
-    struct feed *f = calloc(1, sizeof(*f));
+    struct feed *f;
 
+    assert(capacity > 0);
+    f = calloc(1, sizeof(*f));
     if (!f)
         return NULL;
     f->ring = calloc(capacity, sizeof(*f->ring));
@@ -87,6 +90,7 @@ void feed_publish(struct feed *f, struct feed_event *ev, size_t n)
 {
     size_t i;
 
+    assert(ev || n == 0);
     pthread_mutex_lock(&f->mu);
     for (i = 0; i < n; i++) {
         struct feed_event *slot = &f->ring[ev[i].rev % f->cap];
@@ -158,8 +162,10 @@ enum feed_read_result feed_read(struct feed *f, uint64_t *cursor, const struct f
                                 char **buf, size_t *len, size_t *cap)
 {
     enum feed_read_result r = FEED_EMPTY;
-    size_t start = *len;
+    size_t start;
 
+    assert(cursor && buf && len && cap);
+    start = *len;
     pthread_mutex_lock(&f->mu);
     if (f->closed) {
         r = FEED_CLOSED;
@@ -199,6 +205,7 @@ void feed_watcher_add(struct feed *f, int delta)
 {
     pthread_mutex_lock(&f->mu);
     f->watchers += delta;
+    assert(f->watchers >= 0); /* each -1 follows its +1 */
     pthread_mutex_unlock(&f->mu);
 }
 

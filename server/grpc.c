@@ -38,6 +38,7 @@ err_t grpc_frame(const uint8_t *msg, size_t len, uint8_t **out, size_t *out_len)
 {
     uint8_t *f;
 
+    assert(out && out_len && (msg || len == 0));
     if (len > UINT32_MAX)
         return ERR_INVAL;
     f = malloc(len + GRPC_FRAME_HDR);
@@ -83,6 +84,7 @@ void grpc_percent_decode(const char *in, size_t n, char *out, size_t cap)
     size_t i = 0, o = 0;
     int hi, lo;
 
+    assert((in || n == 0) && (out || cap == 0));
     if (cap == 0)
         return;
     while (i < n && o + 1 < cap) {
@@ -219,8 +221,10 @@ static int on_progress(void *ctx, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 
 struct grpc *grpc_new(const struct grpc_opts *o)
 {
-    struct grpc *g = calloc(1, sizeof(*g));
+    struct grpc *g;
 
+    assert(o && o->socket_path && o->timeout_ms > 0);
+    g = calloc(1, sizeof(*g));
     if (!g)
         return NULL;
     g->o = *o;
@@ -347,35 +351,55 @@ static err_t answer(struct grpc *g, struct call *c, size_t max, size_t *msg_len,
     return ERR_OK;
 }
 
+/* The request headers of a call with a deadline of 'timeout_ms'; new
+ * (slist_free_all), or NULL when out of memory. */
+static struct curl_slist *call_headers(uint64_t timeout_ms)
+{
+    const char *const lines[] = {"Content-Type: application/grpc", "TE: trailers", NULL,
+                                 "Expect:", "Accept:"};
+    struct curl_slist *hdrs = NULL, *h;
+    char tmo[64];
+    size_t i;
+
+    snprintf(tmo, sizeof(tmo), "grpc-timeout: %llum", (unsigned long long)timeout_ms);
+    for (i = 0; i < ARRAY_SIZE(lines); i++) {
+        h = curlfn.slist_append(hdrs, lines[i] ? lines[i] : tmo);
+        if (!h) {
+            curlfn.slist_free_all(hdrs);
+            return NULL;
+        }
+        hdrs = h;
+    }
+    return hdrs;
+}
+
 err_t grpc_call(struct grpc *g, const char *method, const uint8_t *req, size_t req_len,
                 uint8_t **resp, size_t *resp_len, struct grpc_status *st)
 {
-    struct call c = {.limit = g->o.max_recv + GRPC_FRAME_HDR, .stop = g->o.stop};
-    struct curl_slist *hdrs = NULL, *h;
+    struct call c = {0};
+    struct curl_slist *hdrs = NULL;
     uint8_t *frame = NULL;
     size_t flen = 0, mlen = 0;
-    char url[512], tmo[64];
+    char url[512];
     CURLcode e;
     err_t rc;
 
+    assert(g && method && resp && resp_len && st);
+    assert(req || req_len == 0);
+    c.limit = g->o.max_recv + GRPC_FRAME_HDR;
+    c.stop = g->o.stop;
     memset(st, 0, sizeof(*st));
     st->code = GRPC_INTERNAL;
     g->errbuf[0] = '\0';
     snprintf(url, sizeof(url), "http://localhost%s", method);
-    snprintf(tmo, sizeof(tmo), "grpc-timeout: %llum", (unsigned long long)g->o.timeout_ms);
     rc = grpc_frame(req, req_len, &frame, &flen);
     if (rc)
         goto out;
-    rc = ERR_NOMEM;
-    hdrs = curlfn.slist_append(NULL, "Content-Type: application/grpc");
-    if (!hdrs)
+    hdrs = call_headers(g->o.timeout_ms);
+    if (!hdrs) {
+        rc = ERR_NOMEM;
         goto out;
-    h = curlfn.slist_append(hdrs, "TE: trailers");
-    h = h ? curlfn.slist_append(hdrs, tmo) : NULL;
-    h = h ? curlfn.slist_append(hdrs, "Expect:") : NULL;
-    h = h ? curlfn.slist_append(hdrs, "Accept:") : NULL;
-    if (!h)
-        goto out;
+    }
     rc = set_options(g, url, frame, flen, hdrs, &c);
     if (rc)
         goto out;

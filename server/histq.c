@@ -167,6 +167,7 @@ err_t histq_parse_time(const char *s, int64_t *ms)
     const char *p = s;
     int v[6], frac, zone;
 
+    assert(s && ms);
     if (date_time(&p, v))
         return ERR_INVAL;
     frac = fraction_ms(&p);
@@ -185,6 +186,7 @@ void histq_format_time(int64_t ms, char *buf)
     time_t t = (time_t)sec;
     struct tm tm;
 
+    assert(buf);
     if (!gmtime_r(&t, &tm)) {
         snprintf(buf, HISTQ_TIME_MAX, "1970-01-01T00:00:00.000Z");
         return;

@@ -82,6 +82,7 @@ int http_status_of(err_t rc, const char **reason)
     };
     size_t i;
 
+    assert(reason);
     for (i = 0; i < ARRAY_SIZE(map); i++) {
         if (map[i].rc == rc) {
             *reason = map[i].reason;
@@ -108,6 +109,7 @@ enum MHD_Result http_queue_text(struct MHD_Connection *conn, struct ctx *c, int 
     struct MHD_Response *resp = NULL;
     enum MHD_Result ret;
 
+    assert(c && (!text || text[n] == '\0'));
     if (text) {
         text[n] = '\n';
         resp = MHD_create_response_from_buffer(n + 1, text, MHD_RESPMEM_MUST_FREE);

@@ -11,6 +11,7 @@
 #include "token.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <strings.h>
 
 /* ---- routing ---- */
@@ -18,6 +19,7 @@
 /* Split 'path' (modified in place) into segments. False on an empty segment. */
 bool http_split_path(char *p, const char **seg, size_t *n)
 {
+    assert(p && seg && n);
     *n = 0;
     if (*p != '/')
         return false;
@@ -79,6 +81,7 @@ void http_allow_header(char *buf, size_t cap, const char *const *seg, size_t n)
 {
     size_t i, len = 0;
 
+    assert(buf && cap > 0);
     buf[0] = '\0';
     for (i = 0; i < api_nroutes; i++) {
         if (pattern_matches(api_routes[i].pattern, seg, n))
@@ -102,8 +105,10 @@ static bool metrics_route(const struct api_route *rt)
 const struct api_route *http_route(const struct listener *l, const char *method,
                                    const struct api_req *r, bool *known)
 {
-    const struct api_route *rt = find_route(method, r->seg, r->nseg, known);
+    const struct api_route *rt;
 
+    assert(known);
+    rt = find_route(method, r->seg, r->nseg, known);
     if (l->metrics_only && !(rt && metrics_route(rt))) {
         *known = false;
         return NULL;

@@ -11,6 +11,7 @@
 #include "../common/clock.h"
 #include "http_int.h"
 
+#include <assert.h>
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -110,6 +111,7 @@ void http_conn_mark(struct listener *l, struct MHD_Connection *conn, bool busy)
 
     if (!c)
         return;
+    assert(c->sh->l == l); /* the daemon's callbacks name its own listener */
     pthread_mutex_lock(&l->h->mu);
     c->busy = busy;
     c->since_ms = clock_mono_ms();
@@ -209,8 +211,10 @@ void http_warden_init(struct http *h)
 
 err_t http_warden_start(struct http *h)
 {
-    int e = pthread_create(&h->warden, NULL, warden, h);
+    int e;
 
+    assert(!h->warden_on);
+    e = pthread_create(&h->warden, NULL, warden, h);
     if (e) {
         log_err("cannot start the connection warden: %s", strerror(e)); /* not errno */
         return ERR_IO;

@@ -586,7 +586,7 @@ err_t source_kubelet_start(const struct source_kubelet_opts *o, struct source_ku
     uint64_t tmo = o->interval_ms * 5;
     int r;
 
-    assert(o->interval_ms > 0);
+    assert(o->interval_ms > 0 && o->socket_path && out);
     if (!k)
         return ERR_NOMEM;
     if (init_sync(k)) {
@@ -645,6 +645,7 @@ bool source_kubelet_ready(void *ctx, struct error *why)
     uint64_t now = clock_mono_ms(), limit;
     bool ready;
 
+    assert(k);
     pthread_mutex_lock(&k->mu);
     limit = k->interval_ms * READY_INTERVALS;
     ready = k->last_ok_ms && now - k->last_ok_ms <= limit;
