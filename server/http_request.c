@@ -33,6 +33,8 @@
 
 _Thread_local bool http_handed_over;
 
+/* ---- dispatch: from a whole request to its answer ---- */
+
 /* A HEAD of a stream: its head alone, which libmicrohttpd answers on this
  * connection. The stream's source is let go. */
 static enum MHD_Result head_only(struct MHD_Connection *conn, struct ctx *c, struct api_resp *out)
@@ -337,7 +339,8 @@ static const char *framing_error(struct MHD_Connection *conn)
  * lost when its parser goes on. So beyond HTTP_ARGS_MAX arguments the query
  * is cut off here, in libmicrohttpd's read buffer that it splits next (the
  * URI is NUL-terminated there and writable: libmicrohttpd writes into it
- * next), and the request is answered 400. The result is the request's context. */
+ * next), and the request is answered 400. The result is the request's
+ * context. */
 void *http_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     struct ctx *c = calloc(1, sizeof(*c));

@@ -44,7 +44,7 @@ static _Thread_local bool thread_failed;
 
 static atomic_ullong nofd_logged_ms; /* monotonic ms of the last log, or 0 */
 
-/* ---- the warden: connections as a whole, beside libmicrohttpd ---- */
+/* ---- the connections ---- */
 
 static void conn_add(struct shard *sh, struct MHD_Connection *conn, void **socket_context)
 {
@@ -180,6 +180,8 @@ static void warden_tick(struct http *h)
         h->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
+/* ---- the warden thread ---- */
+
 static void *warden(void *arg)
 {
     struct http *h = arg;
@@ -234,6 +236,8 @@ void http_warden_stop(struct http *h)
     pthread_join(h->warden, NULL);
     h->warden_on = false;
 }
+
+/* ---- accepts that fail for want of a descriptor or memory ---- */
 
 /* The oldest idle TCP connections, up to 'n', are shut. Caller holds mu. */
 static void shed_tcp(struct http *h, unsigned n)

@@ -4,6 +4,7 @@
  * client that leaves or stops reading, the limit, the memory budget, and
  * stop. */
 #include "../../../common/common.h"
+#include "../../../common/clock.h"
 #include "../../../server/stream.h"
 #include "../test.h"
 
@@ -36,14 +37,6 @@ struct src {
 static char big_block[65536];
 
 static const struct stream_limits lim4 = {.unix_max = 4, .tcp_max = 4, .per_peer = 4};
-
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static enum stream_pull src_pull(void *cls, uint64_t now, const char **data, size_t *len,
                                  uint64_t *wake)
@@ -127,7 +120,7 @@ static void src_set(struct src *s, const char *next, bool end)
 
 static bool src_freed(struct src *s, int within_ms)
 {
-    uint64_t until = mono_ms() + (uint64_t)within_ms;
+    uint64_t until = clock_mono_ms() + (uint64_t)within_ms;
     struct timespec pause = {0, 5 * 1000000};
     bool f;
 
@@ -135,7 +128,7 @@ static bool src_freed(struct src *s, int within_ms)
         pthread_mutex_lock(&s->mu);
         f = s->freed;
         pthread_mutex_unlock(&s->mu);
-        if (f || mono_ms() >= until)
+        if (f || clock_mono_ms() >= until)
             return f;
         nanosleep(&pause, NULL);
     }
@@ -144,7 +137,7 @@ static bool src_freed(struct src *s, int within_ms)
 /* Wait (2 s at most) until the source has been pulled 'n' times. */
 static void wait_pulls(struct src *s, int n)
 {
-    uint64_t until = mono_ms() + 2000;
+    uint64_t until = clock_mono_ms() + 2000;
     struct timespec pause = {0, 1000000};
     int p;
 
@@ -152,7 +145,7 @@ static void wait_pulls(struct src *s, int n)
         pthread_mutex_lock(&s->mu);
         p = s->pulls;
         pthread_mutex_unlock(&s->mu);
-        if (p >= n || mono_ms() >= until)
+        if (p >= n || clock_mono_ms() >= until)
             break;
         nanosleep(&pause, NULL);
     }
@@ -244,7 +237,7 @@ static void test_raw_and_wake_time(void)
     uint64_t t0;
 
     src_init(&s, "x\n");
-    t0 = mono_ms();
+    t0 = clock_mono_ms();
     s.wake_ms = t0 + 150;
     ss = one_stream(30, &s, false, "H\r\n\r\n", sv);
     /* not chunked: the bytes as they are */
@@ -253,7 +246,7 @@ static void test_raw_and_wake_time(void)
     wait_pulls(&s, 2);
     src_set(&s, "y\n", true);
     expect_bytes(sv[1], "y\n");
-    CHECK(mono_ms() - t0 >= 140);
+    CHECK(clock_mono_ms() - t0 >= 140);
     /* and the end is the socket closing, without a last chunk */
     expect_eof(sv[1]);
     CHECK(src_freed(&s, 2000));
@@ -286,7 +279,7 @@ static uint64_t cpu_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* As http.c hands a watch over: the loop gets a duplicate while the first
+/* As http_request.c hands a watch over: the loop gets a duplicate while the first
  * descriptor of the socket is still open. A client that leaves then frees
  * the stream, and no event for it may follow (ASan: use after free; any
  * build: the loop spins on a level-triggered hang-up). */
@@ -320,12 +313,12 @@ static void test_stalled_client(void)
 
     src_init(&s, "");
     s.big = true;
-    t0 = mono_ms();
+    t0 = clock_mono_ms();
     ss = one_stream(1, &s, true, "H\r\n\r\n", sv);
     /* the client reads nothing: the socket fills, pulls stop, and after
      * the stall time (1 s) the stream is dropped */
     CHECK(src_freed(&s, 5000));
-    CHECK(mono_ms() - t0 >= 900);
+    CHECK(clock_mono_ms() - t0 >= 900);
     pthread_mutex_lock(&s.mu);
     CHECK(s.pulls < 200); /* no busy loop on a full socket */
     pthread_mutex_unlock(&s.mu);
@@ -368,7 +361,7 @@ static void test_idle_unread_client(void)
     struct streams *ss = NULL;
     struct src idle, reader;
     int si[2], sr[2];
-    uint64_t t0 = mono_ms();
+    uint64_t t0 = clock_mono_ms();
 
     src_init(&idle, "a\n");
     src_init(&reader, "b\n");
@@ -379,7 +372,7 @@ static void test_idle_unread_client(void)
     CHECK_OK(streams_adopt(ss, sr[0], "H\r\n\r\n", true, &test_src, &reader));
     expect_bytes(sr[1], "H\r\n\r\n2\r\nb\n\r\n");
     CHECK(src_freed(&idle, 5000));
-    CHECK(mono_ms() - t0 >= 900);
+    CHECK(clock_mono_ms() - t0 >= 900);
     usleep(500 * 1000);
     CHECK(!src_freed(&reader, 0));
     CHECK_EQ_INT(streams_count(ss), 1);
