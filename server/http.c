@@ -101,8 +101,7 @@ json_t *http_status_json(int code, const char *reason, const char *message)
                      "reason", reason, "details", "code", code);
 }
 
-/* Answer 'text' (new, NUL-terminated JSON of 'n' bytes, or NULL when out of
- * memory) followed by a newline, which takes the NUL's place. */
+/* The newline takes the NUL's place: no copy. */
 enum MHD_Result http_queue_text(struct MHD_Connection *conn, struct ctx *c, int status, char *text,
                                 size_t n, const char *allow)
 {
@@ -162,9 +161,9 @@ enum MHD_Result http_queue_error(struct MHD_Connection *conn, struct ctx *c, err
     return http_queue_error_allow(conn, c, rc, msg, NULL);
 }
 
-/* Answer the prebuilt 503 on a connection that libmicrohttpd accepted but
- * could not give a thread (it closes the socket next): without it the
- * client sees its connection close without an answer. The request, or
+/* Without the 503 the client of a connection that libmicrohttpd accepted
+ * but could not give a thread (it closes the socket next) sees its
+ * connection close without an answer. The request, or
  * what of it is in, is read first: closing a TCP socket with unread bytes
  * would send a reset, and the client could lose the answer. */
 void http_refuse_nomem(struct MHD_Connection *conn)
