@@ -46,10 +46,12 @@ else
   Q := @
 endif
 
-# Modules are found by name: every .c of common/, every .c of server/ and
-# syncer/ but main.c (archived into lib<dir>.a for the unit tests), and the
-# C that protoc-c generates from proto/*.proto.
+# Modules are found by name: every .c of common/ and kube/, every .c of
+# server/, syncer/, extender/ and plugin/ but main.c (archived into
+# lib<dir>.a for the unit tests), and the C that protoc-c generates from
+# proto/*.proto.
 COMMON_SRCS := $(sort $(wildcard common/*.c))
+KUBE_SRCS := $(sort $(wildcard kube/*.c))
 SERVER_SRCS := $(filter-out server/main.c,$(sort $(wildcard server/*.c)))
 SYNCER_SRCS := $(filter-out syncer/main.c,$(sort $(wildcard syncer/*.c)))
 EXTENDER_SRCS := $(filter-out extender/main.c,$(sort $(wildcard extender/*.c)))
@@ -59,6 +61,7 @@ SCHEMA := $(sort $(wildcard schema/[0-9]*.sql))
 PROTO_C := $(PROTOS:proto/%.proto=$(B)/gen/%.pb-c.c)
 PROTO_OBJS := $(PROTO_C:.c=.o)
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(B)/%.o)
+KUBE_OBJS := $(KUBE_SRCS:%.c=$(B)/%.o)
 SERVER_OBJS := $(SERVER_SRCS:%.c=$(B)/%.o) $(B)/server/migrations_gen.o $(B)/server/ui_gen.o \
                $(PROTO_OBJS)
 SYNCER_OBJS := $(SYNCER_SRCS:%.c=$(B)/%.o)
@@ -81,7 +84,7 @@ all: $(PROGS)
 # The objects that spell PODRES_VERSION are built again when the version
 # changes (a commit, a tag, an edit: -dirty); $(B)/version is rewritten only then.
 VERSION_OBJS := $(patsubst %.c,$(B)/%.o,$(shell grep -l PODRES_VERSION common/*.c server/*.c \
-	$(wildcard syncer/*.c) $(wildcard extender/*.c) $(wildcard plugin/*.c) 2>/dev/null))
+	$(wildcard kube/*.c) $(wildcard syncer/*.c) $(wildcard extender/*.c) $(wildcard plugin/*.c) 2>/dev/null))
 $(VERSION_OBJS): $(B)/version
 $(B)/version: FORCE
 	@mkdir -p $(dir $@)
@@ -120,6 +123,12 @@ $(B)/libcommon.a: $(COMMON_OBJS)
 $(B)/libserver.a: $(SERVER_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+# The Kubernetes client library (kube/): the REST client, kubeconfig, exec
+# credentials, informers and their caches; linked by the syncer, the
+# extender and kubectl-podres.
+$(B)/libkube.a: $(KUBE_OBJS)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
 $(B)/libsyncer.a: $(SYNCER_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
@@ -131,34 +140,34 @@ $(BIN)/podresd: $(B)/server/main.o $(B)/libserver.a $(B)/libcommon.a
 	@test "$(V)" = 1 || echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_PODRESD)
 
-$(BIN)/podres-syncer: $(B)/syncer/main.o $(B)/libsyncer.a $(B)/libcommon.a
+$(BIN)/podres-syncer: $(B)/syncer/main.o $(B)/libsyncer.a $(B)/libkube.a $(B)/libcommon.a
 	@mkdir -p $(dir $@)
 	@test "$(V)" = 1 || echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_SYNCER)
 
-# The extender links the syncer's Kubernetes client (kube, kubeconfig,
-# informer, cache) from libsyncer.a, and the same libraries.
-$(BIN)/podres-extender: $(B)/extender/main.o $(B)/libextender.a $(B)/libsyncer.a $(B)/libcommon.a
+# The extender links the Kubernetes client library (libkube.a), and the
+# same libraries as the syncer.
+$(BIN)/podres-extender: $(B)/extender/main.o $(B)/libextender.a $(B)/libkube.a $(B)/libcommon.a
 	@mkdir -p $(dir $@)
 	@test "$(V)" = 1 || echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_SYNCER)
 
 # kubectl-podres, the kubectl plugin (plugin/, docs/KUBECTL-PODRES.md): the
-# syncer's Kubernetes client, kubeconfig loader and exec credentials from
-# libsyncer.a, and the same libraries.
+# REST client, kubeconfig loader and exec credentials from libkube.a, and
+# the same libraries.
 PLUGIN_SRCS := $(filter-out plugin/main.c,$(sort $(wildcard plugin/*.c)))
 PLUGIN_OBJS := $(PLUGIN_SRCS:%.c=$(B)/%.o)
 $(B)/libplugin.a: $(PLUGIN_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
-$(BIN)/kubectl-podres: $(B)/plugin/main.o $(B)/libplugin.a $(B)/libsyncer.a $(B)/libcommon.a
+$(BIN)/kubectl-podres: $(B)/plugin/main.o $(B)/libplugin.a $(B)/libkube.a $(B)/libcommon.a
 	@mkdir -p $(dir $@)
 	@test "$(V)" = 1 || echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_SYNCER)
 $(B)/tests/unit/plugin/%_test: tests/unit/plugin/%_test.c tests/unit/test.h $(B)/libplugin.a \
-		$(B)/libsyncer.a $(B)/libcommon.a
+		$(B)/libkube.a $(B)/libcommon.a
 	@mkdir -p $(dir $@)
 	@test "$(V)" = 1 || echo "  TEST-CC $<"
-	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -o $@ $< $(B)/libplugin.a $(B)/libsyncer.a \
+	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -o $@ $< $(B)/libplugin.a $(B)/libkube.a \
 		$(B)/libcommon.a $(LDLIBS_SYNCER)
 
 $(B)/tests/unit/common/%_test: tests/unit/common/%_test.c tests/unit/test.h $(B)/libcommon.a
@@ -171,19 +180,25 @@ $(B)/tests/unit/server/%_test: tests/unit/server/%_test.c tests/unit/test.h $(B)
 	@test "$(V)" = 1 || echo "  TEST-CC $<"
 	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -o $@ $< $(B)/libserver.a $(B)/libcommon.a \
 		$(LDLIBS_PODRESD)
-$(B)/tests/unit/syncer/%_test: tests/unit/syncer/%_test.c tests/unit/test.h $(B)/libsyncer.a \
+$(B)/tests/unit/kube/%_test: tests/unit/kube/%_test.c tests/unit/test.h $(B)/libkube.a \
 		$(B)/libcommon.a
 	@mkdir -p $(dir $@)
 	@test "$(V)" = 1 || echo "  TEST-CC $<"
-	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -o $@ $< $(B)/libsyncer.a $(B)/libcommon.a \
+	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -o $@ $< $(B)/libkube.a $(B)/libcommon.a \
 		$(LDLIBS_SYNCER)
+$(B)/tests/unit/syncer/%_test: tests/unit/syncer/%_test.c tests/unit/test.h $(B)/libsyncer.a \
+		$(B)/libkube.a $(B)/libcommon.a
+	@mkdir -p $(dir $@)
+	@test "$(V)" = 1 || echo "  TEST-CC $<"
+	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -o $@ $< $(B)/libsyncer.a $(B)/libkube.a \
+		$(B)/libcommon.a $(LDLIBS_SYNCER)
 
 $(B)/tests/unit/extender/%_test: tests/unit/extender/%_test.c tests/unit/test.h \
-		$(B)/libextender.a $(B)/libsyncer.a $(B)/libcommon.a
+		$(B)/libextender.a $(B)/libkube.a $(B)/libcommon.a
 	@mkdir -p $(dir $@)
 	@test "$(V)" = 1 || echo "  TEST-CC $<"
 	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -o $@ $< $(B)/libextender.a \
-		$(B)/libsyncer.a $(B)/libcommon.a $(LDLIBS_SYNCER)
+		$(B)/libkube.a $(B)/libcommon.a $(LDLIBS_SYNCER)
 
 deps:
 	@missing=""; for p in $(DEBIAN_PKGS); do \
@@ -257,8 +272,8 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
 	rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 
-FORMAT_SRCS = common/*.[ch] server/*.[ch] $(wildcard syncer/*.[ch]) $(wildcard extender/*.[ch]) \
-              $(wildcard plugin/*.[ch]) tests/unit/*/*.c
+FORMAT_SRCS = common/*.[ch] server/*.[ch] $(wildcard kube/*.[ch]) $(wildcard syncer/*.[ch]) \
+              $(wildcard extender/*.[ch]) $(wildcard plugin/*.[ch]) tests/unit/*/*.c
 
 format:
 	clang-format -i $(FORMAT_SRCS)
@@ -273,10 +288,10 @@ format-check:
 lint: all
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance --std=c11 --inline-suppr \
 		--suppress=missingIncludeSystem --include=tests/lint/jansson-macros.h \
-		common server $(wildcard syncer) $(wildcard extender) $(wildcard plugin)
+		common server $(wildcard kube) $(wildcard syncer) $(wildcard extender) $(wildcard plugin)
 
 complexity:
-	@pmccabe common/*.c server/*.c $(wildcard syncer/*.c) $(wildcard extender/*.c) \
+	@pmccabe common/*.c server/*.c $(wildcard kube/*.c) $(wildcard syncer/*.c) $(wildcard extender/*.c) \
 		$(wildcard plugin/*.c) | sort -nr | \
 		awk -v allow="$$(cat tests/complexity-allow.txt 2>/dev/null | cut -d' ' -f1)" \
 		'BEGIN { n = split(allow, a, "\n"); for (i = 1; i <= n; i++) ok[a[i]] = 1 } \

@@ -82,7 +82,7 @@ static bool may_write(const json_t *cur, const char *uid, const char *node, char
 }
 
 /* DELETE the DeviceBinding with uid precondition 'uid'. */
-static err_t delete_dvb(struct kube *k, const struct args_bind *b, const char *uid, char *msg,
+static err_t delete_dvb(struct rest *k, const struct args_bind *b, const char *uid, char *msg,
                         size_t cap)
 {
     char path[700];
@@ -90,14 +90,14 @@ static err_t delete_dvb(struct kube *k, const struct args_bind *b, const char *u
     err_t rc;
 
     snprintf(path, sizeof(path), DVB_PATH "/%s", b->ns, b->name);
-    rc = body ? kube_do(k, "DELETE", path, body, NULL, &ans, msg, cap) : ERR_NOMEM;
+    rc = body ? rest_do(k, "DELETE", path, body, NULL, &ans, msg, cap) : ERR_NOMEM;
     json_decref(body);
     json_decref(ans);
     return rc == ERR_NOTFOUND ? ERR_OK : rc;
 }
 
 /* Create the DeviceBinding 'want'. */
-static err_t create_dvb(struct kube *k, const struct args_bind *b, json_t *want, struct written *w,
+static err_t create_dvb(struct rest *k, const struct args_bind *b, json_t *want, struct written *w,
                         char *msg, size_t cap)
 {
     char path[700];
@@ -105,7 +105,7 @@ static err_t create_dvb(struct kube *k, const struct args_bind *b, json_t *want,
     err_t rc;
 
     snprintf(path, sizeof(path), DVB_PATH, b->ns);
-    rc = kube_do(k, "POST", path, want, NULL, &ans, msg, cap);
+    rc = rest_do(k, "POST", path, want, NULL, &ans, msg, cap);
     if (!rc)
         note_written(w, ans, true);
     json_decref(ans);
@@ -113,7 +113,7 @@ static err_t create_dvb(struct kube *k, const struct args_bind *b, json_t *want,
 }
 
 /* Write 'want' over 'cur' (same node, or ours elsewhere: then deleted and made anew). */
-static err_t replace_dvb(struct kube *k, const struct args_bind *b, const json_t *cur, json_t *want,
+static err_t replace_dvb(struct rest *k, const struct args_bind *b, const json_t *cur, json_t *want,
                          struct written *w, char *msg, size_t cap)
 {
     const json_t *md = json_object_get(cur, "metadata");
@@ -133,7 +133,7 @@ static err_t replace_dvb(struct kube *k, const struct args_bind *b, const json_t
     if (json_object_get(cur, "status"))
         json_object_set(want, "status", json_object_get(cur, "status"));
     snprintf(path, sizeof(path), DVB_PATH "/%s", b->ns, b->name);
-    rc = kube_do(k, "PUT", path, want, NULL, &ans, msg, cap);
+    rc = rest_do(k, "PUT", path, want, NULL, &ans, msg, cap);
     if (!rc)
         note_written(w, ans, false);
     json_decref(ans);
@@ -141,7 +141,7 @@ static err_t replace_dvb(struct kube *k, const struct args_bind *b, const json_t
 }
 
 /* Write the pod's pre-assignment of 'containers'. */
-static err_t write_dvb(struct kube *k, const struct args_bind *b, const char *uid,
+static err_t write_dvb(struct rest *k, const struct args_bind *b, const char *uid,
                        const json_t *containers, struct written *w, char *msg, size_t cap)
 {
     json_t *want = bind_devicebinding(b->ns, b->name, uid, b->node, containers), *cur = NULL;
@@ -151,7 +151,7 @@ static err_t write_dvb(struct kube *k, const struct args_bind *b, const char *ui
     if (!want)
         return ERR_NOMEM;
     snprintf(path, sizeof(path), DVB_PATH "/%s", b->ns, b->name);
-    rc = kube_do(k, "GET", path, NULL, NULL, &cur, msg, cap);
+    rc = rest_do(k, "GET", path, NULL, NULL, &cur, msg, cap);
     if (rc == ERR_NOTFOUND)
         rc = create_dvb(k, b, want, w, msg, cap);
     else if (!rc && !may_write(cur, uid, b->node, msg, cap))
@@ -165,7 +165,7 @@ static err_t write_dvb(struct kube *k, const struct args_bind *b, const char *ui
 
 /* Take back what write_dvb wrote: delete what it created, or drop the
  * spec.containers it put on an existing one. */
-static err_t unwrite_dvb(struct kube *k, const struct args_bind *b, const struct written *w)
+static err_t unwrite_dvb(struct rest *k, const struct args_bind *b, const struct written *w)
 {
     char path[700], msg[512];
     json_t *patch, *ans = NULL;
@@ -177,7 +177,7 @@ static err_t unwrite_dvb(struct kube *k, const struct args_bind *b, const struct
         snprintf(path, sizeof(path), DVB_PATH "/%s", b->ns, b->name);
         patch = json_pack("{s:{s:s},s:{s:n}}", "metadata", "resourceVersion", w->rv, "spec",
                           "containers");
-        rc = patch ? kube_do(k, "PATCH", path, patch, KUBE_MERGE_PATCH, &ans, msg, sizeof(msg))
+        rc = patch ? rest_do(k, "PATCH", path, patch, REST_MERGE_PATCH, &ans, msg, sizeof(msg))
                    : ERR_NOMEM;
         json_decref(patch);
         json_decref(ans);
@@ -188,7 +188,7 @@ static err_t unwrite_dvb(struct kube *k, const struct args_bind *b, const struct
 }
 
 /* POST the pod's Binding to its node. */
-static err_t post_binding(struct kube *k, const struct args_bind *b, const char *uid, char *msg,
+static err_t post_binding(struct rest *k, const struct args_bind *b, const char *uid, char *msg,
                           size_t cap)
 {
     char path[700];
@@ -205,14 +205,14 @@ static err_t post_binding(struct kube *k, const struct args_bind *b, const char 
     if (!body)
         return ERR_NOMEM;
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/binding", b->ns, b->name);
-    rc = kube_do(k, "POST", path, body, NULL, &ans, msg, cap);
+    rc = rest_do(k, "POST", path, body, NULL, &ans, msg, cap);
     json_decref(body);
     json_decref(ans);
     return rc;
 }
 
 /* The pod, its uid (checked against the one asked for) and its requests. */
-static err_t read_pod(struct kube *k, const struct args_bind *b, char *uid, size_t uidcap,
+static err_t read_pod(struct rest *k, const struct args_bind *b, char *uid, size_t uidcap,
                       json_t **requests, char *msg, size_t cap)
 {
     char path[700];
@@ -221,7 +221,7 @@ static err_t read_pod(struct kube *k, const struct args_bind *b, char *uid, size
     err_t rc;
 
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", b->ns, b->name);
-    rc = kube_do(k, "GET", path, NULL, NULL, &pod, msg, cap);
+    rc = rest_do(k, "GET", path, NULL, NULL, &pod, msg, cap);
     if (rc)
         goto out;
     u = json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid"));
@@ -239,7 +239,7 @@ out:
 }
 
 /* The devices chosen and written: the Binding, or the pre-assignment taken back. */
-static err_t bind_written(struct view *view, struct kube *k, const struct args_bind *b,
+static err_t bind_written(struct view *view, struct rest *k, const struct args_bind *b,
                           const char *uid, const struct written *w, struct bind_stats *stats,
                           char *msg, size_t cap)
 {
@@ -255,7 +255,7 @@ static err_t bind_written(struct view *view, struct kube *k, const struct args_b
     return rc;
 }
 
-err_t bind_pod(struct view *view, struct kube *k, const struct args_bind *b,
+err_t bind_pod(struct view *view, struct rest *k, const struct args_bind *b,
                struct bind_stats *stats, char *msg, size_t cap)
 {
     json_t *requests = NULL, *containers = NULL;

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "../common/err.h"
-#include "../syncer/kube.h"
+#include "../kube/rest.h"
 #include "args.h"
 #include "view.h"
 
@@ -28,7 +28,7 @@ struct bind_stats {
 /* Bind pod 'b' to its node with client 'k'. On failure 'msg' says why (it
  * is the answer's Error, so kube-scheduler's event shows it), and the error
  * is logged once here. */
-err_t bind_pod(struct view *view, struct kube *k, const struct args_bind *b,
+err_t bind_pod(struct view *view, struct rest *k, const struct args_bind *b,
                struct bind_stats *stats, char *msg, size_t cap) WARN_UNUSED;
 
 /* The DeviceBinding this extender writes for pod 'ns'/'name' of 'uid' on

@@ -10,10 +10,10 @@
 #include "../common/mem.h"
 #include "../common/opts.h"
 #include "../common/strbuf.h"
-#include "../syncer/cache.h"
-#include "../syncer/informer.h"
-#include "../syncer/kube.h"
-#include "../syncer/kubeconfig.h"
+#include "../kube/cache.h"
+#include "../kube/informer.h"
+#include "../kube/rest.h"
+#include "../kube/kubeconfig.h"
 #include "args.h"
 #include "bind.h"
 #include "view.h"
@@ -112,15 +112,15 @@ struct reqstats {
 struct extender {
     struct settings set;               /* settings */
     struct kubeconfig kc;              /* API server access */
-    struct kube_gate *gate;            /* API token bucket and backoff */
-    struct kube_stats *kstats;         /* API request counters */
-    struct kube_opts kopts;            /* how bind clients are made */
+    struct rest_gate *gate;            /* API token bucket and backoff */
+    struct rest_stats *kstats;         /* API request counters */
+    struct rest_opts kopts;            /* how bind clients are made */
     struct view *view;                 /* free devices */
     struct cache *nds, *dvbs;          /* the informers' caches */
-    struct kube *k_nds, *k_dvbs;       /* the informers' clients */
+    struct rest *k_nds, *k_dvbs;       /* the informers' clients */
     struct informer inf_nds, inf_dvbs; /* the informers */
     pthread_mutex_t pool_mu;           /* guards pool and npool */
-    struct kube *pool[POOL_IDLE];      /* idle clients for binds */
+    struct rest *pool[POOL_IDLE];      /* idle clients for binds */
     int npool;                         /* how many */
     struct bind_stats bstats;          /* bind counters (atomic) */
     struct reqstats rs;                /* request counters */
@@ -180,18 +180,18 @@ static bool ready(struct extender *x, char *why, size_t cap)
 
 /* ---- API clients for binds ---- */
 
-static struct kube *pool_get(struct extender *x)
+static struct rest *pool_get(struct extender *x)
 {
-    struct kube *k = NULL;
+    struct rest *k = NULL;
 
     pthread_mutex_lock(&x->pool_mu);
     if (x->npool > 0)
         k = x->pool[--x->npool];
     pthread_mutex_unlock(&x->pool_mu);
-    return k ? k : kube_new(&x->kopts);
+    return k ? k : rest_new(&x->kopts);
 }
 
-static void pool_put(struct extender *x, struct kube *k)
+static void pool_put(struct extender *x, struct rest *k)
 {
     pthread_mutex_lock(&x->pool_mu);
     if (x->npool < POOL_IDLE) {
@@ -199,7 +199,7 @@ static void pool_put(struct extender *x, struct kube *k)
         k = NULL;
     }
     pthread_mutex_unlock(&x->pool_mu);
-    kube_free(k);
+    rest_free(k);
 }
 
 /* ---- the verbs ---- */
@@ -291,7 +291,7 @@ static struct answer do_bind(struct extender *x, const char *body, size_t len)
 {
     struct args_bind b;
     char msg[600], full[1500];
-    struct kube *k;
+    struct rest *k;
     err_t rc = args_parse_bind(body, len, &b, msg, sizeof(msg));
 
     if (rc)
@@ -332,7 +332,7 @@ static err_t render_kube(struct extender *x, struct strbuf *sb)
 {
     struct strbuf k = STRBUF_INIT;
     const char *p, *hit;
-    err_t rc = kube_stats_render(x->kstats, &k);
+    err_t rc = rest_stats_render(x->kstats, &k);
 
     for (p = k.buf; !rc && p && *p; p = hit + 14) {
         hit = strstr(p, "podres_syncer_");
@@ -657,19 +657,19 @@ static err_t setup(struct extender *x)
         log_err("no usable Kubernetes configuration: %s", msg);
         return rc;
     }
-    x->gate = kube_gate_new(x->set.qps, (int)x->set.burst);
-    x->kstats = kube_stats_new();
+    x->gate = rest_gate_new(x->set.qps, (int)x->set.burst);
+    x->kstats = rest_stats_new();
     x->view = view_new(x->set.assume_ms);
     if (!x->gate || !x->kstats || !x->view)
         return ERR_NOMEM;
     rc = add_resources(x);
     if (rc)
         return rc;
-    x->kopts = (struct kube_opts){.kc = &x->kc, .gate = x->gate, .stats = x->kstats};
+    x->kopts = (struct rest_opts){.kc = &x->kc, .gate = x->gate, .stats = x->kstats};
     x->nds = cache_new(on_node, x);
     x->dvbs = cache_new(on_binding, x);
-    x->k_nds = kube_new(&x->kopts);
-    x->k_dvbs = kube_new(&x->kopts);
+    x->k_nds = rest_new(&x->kopts);
+    x->k_dvbs = rest_new(&x->kopts);
     if (!x->nds || !x->dvbs || !x->k_nds || !x->k_dvbs)
         return ERR_NOMEM;
     x->inf_nds = (struct informer){.name = "nodedevices",
@@ -694,20 +694,20 @@ static void teardown(struct extender *x)
     int i;
 
     if (x->gate)
-        kube_gate_stop(x->gate);
+        rest_gate_stop(x->gate);
     if (x->http)
         MHD_stop_daemon(x->http);
     for (i = 0; i < x->nthreads; i++)
         pthread_join(x->threads[i], NULL);
     for (i = 0; i < x->npool; i++)
-        kube_free(x->pool[i]);
-    kube_free(x->k_nds);
-    kube_free(x->k_dvbs);
+        rest_free(x->pool[i]);
+    rest_free(x->k_nds);
+    rest_free(x->k_dvbs);
     cache_free(x->nds);
     cache_free(x->dvbs);
     view_free(x->view);
-    kube_stats_free(x->kstats);
-    kube_gate_free(x->gate);
+    rest_stats_free(x->kstats);
+    rest_gate_free(x->gate);
     kubeconfig_release(&x->kc);
     opts_release(opt_table, NOPTS, &x->set);
     pthread_mutex_destroy(&x->pool_mu);
@@ -749,7 +749,7 @@ int main(int argc, char **argv)
     sigaddset(&sigs, SIGINT);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
-    if (kube_global_init()) {
+    if (rest_global_init()) {
         log_err("cannot initialise libcurl");
         teardown(&x);
         return 1;
@@ -758,13 +758,13 @@ int main(int argc, char **argv)
     if (setup(&x) || start_http(&x)) {
         log_err("start-up failed; exiting");
         teardown(&x);
-        kube_global_cleanup();
+        rest_global_cleanup();
         return 1;
     }
     fault_arm();
     run(&x, &sigs);
     teardown(&x);
-    kube_global_cleanup();
+    rest_global_cleanup();
     log_info("stopped");
     return 0;
 }

@@ -18,7 +18,7 @@ FUZZ_CFLAGS = -std=c11 -g -O1 $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
               -DPODRES_VERSION='"$(BUILD_VERSION)"' -I$(B)/gen \
               $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 FUZZ_GEN := $(B)/server/migrations_gen.c $(PROTO_C)
-FUZZ_LIB_SRCS := $(COMMON_SRCS) $(SERVER_SRCS) $(SYNCER_SRCS) $(EXTENDER_SRCS)
+FUZZ_LIB_SRCS := $(COMMON_SRCS) $(KUBE_SRCS) $(SERVER_SRCS) $(SYNCER_SRCS) $(EXTENDER_SRCS)
 FUZZ_OBJS := $(FUZZ_LIB_SRCS:%.c=$(FZ)/%.o) $(FZ)/gen/migrations_gen.o \
              $(PROTO_C:$(B)/gen/%.c=$(FZ)/gen/%.o)
 

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* client.c - kubeconfig, exec credentials and lists for kubectl-podres
  * (client.h). A command-line tool fails fast: one attempt per request, no
- * token bucket; the kube client is made again after an exec plugin gave a
+ * token bucket; the REST client is made again after an exec plugin gave a
  * new credential, since it copies the token on its first request. */
 #define LOG_MOD "plugin"
 #include "../common/common.h"
-#include "../syncer/execcred.h"
-#include "../syncer/kube.h"
+#include "../kube/execcred.h"
+#include "../kube/rest.h"
 #include "client.h"
 
 #include <time.h>
@@ -14,8 +14,8 @@
 struct client {
     struct kubeconfig kc;  /* the API server and credentials */
     struct execcred ec;    /* the exec plugin's credential, when kc.exec */
-    struct kube_opts opts; /* how the kube client is made */
-    struct kube *k;        /* the client, or NULL until needed */
+    struct rest_opts opts; /* how the REST client is made */
+    struct rest *k;        /* the client, or NULL until needed */
 };
 
 static char *dup_or_null(const char *s)
@@ -23,7 +23,7 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
-/* Put the exec plugin's credential into c->kc, where kube.c reads it. */
+/* Put the exec plugin's credential into c->kc, where rest.c reads it. */
 static err_t apply_exec(struct client *c, bool force, char *msg, size_t cap)
 {
     const struct execcred_result *r = NULL;
@@ -49,7 +49,7 @@ static err_t apply_exec(struct client *c, bool force, char *msg, size_t cap)
     rc = kubeconfig_data_to_files(&c->kc, why, sizeof(why));
     if (rc)
         snprintf(msg, cap, "%s", why);
-    kube_free(c->k);
+    rest_free(c->k);
     c->k = NULL;
     return rc;
 }
@@ -74,7 +74,7 @@ err_t client_open(const struct kubeconfig_sel *sel, struct client **out, char *m
         client_free(c);
         return rc;
     }
-    c->opts = (struct kube_opts){.kc = &c->kc, .max_attempts = 1};
+    c->opts = (struct rest_opts){.kc = &c->kc, .max_attempts = 1};
     *out = c;
     return ERR_OK;
 }
@@ -83,7 +83,7 @@ void client_free(struct client *c)
 {
     if (!c)
         return;
-    kube_free(c->k);
+    rest_free(c->k);
     execcred_release(&c->ec);
     kubeconfig_release(&c->kc);
     free(c);
@@ -94,18 +94,18 @@ const char *client_namespace(const struct client *c)
     return c->kc.namespace ? c->kc.namespace : "default";
 }
 
-/* One GET; the kube client is made on first use. */
+/* One GET; the REST client is made on first use. */
 static err_t get(struct client *c, const char *path, json_t **out, long *code, char *msg,
                  size_t cap)
 {
     err_t rc;
 
     if (!c->k)
-        c->k = kube_new(&c->opts);
+        c->k = rest_new(&c->opts);
     if (!c->k)
         return ERR_NOMEM;
-    rc = kube_do(c->k, "GET", path, NULL, NULL, out, msg, cap);
-    *code = kube_last_code(c->k);
+    rc = rest_do(c->k, "GET", path, NULL, NULL, out, msg, cap);
+    *code = rest_last_code(c->k);
     return rc;
 }
 

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* client.h - kubectl-podres's access to the API server: the kubeconfig as
- * kubectl takes it (--kubeconfig, $KUBECONFIG, --context; syncer/kubeconfig.h),
- * exec credential plugins (syncer/execcred.h), and one GET of a list through
- * the syncer's client (syncer/kube.h). Errors come back as the one line the
+ * kubectl takes it (--kubeconfig, $KUBECONFIG, --context; kube/kubeconfig.h),
+ * exec credential plugins (kube/execcred.h), and one GET of a list through
+ * the REST client (kube/rest.h). Errors come back as the one line the
  * user sees. Not thread-safe. */
 #ifndef PODRES_PLUGIN_CLIENT_H
 #define PODRES_PLUGIN_CLIENT_H
 #include <jansson.h>
 
 #include "../common/err.h"
-#include "../syncer/kubeconfig.h"
+#include "../kube/kubeconfig.h"
 
 struct client;
 
@@ -25,7 +25,7 @@ const char *client_namespace(const struct client *c);
 /* GET the list at 'path' of 'resource' (e.g. "nodedevices.podres.dev",
  * for messages). On ERR_OK *out is new. Failures, with 'msg': ERR_NOTFOUND
  * (the server does not serve it), ERR_FORBIDDEN (401 or 403, naming the verb
- * and resource), others as kube_do. A 401 with an exec plugin runs it again
+ * and resource), others as rest_do. A 401 with an exec plugin runs it again
  * once. */
 err_t client_list(struct client *c, const char *path, const char *resource, json_t **out, char *msg,
                   size_t cap) WARN_UNUSED;

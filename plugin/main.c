@@ -7,8 +7,8 @@
 #define LOG_MOD "main"
 #include "../common/common.h"
 #include "../common/strbuf.h"
-#include "../syncer/kube.h"
-#include "../syncer/kubeconfig.h"
+#include "../kube/rest.h"
+#include "../kube/kubeconfig.h"
 #include "client.h"
 #include "model.h"
 #include "render.h"
@@ -223,7 +223,7 @@ static int fetch(struct client *c, const struct cli *cli, struct lists *l, const
         return fail("%s", msg);
     if (strcmp(cli->sub, "pods") == 0 && !cli->all) {
         *ns = cli->ns ? cli->ns : client_namespace(c);
-        kube_escape(*ns, esc, sizeof(esc));
+        rest_escape(*ns, esc, sizeof(esc));
         snprintf(path, sizeof(path), GROUP_PATH "/namespaces/%s/devicebindings", esc);
     } else {
         snprintf(path, sizeof(path), GROUP_PATH "/devicebindings");
@@ -332,9 +332,9 @@ int main(int argc, char **argv)
     if (r)
         return r;
     fault_init();
-    if (log_setup("text", "err") || kube_global_init())
+    if (log_setup("text", "err") || rest_global_init())
         return fail("cannot initialise libcurl");
     r = run(&cli, fmt);
-    kube_global_cleanup();
+    rest_global_cleanup();
     return r;
 }

@@ -3,7 +3,7 @@
  * says "<none>", as kubectl's printers do. */
 #define LOG_MOD "plugin"
 #include "../common/common.h"
-#include "../syncer/execcred.h"
+#include "../kube/execcred.h"
 #include "render.h"
 #include "table.h"
 #include "yamlout.h"

@@ -65,7 +65,7 @@ static err_t create_event(struct events *e, const json_t *md, const char *type, 
     if (!body)
         return ERR_NOMEM;
     snprintf(path, sizeof(path), EVENTS_GROUP "/namespaces/%s/events", ns);
-    rc = kube_do(e->kube, "POST", path, body, NULL, &ans, msg, sizeof(msg));
+    rc = rest_do(e->kube, "POST", path, body, NULL, &ans, msg, sizeof(msg));
     json_decref(body);
     json_decref(ans);
     if (rc)
@@ -85,7 +85,7 @@ static err_t patch_series(struct events *e, const char *ns, const char *name, js
     if (!body)
         return ERR_NOMEM;
     snprintf(path, sizeof(path), EVENTS_GROUP "/namespaces/%s/events/%s", ns, name);
-    rc = kube_do(e->kube, "PATCH", path, body, KUBE_MERGE_PATCH, &ans, msg, sizeof(msg));
+    rc = rest_do(e->kube, "PATCH", path, body, REST_MERGE_PATCH, &ans, msg, sizeof(msg));
     json_decref(body);
     json_decref(ans);
     if (rc)

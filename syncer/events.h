@@ -15,7 +15,7 @@
 
 #include "../common/err.h"
 #include "../common/strbuf.h"
-#include "kube.h"
+#include "../kube/rest.h"
 
 #define EVENTS_SERIES_MS (6 * 60 * 1000) /* client-go's isomorphic-event window */
 #define EVENTS_BURST 20
@@ -23,7 +23,7 @@
 
 struct events {
     const char *node;   /* reportingInstance; borrowed */
-    struct kube *kube;  /* the worker's API client; borrowed */
+    struct rest *kube;  /* the worker's API client; borrowed */
     json_t *series;     /* key -> [name, namespace, count, last_ms]; owned */
     double tokens;      /* what the bucket holds */
     uint64_t filled_ms; /* monotonic ms the bucket was last filled; 0: never */

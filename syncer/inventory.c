@@ -252,9 +252,9 @@ static err_t node_uid(struct inventory *inv, char *msg, size_t cap)
     const char *uid;
     err_t rc;
 
-    kube_escape(inv->node, name, sizeof(name));
+    rest_escape(inv->node, name, sizeof(name));
     snprintf(path, sizeof(path), "/api/v1/nodes/%s", name);
-    rc = kube_do(inv->kube, "GET", path, NULL, NULL, &node, msg, cap);
+    rc = rest_do(inv->kube, "GET", path, NULL, NULL, &node, msg, cap);
     if (rc)
         return rc;
     uid = json_string_value(json_object_get(json_object_get(node, "metadata"), "uid"));
@@ -282,12 +282,12 @@ static err_t create(struct inventory *inv, json_t **out, char *msg, size_t cap)
                      "kind", "Node", "name", inv->node, "uid", inv->node_uid, "spec");
     if (!body)
         return ERR_NOMEM;
-    rc = kube_do(inv->kube, "POST", INVENTORY_PATH, body, NULL, out, msg, cap);
+    rc = rest_do(inv->kube, "POST", INVENTORY_PATH, body, NULL, out, msg, cap);
     json_decref(body);
     if (rc == ERR_CONFLICT) { /* made since the informer listed: read it */
-        kube_escape(inv->node, name, sizeof(name));
+        rest_escape(inv->node, name, sizeof(name));
         snprintf(path, sizeof(path), INVENTORY_PATH "/%s", name);
-        rc = kube_do(inv->kube, "GET", path, NULL, NULL, out, msg, cap);
+        rc = rest_do(inv->kube, "GET", path, NULL, NULL, out, msg, cap);
     }
     if (rc == ERR_OK)
         log_info("created NodeDevices %s", inv->node);
@@ -365,9 +365,9 @@ static err_t patch_status(struct inventory *inv, const json_t *old, json_t *want
 
     if (!patch)
         return ERR_NOMEM;
-    kube_escape(inv->node, name, sizeof(name));
+    rest_escape(inv->node, name, sizeof(name));
     snprintf(path, sizeof(path), INVENTORY_PATH "/%s/status", name);
-    rc = kube_do(inv->kube, "PATCH", path, patch, KUBE_MERGE_PATCH, NULL, msg, cap);
+    rc = rest_do(inv->kube, "PATCH", path, patch, REST_MERGE_PATCH, NULL, msg, cap);
     json_decref(patch);
     return rc;
 }

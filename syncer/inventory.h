@@ -15,8 +15,8 @@
 
 #include "../common/err.h"
 #include "../common/strbuf.h"
-#include "cache.h"
-#include "kube.h"
+#include "../kube/cache.h"
+#include "../kube/rest.h"
 
 /* The worker's queue key of the inventory: no DeviceBinding key ("ns/name")
  * can be spelt so. */
@@ -40,7 +40,7 @@ enum inventory_skip {
 
 struct inventory {
     const char *node;     /* this node's name; borrowed */
-    struct kube *kube;    /* the worker's API client; borrowed */
+    struct rest *kube;    /* the worker's API client; borrowed */
     struct cache *devs;   /* podresd's devices, as inventory_device made them; borrowed */
     struct cache *nd;     /* NodeDevices named after the node (an informer's); borrowed */
     uint64_t interval_ms; /* at most one write per interval (--inventory-interval) */

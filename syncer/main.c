@@ -8,11 +8,11 @@
 #include "../common/cfg.h"
 #include "../common/opts.h"
 #include "../common/strbuf.h"
-#include "cache.h"
-#include "informer.h"
+#include "../kube/cache.h"
+#include "../kube/informer.h"
 #include "inventory.h"
-#include "kube.h"
-#include "kubeconfig.h"
+#include "../kube/rest.h"
+#include "../kube/kubeconfig.h"
 #include "nodefeed.h"
 #include "queue.h"
 #include "reconcile.h"
@@ -144,13 +144,13 @@ struct syncer {
     bool once;                      /* --once */
     struct kubeconfig kc;           /* API server access */
     struct kubeconfig pd_kc;        /* podresd access (server URL only) */
-    struct kube_gate *gate;         /* API token bucket and backoff */
-    struct kube_gate *pd_gate;      /* podresd backoff */
-    struct kube_stats *stats;       /* API request counters */
+    struct rest_gate *gate;         /* API token bucket and backoff */
+    struct rest_gate *pd_gate;      /* podresd backoff */
+    struct rest_stats *stats;       /* API request counters */
     struct queue *queue;            /* keys to reconcile */
     struct cache *pr, *resv, *devs; /* podresd state */
     struct cache *pods, *crs, *nd;  /* API state */
-    struct kube *k_pods, *k_crs, *k_nd, *k_work, *k_pd, *k_pdw; /* one client per thread */
+    struct rest *k_pods, *k_crs, *k_nd, *k_work, *k_pd, *k_pdw; /* one client per thread */
     struct informer inf_pods, inf_crs, inf_nd;                  /* the informers */
     struct nodefeed feed;                                       /* the podresd feed */
     struct reconciler rec;                                      /* the worker's reconciler */
@@ -313,9 +313,9 @@ static void check_node(struct syncer *s)
     json_t *node = NULL;
     err_t rc;
 
-    kube_escape(s->set.node_name, name, sizeof(name));
+    rest_escape(s->set.node_name, name, sizeof(name));
     snprintf(path, sizeof(path), "/api/v1/nodes/%s", name);
-    rc = kube_do(s->k_work, "GET", path, NULL, NULL, &node, msg, sizeof(msg));
+    rc = rest_do(s->k_work, "GET", path, NULL, NULL, &node, msg, sizeof(msg));
     json_decref(node);
     if (rc == ERR_NOTFOUND)
         log_warn("node '%s' is no Node in the API server (404 for %s): is --node-name "
@@ -373,7 +373,7 @@ static void *worker_run(void *arg)
     err_t rc;
 
     check_node(s);
-    while (!kube_gate_stopped(s->gate)) {
+    while (!rest_gate_stopped(s->gate)) {
         if (!queue_get(s->queue, key, sizeof(key), &dirty, 1000))
             continue;
         if (strcmp(key, INVENTORY_KEY) == 0) {
@@ -394,7 +394,7 @@ static void *worker_run(void *arg)
                 lag_observe(&s->lag, (double)(queue_now_ms() - dirty) / 1000.0);
             continue;
         }
-        if (kube_gate_stopped(s->gate))
+        if (rest_gate_stopped(s->gate))
             break;
         if (rc == ERR_FORBIDDEN || rc == ERR_UNPROCESSABLE || rc == ERR_INVAL)
             log_warn("cannot sync DeviceBinding %s: %s", key, msg);
@@ -429,7 +429,7 @@ static err_t render_metrics(struct syncer *s, struct strbuf *sb)
 {
     uint64_t cum = 0;
     size_t i;
-    err_t rc = kube_stats_render(s->stats, sb);
+    err_t rc = rest_stats_render(s->stats, sb);
 
     if (!rc)
         rc = strbuf_printf(
@@ -644,7 +644,7 @@ static void escape_query(char *out, size_t cap, const char *name, const char *se
 {
     char esc[400];
 
-    kube_escape(sel, esc, sizeof(esc));
+    rest_escape(sel, esc, sizeof(esc));
     snprintf(out, cap, "%s=%s", name, esc);
 }
 
@@ -679,8 +679,8 @@ static err_t make_caches(struct syncer *s)
 
 static err_t make_clients(struct syncer *s)
 {
-    struct kube_opts api = {.kc = &s->kc, .gate = s->gate, .stats = s->stats};
-    struct kube_opts pd = {.kc = &s->pd_kc,
+    struct rest_opts api = {.kc = &s->kc, .gate = s->gate, .stats = s->stats};
+    struct rest_opts pd = {.kc = &s->pd_kc,
                            .gate = s->pd_gate,
                            .max_attempts = 2,
                            .unix_socket = s->set.podresd_url ? NULL : s->set.podresd_socket};
@@ -688,12 +688,12 @@ static err_t make_clients(struct syncer *s)
     s->pd_kc.server = strdup(s->set.podresd_url ? s->set.podresd_url : "http://localhost");
     if (pd_token(s))
         return ERR_NOMEM;
-    s->k_pods = kube_new(&api);
-    s->k_crs = kube_new(&api);
-    s->k_nd = kube_new(&api);
-    s->k_work = kube_new(&api);
-    s->k_pd = kube_new(&pd);
-    s->k_pdw = kube_new(&pd);
+    s->k_pods = rest_new(&api);
+    s->k_crs = rest_new(&api);
+    s->k_nd = rest_new(&api);
+    s->k_work = rest_new(&api);
+    s->k_pd = rest_new(&pd);
+    s->k_pdw = rest_new(&pd);
     if (!s->pd_kc.server || !s->k_pods || !s->k_crs || !s->k_nd || !s->k_work || !s->k_pd ||
         !s->k_pdw)
         return ERR_NOMEM;
@@ -732,7 +732,7 @@ static void setup_workers(struct syncer *s)
                                   .gate = s->gate,
                                   .cache = s->nd};
     s->feed = (struct nodefeed){
-        .kube = s->k_pd, .gate = s->pd_gate, .pods = s->pr, .resv = s->resv, .devs = s->devs};
+        .podresd = s->k_pd, .gate = s->pd_gate, .pods = s->pr, .resv = s->resv, .devs = s->devs};
     s->inv = (struct inventory){.node = s->set.node_name,
                                 .kube = s->k_work,
                                 .devs = s->devs,
@@ -761,15 +761,15 @@ static err_t setup(struct syncer *s)
         log_err("no usable Kubernetes configuration: %s", msg);
         return rc;
     }
-    s->gate = kube_gate_new(s->set.qps, (int)s->set.burst);
-    s->pd_gate = kube_gate_new(0, 1);
-    s->stats = kube_stats_new();
+    s->gate = rest_gate_new(s->set.qps, (int)s->set.burst);
+    s->pd_gate = rest_gate_new(0, 1);
+    s->stats = rest_stats_new();
     s->queue = queue_new();
     s->waiting = json_object();
     s->node_missing = -1;
     if (!s->gate || !s->pd_gate || !s->stats || !s->queue || !s->waiting)
         return ERR_NOMEM;
-    kube_gate_name(s->pd_gate, "podresd");
+    rest_gate_name(s->pd_gate, "podresd");
     if (make_caches(s) || make_clients(s))
         return ERR_NOMEM;
     setup_workers(s);
@@ -847,21 +847,21 @@ static void teardown(struct syncer *s)
     int i;
 
     if (s->gate)
-        kube_gate_stop(s->gate);
+        rest_gate_stop(s->gate);
     if (s->pd_gate)
-        kube_gate_stop(s->pd_gate);
+        rest_gate_stop(s->pd_gate);
     if (s->queue)
         queue_close(s->queue);
     for (i = 0; i < s->nthreads; i++)
         pthread_join(s->threads[i], NULL);
     if (s->http)
         MHD_stop_daemon(s->http);
-    kube_free(s->k_pods);
-    kube_free(s->k_crs);
-    kube_free(s->k_nd);
-    kube_free(s->k_work);
-    kube_free(s->k_pd);
-    kube_free(s->k_pdw);
+    rest_free(s->k_pods);
+    rest_free(s->k_crs);
+    rest_free(s->k_nd);
+    rest_free(s->k_work);
+    rest_free(s->k_pd);
+    rest_free(s->k_pdw);
     nodefeed_release(&s->feed);
     reconcile_release(&s->rec);
     events_release(&s->events);
@@ -872,9 +872,9 @@ static void teardown(struct syncer *s)
     cache_free(s->devs);
     cache_free(s->nd);
     queue_free(s->queue);
-    kube_stats_free(s->stats);
-    kube_gate_free(s->gate);
-    kube_gate_free(s->pd_gate);
+    rest_stats_free(s->stats);
+    rest_gate_free(s->gate);
+    rest_gate_free(s->pd_gate);
     kubeconfig_release(&s->kc);
     kubeconfig_release(&s->pd_kc);
     opts_release(opt_table, NOPTS, &s->set);
@@ -906,7 +906,7 @@ int main(int argc, char **argv)
     sigaddset(&sigs, SIGINT);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
-    if (kube_global_init()) {
+    if (rest_global_init()) {
         log_err("cannot initialise libcurl");
         opts_release(opt_table, NOPTS, &s.set);
         pthread_mutex_destroy(&s.wmu);
@@ -917,7 +917,7 @@ int main(int argc, char **argv)
     if (setup(&s) || (!s.once && start_http(&s))) {
         log_err("start-up failed; exiting");
         teardown(&s);
-        kube_global_cleanup();
+        rest_global_cleanup();
         return 1;
     }
     fault_arm();
@@ -928,7 +928,7 @@ int main(int argc, char **argv)
         r = 0;
     }
     teardown(&s);
-    kube_global_cleanup();
+    rest_global_cleanup();
     log_info("stopped");
     return r;
 }

@@ -37,12 +37,12 @@ err_t nodefeed_list(struct nodefeed *nf)
 {
     json_t *pods = NULL, *resv = NULL, *devs = NULL, *a, *b;
     char msg[512];
-    err_t rc = kube_do(nf->kube, "GET", "/v1/pods", NULL, NULL, &pods, msg, sizeof(msg));
+    err_t rc = rest_do(nf->podresd, "GET", "/v1/pods", NULL, NULL, &pods, msg, sizeof(msg));
 
     if (!rc)
-        rc = kube_do(nf->kube, "GET", "/v1/reservations", NULL, NULL, &resv, msg, sizeof(msg));
+        rc = rest_do(nf->podresd, "GET", "/v1/reservations", NULL, NULL, &resv, msg, sizeof(msg));
     if (!rc && nf->devs)
-        rc = kube_do(nf->kube, "GET", "/v1/devices", NULL, NULL, &devs, msg, sizeof(msg));
+        rc = rest_do(nf->podresd, "GET", "/v1/devices", NULL, NULL, &devs, msg, sizeof(msg));
     if (rc) {
         log_warn("cannot read podresd: %s", msg);
         json_decref(pods);
@@ -156,7 +156,7 @@ void *nodefeed_run(void *arg)
     char path[128], msg[512];
     err_t rc;
 
-    while (!kube_gate_stopped(nf->gate)) {
+    while (!rest_gate_stopped(nf->gate)) {
         if (nf->revision) {
             snprintf(path, sizeof(path), "/v1/watch?since=%llu", (unsigned long long)nf->revision);
         } else {
@@ -166,7 +166,7 @@ void *nodefeed_run(void *arg)
             nf->pending_resv = json_object();
             nf->pending_devs = json_object();
         }
-        rc = kube_stream(nf->kube, path, on_event, nf, msg, sizeof(msg));
+        rc = rest_stream(nf->podresd, path, on_event, nf, msg, sizeof(msg));
         if (rc == ERR_GONE) {
             log_info("podresd no longer keeps revision %llu; reading everything again",
                      (unsigned long long)nf->revision);
@@ -175,7 +175,7 @@ void *nodefeed_run(void *arg)
         }
         if (rc)
             log_debug("podresd feed ended: %s", msg);
-        if (!kube_gate_sleep(nf->gate, rc ? 1000 : 100))
+        if (!rest_gate_sleep(nf->gate, rc ? 1000 : 100))
             break;
     }
     return NULL;

@@ -12,12 +12,12 @@
 #include <stdint.h>
 
 #include "../common/err.h"
-#include "cache.h"
-#include "kube.h"
+#include "../kube/cache.h"
+#include "../kube/rest.h"
 
 struct nodefeed {
-    struct kube *kube;      /* client of podresd; borrowed */
-    struct kube_gate *gate; /* podresd's gate, to notice shutdown; borrowed */
+    struct rest *podresd;   /* client of podresd; borrowed */
+    struct rest_gate *gate; /* podresd's gate, to notice shutdown; borrowed */
     struct cache *pods;     /* PodResources; borrowed */
     struct cache *resv;     /* Reservations; borrowed */
     struct cache *devs;     /* Devices as inventory_device makes them; borrowed */

@@ -374,7 +374,7 @@ static err_t refetch(struct reconciler *r, const char *key, const char *ns, cons
     err_t rc;
 
     cr_path(path, sizeof(path), ns, name, NULL);
-    rc = kube_do(r->kube, "GET", path, NULL, NULL, &obj, msg, sizeof(msg));
+    rc = rest_do(r->kube, "GET", path, NULL, NULL, &obj, msg, sizeof(msg));
     if (rc == ERR_NOTFOUND) {
         cache_del(r->crs, key);
         return ERR_OK;
@@ -410,7 +410,7 @@ static err_t create(struct reconciler *r, const char *key, const char *ns, const
     if (!body)
         return ERR_NOMEM;
     cr_path(path, sizeof(path), ns, NULL, NULL);
-    rc = kube_do(r->kube, "POST", path, body, NULL, out, msg, cap);
+    rc = rest_do(r->kube, "POST", path, body, NULL, out, msg, cap);
     json_decref(body);
     if (rc == ERR_CONFLICT) {
         /* It exists already (our cache lagged): read it and decide again. */
@@ -446,7 +446,7 @@ static err_t delete_cr(struct reconciler *r, const char *key, const char *ns, co
         return ERR_NOMEM;
     }
     cr_path(path, sizeof(path), ns, name, NULL);
-    rc = kube_do(r->kube, "DELETE", path, body, NULL, &out, msg, cap);
+    rc = rest_do(r->kube, "DELETE", path, body, NULL, &out, msg, cap);
     json_decref(body);
     json_decref(out);
     if (rc == ERR_OK || rc == ERR_NOTFOUND) {
@@ -471,7 +471,7 @@ static err_t patch(struct reconciler *r, const char *key, const char *ns, const 
     if (!body)
         return ERR_NOMEM;
     cr_path(path, sizeof(path), ns, name, sub);
-    rc = kube_do(r->kube, "PATCH", path, body, KUBE_MERGE_PATCH, &out, msg, cap);
+    rc = rest_do(r->kube, "PATCH", path, body, REST_MERGE_PATCH, &out, msg, cap);
     json_decref(body);
     if (!rc)
         remember(r, key, out);
@@ -594,7 +594,7 @@ static void verdict_of(const json_t *resv, bool bound, struct verdict *v)
  * counted toward the fence. */
 static void placed(struct reconciler *r, const char *key)
 {
-    if (kube_last_code(r->pd) == 201 && json_object_get(r->placed, key) &&
+    if (rest_last_code(r->pd) == 201 && json_object_get(r->placed, key) &&
         fence_lost(&r->fence, r->node, queue_now_ms()))
         json_object_clear(r->removed);
     set_key(&r->placed, key);
@@ -612,7 +612,7 @@ static err_t reserve(struct reconciler *r, const char *key, const json_t *want, 
     if (!have || !json_equal(have, want)) {
         snprintf(path, sizeof(path), "/v1/reservations/%s", key);
         body = json_pack("{s:O}", "containers", want);
-        rc = body ? kube_do(r->pd, "PUT", path, body, NULL, &ans, msg, cap) : ERR_NOMEM;
+        rc = body ? rest_do(r->pd, "PUT", path, body, NULL, &ans, msg, cap) : ERR_NOMEM;
         json_decref(body);
         if (!rc)
             placed(r, key);
@@ -638,7 +638,7 @@ static err_t release(struct reconciler *r, const char *ns, const char *name)
     err_t rc;
 
     snprintf(path, sizeof(path), "/v1/reservations/%s/%s", ns, name);
-    rc = kube_do(r->pd, "DELETE", path, NULL, NULL, &ans, msg, sizeof(msg));
+    rc = rest_do(r->pd, "DELETE", path, NULL, NULL, &ans, msg, sizeof(msg));
     json_decref(ans);
     return rc == ERR_NOTFOUND ? ERR_OK : rc;
 }
@@ -681,7 +681,7 @@ static err_t claimant(struct reconciler *r, const char *ns, const char *name, ch
 
     other[0] = '\0';
     cr_path(path, sizeof(path), ns, name, NULL);
-    rc = kube_do(r->kube, "GET", path, NULL, NULL, &obj, msg, sizeof(msg));
+    rc = rest_do(r->kube, "GET", path, NULL, NULL, &obj, msg, sizeof(msg));
     if (rc == ERR_NOTFOUND)
         return ERR_OK;
     if (rc)

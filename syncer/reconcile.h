@@ -16,10 +16,10 @@
 #include <stdint.h>
 
 #include "../common/err.h"
-#include "cache.h"
+#include "../kube/cache.h"
 #include "events.h"
 #include "fence.h"
-#include "kube.h"
+#include "../kube/rest.h"
 
 #define RECONCILE_GROUP_PATH "/apis/podres.dev/v1alpha1"
 #define RECONCILE_LABEL "podres.dev/node"
@@ -40,8 +40,8 @@ enum reconcile_skip {
 
 struct reconciler {
     const char *node;      /* this node's name; borrowed */
-    struct kube *kube;     /* the worker's API client; borrowed */
-    struct kube *pd;       /* the worker's podresd client (reservations); borrowed */
+    struct rest *kube;     /* the worker's API client; borrowed */
+    struct rest *pd;       /* the worker's podresd client (reservations); borrowed */
     uint64_t ttl_ms;       /* how long a pre-assignment waits for its pod */
     struct cache *pr;      /* podresd PodResources; borrowed */
     struct cache *resv;    /* podresd Reservations; borrowed */

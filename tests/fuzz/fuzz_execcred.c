@@ -5,7 +5,7 @@
  * message, never a crash or a leak. Nothing is run. */
 #include "../../common/common.h"
 #include "../../common/cfg.h"
-#include "../../syncer/execcred.h"
+#include "../../kube/execcred.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -6,7 +6,7 @@
  * reconcile_pod_view); every object also goes through cache_key_of and
  * reconcile_status (as if it were podresd's PodResources). Reaches the
  * static on_event by including informer.c. */
-#include "../../syncer/informer.c"
+#include "../../kube/informer.c"
 #include "../../syncer/reconcile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

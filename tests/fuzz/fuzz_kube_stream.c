@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_kube_stream.c - libFuzzer target for the syncer's splitting of a
- * watch stream into lines: the input arrives through kube.c's on_body in
+ * watch stream into lines: the input arrives through rest.c's on_body in
  * pieces whose sizes the first bytes choose; each complete line must reach
  * the callback as JSON, a bad line must stop the stream, and nothing may
- * crash or leak. Reaches the static on_body by including kube.c. */
-#include "../../syncer/kube.c"
+ * crash or leak. Reaches the static on_body by including rest.c. */
+#include "../../kube/rest.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -2,7 +2,7 @@
 /* fuzz_kubeconfig.c - libFuzzer target for kubeconfig_parse: any bytes must
  * give ERR_OK or an error with a message, never a crash or a leak. */
 #include "../../common/common.h"
-#include "../../syncer/kubeconfig.h"
+#include "../../kube/kubeconfig.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -5,7 +5,7 @@
 #include "../../../common/common.h"
 #include "../../../syncer/events.h"
 #include "../test.h"
-#include "responder.h"
+#include "../kube/responder.h"
 
 #define CHECK_PREFIX(s, prefix)                                                                    \
     TEST_REPORT(strncmp((s), (prefix), strlen(prefix)) == 0, "\"%.80s\" does not start \"%s\"",    \
@@ -28,18 +28,18 @@ static void test_series_and_budget(void)
     };
     struct responder s;
     struct kubeconfig kc = {0};
-    struct kube_opts o = {.max_attempts = 1, .kc = &kc};
+    struct rest_opts o = {.max_attempts = 1, .kc = &kc};
     struct events e = {.node = "node-a"};
     struct strbuf sb = STRBUF_INIT;
     char url[64];
     json_t *obj = dvb();
     int i;
 
-    CHECK_OK(kube_global_init());
+    CHECK_OK(rest_global_init());
     responder_start(&s, r, 3);
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", s.port);
     kc.server = url;
-    e.kube = kube_new(&o);
+    e.kube = rest_new(&o);
     events_record(&e, obj, "Warning", "Conflict", "Reserve", "device g1 is held by ml/other", 1000);
     events_record(&e, obj, "Warning", "Conflict", "Reserve", "device g1 is held by ml/other", 2000);
     events_record(&e, obj, "Normal", "PreassignmentHonored", "Reserve", "bound as pre-assigned",
@@ -71,10 +71,10 @@ static void test_series_and_budget(void)
         events_record(&e, obj, "Warning", "Conflict", "Reserve", "y", 3000 + EVENTS_REFILL_MS);
         CHECK_EQ_INT(e.dropped, d);
     }
-    kube_free(e.kube);
+    rest_free(e.kube);
     events_release(&e);
     json_decref(obj);
-    kube_global_cleanup();
+    rest_global_cleanup();
 }
 
 TEST_MAIN(test_series_and_budget)

@@ -6,7 +6,7 @@
 #include "../../../syncer/inventory.h"
 #include "../../../syncer/queue.h"
 #include "../test.h"
-#include "responder.h"
+#include "../kube/responder.h"
 
 #define CHECK_PREFIX(s, prefix)                                                                    \
     TEST_REPORT(strncmp((s), (prefix), strlen(prefix)) == 0, "\"%.80s\" does not start \"%s\"",    \
@@ -168,7 +168,7 @@ static void test_due(void)
 struct world {
     struct responder srv;
     struct kubeconfig kc;
-    struct kube *kube;
+    struct rest *kube;
     struct cache *devs, *nd;
     struct inventory inv;
     char url[64];
@@ -176,7 +176,7 @@ struct world {
 
 static void world_start(struct world *w, const struct reply *r, int n)
 {
-    struct kube_opts o = {.max_attempts = 1};
+    struct rest_opts o = {.max_attempts = 1};
     json_t *empty;
 
     memset(w, 0, sizeof(*w));
@@ -184,7 +184,7 @@ static void world_start(struct world *w, const struct reply *r, int n)
     snprintf(w->url, sizeof(w->url), "http://127.0.0.1:%d", w->srv.port);
     w->kc.server = w->url;
     o.kc = &w->kc;
-    w->kube = kube_new(&o);
+    w->kube = rest_new(&o);
     w->devs = cache_new(NULL, NULL);
     w->nd = cache_new(NULL, NULL);
     w->inv = (struct inventory){
@@ -198,7 +198,7 @@ static void world_start(struct world *w, const struct reply *r, int n)
 static void world_free(struct world *w)
 {
     responder_stop(&w->srv);
-    kube_free(w->kube);
+    rest_free(w->kube);
     cache_free(w->devs);
     cache_free(w->nd);
 }
@@ -234,7 +234,7 @@ static void test_sync_create_then_quiet(void)
     char msg[256] = "";
     json_t *obj, *st;
 
-    CHECK_OK(kube_global_init());
+    CHECK_OK(rest_global_init());
     world_start(&w, r, 4);
     add_device(&w, "g0", "Healthy");
     w.inv.revision = 3;

@@ -7,7 +7,7 @@
 #include "../../../syncer/queue.h"
 #include "../../../syncer/reconcile.h"
 #include "../test.h"
-#include "responder.h"
+#include "../kube/responder.h"
 
 #include <curl/curl.h>
 
@@ -169,19 +169,19 @@ static void test_condition(void)
 
 struct world {
     struct kubeconfig kc; /* server http://127.0.0.1:1 */
-    struct kube *kube;    /* one attempt, no gate */
+    struct rest *kube;    /* one attempt, no gate */
     struct reconciler r;  /* the reconciler under test */
 };
 
 static void world_new(struct world *w)
 {
-    struct kube_opts o = {0};
+    struct rest_opts o = {0};
 
     memset(w, 0, sizeof(*w));
     w->kc.server = (char *)"http://127.0.0.1:1";
     o.kc = &w->kc;
     o.max_attempts = 1;
-    w->kube = kube_new(&o);
+    w->kube = rest_new(&o);
     CHECK(w->kube != NULL);
     w->r.node = "node-a";
     w->r.kube = w->kube;
@@ -200,7 +200,7 @@ static void world_free(struct world *w)
     cache_free(w->r.resv);
     cache_free(w->r.pods);
     cache_free(w->r.crs);
-    kube_free(w->kube);
+    rest_free(w->kube);
 }
 
 static void put(struct cache *c, const char *key, const char *text)
@@ -252,7 +252,7 @@ static void test_key_nothing_to_do(void)
 {
     struct world w;
 
-    CHECK_OK(kube_global_init());
+    CHECK_OK(rest_global_init());
     world_new(&w);
     /* nothing anywhere */
     CHECK_QUIET(&w, "d/p");
@@ -370,7 +370,7 @@ static void test_key_write_fails_loudly(void)
     CHECK_EQ_INT(reconcile_key(&w.r, "d/q", &wrote, &requeue, msg, sizeof(msg)), ERR_UPSTREAM);
     CHECK(!wrote);
     world_free(&w);
-    kube_global_cleanup();
+    rest_global_cleanup();
 }
 
 #define CR_OF(label)                                                                               \
@@ -549,7 +549,7 @@ static void test_key_foreign_as_read(void)
     };
     struct responder s;
     struct world w;
-    struct kube_opts o = {.max_attempts = 1};
+    struct rest_opts o = {.max_attempts = 1};
     bool wrote = true;
     uint64_t requeue = 0;
     char url[64], msg[256] = "";
@@ -559,8 +559,8 @@ static void test_key_foreign_as_read(void)
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", s.port);
     w.kc.server = url;
     o.kc = &w.kc;
-    kube_free(w.kube);
-    w.kube = kube_new(&o);
+    rest_free(w.kube);
+    w.kube = rest_new(&o);
     w.r.kube = w.kube;
     put(w.r.crs, "d/p", CR_PLAIN); /* ours, as cached; no devices: delete */
     CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, msg, sizeof(msg)), ERR_FORBIDDEN);
@@ -590,7 +590,7 @@ static void test_key_stray_of_another_syncer(void)
     };
     struct responder s;
     struct world w;
-    struct kube_opts o = {.max_attempts = 1};
+    struct rest_opts o = {.max_attempts = 1};
     bool wrote = true;
     uint64_t requeue = 0;
     char url[64], msg[256] = "", why[400] = "";
@@ -600,8 +600,8 @@ static void test_key_stray_of_another_syncer(void)
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", s.port);
     w.kc.server = url;
     o.kc = &w.kc;
-    kube_free(w.kube);
-    w.kube = kube_new(&o);
+    rest_free(w.kube);
+    w.kube = rest_new(&o);
     w.r.kube = w.kube;
     w.r.pd = w.kube;
     put(w.r.resv, "d/p", RESV("p"));

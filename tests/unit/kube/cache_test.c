@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* cache_test.c - the key -> JSON map and its change notifications through
- * syncer/cache.h. */
+ * kube/cache.h. */
 #include "../../../common/common.h"
-#include "../../../syncer/cache.h"
+#include "../../../kube/cache.h"
 #include "../test.h"
 
 /* Every notification, in order. */

@@ -20,14 +20,14 @@
 
 #include "../common/err.h"
 #include "cache.h"
-#include "kube.h"
+#include "rest.h"
 
 struct informer {
     const char *name;       /* "pods" or "devicebindings", for the log; borrowed */
     const char *path;       /* collection path, e.g. /api/v1/pods; borrowed */
     const char *query;      /* selector query, already escaped ("fieldSelector=..."); borrowed */
-    struct kube *kube;      /* this thread's client; borrowed */
-    struct kube_gate *gate; /* to notice shutdown; borrowed */
+    struct rest *kube;      /* this thread's client; borrowed */
+    struct rest_gate *gate; /* to notice shutdown; borrowed */
     struct cache *cache;    /* where objects go; borrowed */
     /* What the cache keeps of an object (new), or NULL to keep all of it: a
      * node's Pods are large (spec, status, managedFields) and reconcile

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* kubeconfig_test.c - kubeconfig files, $KUBECONFIG, in-cluster and
- * ~/.kube/config through syncer/kubeconfig.h. */
+ * ~/.kube/config through kube/kubeconfig.h. */
 #include "../../../common/common.h"
-#include "../../../syncer/execcred.h"
-#include "../../../syncer/kubeconfig.h"
+#include "../../../kube/execcred.h"
+#include "../../../kube/kubeconfig.h"
 #include "../test.h"
 
 #include <fcntl.h>

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* execcred_test.c - exec credential plugins through syncer/execcred.h: the
+/* execcred_test.c - exec credential plugins through kube/execcred.h: the
  * block, the ExecCredential output, running a real command (/bin/sh) and
  * keeping its credential until it expires. */
 #include "../../../common/common.h"
 #include "../../../common/cfg.h"
-#include "../../../syncer/execcred.h"
+#include "../../../kube/execcred.h"
 #include "../test.h"
 
 #include <unistd.h>

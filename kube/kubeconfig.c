@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* kubeconfig.c - finds the API server and credentials the way kubectl does,
- * for the subset podres-syncer can use: one file (no merging of a $KUBECONFIG
+ * for the subset podres can use: one file (no merging of a $KUBECONFIG
  * list), the current-context only, bearer tokens and client certificates.
  * Exec plugins, auth-providers and basic auth are refused by name rather than
  * ignored, so that a 401 later is never the first sign of them. It does not
- * read certificates or tokens; the kube client does, so rotation works. */
+ * read certificates or tokens; the REST client (rest.h) does, so rotation
+ * works. */
 #define LOG_MOD "kubeconfig"
 #include "../common/common.h"
 #include "../common/cfg.h"

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* kube.c - libcurl requests with the gate (token bucket + global backoff),
+/* rest.c - libcurl requests with the gate (token bucket + global backoff),
  * the retry policy, token files and Status parsing. */
 #define LOG_MOD "kube"
 #include "../common/common.h"
 #include "../common/jsonx.h"
 #include "../common/strbuf.h"
-#include "kube.h"
+#include "rest.h"
 
 #include <curl/curl.h>
 #include <dlfcn.h>
@@ -30,7 +30,7 @@ static uint64_t now_ms(void)
 /* ---- the gate ---- */
 
 /* Lock: 'mu' guards every field. */
-struct kube_gate {
+struct rest_gate {
     pthread_mutex_t mu;
     double qps;             /* tokens per second; <= 0: unlimited */
     double burst;           /* bucket size */
@@ -43,9 +43,9 @@ struct kube_gate {
     volatile int stopped;   /* shutdown */
 };
 
-struct kube_gate *kube_gate_new(double qps, int burst)
+struct rest_gate *rest_gate_new(double qps, int burst)
 {
-    struct kube_gate *g = calloc(1, sizeof(*g));
+    struct rest_gate *g = calloc(1, sizeof(*g));
 
     if (!g)
         return NULL;
@@ -58,12 +58,12 @@ struct kube_gate *kube_gate_new(double qps, int burst)
     return g;
 }
 
-void kube_gate_name(struct kube_gate *g, const char *peer)
+void rest_gate_name(struct rest_gate *g, const char *peer)
 {
     g->peer = peer;
 }
 
-void kube_gate_free(struct kube_gate *g)
+void rest_gate_free(struct rest_gate *g)
 {
     if (!g)
         return;
@@ -71,22 +71,22 @@ void kube_gate_free(struct kube_gate *g)
     free(g);
 }
 
-void kube_gate_stop(struct kube_gate *g)
+void rest_gate_stop(struct rest_gate *g)
 {
     __atomic_store_n(&g->stopped, 1, __ATOMIC_RELEASE);
 }
 
-bool kube_gate_stopped(struct kube_gate *g)
+bool rest_gate_stopped(struct rest_gate *g)
 {
     return g && __atomic_load_n(&g->stopped, __ATOMIC_ACQUIRE);
 }
 
-bool kube_gate_sleep(struct kube_gate *g, uint64_t ms)
+bool rest_gate_sleep(struct rest_gate *g, uint64_t ms)
 {
     uint64_t end = now_ms() + ms, t;
     struct timespec ts;
 
-    while (!kube_gate_stopped(g)) {
+    while (!rest_gate_stopped(g)) {
         t = now_ms();
         if (t >= end)
             return true;
@@ -99,7 +99,7 @@ bool kube_gate_sleep(struct kube_gate *g, uint64_t ms)
 }
 
 /* How long to wait before the next request may go; takes a token when 0. */
-static uint64_t gate_try(struct kube_gate *g)
+static uint64_t gate_try(struct rest_gate *g)
 {
     uint64_t t = now_ms(), wait = 0;
 
@@ -121,25 +121,25 @@ static uint64_t gate_try(struct kube_gate *g)
 }
 
 /* Wait for the gate; false when stopped. */
-static bool gate_wait(struct kube_gate *g)
+static bool gate_wait(struct rest_gate *g)
 {
     uint64_t wait;
 
     if (!g)
         return true;
     for (;;) {
-        if (kube_gate_stopped(g))
+        if (rest_gate_stopped(g))
             return false;
         wait = gate_try(g);
         if (wait == 0)
             return true;
-        if (!kube_gate_sleep(g, wait))
+        if (!rest_gate_sleep(g, wait))
             return false;
     }
 }
 
 /* A failure: extend the global backoff (with jitter), honouring Retry-After. */
-static void gate_failed(struct kube_gate *g, uint64_t retry_after_ms, const char *what)
+static void gate_failed(struct rest_gate *g, uint64_t retry_after_ms, const char *what)
 {
     uint64_t t = now_ms(), delay;
     bool first;
@@ -165,7 +165,7 @@ static void gate_failed(struct kube_gate *g, uint64_t retry_after_ms, const char
         log_warn("%s unavailable (%s); backing off", g->peer, what);
 }
 
-static void gate_ok(struct kube_gate *g)
+static void gate_ok(struct rest_gate *g)
 {
     bool was;
 
@@ -185,7 +185,7 @@ static void gate_ok(struct kube_gate *g)
 #define MAX_SERIES 64
 
 /* Lock: 'mu' guards every field. */
-struct kube_stats {
+struct rest_stats {
     pthread_mutex_t mu;
     char verb[MAX_SERIES][8]; /* series: verb */
     int code[MAX_SERIES];     /* series: code (0 = network error) */
@@ -194,16 +194,16 @@ struct kube_stats {
     uint64_t retries;         /* retried attempts */
 };
 
-struct kube_stats *kube_stats_new(void)
+struct rest_stats *rest_stats_new(void)
 {
-    struct kube_stats *s = calloc(1, sizeof(*s));
+    struct rest_stats *s = calloc(1, sizeof(*s));
 
     if (s)
         pthread_mutex_init(&s->mu, NULL);
     return s;
 }
 
-void kube_stats_free(struct kube_stats *s)
+void rest_stats_free(struct rest_stats *s)
 {
     if (!s)
         return;
@@ -211,7 +211,7 @@ void kube_stats_free(struct kube_stats *s)
     free(s);
 }
 
-static void stats_count(struct kube_stats *s, const char *verb, int code, bool retry)
+static void stats_count(struct rest_stats *s, const char *verb, int code, bool retry)
 {
     size_t i;
 
@@ -234,7 +234,7 @@ static void stats_count(struct kube_stats *s, const char *verb, int code, bool r
     pthread_mutex_unlock(&s->mu);
 }
 
-err_t kube_stats_render(struct kube_stats *s, struct strbuf *sb)
+err_t rest_stats_render(struct rest_stats *s, struct strbuf *sb)
 {
     err_t rc = strbuf_printf(sb, "# HELP podres_syncer_api_requests_total Kubernetes API requests "
                                  "by verb and code (0: no answer).\n"
@@ -260,17 +260,17 @@ err_t kube_stats_render(struct kube_stats *s, struct strbuf *sb)
 
 /* ---- the client ---- */
 
-struct kube {
+struct rest {
     CURL *curl;                   /* one handle for life: kept-alive connections */
     const struct kubeconfig *kc;  /* borrowed */
     char *unix_socket;            /* or NULL */
-    struct kube_gate *gate;       /* borrowed, or NULL */
-    struct kube_stats *stats;     /* borrowed, or NULL */
+    struct rest_gate *gate;       /* borrowed, or NULL */
+    struct rest_stats *stats;     /* borrowed, or NULL */
     int max_attempts;             /* retryable tries */
     char *token;                  /* current bearer token or NULL */
     struct timespec token_mtime;  /* of kc->token_file when read */
     json_t *status;               /* the last request's error answer (a Status), or NULL */
-    long code;                    /* the last kube_do's HTTP status; 0: none */
+    long code;                    /* the last rest_do's HTTP status; 0: none */
     char errbuf[CURL_ERROR_SIZE]; /* libcurl's message */
 };
 
@@ -278,7 +278,7 @@ struct kube {
 
 static bool ssh2_inited;
 
-err_t kube_global_init(void)
+err_t rest_global_init(void)
 {
     /* int libssh2_init(int flags): libssh2 initialises on its first call
      * only, so this one decides; curl_global_init's call just counts. */
@@ -292,7 +292,7 @@ err_t kube_global_init(void)
     return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? ERR_OK : ERR_UNAVAIL;
 }
 
-void kube_global_cleanup(void)
+void rest_global_cleanup(void)
 {
     void *p = ssh2_inited ? dlsym(RTLD_DEFAULT, "libssh2_exit") : NULL;
     void (*ssh2_exit)(void);
@@ -300,14 +300,14 @@ void kube_global_cleanup(void)
     curl_global_cleanup();
     if (p) {
         memcpy(&ssh2_exit, &p, sizeof(p));
-        ssh2_exit(); /* the count kube_global_init added */
+        ssh2_exit(); /* the count rest_global_init added */
     }
     ssh2_inited = false;
 }
 
-struct kube *kube_new(const struct kube_opts *o)
+struct rest *rest_new(const struct rest_opts *o)
 {
-    struct kube *k = calloc(1, sizeof(*k));
+    struct rest *k = calloc(1, sizeof(*k));
 
     if (!k)
         return NULL;
@@ -319,13 +319,13 @@ struct kube *kube_new(const struct kube_opts *o)
     if (o->unix_socket)
         k->unix_socket = strdup(o->unix_socket);
     if (!k->curl || (o->unix_socket && !k->unix_socket)) {
-        kube_free(k);
+        rest_free(k);
         return NULL;
     }
     return k;
 }
 
-void kube_free(struct kube *k)
+void rest_free(struct rest *k)
 {
     if (!k)
         return;
@@ -355,7 +355,7 @@ static char *read_token_file(const char *path)
 }
 
 /* Load the token (literal, or from the file when it changed). */
-static void refresh_token(struct kube *k, bool force)
+static void refresh_token(struct rest *k, bool force)
 {
     struct stat sb;
     char *t;
@@ -384,14 +384,14 @@ struct xfer {
     char *body;              /* answer */
     size_t len, cap;         /* used, allocated */
     uint64_t retry_after_ms; /* from Retry-After */
-    kube_line_fn fn;         /* streaming: per line */
+    rest_line_fn fn;         /* streaming: per line */
     void *ctx;               /* its argument */
     bool stop;               /* fn asked to stop */
     bool bad_line;           /* a line was not JSON */
     bool long_line;          /* a line grew past STREAM_LINE_MAX without its end */
     size_t scanned;          /* bytes of body[0..len) known to hold no newline */
     long status;             /* from the status line; 0 before it */
-    struct kube_gate *gate;  /* to notice shutdown */
+    struct rest_gate *gate;  /* to notice shutdown */
 };
 
 /* Hand each complete line to fn. Only bytes not searched before are
@@ -475,10 +475,10 @@ static int on_progress(void *cls, curl_off_t a, curl_off_t b, curl_off_t c, curl
     (void)b;
     (void)c;
     (void)d;
-    return kube_gate_stopped(x->gate) ? 1 : 0;
+    return rest_gate_stopped(x->gate) ? 1 : 0;
 }
 
-static void set_tls(struct kube *k)
+static void set_tls(struct rest *k)
 {
     const struct kubeconfig *kc = k->kc;
 
@@ -503,7 +503,7 @@ static void set_tls(struct kube *k)
 }
 
 /* Set up one transfer; returns the header list to free after it. */
-static struct curl_slist *prepare(struct kube *k, const char *method, const char *path,
+static struct curl_slist *prepare(struct rest *k, const char *method, const char *path,
                                   const char *body, size_t blen, const char *ctype, struct xfer *x,
                                   bool stream)
 {
@@ -583,9 +583,9 @@ static void status_message(const struct xfer *x, long code, char *msg, size_t ca
     json_decref(v);
 }
 
-/* Keep the JSON object of an error answer for kube_last_status; NULL
+/* Keep the JSON object of an error answer for rest_last_status; NULL
  * keeps nothing (a new request). */
-static void keep_status(struct kube *k, const struct xfer *x)
+static void keep_status(struct rest *k, const struct xfer *x)
 {
     json_t *v = x && x->body && x->len ? json_loadb(x->body, x->len, 0, NULL) : NULL;
 
@@ -595,14 +595,14 @@ static void keep_status(struct kube *k, const struct xfer *x)
         json_decref(v);
 }
 
-const json_t *kube_last_status(const struct kube *k)
+const json_t *rest_last_status(const struct rest *k)
 {
     return k->status;
 }
 
 /* As client-go's isTooLargeResourceVersionError: the cause since 1.18.6,
  * the cause's message in 1.17.0-1.18.5, the Status message before. */
-bool kube_status_too_large(const json_t *status)
+bool rest_status_too_large(const json_t *status)
 {
     const char *reason = json_string_value(json_object_get(status, "reason"));
     const char *msg = json_string_value(json_object_get(status, "message"));
@@ -624,7 +624,7 @@ bool kube_status_too_large(const json_t *status)
 }
 
 /* One attempt. *code is 0 for a transport failure. */
-static err_t attempt(struct kube *k, const char *method, const char *path, const char *body,
+static err_t attempt(struct rest *k, const char *method, const char *path, const char *body,
                      size_t blen, const char *ctype, struct xfer *x, long *code, bool stream)
 {
     struct curl_slist *h;
@@ -637,7 +637,7 @@ static err_t attempt(struct kube *k, const char *method, const char *path, const
     *code = 0;
     if (cc == CURLE_OK || (cc == CURLE_WRITE_ERROR && x->stop && !x->bad_line && !x->long_line))
         curl_easy_getinfo(k->curl, CURLINFO_RESPONSE_CODE, code);
-    else if (cc == CURLE_ABORTED_BY_CALLBACK && kube_gate_stopped(k->gate))
+    else if (cc == CURLE_ABORTED_BY_CALLBACK && rest_gate_stopped(k->gate))
         return ERR_UNAVAIL;
     stats_count(k->stats, method, (int)*code, false);
     if (*code == 0)
@@ -646,7 +646,7 @@ static err_t attempt(struct kube *k, const char *method, const char *path, const
 }
 
 /* A retryable failure of one attempt: its message, the shared backoff. */
-static void attempt_failed(struct kube *k, struct xfer *x, long code, char *msg, size_t cap)
+static void attempt_failed(struct rest *k, struct xfer *x, long code, char *msg, size_t cap)
 {
     if (code)
         status_message(x, code, msg, cap);
@@ -656,8 +656,8 @@ static void attempt_failed(struct kube *k, struct xfer *x, long code, char *msg,
 }
 
 /* The answer of a finished request: JSON on success, else the Status
- * message, and the Status kept for kube_last_status. */
-static err_t conclude(struct kube *k, struct xfer *x, err_t rc, long code, const char *what,
+ * message, and the Status kept for rest_last_status. */
+static err_t conclude(struct rest *k, struct xfer *x, err_t rc, long code, const char *what,
                       json_t **out, char *msg, size_t cap)
 {
     json_t *v;
@@ -680,7 +680,7 @@ static err_t conclude(struct kube *k, struct xfer *x, err_t rc, long code, const
     return rc;
 }
 
-err_t kube_do(struct kube *k, const char *method, const char *path, const json_t *body,
+err_t rest_do(struct rest *k, const char *method, const char *path, const json_t *body,
               const char *ctype, json_t **out, char *msg, size_t cap)
 {
     char *text = body ? jsonx_dumps(body) : NULL, what[300];
@@ -725,12 +725,12 @@ err_t kube_do(struct kube *k, const char *method, const char *path, const json_t
     return rc;
 }
 
-long kube_last_code(const struct kube *k)
+long rest_last_code(const struct rest *k)
 {
     return k->code;
 }
 
-err_t kube_stream(struct kube *k, const char *path, kube_line_fn fn, void *ctx, char *msg,
+err_t rest_stream(struct rest *k, const char *path, rest_line_fn fn, void *ctx, char *msg,
                   size_t cap)
 {
     struct xfer x = {.fn = fn, .ctx = ctx, .gate = k->gate};
@@ -743,7 +743,7 @@ err_t kube_stream(struct kube *k, const char *path, kube_line_fn fn, void *ctx, 
         return ERR_OK;
     refresh_token(k, false);
     rc = attempt(k, "GET", path, NULL, 0, NULL, &x, &code, true);
-    if (rc == ERR_UNAVAIL || kube_gate_stopped(k->gate)) {
+    if (rc == ERR_UNAVAIL || rest_gate_stopped(k->gate)) {
         rc = ERR_OK;
     } else if (x.long_line) {
         snprintf(msg, cap, "a line of the stream %s is longer than %u MiB", path,
@@ -763,7 +763,7 @@ err_t kube_stream(struct kube *k, const char *path, kube_line_fn fn, void *ctx, 
             refresh_token(k, true);
         /* A 504 "too large resource version" is the server answering, about
          * the resourceVersion asked for: no outage, the caller lists again. */
-        if (rc == ERR_UPSTREAM && !kube_status_too_large(k->status))
+        if (rc == ERR_UPSTREAM && !rest_status_too_large(k->status))
             gate_failed(k->gate, x.retry_after_ms, msg);
     } else {
         snprintf(msg, cap, "%s", k->errbuf[0] ? k->errbuf : "stream broken");
@@ -774,7 +774,7 @@ err_t kube_stream(struct kube *k, const char *path, kube_line_fn fn, void *ctx, 
     return rc;
 }
 
-void kube_escape(const char *s, char *out, size_t cap)
+void rest_escape(const char *s, char *out, size_t cap)
 {
     static const char hex[] = "0123456789ABCDEF";
     size_t n = 0;

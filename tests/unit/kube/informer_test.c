@@ -5,7 +5,7 @@
  * watch answered "too large resource version", as an ERROR event or as an
  * HTTP 504; a list older than what was seen), and readiness. One step of
  * the informer's loop at a time: informer.c is included for step(). */
-#include "../../../syncer/informer.c"
+#include "../../../kube/informer.c"
 #include "../test.h"
 #include "responder.h"
 
@@ -41,7 +41,7 @@
 /* An informer of /apis/x/devicebindings?labelSelector=l on a responder. */
 struct rig {
     struct responder srv; /* the API server */
-    struct kube_gate *g;  /* no token bucket */
+    struct rest_gate *g;  /* no token bucket */
     char url[64];         /* http://127.0.0.1:PORT */
     struct kubeconfig kc; /* server only */
     struct informer inf;  /* the informer under test */
@@ -49,19 +49,19 @@ struct rig {
 
 static void rig_start(struct rig *t, const struct reply *r, int n)
 {
-    struct kube_opts o = {.max_attempts = 1};
+    struct rest_opts o = {.max_attempts = 1};
 
     memset(t, 0, sizeof(*t));
     responder_start(&t->srv, r, n);
     snprintf(t->url, sizeof(t->url), "http://127.0.0.1:%d", t->srv.port);
     t->kc.server = t->url;
-    t->g = kube_gate_new(0, 0);
+    t->g = rest_gate_new(0, 0);
     o.kc = &t->kc;
     o.gate = t->g;
     t->inf = (struct informer){.name = "devicebindings",
                                .path = "/apis/x/devicebindings",
                                .query = "labelSelector=l",
-                               .kube = kube_new(&o),
+                               .kube = rest_new(&o),
                                .gate = t->g,
                                .cache = cache_new(NULL, NULL)};
     CHECK(t->g && t->inf.kube && t->inf.cache);
@@ -70,9 +70,9 @@ static void rig_start(struct rig *t, const struct reply *r, int n)
 static void rig_stop(struct rig *t)
 {
     responder_stop(&t->srv);
-    kube_free(t->inf.kube);
+    rest_free(t->inf.kube);
     cache_free(t->inf.cache);
-    kube_gate_free(t->g);
+    rest_gate_free(t->g);
 }
 
 /* The cache's keys, sorted, joined by ','. */
@@ -205,11 +205,11 @@ static void check_too_large(const struct reply *watch)
     CHECK(!is_ready(&t.inf, 60000, why, sizeof(why)));
     CHECK_STREQ(why, "devicebindings informer relisting after the API server's state was reset");
     CHECK(t.inf.reset_logged); /* "current: 100" said it: logged now */
-    t0 = queue_now_ms();
+    t0 = clock_mono_ms();
     t.inf.listed_ms = 0; /* the pace and spread of lists are not under test here */
     t.inf.relist_at_ms = 0;
     step(&t.inf);
-    CHECK(queue_now_ms() - t0 < 500); /* the gate did not back off */
+    CHECK(clock_mono_ms() - t0 < 500); /* the gate did not back off */
     CHECK_HAS(t.srv.req[2], "GET /apis/x/devicebindings?labelSelector=l HTTP/1.1");
     CHECK_KEYS(t.inf.cache, "ns/c");
     CHECK_STREQ(t.inf.rv, "100");
@@ -288,13 +288,13 @@ static void test_expired(void)
         CHECK(!is_ready(&t.inf, 60000, why, sizeof(why)));
         CHECK_STREQ(why, "devicebindings informer relisting after its watch expired");
         /* the list waits a random moment within 2 s, so nodes spread theirs */
-        CHECK(t.inf.relist_at_ms && t.inf.relist_at_ms <= queue_now_ms() + 2000);
-        t0 = queue_now_ms();
+        CHECK(t.inf.relist_at_ms && t.inf.relist_at_ms <= clock_mono_ms() + 2000);
+        t0 = clock_mono_ms();
         step(&t.inf);
         /* a second after the list before: a server expiring every watch
          * is not asked in a loop */
-        TEST_REPORT(queue_now_ms() - t0 >= 900, "listed again after %llu ms",
-                    (unsigned long long)(queue_now_ms() - t0));
+        TEST_REPORT(clock_mono_ms() - t0 >= 900, "listed again after %llu ms",
+                    (unsigned long long)(clock_mono_ms() - t0));
         CHECK_HAS(t.srv.req[i + 1], "GET /apis/x/devicebindings?labelSelector=l HTTP/1.1");
         CHECK(is_ready(&t.inf, 60000, why, sizeof(why)));
     }
@@ -321,9 +321,9 @@ static void test_failing(void)
     CHECK_HAS(why, "devicebindings informer failing for 0 s");
     step(&t.inf); /* the list fails too */
     CHECK(!is_ready(&t.inf, 0, why, sizeof(why)));
-    kube_free(t.inf.kube);
+    rest_free(t.inf.kube);
     cache_free(t.inf.cache);
-    kube_gate_free(t.g);
+    rest_gate_free(t.g);
 }
 
 /* --once lists consistently from the start: no watch follows to catch up. */
@@ -377,8 +377,8 @@ static void test_not_a_list(void)
     CHECK_OK(informer_list(&t.inf));
     CHECK_KEYS(t.inf.cache, "ns/a,ns/b");
     t.inf.relist = true;
-    t.inf.listed_ms = queue_now_ms();
-    t0 = queue_now_ms();
+    t.inf.listed_ms = clock_mono_ms();
+    t0 = clock_mono_ms();
     step(&t.inf); /* a Status: after the usual second */
     CHECK_KEYS(t.inf.cache, "ns/a,ns/b");
     CHECK_STREQ(t.inf.rv, "100");
@@ -386,7 +386,7 @@ static void test_not_a_list(void)
     CHECK_KEYS(t.inf.cache, "ns/a,ns/b");
     step(&t.inf); /* no items: after 2 s more */
     CHECK_KEYS(t.inf.cache, "ns/a,ns/b");
-    CHECK(queue_now_ms() - t0 >= 3900);
+    CHECK(clock_mono_ms() - t0 >= 3900);
     CHECK(informer_synced(&t.inf));
     CHECK_OK(informer_list(&t.inf)); /* a list again (without the 4 s wait) */
     CHECK_KEYS(t.inf.cache, "ns/a");
@@ -410,12 +410,12 @@ static void test_rv_older(void)
 
 static void test_setup(void)
 {
-    CHECK_OK(kube_global_init());
+    CHECK_OK(rest_global_init());
 }
 
 static void test_cleanup(void)
 {
-    kube_global_cleanup();
+    rest_global_cleanup();
 }
 
 TEST_MAIN(test_setup, test_rv_older, test_list_then_watch, test_resume_or_relist,

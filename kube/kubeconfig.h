@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* kubeconfig.h - where podres-syncer finds the Kubernetes API server and its
- * credentials: --kubeconfig, $KUBECONFIG (the first existing file of a
+/* kubeconfig.h - where a podres program finds the Kubernetes API server and
+ * its credentials: --kubeconfig, $KUBECONFIG (the first existing file of a
  * colon-separated list), the in-cluster service account
  * (KUBERNETES_SERVICE_HOST/PORT, /var/run/secrets/kubernetes.io/serviceaccount/
  * token and ca.crt), or ~/.kube/config, in that order. Kubeconfig files are

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* kube_test.c - the API client through syncer/kube.h: query escaping, the
+/* rest_test.c - the REST client through kube/rest.h: query escaping, the
  * gate (token bucket, stop), retries with Retry-After, status mapping and
  * NDJSON streams, against a tiny HTTP responder thread in this process
- * (one connection at a time, Connection: close, canned answers). kube.c
+ * (one connection at a time, Connection: close, canned answers). rest.c
  * is included to feed its static on_body() a stream in small pieces. */
-#include "../../../syncer/kube.c"
+#include "../../../kube/rest.c"
 #include "../test.h"
 #include "responder.h"
 
@@ -32,11 +32,11 @@ static void sleep_ms(long ms)
 struct client {
     char server[64];      /* the URL */
     struct kubeconfig kc; /* with only 'server' */
-    struct kube_opts o;   /* options */
-    struct kube *k;       /* the client */
+    struct rest_opts o;   /* options */
+    struct rest *k;       /* the client */
 };
 
-static void client_new(struct client *c, int port, struct kube_gate *g, struct kube_stats *st,
+static void client_new(struct client *c, int port, struct rest_gate *g, struct rest_stats *st,
                        int attempts)
 {
     memset(c, 0, sizeof(*c));
@@ -46,7 +46,7 @@ static void client_new(struct client *c, int port, struct kube_gate *g, struct k
     c->o.gate = g;
     c->o.stats = st;
     c->o.max_attempts = attempts;
-    c->k = kube_new(&c->o);
+    c->k = rest_new(&c->o);
     CHECK(c->k != NULL);
 }
 
@@ -60,7 +60,7 @@ static void client_new(struct client *c, int port, struct kube_gate *g, struct k
 
 /* ---- tests ---- */
 
-/* kube_global_init starts libcurl without OpenSSL: libssh2 is initialised
+/* rest_global_init starts libcurl without OpenSSL: libssh2 is initialised
  * first without its crypto, and the GnuTLS build of libcurl does not start
  * OpenSSL either. libssh2's OpenSSL initialisation, or OpenSSL's libcurl,
  * loads OpenSSL's built-in engines: ENGINE_get_first() then finds one. */
@@ -68,7 +68,7 @@ static void test_setup(void)
 {
     void *p, *(*engine_first)(void);
 
-    CHECK_OK(kube_global_init());
+    CHECK_OK(rest_global_init());
     p = dlsym(RTLD_DEFAULT, "ENGINE_get_first");
     CHECK(p != NULL); /* libcrypto is loaded (libssh2's dependency) */
     if (p) {
@@ -81,83 +81,83 @@ static void test_escape(void)
 {
     char out[128], small[8];
 
-    kube_escape("podres.dev/node=n-1_x~", out, sizeof(out));
+    rest_escape("podres.dev/node=n-1_x~", out, sizeof(out));
     CHECK_STREQ(out, "podres.dev%2Fnode%3Dn-1_x~");
-    kube_escape("a b&c?d+e,f", out, sizeof(out));
+    rest_escape("a b&c?d+e,f", out, sizeof(out));
     CHECK_STREQ(out, "a%20b%26c%3Fd%2Be%2Cf");
-    kube_escape("\xc3\xa9%", out, sizeof(out));
+    rest_escape("\xc3\xa9%", out, sizeof(out));
     CHECK_STREQ(out, "%C3%A9%25");
-    kube_escape("", out, sizeof(out));
+    rest_escape("", out, sizeof(out));
     CHECK_STREQ(out, "");
 
     /* truncation: NUL-terminated, within cap, never half an escape */
     memset(small, 'Z', sizeof(small));
-    kube_escape("////////", small, sizeof(small));
+    rest_escape("////////", small, sizeof(small));
     CHECK(memchr(small, '\0', sizeof(small)) != NULL);
     CHECK_STREQ(small, "%2F%2F");
-    kube_escape("abcdefghijkl", small, sizeof(small));
+    rest_escape("abcdefghijkl", small, sizeof(small));
     CHECK(strlen(small) < sizeof(small));
     CHECK(strncmp("abcdefghijkl", small, strlen(small)) == 0);
 }
 
 static void test_gate_sleep_stop(void)
 {
-    struct kube_gate *g = kube_gate_new(0, 0);
+    struct rest_gate *g = rest_gate_new(0, 0);
     uint64_t t0;
 
     CHECK(g != NULL);
-    CHECK(!kube_gate_stopped(g));
-    CHECK(!kube_gate_stopped(NULL));
+    CHECK(!rest_gate_stopped(g));
+    CHECK(!rest_gate_stopped(NULL));
     t0 = now_ms();
-    CHECK(kube_gate_sleep(g, 60));
+    CHECK(rest_gate_sleep(g, 60));
     CHECK(now_ms() - t0 >= 59);
-    CHECK(kube_gate_sleep(NULL, 1));
-    kube_gate_stop(g);
-    CHECK(kube_gate_stopped(g));
+    CHECK(rest_gate_sleep(NULL, 1));
+    rest_gate_stop(g);
+    CHECK(rest_gate_stopped(g));
     t0 = now_ms();
-    CHECK(!kube_gate_sleep(g, 10000));
+    CHECK(!rest_gate_sleep(g, 10000));
     CHECK(now_ms() - t0 < 500);
-    kube_gate_free(g);
-    kube_gate_free(NULL);
+    rest_gate_free(g);
+    rest_gate_free(NULL);
 }
 
 static void *stop_later(void *arg)
 {
     sleep_ms(80);
-    kube_gate_stop(arg);
+    rest_gate_stop(arg);
     return NULL;
 }
 
 static void test_gate_stop_wakes_sleeper(void)
 {
-    struct kube_gate *g = kube_gate_new(10, 1);
+    struct rest_gate *g = rest_gate_new(10, 1);
     pthread_t th;
     uint64_t t0 = now_ms(), el;
 
     CHECK_OK(pthread_create(&th, NULL, stop_later, g));
-    CHECK(!kube_gate_sleep(g, 20000));
+    CHECK(!rest_gate_sleep(g, 20000));
     el = now_ms() - t0;
     pthread_join(th, NULL);
     CHECK(el >= 70);
     CHECK(el < 2000);
-    kube_gate_free(g);
+    rest_gate_free(g);
 }
 
 static void test_stopped_gate_sends_nothing(void)
 {
-    struct kube_gate *g = kube_gate_new(0, 0);
+    struct rest_gate *g = rest_gate_new(0, 0);
     struct client c;
     char msg[256];
     json_t *out = json_true();
 
     client_new(&c, 1, g, NULL, 2);
-    kube_gate_stop(g);
-    CHECK_EQ_INT(kube_do(c.k, "GET", "/api/v1/pods", NULL, NULL, &out, msg, sizeof(msg)),
+    rest_gate_stop(g);
+    CHECK_EQ_INT(rest_do(c.k, "GET", "/api/v1/pods", NULL, NULL, &out, msg, sizeof(msg)),
                  ERR_UNAVAIL);
     CHECK(out == json_true());
-    CHECK_EQ_INT(kube_stream(c.k, "/api/v1/pods?watch=true", NULL, NULL, msg, sizeof(msg)), ERR_OK);
-    kube_free(c.k);
-    kube_gate_free(g);
+    CHECK_EQ_INT(rest_stream(c.k, "/api/v1/pods?watch=true", NULL, NULL, msg, sizeof(msg)), ERR_OK);
+    rest_free(c.k);
+    rest_gate_free(g);
 }
 
 static void test_token_bucket(void)
@@ -165,7 +165,7 @@ static void test_token_bucket(void)
     const struct reply ok = {JSON_200("{}"), NULL, 0};
     const struct reply r[4] = {ok, ok, ok, ok};
     struct responder s;
-    struct kube_gate *g;
+    struct rest_gate *g;
     struct client c;
     char msg[256];
     json_t *out;
@@ -174,11 +174,11 @@ static void test_token_bucket(void)
 
     responder_start(&s, r, 4);
     t0 = now_ms();
-    g = kube_gate_new(20, 2); /* 2 at once, then one per 50 ms */
+    g = rest_gate_new(20, 2); /* 2 at once, then one per 50 ms */
     client_new(&c, s.port, g, NULL, 1);
     for (i = 0; i < 4; i++) {
         out = NULL;
-        if (kube_do(c.k, "GET", "/x", NULL, NULL, &out, msg, sizeof(msg)))
+        if (rest_do(c.k, "GET", "/x", NULL, NULL, &out, msg, sizeof(msg)))
             fails++;
         json_decref(out);
     }
@@ -188,14 +188,14 @@ static void test_token_bucket(void)
     CHECK(s.arrived_ms[2] - t0 >= 45); /* the third waited for a token */
     CHECK(s.arrived_ms[3] - t0 >= 95); /* the fourth for another */
     CHECK(s.arrived_ms[3] - t0 < 3000);
-    kube_free(c.k);
-    kube_gate_free(g);
+    rest_free(c.k);
+    rest_gate_free(g);
 }
 
 static void test_refused_retries(void)
 {
-    struct kube_gate *g = kube_gate_new(0, 0);
-    struct kube_stats *st = kube_stats_new();
+    struct rest_gate *g = rest_gate_new(0, 0);
+    struct rest_stats *st = rest_stats_new();
     struct strbuf sb = STRBUF_INIT;
     struct client c;
     char msg[512];
@@ -203,13 +203,13 @@ static void test_refused_retries(void)
     uint64_t t0 = now_ms();
 
     client_new(&c, 1, g, st, 3);
-    CHECK_EQ_INT(kube_do(c.k, "GET", "/api/v1/pods", NULL, NULL, &out, msg, sizeof(msg)),
+    CHECK_EQ_INT(rest_do(c.k, "GET", "/api/v1/pods", NULL, NULL, &out, msg, sizeof(msg)),
                  ERR_UPSTREAM);
     CHECK(out == json_true());
     CHECK(msg[0] != '\0');
     CHECK(now_ms() - t0 >= 190); /* backed off at least once between tries */
     CHECK(now_ms() - t0 < 10000);
-    CHECK_OK(kube_stats_render(st, &sb));
+    CHECK_OK(rest_stats_render(st, &sb));
     CHECK(sb.buf != NULL);
     if (sb.buf) {
         CHECK_HAS(sb.buf, "# TYPE podres_syncer_api_retries_total counter");
@@ -217,9 +217,9 @@ static void test_refused_retries(void)
         CHECK_HAS(sb.buf, "podres_syncer_api_requests_total{verb=\"GET\",code=\"0\"} 3\n");
     }
     strbuf_release(&sb);
-    kube_free(c.k);
-    kube_stats_free(st);
-    kube_gate_free(g);
+    rest_free(c.k);
+    rest_stats_free(st);
+    rest_gate_free(g);
 }
 
 static void test_retry_after(void)
@@ -232,8 +232,8 @@ static void test_retry_after(void)
          NULL, 0},
         {JSON_200("{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"}}"), NULL, 0},
     };
-    struct kube_gate *g = kube_gate_new(0, 0);
-    struct kube_stats *st = kube_stats_new();
+    struct rest_gate *g = rest_gate_new(0, 0);
+    struct rest_stats *st = rest_stats_new();
     struct strbuf sb = STRBUF_INIT;
     struct responder s;
     struct client c;
@@ -243,7 +243,7 @@ static void test_retry_after(void)
     responder_start(&s, r, 2);
     client_new(&c, s.port, g, st, 4);
     CHECK_OK(
-        kube_do(c.k, "GET", "/api/v1/namespaces/d/pods/p", NULL, NULL, &out, msg, sizeof(msg)));
+        rest_do(c.k, "GET", "/api/v1/namespaces/d/pods/p", NULL, NULL, &out, msg, sizeof(msg)));
     responder_stop(&s);
     CHECK_EQ_INT(s.served, 2);
     CHECK(s.arrived_ms[1] >= s.sent_ms[0] + 990); /* Retry-After: 1 honoured */
@@ -252,19 +252,19 @@ static void test_retry_after(void)
     CHECK(strncmp(s.req[0], "GET /api/v1/namespaces/d/pods/p HTTP/1.1\r\n", 42) == 0);
     CHECK_HAS(s.req[1], "Accept: application/json");
     json_decref(out);
-    CHECK_OK(kube_stats_render(st, &sb));
+    CHECK_OK(rest_stats_render(st, &sb));
     if (sb.buf) {
         CHECK_HAS(sb.buf, "podres_syncer_api_retries_total 1\n");
         CHECK_HAS(sb.buf, "podres_syncer_api_requests_total{verb=\"GET\",code=\"429\"} 1\n");
         CHECK_HAS(sb.buf, "podres_syncer_api_requests_total{verb=\"GET\",code=\"200\"} 1\n");
     }
     strbuf_release(&sb);
-    kube_free(c.k);
-    kube_stats_free(st);
-    kube_gate_free(g);
+    rest_free(c.k);
+    rest_stats_free(st);
+    rest_gate_free(g);
 }
 
-/* One request answered by 'reply'; the code kube_do returned and msg. */
+/* One request answered by 'reply'; the code rest_do returned and msg. */
 static err_t one(const char *reply, const char *method, const json_t *body, const char *ctype,
                  json_t **out, char *msg, size_t cap, char *req, size_t reqcap)
 {
@@ -275,12 +275,12 @@ static err_t one(const char *reply, const char *method, const json_t *body, cons
 
     responder_start(&s, &r, 1);
     client_new(&c, s.port, NULL, NULL, 1);
-    rc = kube_do(c.k, method, "/apis/podres.dev/v1alpha1/namespaces/d/devicebindings/b", body,
+    rc = rest_do(c.k, method, "/apis/podres.dev/v1alpha1/namespaces/d/devicebindings/b", body,
                  ctype, out, msg, cap);
     responder_stop(&s);
     if (req)
         snprintf(req, reqcap, "%s", s.req[0]);
-    kube_free(c.k);
+    rest_free(c.k);
     return rc;
 }
 
@@ -288,7 +288,7 @@ static void test_status_mapping(void)
 {
     static const struct {
         const char *reply; /* canned answer */
-        err_t want;        /* kube_do's answer */
+        err_t want;        /* rest_do's answer */
         const char *msg;   /* part of msg */
     } cases[] = {
         {STATUS(404, "Not Found", "devicebindings \\\"b\\\" not found"), ERR_NOTFOUND,
@@ -359,10 +359,10 @@ static void test_bodies(void)
     json_decref(body);
 }
 
-/* BUG (syncer/kube.c:586): on a 200 whose body is not JSON kube_do returns
+/* BUG (syncer/kube.c:586): on a 200 whose body is not JSON rest_do returns
  * ERR_UPSTREAM but has already stored json_loadb()'s NULL in *out, while
  * kube.h promises "*out untouched on failure". Left out of TEST_MAIN until
- * kube_do parses into a local first. */
+ * rest_do parses into a local first. */
 static void test_bad_json_leaves_out(void)
 {
     char msg[256];
@@ -402,21 +402,21 @@ static bool on_line(void *ctx, json_t *line)
     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: "                            \
     "close\r\n\r\n"
 
-/* Stream one canned answer; the result of kube_stream. */
+/* Stream one canned answer; the result of rest_stream. */
 static err_t stream(const struct reply *r, struct lines *l, char *msg, size_t cap)
 {
-    struct kube_gate *g = kube_gate_new(0, 0);
+    struct rest_gate *g = rest_gate_new(0, 0);
     struct responder s;
     struct client c;
     err_t rc;
 
     responder_start(&s, r, 1);
     client_new(&c, s.port, g, NULL, 1);
-    rc = kube_stream(c.k, "/api/v1/pods?watch=true", on_line, l, msg, cap);
+    rc = rest_stream(c.k, "/api/v1/pods?watch=true", on_line, l, msg, cap);
     responder_stop(&s);
     CHECK_HAS(s.req[0], "GET /api/v1/pods?watch=true HTTP/1.1");
-    kube_free(c.k);
-    kube_gate_free(g);
+    rest_free(c.k);
+    rest_gate_free(g);
     return rc;
 }
 
@@ -553,7 +553,7 @@ static void test_stream_status(void)
     CHECK_HAS(msg, "too old resource version");
 }
 
-/* BUG (syncer/kube.c:on_body/deliver_lines, kube_stream): the body of an
+/* BUG (syncer/kube.c:on_body/deliver_lines, rest_stream): the body of an
  * error answer is fed to the line callback as if it were a watch event when
  * it ends with a newline, as the API server's Status bodies do (Go's
  * json.Encoder appends one). 'fn' then sees the Status object, and the
@@ -600,18 +600,18 @@ static void test_too_large(void)
 
     for (i = 0; i < ARRAY_SIZE(yes); i++) {
         v = json_loads(yes[i], 0, NULL);
-        TEST_REPORT(v && kube_status_too_large(v), "not too large: %s", yes[i]);
+        TEST_REPORT(v && rest_status_too_large(v), "not too large: %s", yes[i]);
         json_decref(v);
     }
     for (i = 0; i < ARRAY_SIZE(no); i++) {
         v = json_loads(no[i], 0, NULL);
-        TEST_REPORT(v && !kube_status_too_large(v), "too large: %s", no[i]);
+        TEST_REPORT(v && !rest_status_too_large(v), "too large: %s", no[i]);
         json_decref(v);
     }
-    CHECK(!kube_status_too_large(NULL));
+    CHECK(!rest_status_too_large(NULL));
 }
 
-/* kube_last_status: the answer of the last request that failed with a
+/* rest_last_status: the answer of the last request that failed with a
  * status, as JSON; nothing after a success or a transport failure. */
 static void test_last_status(void)
 {
@@ -629,22 +629,22 @@ static void test_last_status(void)
 
     responder_start(&s, r, 3);
     client_new(&c, s.port, NULL, NULL, 1);
-    CHECK(kube_last_status(c.k) == NULL);
-    CHECK_EQ_INT(kube_do(c.k, "GET", "/x", NULL, NULL, &out, msg, sizeof(msg)), ERR_NOTFOUND);
-    CHECK_EQ_INT(json_integer_value(json_object_get(kube_last_status(c.k), "code")), 404);
-    CHECK_OK(kube_do(c.k, "GET", "/x", NULL, NULL, &out, msg, sizeof(msg)));
+    CHECK(rest_last_status(c.k) == NULL);
+    CHECK_EQ_INT(rest_do(c.k, "GET", "/x", NULL, NULL, &out, msg, sizeof(msg)), ERR_NOTFOUND);
+    CHECK_EQ_INT(json_integer_value(json_object_get(rest_last_status(c.k), "code")), 404);
+    CHECK_OK(rest_do(c.k, "GET", "/x", NULL, NULL, &out, msg, sizeof(msg)));
     json_decref(out);
-    CHECK(kube_last_status(c.k) == NULL);
-    CHECK_EQ_INT(kube_stream(c.k, "/x?watch=true", on_line, &l, msg, sizeof(msg)), ERR_UPSTREAM);
-    CHECK_EQ_INT(json_integer_value(json_object_get(kube_last_status(c.k), "code")), 504);
+    CHECK(rest_last_status(c.k) == NULL);
+    CHECK_EQ_INT(rest_stream(c.k, "/x?watch=true", on_line, &l, msg, sizeof(msg)), ERR_UPSTREAM);
+    CHECK_EQ_INT(json_integer_value(json_object_get(rest_last_status(c.k), "code")), 504);
     CHECK_EQ_INT(l.n, 0);
     responder_stop(&s);
-    kube_free(c.k);
+    rest_free(c.k);
 }
 
 static void test_cleanup(void)
 {
-    kube_global_cleanup();
+    rest_global_cleanup();
 }
 
 TEST_MAIN(test_setup, test_escape, test_gate_sleep_stop, test_gate_stop_wakes_sleeper,

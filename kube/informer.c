@@ -14,8 +14,8 @@
  * list that follows says where it stands. */
 #define LOG_MOD "informer"
 #include "../common/common.h"
+#include "../common/clock.h"
 #include "informer.h"
-#include "queue.h" /* queue_now_ms: the syncer's one monotonic clock */
 
 #include <time.h>
 
@@ -51,6 +51,15 @@ static bool rv_older(const char *a, const char *b)
     return rv_number(a, &x) && rv_number(b, &y) && x < y;
 }
 
+/* WATCH_TIMEOUT_S give or take WATCH_JITTER_PCT percent, at random: the
+ * watches of syncers started together end apart. */
+static int watch_timeout_s(void)
+{
+    int span = WATCH_TIMEOUT_S * WATCH_JITTER_PCT / 100;
+
+    return WATCH_TIMEOUT_S - span + rand() % (2 * span + 1);
+}
+
 /* ---- readiness, read by other threads ---- */
 
 /* A relist is required: 'why' first, so that a reader who sees synced = 0
@@ -71,7 +80,7 @@ static void answered(struct informer *inf)
 static void failed(struct informer *inf)
 {
     if (!__atomic_load_n(&inf->failing_since_ms, __ATOMIC_RELAXED))
-        __atomic_store_n(&inf->failing_since_ms, queue_now_ms(), __ATOMIC_RELAXED);
+        __atomic_store_n(&inf->failing_since_ms, clock_mono_ms(), __ATOMIC_RELAXED);
 }
 
 bool informer_synced(struct informer *inf)
@@ -94,7 +103,7 @@ bool informer_ready(struct informer *inf, uint64_t grace_ms, char *why, size_t c
         snprintf(why, cap, "%s informer %s", inf->name, w ? w : "not listed yet");
         return false;
     }
-    t = queue_now_ms();
+    t = clock_mono_ms();
     if (since && t - since >= grace_ms) {
         snprintf(why, cap,
                  "%s informer failing for %llu s (the API server is unreachable or failing)",
@@ -199,7 +208,7 @@ err_t informer_list(struct informer *inf)
 
     snprintf(path, sizeof(path), "%s?%s%s", inf->path, inf->query,
              inf->rv[0] || inf->consistent ? "" : "&resourceVersion=0");
-    rc = kube_do(inf->kube, "GET", path, NULL, NULL, &list, msg, sizeof(msg));
+    rc = rest_do(inf->kube, "GET", path, NULL, NULL, &list, msg, sizeof(msg));
     if (!rc && !is_list(inf, list, msg, sizeof(msg))) {
         bad_list(inf, msg);
         rc = ERR_UPSTREAM; /* nothing to watch from: list again, after a pause */
@@ -261,7 +270,7 @@ static void watch_error(struct watch_state *ws, const json_t *st)
 
     if (json_integer_value(json_object_get(st, "code")) == 410) {
         ws->gone = true;
-    } else if (kube_status_too_large(st)) {
+    } else if (rest_status_too_large(st)) {
         ws->too_large = true;
         current_of(m, ws->current, sizeof(ws->current));
     } else {
@@ -306,7 +315,7 @@ static bool on_event(void *ctx, json_t *ev)
  * moment within RELIST_SPREAD_MS. */
 static void relist_spread(struct informer *inf)
 {
-    inf->relist_at_ms = queue_now_ms() + (uint64_t)rand() % (RELIST_SPREAD_MS + 1);
+    inf->relist_at_ms = clock_mono_ms() + (uint64_t)rand() % (RELIST_SPREAD_MS + 1);
     __atomic_store_n(&inf->relist, true, __ATOMIC_RELEASE);
 }
 
@@ -334,9 +343,8 @@ static void too_large(struct informer *inf, const char *current)
 static void watch_once(struct informer *inf)
 {
     struct watch_state ws = {.inf = inf};
-    int timeout_s = inf->timeout_s > 0 ? inf->timeout_s
-                                       : (int)queue_jitter_ms(WATCH_TIMEOUT_S, WATCH_JITTER_PCT);
-    uint64_t start = queue_now_ms();
+    int timeout_s = inf->timeout_s > 0 ? inf->timeout_s : watch_timeout_s();
+    uint64_t start = clock_mono_ms();
     char path[1200], msg[512];
     const json_t *st;
     err_t rc;
@@ -344,13 +352,13 @@ static void watch_once(struct informer *inf)
     snprintf(path, sizeof(path),
              "%s?%s&watch=true&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%d",
              inf->path, inf->query, inf->rv, timeout_s);
-    rc = kube_stream(inf->kube, path, on_event, &ws, msg, sizeof(msg));
-    if (kube_gate_stopped(inf->gate))
+    rc = rest_stream(inf->kube, path, on_event, &ws, msg, sizeof(msg));
+    if (rest_gate_stopped(inf->gate))
         return;
     if (ws.events)
         inf->reset_logged = false; /* it works again: the next reset is news */
-    st = kube_last_status(inf->kube);
-    if (rc && kube_status_too_large(st)) {
+    st = rest_last_status(inf->kube);
+    if (rc && rest_status_too_large(st)) {
         ws.too_large = true;
         current_of(json_string_value(json_object_get(st, "message")), ws.current,
                    sizeof(ws.current));
@@ -371,7 +379,7 @@ static void watch_once(struct informer *inf)
     }
     /* Anything but the normal end, at the timeout (95% of it: the clock
      * started before the connection) after a sign of life, calls for a list. */
-    if (rc || ws.failed || !ws.events || (queue_now_ms() - start) * 20 < timeout_s * 19000ull)
+    if (rc || ws.failed || !ws.events || (clock_mono_ms() - start) * 20 < timeout_s * 19000ull)
         relist_spread(inf);
 }
 
@@ -380,7 +388,7 @@ static void watch_once(struct informer *inf)
  * fails every list, is not asked in a loop. */
 static void step(struct informer *inf)
 {
-    uint64_t t = queue_now_ms();
+    uint64_t t = clock_mono_ms();
     uint64_t due = inf->listed_ms +
                    (inf->bad_list_ms > LIST_EVERY_MS ? inf->bad_list_ms : LIST_EVERY_MS) +
                    (uint64_t)rand() % (LIST_SPREAD_MS + 1);
@@ -391,9 +399,9 @@ static void step(struct informer *inf)
     }
     if (inf->relist_at_ms > due)
         due = inf->relist_at_ms;
-    if (t < due && !kube_gate_sleep(inf->gate, due - t))
+    if (t < due && !rest_gate_sleep(inf->gate, due - t))
         return;
-    inf->listed_ms = queue_now_ms();
+    inf->listed_ms = clock_mono_ms();
     if (informer_list(inf))
         return; /* logged; the next step lists again */
 }
@@ -402,7 +410,7 @@ void *informer_run(void *arg)
 {
     struct informer *inf = arg;
 
-    while (!kube_gate_stopped(inf->gate))
+    while (!rest_gate_stopped(inf->gate))
         step(inf);
     return NULL;
 }
