@@ -5,7 +5,7 @@
 #include "../common/mem.h"
 #include "inventory.h"
 #include "queue.h"
-#include "reconcile.h"
+#include "dvb.h"
 
 static const char *const skip_names[INVENTORY_SKIP_N] = {"no_node", "crd_missing"};
 
@@ -189,9 +189,9 @@ json_t *inventory_status(const json_t *devs, uint64_t revision, const json_t *ol
     st = json_pack("{s:I,s:s,s:I,s:b,s:o,s:o,s:[o]}", "observedRevision", (json_int_t)revision,
                    "summary", "", "unhealthy", (json_int_t)0, "truncated", cut, "resources",
                    json_array(), "devices", list, "conditions",
-                   reconcile_condition("Truncated", cut ? "True" : "False",
-                                       cut ? "TooManyDevices" : "AllListed", message,
-                                       old_condition(old, "Truncated"), now));
+                   dvb_condition("Truncated", cut ? "True" : "False",
+                                 cut ? "TooManyDevices" : "AllListed", message,
+                                 old_condition(old, "Truncated"), now));
     if (!st)
         goto out;
     json_object_set_new(st, "resources", totals(sorted, n, summary, sizeof(summary), &bad));
@@ -278,8 +278,8 @@ static err_t create(struct inventory *inv, json_t **out, char *msg, size_t cap)
 
     body = json_pack("{s:s,s:s,s:{s:s,s:{s:s},s:[{s:s,s:s,s:s,s:s}]},s:{}}", "apiVersion",
                      "podres.dev/v1alpha1", "kind", "NodeDevices", "metadata", "name", inv->node,
-                     "labels", RECONCILE_LABEL, inv->node, "ownerReferences", "apiVersion", "v1",
-                     "kind", "Node", "name", inv->node, "uid", inv->node_uid, "spec");
+                     "labels", DVB_LABEL, inv->node, "ownerReferences", "apiVersion", "v1", "kind",
+                     "Node", "name", inv->node, "uid", inv->node_uid, "spec");
     if (!body)
         return ERR_NOMEM;
     rc = rest_do(inv->kube, "POST", INVENTORY_PATH, body, NULL, out, msg, cap);
@@ -386,7 +386,7 @@ err_t inventory_sync(struct inventory *inv, bool *wrote, uint64_t *again_ms, cha
     obj = cache_get(inv->nd, inv->node);
     devs = devices_now(inv);
     n = json_object_size(devs);
-    reconcile_now(now, sizeof(now));
+    dvb_now(now, sizeof(now));
     want = inventory_status(devs, inv->revision, json_object_get(obj, "status"), now);
     if (!want) {
         snprintf(msg, cap, "out of memory");

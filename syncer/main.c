@@ -15,6 +15,7 @@
 #include "../kube/kubeconfig.h"
 #include "nodefeed.h"
 #include "queue.h"
+#include "dvb.h"
 #include "reconcile.h"
 
 #include <curl/curl.h>
@@ -708,7 +709,7 @@ static void setup_workers(struct syncer *s)
 
     snprintf(sel, sizeof(sel), "spec.nodeName=%s", s->set.node_name);
     escape_query(s->pods_query, sizeof(s->pods_query), "fieldSelector", sel);
-    snprintf(sel, sizeof(sel), RECONCILE_LABEL "=%s", s->set.node_name);
+    snprintf(sel, sizeof(sel), DVB_LABEL "=%s", s->set.node_name);
     escape_query(s->crs_query, sizeof(s->crs_query), "labelSelector", sel);
     snprintf(sel, sizeof(sel), "metadata.name=%s", s->set.node_name);
     escape_query(s->nd_query, sizeof(s->nd_query), "fieldSelector", sel);
@@ -718,9 +719,9 @@ static void setup_workers(struct syncer *s)
                                     .kube = s->k_pods,
                                     .gate = s->gate,
                                     .cache = s->pods,
-                                    .slim = reconcile_pod_view};
+                                    .slim = dvb_pod_view};
     s->inf_crs = (struct informer){.name = "devicebindings",
-                                   .path = RECONCILE_GROUP_PATH "/devicebindings",
+                                   .path = DVB_GROUP_PATH "/devicebindings",
                                    .query = s->crs_query,
                                    .kube = s->k_crs,
                                    .gate = s->gate,

@@ -17,12 +17,9 @@
 
 #include "../common/err.h"
 #include "../kube/cache.h"
+#include "../kube/rest.h"
 #include "events.h"
 #include "fence.h"
-#include "../kube/rest.h"
-
-#define RECONCILE_GROUP_PATH "/apis/podres.dev/v1alpha1"
-#define RECONCILE_LABEL "podres.dev/node"
 
 /* Why a binding podresd reports is not mirrored into a DeviceBinding:
  * podres_syncer_skipped_total{reason}. */
@@ -131,27 +128,5 @@ const char *reconcile_skip_name(enum reconcile_skip why);
  * devices for the key. Same thread as reconcile_key. */
 void reconcile_skip(struct reconciler *r, const char *key, enum reconcile_skip why,
                     const char *detail);
-
-/* The status a DeviceBinding should carry for PodResources 'pr' (borrowed,
- * may be NULL: no devices yet) of the pod with 'pod_uid' on 'node', with
- * phase Bound. New, or NULL if out of memory. */
-json_t *reconcile_status(const json_t *pr, const char *pod_uid, const char *node);
-
-/* Now as a condition's lastTransitionTime spells it: RFC 3339, UTC, whole
- * seconds. */
-void reconcile_now(char *buf, size_t cap);
-
-/* A condition {type, status, reason, message, lastTransitionTime}; the time
- * is taken from 'old' (the previous condition of that type, or NULL) when
- * its status is the same, else 'now' (RFC 3339). New, or NULL. */
-json_t *reconcile_condition(const char *type, const char *status, const char *reason,
-                            const char *message, const json_t *old, const char *now);
-
-/* True when 'pr' holds at least one device. */
-bool reconcile_has_devices(const json_t *pr);
-/* The part of an API Pod that reconcile reads (new; NULL if out of memory):
- * metadata name, namespace, uid, resourceVersion and deletionTimestamp (when
- * set). The Pod informer keeps only this. */
-json_t *reconcile_pod_view(json_t *pod);
 
 #endif

@@ -3,11 +3,11 @@
  * server JSON: each input line is a watch event (ADDED/MODIFIED/DELETED/
  * BOOKMARK/ERROR with any object, or a Status) fed to the informer's
  * on_event into a cache (and into a second one through the Pod informer's
- * reconcile_pod_view); every object also goes through cache_key_of and
- * reconcile_status (as if it were podresd's PodResources). Reaches the
+ * dvb_pod_view); every object also goes through cache_key_of and
+ * dvb_status (as if it were podresd's PodResources). Reaches the
  * static on_event by including informer.c. */
 #include "../../kube/informer.c"
-#include "../../syncer/reconcile.h"
+#include "../../syncer/dvb.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -24,16 +24,16 @@ static void one_line(struct watch_state *ws, struct watch_state *slim, const cha
     (void)on_event(slim, ev);
     obj = json_object_get(ev, "object");
     (void)cache_key_of(obj ? obj : ev, key, sizeof(key));
-    st = reconcile_status(obj ? obj : ev, "uid-1", "node-1");
+    st = dvb_status(obj ? obj : ev, "uid-1", "node-1");
     json_decref(st);
-    (void)reconcile_has_devices(obj ? obj : ev);
+    (void)dvb_has_devices(obj ? obj : ev);
     json_decref(ev);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct informer inf = {.name = "fuzz", .path = "/x", .query = ""};
-    struct informer pods = {.name = "pods", .path = "/x", .query = "", .slim = reconcile_pod_view};
+    struct informer pods = {.name = "pods", .path = "/x", .query = "", .slim = dvb_pod_view};
     struct watch_state ws = {.inf = &inf}, ws_pods = {.inf = &pods};
     const char *p = (const char *)data, *end = p + size, *nl;
 

@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* reconcile_preassign.c - pre-assignments: the DeviceBinding's
+ * spec.containers reserved in podresd (PUT /v1/reservations/NS/NAME), the
+ * status and condition that follow the reservation's state, the TTL, the
+ * Events a person acts on, and the reservations no DeviceBinding of this
+ * node owns. Also the signs of another syncer on this podresd (fence.h). */
+#define LOG_MOD "reconcile"
+#include "../common/common.h"
+#include "queue.h"
+#include "reconcile_int.h"
+
+#include <time.h>
+
+#define PREASSIGNED "PreassignmentHonored"
+
+/* Seconds since an RFC 3339 UTC time ("2026-01-02T03:04:05Z"); -1 if unreadable. */
+static long long age_s(const char *ts)
+{
+    struct tm tm = {0};
+    char *end;
+    time_t t;
+
+    if (!ts)
+        return -1;
+    end = strptime(ts, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!end || (*end != 'Z' && *end != '.'))
+        return -1;
+    t = timegm(&tm);
+    return (long long)(time(NULL) - t);
+}
+
+static int cmp_json_str(const void *a, const void *b)
+{
+    return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
+}
+
+/* spec.containers as podresd takes a reservation: names and sorted ids only. */
+static json_t *reservation_of(const json_t *containers)
+{
+    json_t *out = json_array(), *c, *g, *devs, *ids, *v[1024];
+    size_t i, j, k, n;
+
+    json_array_foreach(containers, i, c) {
+        devs = json_array();
+        json_array_foreach(json_object_get(c, "devices"), j, g) {
+            n = 0;
+            json_array_foreach(json_object_get(g, "deviceIds"), k, ids) {
+                if (n < ARRAY_SIZE(v) && json_is_string(ids))
+                    v[n++] = ids;
+            }
+            qsort(v, n, sizeof(v[0]), cmp_json_str);
+            ids = json_array();
+            for (k = 0; k < n; k++)
+                json_array_append(ids, v[k]);
+            json_array_append_new(devs,
+                                  json_pack("{s:O,s:o}", "resourceName",
+                                            json_object_get(g, "resourceName"), "deviceIds", ids));
+        }
+        json_array_append_new(
+            out, json_pack("{s:O,s:o}", "name", json_object_get(c, "name"), "devices", devs));
+    }
+    return out;
+}
+
+/* Status message of a podresd answer without the "HTTP 409: " prefix. */
+static const char *bare(const char *msg)
+{
+    const char *p = strstr(msg, ": ");
+
+    return strncmp(msg, "HTTP ", 5) == 0 && p ? p + 2 : msg;
+}
+
+struct verdict {
+    const char *phase;  /* Pending, Bound or Conflict */
+    const char *status; /* condition status: True, False, Unknown */
+    const char *reason; /* condition reason */
+    char message[512];  /* condition message */
+};
+
+/* The verdict of podresd's reservation state. */
+static void verdict_of(const json_t *resv, bool bound, struct verdict *v)
+{
+    const char *state = json_string_value(json_object_get(resv, "state"));
+
+    if (state && strcmp(state, "Bound") == 0) {
+        *v = (struct verdict){"Bound", "True", "Matched", ""};
+    } else if (state && strcmp(state, "Conflict") == 0) {
+        *v = (struct verdict){"Conflict", "False", bound ? "Mismatch" : "Unavailable", ""};
+        snprintf(v->message, sizeof(v->message), "%s",
+                 json_string_value(json_object_get(resv, "message")));
+    } else {
+        *v = (struct verdict){"Pending", "Unknown", "Reserved",
+                              "devices reserved; waiting for the pod to be bound"};
+    }
+}
+
+/* A PUT of the reservation under 'key' succeeded. One this reconciler
+ * placed that the PUT made again (201) was removed by someone else: a loss,
+ * counted toward the fence. */
+static void placed(struct reconciler *r, const char *key)
+{
+    if (rest_last_code(r->pd) == 201 && json_object_get(r->placed, key) &&
+        fence_lost(&r->fence, r->node, queue_now_ms()))
+        json_object_clear(r->removed);
+    rec_set_key(&r->placed, key);
+}
+
+/* Place or update the reservation; the verdict follows its state. */
+static err_t reserve(struct reconciler *r, const char *key, const json_t *want, json_t *resv,
+                     bool bound, struct verdict *v, char *msg, size_t cap)
+{
+    char path[1024];
+    json_t *body, *ans = NULL,
+                  *have = resv ? reservation_of(json_object_get(resv, "containers")) : NULL;
+    err_t rc = ERR_OK;
+
+    if (!have || !json_equal(have, want)) {
+        snprintf(path, sizeof(path), "/v1/reservations/%s", key);
+        body = json_pack("{s:O}", "containers", want);
+        rc = body ? rest_do(r->pd, "PUT", path, body, NULL, &ans, msg, cap) : ERR_NOMEM;
+        json_decref(body);
+        if (!rc)
+            placed(r, key);
+        if (rc == ERR_CONFLICT || rc == ERR_UNPROCESSABLE || rc == ERR_INVAL) {
+            *v = (struct verdict){"Conflict", "False", "Unavailable", ""};
+            snprintf(v->message, sizeof(v->message), "%s", bare(msg));
+            json_decref(have);
+            return ERR_OK;
+        }
+        resv = json_object_get(ans, "reservation");
+    }
+    json_decref(have);
+    if (!rc)
+        verdict_of(resv, bound, v);
+    json_decref(ans);
+    return rc;
+}
+
+static err_t release(struct reconciler *r, const char *ns, const char *name)
+{
+    char path[1024], msg[512];
+    json_t *ans = NULL;
+    err_t rc;
+
+    snprintf(path, sizeof(path), "/v1/reservations/%s/%s", ns, name);
+    rc = rest_do(r->pd, "DELETE", path, NULL, NULL, &ans, msg, sizeof(msg));
+    json_decref(ans);
+    return rc == ERR_NOTFOUND ? ERR_OK : rc;
+}
+
+/* Remove the reservation under 'key'. One this reconciler placed for a
+ * pre-assignment goes silently; any other was made outside a DeviceBinding
+ * (a PUT over podresd's REST API by hand): with the syncer running, the
+ * node's reservations mirror DeviceBindings, so it is undone, and said once
+ * per reservation, since nothing else tells its maker. */
+err_t rec_unreserve(struct reconciler *r, const char *key, const char *ns, const char *name)
+{
+    err_t rc;
+
+    if (!json_object_get(r->reserved, key) && !json_object_get(r->strays, key)) {
+        log_info("removing reservation %s made outside a DeviceBinding: this node's "
+                 "reservations are owned by DeviceBindings; pre-assign with a DeviceBinding "
+                 "instead",
+                 key);
+        rec_set_key(&r->strays, key);
+    }
+    rc = release(r, ns, name);
+    if (!rc) {
+        json_object_del(r->placed, key);
+        json_object_del(r->reserved, key);
+        json_object_del(r->strays, key);
+    }
+    return rc;
+}
+
+/* The node whose DeviceBinding NS/NAME pre-assigns a reservation, when it
+ * is another than this one, into 'other' ("" when none: no such object,
+ * labelled for this node or none, no spec.containers). */
+static err_t claimant(struct reconciler *r, const char *ns, const char *name, char *other,
+                      size_t cap)
+{
+    char path[1024], msg[512];
+    json_t *obj = NULL;
+    const char *owner;
+    err_t rc;
+
+    other[0] = '\0';
+    dvb_path(path, sizeof(path), ns, name, NULL);
+    rc = rest_do(r->kube, "GET", path, NULL, NULL, &obj, msg, sizeof(msg));
+    if (rc == ERR_NOTFOUND)
+        return ERR_OK;
+    if (rc)
+        return rc;
+    owner = dvb_label(obj);
+    if (owner && strcmp(owner, r->node) != 0 &&
+        json_array_size(json_object_get(json_object_get(obj, "spec"), "containers")))
+        snprintf(other, cap, "%s", owner);
+    json_decref(obj);
+    return ERR_OK;
+}
+
+/* A reservation under a key without a DeviceBinding of this node. One this
+ * reconciler did not place is removed; when it comes back, the API server
+ * is asked whose it is: another node's pre-assignment means another syncer
+ * on this podresd, and the writes stop (r->fence); anything else is
+ * removed again. */
+err_t rec_stray(struct reconciler *r, const char *key, const char *ns, const char *name)
+{
+    char other[254];
+    err_t rc;
+
+    if (json_object_get(r->reserved, key) || !json_object_get(r->removed, key)) {
+        if (!json_object_get(r->reserved, key)) {
+            if (json_object_size(r->removed) >= 4096)
+                json_object_clear(r->removed); /* bounded; a fight shows again */
+            rec_set_key(&r->removed, key);
+        }
+        return rec_unreserve(r, key, ns, name);
+    }
+    rc = claimant(r, ns, name, other, sizeof(other));
+    if (rc)
+        return rc;
+    if (!*other) {
+        json_object_del(r->removed, key);
+        return rec_unreserve(r, key, ns, name);
+    }
+    fence_claimed(&r->fence, r->node, other, queue_now_ms());
+    json_object_clear(r->removed);
+    return ERR_OK;
+}
+
+/* Writes are stopped (another syncer on this podresd): the key comes back
+ * when they may start again. */
+bool rec_held(struct reconciler *r, uint64_t *requeue_ms)
+{
+    uint64_t left;
+
+    if (!fence_holds(&r->fence, queue_now_ms(), &left))
+        return false;
+    *requeue_ms = left + 100;
+    return true;
+}
+
+/* The condition of a pre-assignment changed from 'old' (or none) to 'v':
+ * an Event for what a person acts on. */
+static void tell(struct reconciler *r, const json_t *cr, const json_t *old, const struct verdict *v)
+{
+    const char *os = json_string_value(json_object_get(old, "status"));
+    const char *orn = json_string_value(json_object_get(old, "reason"));
+    const char *om = json_string_value(json_object_get(old, "message"));
+    const char *note = v->message[0] ? v->message : v->reason;
+
+    if (!r->events || (os && orn && om && strcmp(os, v->status) == 0 &&
+                       strcmp(orn, v->reason) == 0 && strcmp(om, v->message) == 0))
+        return;
+    if (strcmp(v->phase, "Conflict") == 0)
+        events_record(r->events, cr, "Warning",
+                      strcmp(v->reason, "ReservationExpired") == 0 ? "ReservationExpired"
+                                                                   : "Conflict",
+                      "Reserve", note, queue_now_ms());
+    else if (strcmp(v->status, "True") == 0 && os)
+        events_record(r->events, cr, "Normal", "PreassignmentHonored", "Bind",
+                      "the pod holds the devices its DeviceBinding pre-assigned", queue_now_ms());
+}
+
+err_t rec_preassigned(struct reconciler *r, const char *key, const char *ns, const char *name,
+                      struct inputs *in, bool *wrote, uint64_t *requeue_ms, char *msg, size_t cap)
+{
+    const char *pod_uid = in->pod ? dvb_meta(in->pod, "uid") : NULL;
+    bool bound = dvb_has_devices(in->pr), arrived = in->pr || in->pod;
+    long long age = age_s(dvb_meta(in->cr, "creationTimestamp"));
+    long long ttl_s = (long long)(r->ttl_ms / 1000);
+    json_t *want = reservation_of(json_object_get(json_object_get(in->cr, "spec"), "containers"));
+    json_t *desired, *cond;
+    struct verdict v = {0};
+    char now[32];
+    err_t rc = ERR_OK;
+
+    if (!want)
+        return ERR_NOMEM;
+    rec_set_key(&r->reserved, key); /* a reservation under this key is this object's */
+    if (!arrived && age >= ttl_s) {
+        rc = in->resv ? rec_unreserve(r, key, ns, name) : ERR_OK;
+        v = (struct verdict){"Conflict", "False", "ReservationExpired", ""};
+        snprintf(v.message, sizeof(v.message),
+                 "the pod did not arrive on node %s within %llds; the reservation was released",
+                 r->node, ttl_s);
+    } else {
+        rc = reserve(r, key, want, in->resv, bound, &v, msg, cap);
+        r->waiting = !rc && v.reason && strcmp(v.reason, "Unavailable") == 0;
+        if (!arrived)
+            *requeue_ms = (uint64_t)(ttl_s - (age > 0 ? age : 0)) * 1000 + 500;
+    }
+    json_decref(want);
+    if (rc)
+        return rc;
+    if (pod_uid && !dvb_owned_by(in->cr, pod_uid)) {
+        rc = rec_patch(r, key, ns, name, "",
+                       json_pack("{s:{s:o}}", "metadata", "ownerReferences",
+                                 dvb_owners_with_pod(in->cr, name, pod_uid)),
+                       msg, cap);
+        if (rc)
+            return rc;
+        *wrote = true;
+    }
+    dvb_now(now, sizeof(now));
+    desired = dvb_status(bound ? in->pr : NULL, pod_uid ? pod_uid : "", r->node);
+    cond = dvb_condition(PREASSIGNED, v.status, v.reason, v.message,
+                         dvb_condition_of(in->cr, PREASSIGNED), now);
+    if (desired && cond) {
+        json_object_set_new(desired, "phase", json_string(v.phase));
+        json_object_set_new(desired, "conditions", json_pack("[O]", cond));
+    }
+    json_decref(cond);
+    rc = rec_put_status(r, key, ns, name, in->cr, desired, wrote, msg, cap);
+    if (!rc)
+        tell(r, in->cr, dvb_condition_of(in->cr, PREASSIGNED), &v);
+    return rc;
+}

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* reconcile_write.c - the reconciler's writes of a DeviceBinding (create,
+ * patch, delete with preconditions). After every acknowledged write the
+ * answer goes into the informer's cache (newer versions only), so a key
+ * queued again before the watch event arrives is not written twice. A 404
+ * or 409 reads the object again: the next decision starts from the
+ * server's copy, or leaves it alone if it is not this node's. */
+#define LOG_MOD "reconcile"
+#include "../common/common.h"
+#include "reconcile_int.h"
+
+void rec_remember(struct reconciler *r, const char *key, json_t *obj)
+{
+    if (json_is_object(obj))
+        cache_set(r->crs, key, obj, true);
+}
+
+/* Read the object again into the cache. ERR_FORBIDDEN (the reason in
+ * 'why') when it is not this node's: labelled for another node, or not at
+ * all: nothing is written to it, and it is looked at again after the
+ * longest backoff, not every 30 s. Whatever the cache held for the key is
+ * not what the server has, and the server's is not this node's: it goes. */
+static err_t refetch(struct reconciler *r, const char *key, const char *ns, const char *name,
+                     char *why, size_t cap)
+{
+    char path[1024], msg[512];
+    json_t *obj = NULL;
+    const char *owner;
+    err_t rc;
+
+    dvb_path(path, sizeof(path), ns, name, NULL);
+    rc = rest_do(r->kube, "GET", path, NULL, NULL, &obj, msg, sizeof(msg));
+    if (rc == ERR_NOTFOUND) {
+        cache_del(r->crs, key);
+        return ERR_OK;
+    }
+    if (rc)
+        return rc;
+    owner = dvb_label(obj);
+    if (owner && strcmp(owner, r->node) == 0) {
+        rec_remember(r, key, obj);
+    } else {
+        cache_del(r->crs, key);
+        __atomic_add_fetch(&r->skipped[RECONCILE_SKIP_FOREIGN_LABEL], 1, __ATOMIC_RELAXED);
+        snprintf(why, cap,
+                 "DeviceBinding %s exists but is labelled for %s%s%s, not node '%s'; leaving it "
+                 "alone",
+                 key, owner ? "node '" : "no node", owner ? owner : "", owner ? "'" : "", r->node);
+        rc = ERR_FORBIDDEN;
+    }
+    json_decref(obj);
+    return rc;
+}
+
+err_t rec_create(struct reconciler *r, const char *key, const char *ns, const char *name,
+                 const char *uid, json_t **out, char *msg, size_t cap)
+{
+    char path[1024];
+    json_t *body = dvb_new(ns, name, r->node, uid);
+    err_t rc;
+
+    if (!body)
+        return ERR_NOMEM;
+    dvb_path(path, sizeof(path), ns, NULL, NULL);
+    rc = rest_do(r->kube, "POST", path, body, NULL, out, msg, cap);
+    json_decref(body);
+    if (rc == ERR_CONFLICT) {
+        /* It exists already (our cache lagged): read it and decide again. */
+        err_t f = refetch(r, key, ns, name, msg, cap);
+
+        if (f == ERR_OK)
+            snprintf(msg, cap, "DeviceBinding %s already exists; read it again", key);
+        else if (f == ERR_FORBIDDEN)
+            rc = f;
+    }
+    return rc;
+}
+
+err_t rec_delete(struct reconciler *r, const char *key, const char *ns, const char *name,
+                 const json_t *cr, char *msg, size_t cap)
+{
+    char path[1024];
+    /* The object as decided on: its uid, and its resourceVersion, so that a
+     * change the cache has not seen yet (a scheduler's spec.containers just
+     * written) makes it a 409 and a new decision, not a lost pre-assignment. */
+    json_t *pre = json_object(), *out = NULL;
+    json_t *body = json_pack("{s:s,s:s,s:o}", "kind", "DeleteOptions", "apiVersion", "v1",
+                             "preconditions", pre);
+    const char *uid = dvb_meta(cr, "uid"), *rv = dvb_meta(cr, "resourceVersion");
+    err_t rc;
+
+    if (!body)
+        return ERR_NOMEM;
+    /* a field given empty would be compared as such: only those known */
+    if ((uid && json_object_set_new(pre, "uid", json_string(uid))) ||
+        (rv && json_object_set_new(pre, "resourceVersion", json_string(rv)))) {
+        json_decref(body);
+        return ERR_NOMEM;
+    }
+    dvb_path(path, sizeof(path), ns, name, NULL);
+    rc = rest_do(r->kube, "DELETE", path, body, NULL, &out, msg, cap);
+    json_decref(body);
+    json_decref(out);
+    if (rc == ERR_OK || rc == ERR_NOTFOUND) {
+        cache_del(r->crs, key);
+        return ERR_OK;
+    }
+    /* Changed, or another object by that name now: decide again, or leave
+     * it alone if it is not this node's. */
+    if (rc == ERR_CONFLICT && refetch(r, key, ns, name, msg, cap) == ERR_FORBIDDEN)
+        rc = ERR_FORBIDDEN;
+    return rc;
+}
+
+err_t rec_patch(struct reconciler *r, const char *key, const char *ns, const char *name,
+                const char *sub, json_t *body, char *msg, size_t cap)
+{
+    char path[1024];
+    json_t *out = NULL;
+    err_t rc;
+
+    if (!body)
+        return ERR_NOMEM;
+    dvb_path(path, sizeof(path), ns, name, sub);
+    rc = rest_do(r->kube, "PATCH", path, body, REST_MERGE_PATCH, &out, msg, cap);
+    json_decref(body);
+    if (!rc)
+        rec_remember(r, key, out);
+    else if ((rc == ERR_NOTFOUND || rc == ERR_CONFLICT) &&
+             refetch(r, key, ns, name, msg, cap) == ERR_FORBIDDEN)
+        rc = ERR_FORBIDDEN;
+    json_decref(out);
+    return rc;
+}
+
+err_t rec_put_status(struct reconciler *r, const char *key, const char *ns, const char *name,
+                     const json_t *cr, json_t *desired, bool *wrote, char *msg, size_t cap)
+{
+    err_t rc = ERR_OK;
+
+    if (!desired)
+        return ERR_NOMEM;
+    if (!json_equal(desired, json_object_get(cr, "status"))) {
+        rc = rec_patch(r, key, ns, name, "/status",
+                       dvb_status_patch(json_object_get(cr, "status"), desired), msg, cap);
+        *wrote = *wrote || rc == ERR_OK;
+    }
+    json_decref(desired);
+    return rc;
+}
