@@ -1,47 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* main.c - podres-syncer: settings, the threads (podresd feed, three
- * informers, one worker), the metrics endpoint, the periodic resync, --once,
- * and a clean exit on SIGTERM. exit(1) only for start-up errors. */
+/* main.c - podres-syncer: settings, setting up the clients, caches and
+ * threads (podresd feed, three informers, one worker: worker.h) and the
+ * metrics endpoint (metrics.h), the periodic resync, --once, and a clean
+ * exit on SIGTERM. exit(1) only for start-up errors. */
 #define LOG_MOD "main"
 #include "../common/common.h"
 #include "../common/mem.h"
 #include "../common/cfg.h"
 #include "../common/opts.h"
-#include "../common/strbuf.h"
-#include "../kube/cache.h"
-#include "../kube/informer.h"
-#include "inventory.h"
-#include "../kube/rest.h"
-#include "../kube/kubeconfig.h"
-#include "nodefeed.h"
-#include "queue.h"
 #include "dvb.h"
-#include "reconcile.h"
+#include "metrics.h"
+#include "syncer.h"
+#include "worker.h"
 
-#include <curl/curl.h>
 #include <getopt.h>
 #include <microhttpd.h>
-#include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
-
-struct settings {
-    char *node_name;             /* this node */
-    char *podresd_socket;        /* podresd's unix socket */
-    char *podresd_url;           /* or its URL */
-    char *podresd_token_file;    /* bearer token for writes to podresd over its URL */
-    char *kubeconfig;            /* --kubeconfig, or NULL */
-    double qps;                  /* API requests per second */
-    uint64_t burst;              /* token bucket size */
-    uint64_t resync_ms;          /* full resync period */
-    char *metrics_listen;        /* HOST:PORT of /metrics and /healthz */
-    uint64_t reservation_ttl_ms; /* how long a pre-assignment waits for its pod */
-    uint64_t inventory_ms;       /* at most one NodeDevices write per this */
-    char *log_format;            /* text or json */
-    char *log_level;             /* err..debug */
-};
 
 #define OFF(f) offsetof(struct settings, f)
 
@@ -100,485 +77,11 @@ static const struct option long_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
-/* How long the API server may fail an informer's requests before /readyz
- * says so: an API server restarting or a connection re-established is not
- * news. */
-#define READY_GRACE_MS 15000
-
 /* Resyncs come every --resync-interval give or take this many percent, so
  * that syncers started together (a DaemonSet rollout) do not resync in step.
  * A resync reads the caches, not the API server; the spread is for what a
  * drift it finds writes. */
 #define RESYNC_JITTER_PCT 10
-
-/* ---- the sync-lag histogram ---- */
-
-static const double lag_bounds[] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
-#define NLAG ARRAY_SIZE(lag_bounds)
-
-/* Lock: 'mu' guards every other field. */
-struct lag {
-    pthread_mutex_t mu;
-    uint64_t buckets[NLAG]; /* per bound, not cumulative */
-    uint64_t n;             /* observations */
-    double sum;             /* seconds */
-};
-
-static void lag_observe(struct lag *l, double s)
-{
-    size_t i;
-
-    pthread_mutex_lock(&l->mu);
-    for (i = 0; i < NLAG && s > lag_bounds[i]; i++)
-        ;
-    if (i < NLAG)
-        l->buckets[i]++;
-    l->n++;
-    l->sum += s;
-    pthread_mutex_unlock(&l->mu);
-}
-
-/* ---- the daemon ---- */
-
-struct syncer {
-    struct settings set;            /* settings */
-    bool once;                      /* --once */
-    struct kubeconfig kc;           /* API server access */
-    struct kubeconfig pd_kc;        /* podresd access (server URL only) */
-    struct rest_gate *gate;         /* API token bucket and backoff */
-    struct rest_gate *pd_gate;      /* podresd backoff */
-    struct rest_stats *stats;       /* API request counters */
-    struct queue *queue;            /* keys to reconcile */
-    struct cache *pr, *resv, *devs; /* podresd state */
-    struct cache *pods, *crs, *nd;  /* API state */
-    struct rest *k_pods, *k_crs, *k_nd, *k_work, *k_pd, *k_pdw; /* one client per thread */
-    struct informer inf_pods, inf_crs, inf_nd;                  /* the informers */
-    struct nodefeed feed;                                       /* the podresd feed */
-    struct reconciler rec;                                      /* the worker's reconciler */
-    struct inventory inv;                                       /* the worker's NodeDevices */
-    struct events events;                                       /* the worker\'s Events */
-    struct lag lag;                                             /* sync-lag histogram */
-    char pods_query[512];        /* fieldSelector=spec.nodeName=NODE */
-    char crs_query[512];         /* labelSelector=podres.dev/node=NODE */
-    char nd_query[512];          /* fieldSelector=metadata.name=NODE */
-    volatile time_t last_resync; /* wall clock of the last full resync */
-    struct MHD_Daemon *http;     /* /metrics and /healthz */
-    pthread_mutex_t wmu;         /* guards 'waiting' */
-    json_t *waiting;             /* keys of pre-assignments whose devices are taken */
-    int node_missing;            /* atomic: 1 when no Node is named --node-name, 0 when one
-                                  * is, -1 before the worker looked */
-    pthread_t threads[5];        /* feed, pods, crs, nd, worker */
-    int nthreads;                /* started */
-};
-
-static void enqueue(void *ctx, const char *key)
-{
-    queue_add(ctx, key, 0);
-}
-
-/* A change of podresd's state (a pod, a reservation): its key, and every
- * pre-assignment waiting for devices that the change may have freed (a
- * release, a deleted reservation): they are rechecked now, not at the next
- * resync. They are few: a reservation PUT to podresd each. */
-static void enqueue_node(void *ctx, const char *key)
-{
-    struct syncer *s = ctx;
-    const char *k;
-    json_t *v;
-
-    queue_add(s->queue, key, 0);
-    pthread_mutex_lock(&s->wmu);
-    json_object_foreach(s->waiting, k, v) {
-        if (strcmp(k, key) != 0)
-            queue_add(s->queue, k, 0);
-    }
-    pthread_mutex_unlock(&s->wmu);
-}
-
-/* The inventory changed (a device, or the NodeDevices object): the worker
- * looks once the write interval since the last write is over. */
-static void enqueue_inventory(void *ctx, const char *key)
-{
-    struct syncer *s = ctx;
-
-    (void)key;
-    queue_add(s->queue, INVENTORY_KEY, inventory_due(&s->inv, queue_now_ms()));
-}
-
-/* After a reconcile of 'key': whether it waits for devices. */
-static void note_waiting(struct syncer *s, const char *key, bool waiting)
-{
-    pthread_mutex_lock(&s->wmu);
-    if (waiting)
-        json_object_set_new(s->waiting, key, json_true());
-    else
-        json_object_del(s->waiting, key);
-    pthread_mutex_unlock(&s->wmu);
-}
-
-/* Every key the node or the API server knows about. */
-static json_t *all_keys(struct syncer *s)
-{
-    struct cache *from[] = {s->pr, s->resv, s->crs};
-    json_t *keys = json_object(), *list, *v;
-    size_t i, j;
-
-    for (j = 0; j < ARRAY_SIZE(from); j++) {
-        list = cache_keys(from[j]);
-        json_array_foreach(list, i, v)
-            json_object_set(keys, json_string_value(v), json_true());
-        json_decref(list);
-    }
-    return keys;
-}
-
-static void resync(struct syncer *s)
-{
-    json_t *keys = all_keys(s), *v;
-    const char *key;
-
-    json_object_foreach(keys, key, v)
-        queue_add(s->queue, key, 0);
-    json_decref(keys);
-    enqueue_inventory(s, NULL);
-    s->last_resync = time(NULL);
-}
-
-/* Every cache holds a full list not known to be behind: podresd's state,
- * and the informers' (not while one lists again: after a 410, a reset, or a
- * watch that broke, the API server may be back with its state reset, and
- * the worker decides nothing on a copy the server may no longer hold). */
-static bool caches_synced(struct syncer *s)
-{
-    return cache_synced(s->pr) && informer_current(&s->inf_pods) && informer_current(&s->inf_crs);
-}
-
-/* /readyz: synced, and no informer failing for longer than READY_GRACE_MS;
- * else false and 'why' names the first that is not. */
-static bool ready(struct syncer *s, char *why, size_t cap)
-{
-    size_t n;
-
-    if (fence_stopped(&s->rec.fence, queue_now_ms(), why, cap)) {
-        n = strlen(why);
-        if (__atomic_load_n(&s->node_missing, __ATOMIC_RELAXED) == 1 && n < cap)
-            snprintf(why + n, cap - n, "; node '%s' is no Node in the API server",
-                     s->set.node_name);
-        return false;
-    }
-    if (!cache_synced(s->pr)) {
-        snprintf(why, cap, "podresd's state not listed yet");
-        return false;
-    }
-    return informer_ready(&s->inf_pods, READY_GRACE_MS, why, cap) &&
-           informer_ready(&s->inf_crs, READY_GRACE_MS, why, cap) &&
-           (informer_missing(&s->inf_nd) || informer_ready(&s->inf_nd, READY_GRACE_MS, why, cap));
-}
-
-/* Per-key backoff after a failure: 200 ms doubling to 30 s; 30 s doubling
- * to 5 min for 403/422, which only a person fixes (each is logged). */
-static uint64_t retry_delay(json_t *fails, const char *key, err_t rc)
-{
-    json_int_t n = json_integer_value(json_object_get(fails, key)) + 1;
-    bool stuck = rc == ERR_FORBIDDEN || rc == ERR_UNPROCESSABLE;
-    uint64_t cap = stuck ? 300000 : 30000;
-    uint64_t d = stuck ? 30000 : 200;
-
-    json_object_set_new(fails, key, json_integer(n));
-    while (--n > 0 && d < cap)
-        d *= 2;
-    return d < cap ? d : cap;
-}
-
-/* The caches are not all current: the key waits. When DeviceBindings are
- * not served at all (their CRD missing), its binding is not mirrored for
- * that reason: counted, and said once. */
-static void put_off(struct syncer *s, const char *key)
-{
-    bool missing = informer_missing(&s->inf_crs);
-
-    if (missing)
-        reconcile_skip(&s->rec, key, RECONCILE_SKIP_CRD_MISSING,
-                       "the API server does not serve DeviceBindings (is the "
-                       "CustomResourceDefinition devicebindings.podres.dev installed?)");
-    queue_add(s->queue, key, missing ? 1000 : 200);
-}
-
-/* Whether --node-name is a Node in the API server: a typo otherwise (or a
- * node not registered yet). Said once, as a warning, and in the metric
- * podres_syncer_node_missing; nothing else follows from it: writes stop
- * only when another syncer is seen on this podresd (reconcile.h). */
-static void check_node(struct syncer *s)
-{
-    char path[512], name[300], msg[512];
-    json_t *node = NULL;
-    err_t rc;
-
-    rest_escape(s->set.node_name, name, sizeof(name));
-    snprintf(path, sizeof(path), "/api/v1/nodes/%s", name);
-    rc = rest_do(s->k_work, "GET", path, NULL, NULL, &node, msg, sizeof(msg));
-    json_decref(node);
-    if (rc == ERR_NOTFOUND)
-        log_warn("node '%s' is no Node in the API server (404 for %s): is --node-name "
-                 "right? (a typo, or a node not registered yet); syncing it anyway",
-                 s->set.node_name, path);
-    else if (rc)
-        log_info("cannot check that node '%s' is a Node in the API server: %s", s->set.node_name,
-                 msg);
-    __atomic_store_n(&s->node_missing, rc == ERR_NOTFOUND ? 1 : rc ? -1 : 0, __ATOMIC_RELAXED);
-}
-
-/* The inventory key: written when podresd's devices and the NodeDevices
- * informer are current; when NodeDevices are not served, said once and
- * looked at again each second (no request: the informer lists). */
-static void sync_inventory(struct syncer *s, json_t *fails, uint64_t dirty)
-{
-    char msg[512];
-    uint64_t again;
-    bool wrote;
-    err_t rc;
-
-    if (informer_missing(&s->inf_nd)) {
-        inventory_skip(&s->inv, INVENTORY_SKIP_CRD_MISSING);
-        queue_add(s->queue, INVENTORY_KEY, 1000);
-        return;
-    }
-    if (!cache_synced(s->devs) || !informer_current(&s->inf_nd)) {
-        queue_add(s->queue, INVENTORY_KEY, 200);
-        return;
-    }
-    s->inv.revision = s->feed.revision;
-    rc = inventory_sync(&s->inv, &wrote, &again, msg, sizeof(msg));
-    if (rc == ERR_OK) {
-        json_object_del(fails, INVENTORY_KEY);
-        if (again)
-            queue_add(s->queue, INVENTORY_KEY, again);
-        if (wrote)
-            lag_observe(&s->lag, (double)(queue_now_ms() - dirty) / 1000.0);
-        return;
-    }
-    if (rc == ERR_FORBIDDEN || rc == ERR_UNPROCESSABLE || rc == ERR_INVAL)
-        log_warn("cannot write NodeDevices %s: %s", s->set.node_name, msg);
-    else
-        log_debug("write of NodeDevices %s failed: %s; retrying", s->set.node_name, msg);
-    queue_add(s->queue, INVENTORY_KEY, retry_delay(fails, INVENTORY_KEY, rc));
-}
-
-static void *worker_run(void *arg)
-{
-    struct syncer *s = arg;
-    json_t *fails = json_object();
-    char key[768], msg[512];
-    uint64_t dirty, again;
-    bool wrote;
-    err_t rc;
-
-    check_node(s);
-    while (!rest_gate_stopped(s->gate)) {
-        if (!queue_get(s->queue, key, sizeof(key), &dirty, 1000))
-            continue;
-        if (strcmp(key, INVENTORY_KEY) == 0) {
-            sync_inventory(s, fails, dirty);
-            continue;
-        }
-        if (!caches_synced(s)) {
-            put_off(s, key);
-            continue;
-        }
-        rc = reconcile_key(&s->rec, key, &wrote, &again, msg, sizeof(msg));
-        if (rc == ERR_OK) {
-            note_waiting(s, key, s->rec.waiting);
-            json_object_del(fails, key);
-            if (again)
-                queue_add(s->queue, key, again);
-            if (wrote)
-                lag_observe(&s->lag, (double)(queue_now_ms() - dirty) / 1000.0);
-            continue;
-        }
-        if (rest_gate_stopped(s->gate))
-            break;
-        if (rc == ERR_FORBIDDEN || rc == ERR_UNPROCESSABLE || rc == ERR_INVAL)
-            log_warn("cannot sync DeviceBinding %s: %s", key, msg);
-        else
-            log_debug("sync of %s failed: %s; retrying", key, msg);
-        queue_add(s->queue, key, retry_delay(fails, key, rc));
-    }
-    json_decref(fails);
-    return NULL;
-}
-
-/* ---- /metrics and /healthz ---- */
-
-/* The node-name checks: a Node missing, writes stopped (another syncer). */
-static err_t render_guards(struct syncer *s, struct strbuf *sb)
-{
-    int missing = __atomic_load_n(&s->node_missing, __ATOMIC_RELAXED);
-    char why[8];
-
-    return strbuf_printf(
-        sb,
-        "# HELP podres_syncer_node_missing 1 when the API server has no Node named "
-        "--node-name (a typo?), 0 when it has or before it was asked.\n"
-        "# TYPE podres_syncer_node_missing gauge\npodres_syncer_node_missing %d\n"
-        "# HELP podres_syncer_writes_stopped 1 while writes are stopped because another "
-        "podres-syncer writes this podresd's reservations.\n"
-        "# TYPE podres_syncer_writes_stopped gauge\npodres_syncer_writes_stopped %d\n",
-        missing == 1, (int)fence_stopped(&s->rec.fence, queue_now_ms(), why, sizeof(why)));
-}
-
-static err_t render_metrics(struct syncer *s, struct strbuf *sb)
-{
-    uint64_t cum = 0;
-    size_t i;
-    err_t rc = rest_stats_render(s->stats, sb);
-
-    if (!rc)
-        rc = strbuf_printf(
-            sb,
-            "# HELP podres_syncer_queue_depth Keys waiting to be reconciled.\n"
-            "# TYPE podres_syncer_queue_depth gauge\npodres_syncer_queue_depth %zu\n"
-            "# HELP podres_syncer_last_resync_timestamp_seconds Time of the last full resync.\n"
-            "# TYPE podres_syncer_last_resync_timestamp_seconds gauge\n"
-            "podres_syncer_last_resync_timestamp_seconds %lld\n"
-            "# HELP podres_syncer_podresd_revision Last podresd revision seen.\n"
-            "# TYPE podres_syncer_podresd_revision gauge\npodres_syncer_podresd_revision %llu\n"
-            "# HELP podres_syncer_devicebindings DeviceBindings of this node in the cache.\n"
-            "# TYPE podres_syncer_devicebindings gauge\npodres_syncer_devicebindings %zu\n"
-            "# HELP podres_syncer_skipped_total Bindings not mirrored each time one was looked "
-            "at, by reason (foreign_label: the DeviceBinding is labelled for another node, or "
-            "none; no_pod: no Pod of that name on this node; pod_uid_mismatch: the Pod is "
-            "another instance than podresd's; crd_missing: DeviceBindings are not served).\n"
-            "# TYPE podres_syncer_skipped_total counter\n",
-            queue_len(s->queue), (long long)s->last_resync, (unsigned long long)s->feed.revision,
-            cache_size(s->crs));
-    for (i = 0; !rc && i < RECONCILE_SKIP_N; i++)
-        rc = strbuf_printf(sb, "podres_syncer_skipped_total{reason=\"%s\"} %llu\n",
-                           reconcile_skip_name((enum reconcile_skip)i),
-                           (unsigned long long)reconcile_skipped(&s->rec, (enum reconcile_skip)i));
-    if (!rc)
-        rc = strbuf_printf(sb, "# HELP podres_syncer_sync_lag_seconds From a change seen on the "
-                               "node to the API server's acknowledgement.\n"
-                               "# TYPE podres_syncer_sync_lag_seconds histogram\n");
-    pthread_mutex_lock(&s->lag.mu);
-    for (i = 0; !rc && i < NLAG; i++) {
-        cum += s->lag.buckets[i];
-        rc = strbuf_printf(sb, "podres_syncer_sync_lag_seconds_bucket{le=\"%g\"} %llu\n",
-                           lag_bounds[i], (unsigned long long)cum);
-    }
-    if (!rc)
-        rc = strbuf_printf(sb,
-                           "podres_syncer_sync_lag_seconds_bucket{le=\"+Inf\"} %llu\n"
-                           "podres_syncer_sync_lag_seconds_sum %.6f\n"
-                           "podres_syncer_sync_lag_seconds_count %llu\n",
-                           (unsigned long long)s->lag.n, s->lag.sum, (unsigned long long)s->lag.n);
-    pthread_mutex_unlock(&s->lag.mu);
-    if (!rc)
-        rc = inventory_render(&s->inv, sb);
-    if (!rc)
-        rc = events_render(&s->events, sb);
-    return rc ? rc : render_guards(s, sb);
-}
-
-/* /readyz: 200 "ok", or 503 "not ready: REASON" into 'text'. */
-static unsigned readyz(struct syncer *s, char *text, size_t cap)
-{
-    char why[256];
-
-    if (ready(s, why, sizeof(why))) {
-        snprintf(text, cap, "ok");
-        return 200;
-    }
-    snprintf(text, cap, "not ready: %s", why);
-    return 503;
-}
-
-static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn, const char *url,
-                               const char *method, const char *version, const char *data,
-                               size_t *size, void **con_cls)
-{
-    struct syncer *s = cls;
-    struct strbuf sb = STRBUF_INIT;
-    struct MHD_Response *resp;
-    char why[320];
-    unsigned status = 200;
-    const char *text = NULL;
-    enum MHD_Result ret;
-    size_t len;
-    char *body;
-
-    (void)version;
-    (void)data;
-    (void)size;
-    if (!*con_cls) {
-        *con_cls = s; /* answer on the second call (libmicrohttpd 0.9.75 keep-alive) */
-        return MHD_YES;
-    }
-    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
-        status = 405;
-        text = "method not allowed\n";
-    } else if (strcmp(url, "/metrics") == 0) {
-        status = render_metrics(s, &sb) ? 500 : 200;
-    } else if (strcmp(url, "/healthz") == 0) {
-        text = "ok";
-    } else if (strcmp(url, "/readyz") == 0) {
-        status = readyz(s, why, sizeof(why));
-        text = why;
-    } else {
-        status = 404;
-        text = "not found\n";
-    }
-    if (text && strbuf_add(&sb, text, strlen(text)))
-        status = 500;
-    body = strbuf_detach(&sb, &len);
-    resp = body ? MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE)
-                : MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-    if (!resp) {
-        free(body);
-        return MHD_NO;
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4");
-    ret = MHD_queue_response(conn, status, resp);
-    MHD_destroy_response(resp);
-    return ret;
-}
-
-static err_t start_http(struct syncer *s)
-{
-    char host[256];
-    const char *colon;
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST};
-    struct addrinfo *ai = NULL;
-    size_t n;
-
-    if (!s->set.metrics_listen || !*s->set.metrics_listen)
-        return ERR_OK;
-    colon = strrchr(s->set.metrics_listen, ':');
-    n = colon ? (size_t)(colon - s->set.metrics_listen) : 0;
-    if (!colon || n == 0 || n >= sizeof(host)) {
-        log_err("cannot listen on '%s': give HOST:PORT", s->set.metrics_listen);
-        return ERR_INVAL;
-    }
-    snprintf(host, sizeof(host), "%.*s", (int)n, s->set.metrics_listen);
-    if (host[0] == '[' && host[n - 1] == ']') {
-        memmove(host, host + 1, n - 2);
-        host[n - 2] = '\0';
-    }
-    if (getaddrinfo(strcmp(host, "localhost") == 0 ? "127.0.0.1" : host, colon + 1, &hints, &ai)) {
-        log_err("cannot listen on '%s': not a numeric address", s->set.metrics_listen);
-        return ERR_INVAL;
-    }
-    s->http = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-                                   (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
-                               0, NULL, NULL, on_http, s, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-                               MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
-                               MHD_OPTION_END);
-    freeaddrinfo(ai);
-    if (!s->http) {
-        log_err("cannot listen on '%s': %s", s->set.metrics_listen, strerror(errno));
-        return ERR_IO;
-    }
-    return ERR_OK;
-}
 
 /* ---- start-up ---- */
 
@@ -669,12 +172,12 @@ static err_t pd_token(struct syncer *s)
 /* Every change to a cache enqueues what it may affect. */
 static err_t make_caches(struct syncer *s)
 {
-    s->pr = cache_new(enqueue_node, s);
-    s->resv = cache_new(enqueue_node, s);
-    s->pods = cache_new(enqueue, s->queue);
-    s->crs = cache_new(enqueue, s->queue);
-    s->devs = cache_new(enqueue_inventory, s);
-    s->nd = cache_new(enqueue_inventory, s);
+    s->pr = cache_new(worker_on_podresd_key, s);
+    s->resv = cache_new(worker_on_podresd_key, s);
+    s->pods = cache_new(worker_on_key, s->queue);
+    s->crs = cache_new(worker_on_key, s->queue);
+    s->devs = cache_new(worker_on_inventory, s);
+    s->nd = cache_new(worker_on_inventory, s);
     return s->pr && s->resv && s->pods && s->crs && s->devs && s->nd ? ERR_OK : ERR_NOMEM;
 }
 
@@ -808,7 +311,7 @@ static bool run_once(struct syncer *s)
         log_warn("cannot read NodeDevices %s", s->set.node_name);
         ok = false;
     }
-    keys = all_keys(s);
+    keys = worker_all_keys(s);
     json_object_foreach(keys, key, v) {
         if (reconcile_key(&s->rec, key, &wrote, &again, msg, sizeof(msg))) {
             log_warn("cannot sync DeviceBinding %s: %s", key, msg);
@@ -836,8 +339,8 @@ static void run(struct syncer *s, const sigset_t *sigs)
             log_info("received %s; shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
             return;
         }
-        if ((queue_now_ms() >= next || !s->last_resync) && caches_synced(s)) {
-            resync(s);
+        if ((queue_now_ms() >= next || !s->last_resync) && worker_caches_synced(s)) {
+            worker_resync(s);
             next = queue_now_ms() + queue_jitter_ms(s->set.resync_ms, RESYNC_JITTER_PCT);
         }
     }
@@ -915,7 +418,7 @@ int main(int argc, char **argv)
         return 1;
     }
     srand((unsigned)time(NULL) ^ (unsigned)getpid());
-    if (setup(&s) || (!s.once && start_http(&s))) {
+    if (setup(&s) || (!s.once && metrics_start(&s))) {
         log_err("start-up failed; exiting");
         teardown(&s);
         rest_global_cleanup();

@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* metrics.c - /metrics, /healthz and /readyz of podres-syncer. Each
+ * module renders its own counters (rest.h, inventory.h, events.h); the
+ * daemon-wide gauges, the skip counts and the sync-lag histogram are
+ * rendered here. */
+#define LOG_MOD "main"
+#include "../common/common.h"
+#include "../common/strbuf.h"
+#include "metrics.h"
+#include "worker.h"
+
+#include <microhttpd.h>
+#include <netdb.h>
+
+/* How long the API server may fail an informer's requests before /readyz
+ * says so: an API server restarting or a connection re-established is not
+ * news. */
+#define READY_GRACE_MS 15000
+
+/* ---- the sync-lag histogram ---- */
+
+static const double lag_bounds[] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+#define NLAG ARRAY_SIZE(lag_bounds)
+_Static_assert(NLAG == LAG_BUCKETS, "syncer.h sizes the buckets");
+
+void metrics_lag_observe(struct lag *l, double s)
+{
+    size_t i;
+
+    pthread_mutex_lock(&l->mu);
+    for (i = 0; i < NLAG && s > lag_bounds[i]; i++)
+        ;
+    if (i < NLAG)
+        l->buckets[i]++;
+    l->n++;
+    l->sum += s;
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* ---- /metrics and /healthz ---- */
+
+/* /readyz: synced, and no informer failing for longer than READY_GRACE_MS;
+ * else false and 'why' names the first that is not. */
+static bool ready(struct syncer *s, char *why, size_t cap)
+{
+    size_t n;
+
+    if (fence_stopped(&s->rec.fence, queue_now_ms(), why, cap)) {
+        n = strlen(why);
+        if (__atomic_load_n(&s->node_missing, __ATOMIC_RELAXED) == 1 && n < cap)
+            snprintf(why + n, cap - n, "; node '%s' is no Node in the API server",
+                     s->set.node_name);
+        return false;
+    }
+    if (!cache_synced(s->pr)) {
+        snprintf(why, cap, "podresd's state not listed yet");
+        return false;
+    }
+    return informer_ready(&s->inf_pods, READY_GRACE_MS, why, cap) &&
+           informer_ready(&s->inf_crs, READY_GRACE_MS, why, cap) &&
+           (informer_missing(&s->inf_nd) || informer_ready(&s->inf_nd, READY_GRACE_MS, why, cap));
+}
+
+/* The node-name checks: a Node missing, writes stopped (another syncer). */
+static err_t render_guards(struct syncer *s, struct strbuf *sb)
+{
+    int missing = __atomic_load_n(&s->node_missing, __ATOMIC_RELAXED);
+    char why[8];
+
+    return strbuf_printf(
+        sb,
+        "# HELP podres_syncer_node_missing 1 when the API server has no Node named "
+        "--node-name (a typo?), 0 when it has or before it was asked.\n"
+        "# TYPE podres_syncer_node_missing gauge\npodres_syncer_node_missing %d\n"
+        "# HELP podres_syncer_writes_stopped 1 while writes are stopped because another "
+        "podres-syncer writes this podresd's reservations.\n"
+        "# TYPE podres_syncer_writes_stopped gauge\npodres_syncer_writes_stopped %d\n",
+        missing == 1, (int)fence_stopped(&s->rec.fence, queue_now_ms(), why, sizeof(why)));
+}
+
+static err_t render_metrics(struct syncer *s, struct strbuf *sb)
+{
+    uint64_t cum = 0;
+    size_t i;
+    err_t rc = rest_stats_render(s->stats, sb);
+
+    if (!rc)
+        rc = strbuf_printf(
+            sb,
+            "# HELP podres_syncer_queue_depth Keys waiting to be reconciled.\n"
+            "# TYPE podres_syncer_queue_depth gauge\npodres_syncer_queue_depth %zu\n"
+            "# HELP podres_syncer_last_resync_timestamp_seconds Time of the last full resync.\n"
+            "# TYPE podres_syncer_last_resync_timestamp_seconds gauge\n"
+            "podres_syncer_last_resync_timestamp_seconds %lld\n"
+            "# HELP podres_syncer_podresd_revision Last podresd revision seen.\n"
+            "# TYPE podres_syncer_podresd_revision gauge\npodres_syncer_podresd_revision %llu\n"
+            "# HELP podres_syncer_devicebindings DeviceBindings of this node in the cache.\n"
+            "# TYPE podres_syncer_devicebindings gauge\npodres_syncer_devicebindings %zu\n"
+            "# HELP podres_syncer_skipped_total Bindings not mirrored each time one was looked "
+            "at, by reason (foreign_label: the DeviceBinding is labelled for another node, or "
+            "none; no_pod: no Pod of that name on this node; pod_uid_mismatch: the Pod is "
+            "another instance than podresd's; crd_missing: DeviceBindings are not served).\n"
+            "# TYPE podres_syncer_skipped_total counter\n",
+            queue_len(s->queue), (long long)s->last_resync, (unsigned long long)s->feed.revision,
+            cache_size(s->crs));
+    for (i = 0; !rc && i < RECONCILE_SKIP_N; i++)
+        rc = strbuf_printf(sb, "podres_syncer_skipped_total{reason=\"%s\"} %llu\n",
+                           reconcile_skip_name((enum reconcile_skip)i),
+                           (unsigned long long)reconcile_skipped(&s->rec, (enum reconcile_skip)i));
+    if (!rc)
+        rc = strbuf_printf(sb, "# HELP podres_syncer_sync_lag_seconds From a change seen on the "
+                               "node to the API server's acknowledgement.\n"
+                               "# TYPE podres_syncer_sync_lag_seconds histogram\n");
+    pthread_mutex_lock(&s->lag.mu);
+    for (i = 0; !rc && i < NLAG; i++) {
+        cum += s->lag.buckets[i];
+        rc = strbuf_printf(sb, "podres_syncer_sync_lag_seconds_bucket{le=\"%g\"} %llu\n",
+                           lag_bounds[i], (unsigned long long)cum);
+    }
+    if (!rc)
+        rc = strbuf_printf(sb,
+                           "podres_syncer_sync_lag_seconds_bucket{le=\"+Inf\"} %llu\n"
+                           "podres_syncer_sync_lag_seconds_sum %.6f\n"
+                           "podres_syncer_sync_lag_seconds_count %llu\n",
+                           (unsigned long long)s->lag.n, s->lag.sum, (unsigned long long)s->lag.n);
+    pthread_mutex_unlock(&s->lag.mu);
+    if (!rc)
+        rc = inventory_render(&s->inv, sb);
+    if (!rc)
+        rc = events_render(&s->events, sb);
+    return rc ? rc : render_guards(s, sb);
+}
+
+/* /readyz: 200 "ok", or 503 "not ready: REASON" into 'text'. */
+static unsigned readyz(struct syncer *s, char *text, size_t cap)
+{
+    char why[256];
+
+    if (ready(s, why, sizeof(why))) {
+        snprintf(text, cap, "ok");
+        return 200;
+    }
+    snprintf(text, cap, "not ready: %s", why);
+    return 503;
+}
+
+static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn, const char *url,
+                               const char *method, const char *version, const char *data,
+                               size_t *size, void **con_cls)
+{
+    struct syncer *s = cls;
+    struct strbuf sb = STRBUF_INIT;
+    struct MHD_Response *resp;
+    char why[320];
+    unsigned status = 200;
+    const char *text = NULL;
+    enum MHD_Result ret;
+    size_t len;
+    char *body;
+
+    (void)version;
+    (void)data;
+    (void)size;
+    if (!*con_cls) {
+        *con_cls = s; /* answer on the second call (libmicrohttpd 0.9.75 keep-alive) */
+        return MHD_YES;
+    }
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        status = 405;
+        text = "method not allowed\n";
+    } else if (strcmp(url, "/metrics") == 0) {
+        status = render_metrics(s, &sb) ? 500 : 200;
+    } else if (strcmp(url, "/healthz") == 0) {
+        text = "ok";
+    } else if (strcmp(url, "/readyz") == 0) {
+        status = readyz(s, why, sizeof(why));
+        text = why;
+    } else {
+        status = 404;
+        text = "not found\n";
+    }
+    if (text && strbuf_add(&sb, text, strlen(text)))
+        status = 500;
+    body = strbuf_detach(&sb, &len);
+    resp = body ? MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE)
+                : MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4");
+    ret = MHD_queue_response(conn, status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+err_t metrics_start(struct syncer *s)
+{
+    char host[256];
+    const char *colon;
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST};
+    struct addrinfo *ai = NULL;
+    size_t n;
+
+    if (!s->set.metrics_listen || !*s->set.metrics_listen)
+        return ERR_OK;
+    colon = strrchr(s->set.metrics_listen, ':');
+    n = colon ? (size_t)(colon - s->set.metrics_listen) : 0;
+    if (!colon || n == 0 || n >= sizeof(host)) {
+        log_err("cannot listen on '%s': give HOST:PORT", s->set.metrics_listen);
+        return ERR_INVAL;
+    }
+    snprintf(host, sizeof(host), "%.*s", (int)n, s->set.metrics_listen);
+    if (host[0] == '[' && host[n - 1] == ']') {
+        memmove(host, host + 1, n - 2);
+        host[n - 2] = '\0';
+    }
+    if (getaddrinfo(strcmp(host, "localhost") == 0 ? "127.0.0.1" : host, colon + 1, &hints, &ai)) {
+        log_err("cannot listen on '%s': not a numeric address", s->set.metrics_listen);
+        return ERR_INVAL;
+    }
+    s->http = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+                                   (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+                               0, NULL, NULL, on_http, s, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+                               MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+                               MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (!s->http) {
+        log_err("cannot listen on '%s': %s", s->set.metrics_listen, strerror(errno));
+        return ERR_IO;
+    }
+    return ERR_OK;
+}
