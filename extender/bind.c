@@ -47,8 +47,9 @@ static void note_written(struct written *w, const json_t *obj, bool created)
     str_copy(w->rv, sizeof(w->rv), rv ? rv : "");
 }
 
-/* Whether the existing 'cur' may be written over, else 'msg' says why. */
-static bool may_write(const json_t *cur, const char *uid, const char *node, char *msg, size_t cap)
+/* Whether the existing 'cur' may be written over, else 'e' says why
+ * (ERR_CONFLICT). */
+static bool may_write(const json_t *cur, const char *uid, const char *node, struct error *e)
 {
     const json_t *md = json_object_get(cur, "metadata"), *o;
     const json_t *spec = json_object_get(cur, "spec");
@@ -63,34 +64,35 @@ static bool may_write(const json_t *cur, const char *uid, const char *node, char
         const char *u = json_string_value(json_object_get(o, "uid"));
 
         if (kind && u && strcmp(kind, "Pod") == 0 && strcmp(u, uid) != 0) {
-            snprintf(msg, cap,
-                     "its DeviceBinding belongs to an earlier pod of that name (uid "
-                     "%.64s) and waits for the garbage collector",
-                     u);
+            errorf(e, ERR_CONFLICT,
+                   "its DeviceBinding belongs to an earlier pod of that name (uid "
+                   "%.64s) and waits for the garbage collector",
+                   u);
             return false;
         }
     }
     if (json_array_size(json_object_get(spec, "containers")) && !ours) {
-        snprintf(msg, cap, "its DeviceBinding holds another writer's pre-assignment");
+        errorf(e, ERR_CONFLICT, "its DeviceBinding holds another writer's pre-assignment");
         return false;
     }
     if (snode && *snode && strcmp(snode, node) != 0 && !ours) {
-        snprintf(msg, cap, "its DeviceBinding is for node '%.253s'", snode);
+        errorf(e, ERR_CONFLICT, "its DeviceBinding is for node '%.253s'", snode);
         return false;
     }
     return true;
 }
 
 /* DELETE the DeviceBinding with uid precondition 'uid'. */
-static err_t delete_dvb(struct rest *k, const struct args_bind *b, const char *uid, char *msg,
-                        size_t cap)
+static err_t delete_dvb(struct rest *k, const struct args_bind *b, const char *uid, struct error *e)
 {
     char path[700];
     json_t *body = json_pack("{s:{s:s}}", "preconditions", "uid", uid), *ans = NULL;
     err_t rc;
 
+    if (!body)
+        return errorf(e, ERR_NOMEM, "out of memory");
     snprintf(path, sizeof(path), DVB_PATH "/%s", b->ns, b->name);
-    rc = body ? rest_do(k, "DELETE", path, body, NULL, &ans, msg, cap) : ERR_NOMEM;
+    rc = rest_do(k, "DELETE", path, body, NULL, &ans, e);
     json_decref(body);
     json_decref(ans);
     return rc == ERR_NOTFOUND ? ERR_OK : rc;
@@ -98,14 +100,14 @@ static err_t delete_dvb(struct rest *k, const struct args_bind *b, const char *u
 
 /* Create the DeviceBinding 'want'. */
 static err_t create_dvb(struct rest *k, const struct args_bind *b, json_t *want, struct written *w,
-                        char *msg, size_t cap)
+                        struct error *e)
 {
     char path[700];
     json_t *ans = NULL;
     err_t rc;
 
     snprintf(path, sizeof(path), DVB_PATH, b->ns);
-    rc = rest_do(k, "POST", path, want, NULL, &ans, msg, cap);
+    rc = rest_do(k, "POST", path, want, NULL, &ans, e);
     if (!rc)
         note_written(w, ans, true);
     json_decref(ans);
@@ -114,7 +116,7 @@ static err_t create_dvb(struct rest *k, const struct args_bind *b, json_t *want,
 
 /* Write 'want' over 'cur' (same node, or ours elsewhere: then deleted and made anew). */
 static err_t replace_dvb(struct rest *k, const struct args_bind *b, const json_t *cur, json_t *want,
-                         struct written *w, char *msg, size_t cap)
+                         struct written *w, struct error *e)
 {
     const json_t *md = json_object_get(cur, "metadata");
     const char *snode = json_string_value(
@@ -125,15 +127,15 @@ static err_t replace_dvb(struct rest *k, const struct args_bind *b, const json_t
     err_t rc;
 
     if (snode && *snode && strcmp(snode, b->node) != 0) {
-        rc = delete_dvb(k, b, uid ? uid : "", msg, cap); /* spec.nodeName is immutable */
-        return rc ? rc : create_dvb(k, b, want, w, msg, cap);
+        rc = delete_dvb(k, b, uid ? uid : "", e); /* spec.nodeName is immutable */
+        return rc ? rc : create_dvb(k, b, want, w, e);
     }
     json_object_set(json_object_get(want, "metadata"), "resourceVersion",
                     json_object_get(md, "resourceVersion"));
     if (json_object_get(cur, "status"))
         json_object_set(want, "status", json_object_get(cur, "status"));
     snprintf(path, sizeof(path), DVB_PATH "/%s", b->ns, b->name);
-    rc = rest_do(k, "PUT", path, want, NULL, &ans, msg, cap);
+    rc = rest_do(k, "PUT", path, want, NULL, &ans, e);
     if (!rc)
         note_written(w, ans, false);
     json_decref(ans);
@@ -142,22 +144,20 @@ static err_t replace_dvb(struct rest *k, const struct args_bind *b, const json_t
 
 /* Write the pod's pre-assignment of 'containers'. */
 static err_t write_dvb(struct rest *k, const struct args_bind *b, const char *uid,
-                       const json_t *containers, struct written *w, char *msg, size_t cap)
+                       const json_t *containers, struct written *w, struct error *e)
 {
     json_t *want = bind_devicebinding(b->ns, b->name, uid, b->node, containers), *cur = NULL;
     char path[700];
     err_t rc;
 
     if (!want)
-        return ERR_NOMEM;
+        return errorf(e, ERR_NOMEM, "out of memory");
     snprintf(path, sizeof(path), DVB_PATH "/%s", b->ns, b->name);
-    rc = rest_do(k, "GET", path, NULL, NULL, &cur, msg, cap);
+    rc = rest_do(k, "GET", path, NULL, NULL, &cur, e);
     if (rc == ERR_NOTFOUND)
-        rc = create_dvb(k, b, want, w, msg, cap);
-    else if (!rc && !may_write(cur, uid, b->node, msg, cap))
-        rc = ERR_CONFLICT;
-    else if (!rc)
-        rc = replace_dvb(k, b, cur, want, w, msg, cap);
+        rc = create_dvb(k, b, want, w, e);
+    else if (rc == ERR_OK)
+        rc = may_write(cur, uid, b->node, e) ? replace_dvb(k, b, cur, want, w, e) : ERR_CONFLICT;
     json_decref(cur);
     json_decref(want);
     return rc;
@@ -167,29 +167,31 @@ static err_t write_dvb(struct rest *k, const struct args_bind *b, const char *ui
  * spec.containers it put on an existing one. */
 static err_t unwrite_dvb(struct rest *k, const struct args_bind *b, const struct written *w)
 {
-    char path[700], msg[512];
+    char path[700];
+    struct error err = {0};
     json_t *patch, *ans = NULL;
     err_t rc;
 
     if (w->created) {
-        rc = delete_dvb(k, b, w->uid, msg, sizeof(msg));
+        rc = delete_dvb(k, b, w->uid, &err);
     } else {
         snprintf(path, sizeof(path), DVB_PATH "/%s", b->ns, b->name);
         patch = json_pack("{s:{s:s},s:{s:n}}", "metadata", "resourceVersion", w->rv, "spec",
                           "containers");
-        rc = patch ? rest_do(k, "PATCH", path, patch, REST_MERGE_PATCH, &ans, msg, sizeof(msg))
-                   : ERR_NOMEM;
+        rc = patch ? rest_do(k, "PATCH", path, patch, REST_MERGE_PATCH, &ans, &err)
+                   : errorf(&err, ERR_NOMEM, "out of memory");
         json_decref(patch);
         json_decref(ans);
     }
     if (rc)
-        log_warn("cannot take back the pre-assignment of pod '%s/%s': %s", b->ns, b->name, msg);
+        log_warn("cannot take back the pre-assignment of pod '%s/%s': %s", b->ns, b->name,
+                 error_msg(&err));
     return rc;
 }
 
 /* POST the pod's Binding to its node. */
-static err_t post_binding(struct rest *k, const struct args_bind *b, const char *uid, char *msg,
-                          size_t cap)
+static err_t post_binding(struct rest *k, const struct args_bind *b, const char *uid,
+                          struct error *e)
 {
     char path[700];
     json_t *body, *ans = NULL;
@@ -203,9 +205,9 @@ static err_t post_binding(struct rest *k, const struct args_bind *b, const char 
                                      "name", json_string(b->node), NULL),
                         NULL);
     if (!body)
-        return ERR_NOMEM;
+        return errorf(e, ERR_NOMEM, "out of memory");
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/binding", b->ns, b->name);
-    rc = rest_do(k, "POST", path, body, NULL, &ans, msg, cap);
+    rc = rest_do(k, "POST", path, body, NULL, &ans, e);
     json_decref(body);
     json_decref(ans);
     return rc;
@@ -213,25 +215,27 @@ static err_t post_binding(struct rest *k, const struct args_bind *b, const char 
 
 /* The pod, its uid (checked against the one asked for) and its requests. */
 static err_t read_pod(struct rest *k, const struct args_bind *b, char *uid, size_t uidcap,
-                      json_t **requests, char *msg, size_t cap)
+                      json_t **requests, struct error *e)
 {
     char path[700];
     json_t *pod = NULL, *totals = NULL;
+    char why[ERROR_MSG_MAX];
     const char *u;
     err_t rc;
 
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", b->ns, b->name);
-    rc = rest_do(k, "GET", path, NULL, NULL, &pod, msg, cap);
+    rc = rest_do(k, "GET", path, NULL, NULL, &pod, e);
     if (rc)
         goto out;
     u = json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid"));
     if (!u || (b->uid[0] && strcmp(u, b->uid) != 0)) {
-        snprintf(msg, cap, "the pod is another instance now (uid %.64s)", u ? u : "none");
-        rc = ERR_CONFLICT;
+        rc = errorf(e, ERR_CONFLICT, "the pod is another instance now (uid %.64s)", u ? u : "none");
         goto out;
     }
     str_copy(uid, uidcap, u);
-    rc = args_pod_requests(pod, requests, &totals, msg, cap);
+    rc = args_pod_requests(pod, requests, &totals, why, sizeof(why));
+    if (rc)
+        errorf(e, rc, "%s", rc == ERR_NOMEM ? "out of memory" : why);
 out:
     json_decref(pod);
     json_decref(totals);
@@ -241,10 +245,10 @@ out:
 /* The devices chosen and written: the Binding, or the pre-assignment taken back. */
 static err_t bind_written(struct view *view, struct rest *k, const struct args_bind *b,
                           const char *uid, const struct written *w, struct bind_stats *stats,
-                          char *msg, size_t cap)
+                          struct error *e)
 {
     char key[520];
-    err_t rc = post_binding(k, b, uid, msg, cap);
+    err_t rc = post_binding(k, b, uid, e);
 
     if (!rc)
         return ERR_OK;
@@ -255,34 +259,53 @@ static err_t bind_written(struct view *view, struct rest *k, const struct args_b
     return rc;
 }
 
-err_t bind_pod(struct view *view, struct rest *k, const struct args_bind *b,
-               struct bind_stats *stats, char *msg, size_t cap)
+/* The pod's devices chosen on its node, its pre-assignment written when it
+ * has any, then its Binding. */
+static err_t bind_steps(struct view *view, struct rest *k, const struct args_bind *b,
+                        const char *key, struct bind_stats *stats, struct error *e)
 {
     json_t *requests = NULL, *containers = NULL;
     struct written w = {0};
-    char uid[128], key[520];
-    err_t rc = read_pod(k, b, uid, sizeof(uid), &requests, msg, cap);
+    char uid[128];
+    err_t rc = read_pod(k, b, uid, sizeof(uid), &requests, e);
 
-    str_join(key, sizeof(key), b->ns, '/', b->name);
-    if (!rc)
-        rc = view_choose(view, b->node, key, uid, requests, &containers, msg, cap);
-    if (!rc && json_array_size(containers)) {
-        rc = write_dvb(k, b, uid, containers, &w, msg, cap);
-        if (rc)
-            view_unassume(view, key);
-        else
-            rc = bind_written(view, k, b, uid, &w, stats, msg, cap);
-    } else if (!rc) {
-        rc = bind_written(view, k, b, uid, NULL, stats, msg, cap);
+    if (rc)
+        goto out;
+    rc = view_choose(view, b->node, key, uid, requests, &containers, e);
+    if (rc)
+        goto out;
+    if (!json_array_size(containers)) {
+        rc = bind_written(view, k, b, uid, NULL, stats, e);
+        goto out;
     }
+    rc = write_dvb(k, b, uid, containers, &w, e);
+    if (rc)
+        view_unassume(view, key);
+    else
+        rc = bind_written(view, k, b, uid, &w, stats, e);
+out:
+    json_decref(requests);
+    json_decref(containers);
+    return rc;
+}
+
+err_t bind_pod(struct view *view, struct rest *k, const struct args_bind *b,
+               struct bind_stats *stats, struct error *e)
+{
+    struct error none;
+    char key[520];
+    err_t rc;
+
+    if (!e)
+        e = &none;
+    str_join(key, sizeof(key), b->ns, '/', b->name);
+    rc = bind_steps(view, k, b, key, stats, e);
     if (rc) {
         __atomic_add_fetch(&stats->failures, 1, __ATOMIC_RELAXED);
-        log_warn("cannot bind pod '%s' to node '%s': %s", key, b->node, msg);
+        log_warn("cannot bind pod '%s' to node '%s': %s", key, b->node, error_msg(e));
     } else {
         __atomic_add_fetch(&stats->binds, 1, __ATOMIC_RELAXED);
         log_debug("bound pod '%s' to node '%s'", key, b->node);
     }
-    json_decref(requests);
-    json_decref(containers);
     return rc;
 }

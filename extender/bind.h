@@ -25,11 +25,11 @@ struct bind_stats {
     uint64_t removed;  /* pre-assignments taken back after a failed Binding */
 };
 
-/* Bind pod 'b' to its node with client 'k'. On failure 'msg' says why (it
+/* Bind pod 'b' to its node with client 'k'. On failure 'e' says why (it
  * is the answer's Error, so kube-scheduler's event shows it), and the error
  * is logged once here. */
 err_t bind_pod(struct view *view, struct rest *k, const struct args_bind *b,
-               struct bind_stats *stats, char *msg, size_t cap) WARN_UNUSED;
+               struct bind_stats *stats, struct error *e) WARN_UNUSED;
 
 /* The DeviceBinding this extender writes for pod 'ns'/'name' of 'uid' on
  * 'node' with 'containers' (borrowed); new, or NULL. */

@@ -172,10 +172,10 @@ static void on_binding(void *ctx, const char *key)
 }
 
 /* Both informers have listed and are not failing; else 'why'. */
-static bool ready(struct extender *x, char *why, size_t cap)
+static bool ready(struct extender *x, struct error *why)
 {
-    return informer_ready(&x->inf_nds, READY_GRACE_MS, why, cap) &&
-           informer_ready(&x->inf_dvbs, READY_GRACE_MS, why, cap);
+    return informer_ready(&x->inf_nds, READY_GRACE_MS, why) &&
+           informer_ready(&x->inf_dvbs, READY_GRACE_MS, why);
 }
 
 /* ---- API clients for binds ---- */
@@ -250,12 +250,13 @@ static struct answer do_filter(struct extender *x, const char *body, size_t len)
     json_t *fit = NULL, *failed = NULL;
     char msg[512];
     err_t rc = args_parse(body, len, &a, msg, sizeof(msg));
+    struct error why = {0};
     struct answer ans;
 
     if (rc)
         return error_answer(rc == ERR_NOMEM ? 500 : 400, OUT_BAD_REQUEST, msg);
-    if (!ready(x, msg, sizeof(msg))) {
-        ans = error_answer(200, OUT_ERROR, msg);
+    if (!ready(x, &why)) {
+        ans = error_answer(200, OUT_ERROR, why.msg);
     } else if (view_filter(x->view, a.names, a.totals, &fit, &failed)) {
         ans = error_answer(500, OUT_ERROR, "out of memory");
     } else {
@@ -273,12 +274,13 @@ static struct answer do_prioritize(struct extender *x, const char *body, size_t 
     json_t *list = NULL;
     char msg[512];
     err_t rc = args_parse(body, len, &a, msg, sizeof(msg));
+    struct error why = {0};
     struct answer ans;
 
     if (rc)
         return error_answer(rc == ERR_NOMEM ? 500 : 400, OUT_BAD_REQUEST, msg);
-    if (!ready(x, msg, sizeof(msg)))
-        ans = error_answer(503, OUT_ERROR, msg); /* a list is the only answer: no Error field */
+    if (!ready(x, &why))
+        ans = error_answer(503, OUT_ERROR, why.msg); /* a list is the only answer: no Error field */
     else if (view_prioritize(x->view, a.names, a.totals, &list))
         ans = error_answer(500, OUT_ERROR, "out of memory");
     else
@@ -290,25 +292,26 @@ static struct answer do_prioritize(struct extender *x, const char *body, size_t 
 static struct answer do_bind(struct extender *x, const char *body, size_t len)
 {
     struct args_bind b;
-    char msg[600], full[1500];
+    struct error why = {0};
+    char msg[600], full[2048];
     struct rest *k;
     err_t rc = args_parse_bind(body, len, &b, msg, sizeof(msg));
 
     if (rc)
         return error_answer(rc == ERR_NOMEM ? 500 : 400, OUT_BAD_REQUEST, msg);
-    if (!ready(x, msg, sizeof(msg))) {
+    if (!ready(x, &why)) {
         snprintf(full, sizeof(full), "podres-extender: cannot bind pod %s/%s: %s", b.ns, b.name,
-                 msg);
+                 why.msg);
         return error_answer(200, OUT_ERROR, full);
     }
     k = pool_get(x);
-    rc = k ? bind_pod(x->view, k, &b, &x->bstats, msg, sizeof(msg)) : ERR_NOMEM;
+    rc = k ? bind_pod(x->view, k, &b, &x->bstats, &why) : errorf(&why, ERR_NOMEM, "out of memory");
     if (k)
         pool_put(x, k);
     if (!rc)
         return (struct answer){200, jsonx_object("Error", json_string(""), NULL), OUT_OK};
     snprintf(full, sizeof(full), "podres-extender: cannot bind pod %s/%s to node %s: %s", b.ns,
-             b.name, b.node, rc == ERR_NOMEM ? "out of memory" : msg);
+             b.name, b.node, rc == ERR_NOMEM ? "out of memory" : why.msg);
     return error_answer(200, OUT_ERROR, full);
 }
 
@@ -453,16 +456,17 @@ static enum MHD_Result send_plain(struct MHD_Connection *conn, unsigned status, 
 static enum MHD_Result serve_get(struct extender *x, struct MHD_Connection *conn, const char *url)
 {
     struct strbuf sb = STRBUF_INIT;
-    char why[320], text[400];
+    struct error why = {0};
+    char text[ERROR_MSG_MAX + 16];
     size_t len;
     char *b;
 
     if (strcmp(url, "/healthz") == 0)
         return send_plain(conn, 200, "ok");
     if (strcmp(url, "/readyz") == 0) {
-        if (ready(x, why, sizeof(why)))
+        if (ready(x, &why))
             return send_plain(conn, 200, "ok");
-        snprintf(text, sizeof(text), "not ready: %s", why);
+        snprintf(text, sizeof(text), "not ready: %s", why.msg);
         return send_plain(conn, 503, text);
     }
     if (strcmp(url, "/metrics") != 0)
@@ -646,17 +650,27 @@ static err_t add_resources(struct extender *x)
     return rc;
 }
 
+/* The API server's address and credentials, from the kubeconfig. */
+static err_t load_kubeconfig(struct extender *x)
+{
+    struct error e = {0};
+    err_t rc = kubeconfig_load(x->set.kubeconfig, &x->kc, &e);
+
+    if (rc)
+        goto out;
+    rc = kubeconfig_data_to_files(&x->kc, &e);
+out:
+    if (rc)
+        log_err("no usable Kubernetes configuration: %s", error_msg(&e));
+    return rc;
+}
+
 static err_t setup(struct extender *x)
 {
-    char msg[512];
-    err_t rc = kubeconfig_load(x->set.kubeconfig, &x->kc, msg, sizeof(msg));
+    err_t rc = load_kubeconfig(x);
 
-    if (!rc)
-        rc = kubeconfig_data_to_files(&x->kc, msg, sizeof(msg));
-    if (rc) {
-        log_err("no usable Kubernetes configuration: %s", msg);
+    if (rc)
         return rc;
-    }
     x->gate = rest_gate_new(x->set.qps, (int)x->set.burst);
     x->kstats = rest_stats_new();
     x->view = view_new(x->set.assume_ms);

@@ -495,21 +495,23 @@ static bool wants_managed(const struct view *v, const json_t *totals)
     return false;
 }
 
-/* Why node 'name' cannot hold 'totals', into 'why'; false when it can. */
-static bool unfit(struct view *v, const char *name, const json_t *totals, char *why, size_t cap)
+/* Why node 'name' cannot hold 'totals', into 'why' (ERR_CONFLICT); false
+ * when it can. */
+static bool unfit(struct view *v, const char *name, const json_t *totals, struct error *why)
 {
     struct node *nd = node_of(v, name);
-    size_t len = 0, free_n;
+    char *buf = why->msg;
+    size_t len = 0, free_n, cap = sizeof(why->msg);
     json_int_t want;
     const char *r;
     json_t *x;
 
     if (!nd) {
-        snprintf(why, cap, "node has no NodeDevices");
+        errorf(why, ERR_CONFLICT, "node has no NodeDevices");
         return true;
     }
     refresh(v, nd);
-    why[0] = '\0';
+    *why = (struct error){0};
     json_object_foreach((json_t *)totals, r, x) {
         want = json_integer_value(x);
         if (!managed(v, r))
@@ -517,12 +519,13 @@ static bool unfit(struct view *v, const char *name, const json_t *totals, char *
         free_n = fit_free(nd->devs, nd->ndev, r);
         if (free_n >= (size_t)want || len + 1 >= cap)
             continue;
-        len += (size_t)snprintf(why + len, cap - len, "%s%s: %zu free healthy, %lld requested",
+        len += (size_t)snprintf(buf + len, cap - len, "%s%s: %zu free healthy, %lld requested",
                                 len ? "; " : "", r, free_n, (long long)want);
         if (len >= cap)
             len = cap - 1;
     }
-    return why[0] != '\0';
+    why->code = buf[0] ? ERR_CONFLICT : ERR_OK;
+    return buf[0] != '\0';
 }
 
 err_t view_filter(struct view *v, const json_t *names, const json_t *totals, json_t **fit,
@@ -530,7 +533,7 @@ err_t view_filter(struct view *v, const json_t *names, const json_t *totals, jso
 {
     json_t *ok = json_array(), *bad = json_object(), *n;
     const char *name;
-    char why[1024];
+    struct error why;
     bool check;
     size_t i;
 
@@ -546,8 +549,8 @@ err_t view_filter(struct view *v, const json_t *names, const json_t *totals, jso
         name = json_string_value(n);
         if (!name)
             continue;
-        if (check && unfit(v, name, totals, why, sizeof(why)))
-            json_object_set_new(bad, name, json_string(why));
+        if (check && unfit(v, name, totals, &why))
+            json_object_set_new(bad, name, json_string(why.msg));
         else
             json_array_append(ok, n);
     }
@@ -661,7 +664,7 @@ err_t view_prioritize(struct view *v, const json_t *names, const json_t *totals,
 /* Choose one container's devices of 'reqs' ({R:n}) on 'nd' into 'devices'
  * ([{"resourceName","deviceIds"}]) and 'takes' ({"res\nid": true}). */
 static err_t choose_container(struct view *v, struct node *nd, const json_t *reqs, json_t *devices,
-                              json_t *takes, char *msg, size_t cap)
+                              json_t *takes, struct error *e)
 {
     const char *r;
     json_t *x, *ids;
@@ -673,12 +676,11 @@ static err_t choose_container(struct view *v, struct node *nd, const json_t *req
             continue;
         idx = calloc(want, sizeof(*idx));
         if (!idx)
-            return ERR_NOMEM;
+            return errorf(e, ERR_NOMEM, "out of memory");
         if (!fit_choose(nd->devs, nd->ndev, r, want, idx)) {
-            snprintf(msg, cap, "%s: %zu free healthy, %zu requested", r,
-                     fit_free(nd->devs, nd->ndev, r), want);
             free(idx);
-            return ERR_CONFLICT;
+            return errorf(e, ERR_CONFLICT, "%s: %zu free healthy, %zu requested", r,
+                          fit_free(nd->devs, nd->ndev, r), want);
         }
         ids = json_array();
         for (i = 0; i < want; i++) {
@@ -694,7 +696,7 @@ static err_t choose_container(struct view *v, struct node *nd, const json_t *req
 
 /* Choose for every container of 'requests'; *takes gets what they take. */
 static err_t choose_all(struct view *v, struct node *nd, const json_t *requests, json_t *out,
-                        json_t *takes, char *msg, size_t cap)
+                        json_t *takes, struct error *e)
 {
     const json_t *c;
     json_t *devices;
@@ -704,8 +706,8 @@ static err_t choose_all(struct view *v, struct node *nd, const json_t *requests,
     json_array_foreach(requests, i, c) {
         devices = json_array();
         if (!devices)
-            return ERR_NOMEM;
-        rc = choose_container(v, nd, json_object_get(c, "requests"), devices, takes, msg, cap);
+            return errorf(e, ERR_NOMEM, "out of memory");
+        rc = choose_container(v, nd, json_object_get(c, "requests"), devices, takes, e);
         if (!rc && json_array_size(devices))
             json_array_append_new(out, jsonx_object("name", json_incref(json_object_get(c, "name")),
                                                     "devices", json_incref(devices), NULL));
@@ -732,7 +734,7 @@ static void assume(struct view *v, const char *node, const char *key, const char
 }
 
 err_t view_choose(struct view *v, const char *node, const char *key, const char *uid,
-                  const json_t *requests, json_t **containers, char *msg, size_t cap)
+                  const json_t *requests, json_t **containers, struct error *e)
 {
     json_t *out = json_array(), *takes = json_object(), *totals = json_object();
     const json_t *c;
@@ -741,7 +743,7 @@ err_t view_choose(struct view *v, const char *node, const char *key, const char 
     size_t i;
 
     if (!out || !takes || !totals) {
-        rc = ERR_NOMEM;
+        rc = errorf(e, ERR_NOMEM, "out of memory");
         goto out;
     }
     json_array_foreach(requests, i, c) {
@@ -754,11 +756,10 @@ err_t view_choose(struct view *v, const char *node, const char *key, const char 
     if (!wants_managed(v, totals)) {
         rc = ERR_OK;
     } else if (!nd) {
-        snprintf(msg, cap, "node '%s' has no NodeDevices", node);
-        rc = ERR_CONFLICT;
+        rc = errorf(e, ERR_CONFLICT, "node '%s' has no NodeDevices", node);
     } else {
         refresh(v, nd);
-        rc = choose_all(v, nd, requests, out, takes, msg, cap);
+        rc = choose_all(v, nd, requests, out, takes, e);
         nd->dirty = true; /* flags back from the counts: chosen ones stay busy via assume() */
         if (!rc && json_object_size(takes))
             assume(v, node, key, uid, takes);

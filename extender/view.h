@@ -44,10 +44,10 @@ err_t view_prioritize(struct view *v, const json_t *names, const json_t *totals,
 /* Choose devices on 'node' for 'requests' ([{"name":C,"requests":{R:n}}])
  * and assume them for pod 'key' with 'uid'. On ERR_OK *containers is new:
  * the DeviceBinding spec.containers ([{"name","devices":[{"resourceName",
- * "deviceIds"}]}]; [] when nothing is managed). ERR_CONFLICT with 'msg' when
- * the node cannot hold them now. */
+ * "deviceIds"}]}]; [] when nothing is managed). ERR_CONFLICT with 'e' (or
+ * NULL) saying why when the node cannot hold them now. */
 err_t view_choose(struct view *v, const char *node, const char *key, const char *uid,
-                  const json_t *requests, json_t **containers, char *msg, size_t cap) WARN_UNUSED;
+                  const json_t *requests, json_t **containers, struct error *e) WARN_UNUSED;
 /* Forget what view_choose assumed for 'key' (its bind failed). */
 void view_unassume(struct view *v, const char *key);
 

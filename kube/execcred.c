@@ -56,16 +56,14 @@ static char *scalar_text(const json_t *v, bool *bad)
     return xstrdup(buf);
 }
 
-static err_t parse_args(const json_t *exec, struct execcred_cfg *c, char *msg, size_t cap)
+static err_t parse_args(const json_t *exec, struct execcred_cfg *c, struct error *e)
 {
     const json_t *args = json_object_get(exec, "args"), *v;
     size_t i, n = json_is_array(args) ? json_array_size(args) : 0;
     bool bad;
 
-    if (args && !json_is_null(args) && !json_is_array(args)) {
-        snprintf(msg, cap, "exec: args must be a list");
-        return ERR_INVAL;
-    }
+    if (args && !json_is_null(args) && !json_is_array(args))
+        return errorf(e, ERR_INVAL, "exec: args must be a list");
     c->argv = xcalloc(n + 2, sizeof(char *));
     if (!c->argv)
         return ERR_NOMEM;
@@ -74,44 +72,36 @@ static err_t parse_args(const json_t *exec, struct execcred_cfg *c, char *msg, s
         return ERR_NOMEM;
     json_array_foreach(args, i, v) {
         c->argv[i + 1] = scalar_text(v, &bad);
-        if (bad) {
-            snprintf(msg, cap, "exec: args[%zu] must be a string", i);
-            return ERR_INVAL;
-        }
+        if (bad)
+            return errorf(e, ERR_INVAL, "exec: args[%zu] must be a string", i);
         if (!c->argv[i + 1])
             return ERR_NOMEM;
     }
     return ERR_OK;
 }
 
-static err_t parse_env(const json_t *exec, struct execcred_cfg *c, char *msg, size_t cap)
+static err_t parse_env(const json_t *exec, struct execcred_cfg *c, struct error *e)
 {
-    const json_t *env = json_object_get(exec, "env"), *e, *name, *v;
+    const json_t *env = json_object_get(exec, "env"), *item, *name, *v;
     size_t i;
     char *value;
     bool bad;
 
-    if (env && !json_is_null(env) && !json_is_array(env)) {
-        snprintf(msg, cap, "exec: env must be a list");
-        return ERR_INVAL;
-    }
+    if (env && !json_is_null(env) && !json_is_array(env))
+        return errorf(e, ERR_INVAL, "exec: env must be a list");
     c->env = xcalloc(json_array_size(env) + 1, sizeof(char *));
     if (!c->env)
         return ERR_NOMEM;
-    json_array_foreach(env, i, e) {
-        name = json_object_get(e, "name");
+    json_array_foreach(env, i, item) {
+        name = json_object_get(item, "name");
         if (!json_is_string(name) || !json_string_length(name) ||
-            strchr(json_string_value(name), '=')) {
-            snprintf(msg, cap, "exec: env[%zu] needs a name (without '=')", i);
-            return ERR_INVAL;
-        }
-        v = json_object_get(e, "value");
+            strchr(json_string_value(name), '='))
+            return errorf(e, ERR_INVAL, "exec: env[%zu] needs a name (without '=')", i);
+        v = json_object_get(item, "value");
         bad = false;
         value = v && !json_is_null(v) ? scalar_text(v, &bad) : xstrdup("");
-        if (bad) {
-            snprintf(msg, cap, "exec: env[%zu].value must be a string", i);
-            return ERR_INVAL;
-        }
+        if (bad)
+            return errorf(e, ERR_INVAL, "exec: env[%zu].value must be a string", i);
         if (value && asprintf(&c->env[c->nenv], "%s=%s", json_string_value(name), value) < 0)
             c->env[c->nenv] = NULL;
         free(value);
@@ -122,7 +112,7 @@ static err_t parse_env(const json_t *exec, struct execcred_cfg *c, char *msg, si
     return ERR_OK;
 }
 
-static err_t parse_mode(const json_t *exec, struct execcred_cfg *c, char *msg, size_t cap)
+static err_t parse_mode(const json_t *exec, struct execcred_cfg *c, struct error *e)
 {
     static const char *const names[] = {"Never", "IfAvailable", "Always"};
     const json_t *m = json_object_get(exec, "interactiveMode");
@@ -137,8 +127,7 @@ static err_t parse_mode(const json_t *exec, struct execcred_cfg *c, char *msg, s
             return ERR_OK;
         }
     }
-    snprintf(msg, cap, "exec: interactiveMode must be Never, IfAvailable or Always");
-    return ERR_INVAL;
+    return errorf(e, ERR_INVAL, "exec: interactiveMode must be Never, IfAvailable or Always");
 }
 
 static bool known_api(const json_t *api)
@@ -161,21 +150,17 @@ static char *resolve_command(const char *s, const char *dir)
 }
 
 /* command and apiVersion: the two required strings; installHint. */
-static err_t parse_head(const json_t *exec, const char *dir, struct execcred_cfg *c, char *msg,
-                        size_t cap)
+static err_t parse_head(const json_t *exec, const char *dir, struct execcred_cfg *c,
+                        struct error *e)
 {
     const json_t *cmd = json_object_get(exec, "command"),
                  *api = json_object_get(exec, "apiVersion");
     const json_t *hint = json_object_get(exec, "installHint");
 
-    if (!json_is_string(cmd) || !json_string_length(cmd)) {
-        snprintf(msg, cap, "exec: command is missing");
-        return ERR_INVAL;
-    }
-    if (!known_api(api)) {
-        snprintf(msg, cap, "exec: apiVersion must be %s or %s", API_V1, API_V1BETA1);
-        return ERR_INVAL;
-    }
+    if (!json_is_string(cmd) || !json_string_length(cmd))
+        return errorf(e, ERR_INVAL, "exec: command is missing");
+    if (!known_api(api))
+        return errorf(e, ERR_INVAL, "exec: apiVersion must be %s or %s", API_V1, API_V1BETA1);
     c->command = resolve_command(json_string_value(cmd), dir);
     c->api_version = xstrdup(json_string_value(api));
     if (json_is_string(hint))
@@ -185,26 +170,30 @@ static err_t parse_head(const json_t *exec, const char *dir, struct execcred_cfg
     return ERR_OK;
 }
 
-err_t execcred_cfg_parse(const json_t *exec, const char *dir, struct execcred_cfg **out, char *msg,
-                         size_t cap)
+err_t execcred_cfg_parse(const json_t *exec, const char *dir, struct execcred_cfg **out,
+                         struct error *e)
 {
     struct execcred_cfg *c;
     err_t rc;
 
-    if (!json_is_object(exec)) {
-        snprintf(msg, cap, "exec must be a mapping");
-        return ERR_INVAL;
-    }
+    if (!json_is_object(exec))
+        return errorf(e, ERR_INVAL, "exec must be a mapping");
     c = xcalloc(1, sizeof(*c));
     if (!c)
-        return ERR_NOMEM;
-    rc = parse_head(exec, dir, c, msg, cap);
-    if (!rc)
-        rc = parse_args(exec, c, msg, cap);
-    if (!rc)
-        rc = parse_env(exec, c, msg, cap);
-    if (!rc)
-        rc = parse_mode(exec, c, msg, cap);
+        return errorf(e, ERR_NOMEM, "out of memory");
+    rc = parse_head(exec, dir, c, e);
+    if (rc)
+        goto out;
+    rc = parse_args(exec, c, e);
+    if (rc)
+        goto out;
+    rc = parse_env(exec, c, e);
+    if (rc)
+        goto out;
+    rc = parse_mode(exec, c, e);
+out:
+    if (rc == ERR_NOMEM)
+        errorf(e, rc, "out of memory");
     if (rc) {
         execcred_cfg_free(c);
         return rc;
@@ -283,16 +272,14 @@ err_t execcred_parse_time(const char *s, time_t *out)
 }
 
 /* status[key] as a new string in *dst: absent is fine, another type is not. */
-static err_t take_str(const json_t *status, const char *key, char **dst, char *msg, size_t cap)
+static err_t take_str(const json_t *status, const char *key, char **dst, struct error *e)
 {
     const json_t *v = json_object_get(status, key);
 
     if (!v || json_is_null(v))
         return ERR_OK;
-    if (!json_is_string(v)) {
-        snprintf(msg, cap, "ExecCredential: status.%s must be a string", key);
-        return ERR_INVAL;
-    }
+    if (!json_is_string(v))
+        return errorf(e, ERR_INVAL, "ExecCredential: status.%s must be a string", key);
     if (!json_string_length(v))
         return ERR_OK;
     *dst = xstrdup(json_string_value(v));
@@ -300,58 +287,56 @@ static err_t take_str(const json_t *status, const char *key, char **dst, char *m
 }
 
 /* The credential in 'status': a token, or a certificate and its key. */
-static err_t read_status(const json_t *status, struct execcred_result *r, char *msg, size_t cap)
+static err_t read_status(const json_t *status, struct execcred_result *r, struct error *e)
 {
+    static const char *const keys[] = {"token", "clientCertificateData", "clientKeyData"};
+    char **dst[] = {&r->token, &r->cert_data, &r->key_data};
     const json_t *exp = json_object_get(status, "expirationTimestamp");
-    err_t rc = take_str(status, "token", &r->token, msg, cap);
+    size_t i;
+    err_t rc;
 
-    if (!rc)
-        rc = take_str(status, "clientCertificateData", &r->cert_data, msg, cap);
-    if (!rc)
-        rc = take_str(status, "clientKeyData", &r->key_data, msg, cap);
-    if (rc)
-        return rc;
-    if (!r->cert_data != !r->key_data) {
-        snprintf(msg, cap, "ExecCredential: status.%s is set without status.%s",
-                 r->cert_data ? "clientCertificateData" : "clientKeyData",
-                 r->cert_data ? "clientKeyData" : "clientCertificateData");
-        return ERR_INVAL;
+    for (i = 0; i < ARRAY_SIZE(keys); i++) {
+        rc = take_str(status, keys[i], dst[i], e);
+        if (rc)
+            return rc;
     }
-    if (!r->token && !r->cert_data) {
-        snprintf(msg, cap, "ExecCredential: status has neither a token nor a client certificate");
-        return ERR_INVAL;
-    }
+    if (!r->cert_data != !r->key_data)
+        return errorf(e, ERR_INVAL, "ExecCredential: status.%s is set without status.%s",
+                      r->cert_data ? "clientCertificateData" : "clientKeyData",
+                      r->cert_data ? "clientKeyData" : "clientCertificateData");
+    if (!r->token && !r->cert_data)
+        return errorf(e, ERR_INVAL,
+                      "ExecCredential: status has neither a token nor a client certificate");
     if (exp && !json_is_null(exp) &&
-        (!json_is_string(exp) || execcred_parse_time(json_string_value(exp), &r->expiry))) {
-        snprintf(msg, cap, "ExecCredential: status.expirationTimestamp is not an RFC 3339 time");
-        return ERR_INVAL;
-    }
+        (!json_is_string(exp) || execcred_parse_time(json_string_value(exp), &r->expiry)))
+        return errorf(e, ERR_INVAL,
+                      "ExecCredential: status.expirationTimestamp is not an RFC 3339 time");
     return ERR_OK;
 }
 
 err_t execcred_parse(const char *text, size_t len, const char *api_version,
-                     struct execcred_result *out, char *msg, size_t cap)
+                     struct execcred_result *out, struct error *e)
 {
     struct execcred_result r = {0};
     json_error_t jerr;
     json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     const json_t *kind = json_object_get(doc, "kind"), *api = json_object_get(doc, "apiVersion");
-    err_t rc = ERR_INVAL;
+    err_t rc;
 
-    if (!doc) {
-        snprintf(msg, cap, "the output is not JSON: %s (line %d)", jerr.text, jerr.line);
-        return ERR_INVAL;
-    }
+    if (!doc)
+        return errorf(e, ERR_INVAL, "the output is not JSON: %s (line %d)", jerr.text, jerr.line);
     if (!json_is_string(kind) || strcmp(json_string_value(kind), "ExecCredential") != 0)
-        snprintf(msg, cap, "the output is not an ExecCredential (kind)");
+        rc = errorf(e, ERR_INVAL, "the output is not an ExecCredential (kind)");
     else if (!json_is_string(api) || strcmp(json_string_value(api), api_version) != 0)
-        snprintf(msg, cap, "ExecCredential: apiVersion is not %s, as the kubeconfig asks",
-                 api_version);
+        rc = errorf(e, ERR_INVAL, "ExecCredential: apiVersion is not %s, as the kubeconfig asks",
+                    api_version);
     else if (!json_is_object(json_object_get(doc, "status")))
-        snprintf(msg, cap, "ExecCredential: status is missing");
+        rc = errorf(e, ERR_INVAL, "ExecCredential: status is missing");
     else
-        rc = read_status(json_object_get(doc, "status"), &r, msg, cap);
+        rc = read_status(json_object_get(doc, "status"), &r, e);
     json_decref(doc);
+    if (rc == ERR_NOMEM)
+        errorf(e, rc, "out of memory");
     if (rc) {
         execcred_result_release(&r);
         return rc;
@@ -405,14 +390,14 @@ static void child(const struct execcred_cfg *c, int out_fd, bool interactive)
 }
 
 /* Everything the child writes to 'fd', up to OUT_MAX bytes. New in *out. */
-static err_t read_all(int fd, char **out, size_t *len, char *msg, size_t cap)
+static err_t read_all(int fd, char **out, size_t *len, struct error *e)
 {
     size_t n = 0;
     ssize_t r;
     char *buf = xcalloc(1, OUT_MAX + 1);
 
     if (!buf)
-        return ERR_NOMEM;
+        return errorf(e, ERR_NOMEM, "out of memory");
     for (;;) {
         r = read(fd, buf + n, OUT_MAX - n);
         if (r < 0 && errno == EINTR)
@@ -421,9 +406,8 @@ static err_t read_all(int fd, char **out, size_t *len, char *msg, size_t cap)
             break;
         n += (size_t)r;
         if (n == OUT_MAX) {
-            snprintf(msg, cap, "its output is over 1 MiB");
             free(buf);
-            return ERR_INVAL;
+            return errorf(e, ERR_INVAL, "its output is over 1 MiB");
         }
     }
     *out = buf;
@@ -431,46 +415,39 @@ static err_t read_all(int fd, char **out, size_t *len, char *msg, size_t cap)
     return ERR_OK;
 }
 
-static err_t wait_child(pid_t pid, const struct execcred_cfg *c, char *msg, size_t cap)
+static err_t wait_child(pid_t pid, const struct execcred_cfg *c, struct error *e)
 {
     int status = 0;
 
     while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) {
-            snprintf(msg, cap, "exec plugin '%s': waitpid: %s", c->command, strerror(errno));
-            return ERR_IO;
-        }
+        if (errno != EINTR)
+            return errorf(e, ERR_IO, "exec plugin '%s': waitpid: %s", c->command, strerror(errno));
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return ERR_OK;
     if (WIFEXITED(status))
-        snprintf(msg, cap, "exec plugin '%s' exited with status %d%s%s", c->command,
-                 WEXITSTATUS(status), c->install_hint ? ": " : "",
-                 c->install_hint ? c->install_hint : "");
-    else
-        snprintf(msg, cap, "exec plugin '%s' was killed by signal %d", c->command,
-                 WTERMSIG(status));
-    return ERR_IO;
+        return errorf(e, ERR_IO, "exec plugin '%s' exited with status %d%s%s", c->command,
+                      WEXITSTATUS(status), c->install_hint ? ": " : "",
+                      c->install_hint ? c->install_hint : "");
+    return errorf(e, ERR_IO, "exec plugin '%s' was killed by signal %d", c->command,
+                  WTERMSIG(status));
 }
 
-err_t execcred_run(const struct execcred_cfg *c, struct execcred_result *out, char *msg, size_t cap)
+err_t execcred_run(const struct execcred_cfg *c, struct execcred_result *out, struct error *e)
 {
     bool tty = isatty(0) == 1, interactive = c->interactive != EXECCRED_NEVER && tty;
-    char *text = NULL, why[300] = "";
+    struct error why = {0};
+    char *text = NULL;
     size_t len = 0;
     int fds[2];
     pid_t pid;
     err_t rc, wrc;
 
-    if (c->interactive == EXECCRED_ALWAYS && !tty) {
-        snprintf(msg, cap, "exec plugin '%s' needs a terminal (interactiveMode: Always)",
-                 c->command);
-        return ERR_INVAL;
-    }
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-        snprintf(msg, cap, "exec plugin: pipe: %s", strerror(errno));
-        return ERR_IO;
-    }
+    if (c->interactive == EXECCRED_ALWAYS && !tty)
+        return errorf(e, ERR_INVAL, "exec plugin '%s' needs a terminal (interactiveMode: Always)",
+                      c->command);
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return errorf(e, ERR_IO, "exec plugin: pipe: %s", strerror(errno));
     fflush(NULL);
     pid = fork();
     if (pid == 0)
@@ -478,16 +455,15 @@ err_t execcred_run(const struct execcred_cfg *c, struct execcred_result *out, ch
     close(fds[1]);
     if (pid < 0) {
         close(fds[0]);
-        snprintf(msg, cap, "exec plugin '%s': fork: %s", c->command, strerror(errno));
-        return ERR_IO;
+        return errorf(e, ERR_IO, "exec plugin '%s': fork: %s", c->command, strerror(errno));
     }
-    rc = read_all(fds[0], &text, &len, why, sizeof(why));
+    rc = read_all(fds[0], &text, &len, &why);
     close(fds[0]);
-    wrc = wait_child(pid, c, msg, cap);
+    wrc = wait_child(pid, c, e);
     if (!wrc && !rc)
-        rc = execcred_parse(text, len, c->api_version, out, why, sizeof(why));
+        rc = execcred_parse(text, len, c->api_version, out, &why);
     if (!wrc && rc)
-        snprintf(msg, cap, "exec plugin '%s': %s", c->command, why);
+        errorf(e, rc, "exec plugin '%s': %s", c->command, why.msg);
     if (text)
         explicit_bzero(text, len);
     free(text);
@@ -495,7 +471,7 @@ err_t execcred_run(const struct execcred_cfg *c, struct execcred_result *out, ch
 }
 
 err_t execcred_get(struct execcred *ec, time_t now, bool force, const struct execcred_result **out,
-                   char *msg, size_t cap)
+                   struct error *e)
 {
     struct execcred_result r = {0};
     err_t rc;
@@ -504,7 +480,7 @@ err_t execcred_get(struct execcred *ec, time_t now, bool force, const struct exe
         *out = &ec->cur;
         return ERR_OK;
     }
-    rc = execcred_run(ec->cfg, &r, msg, cap);
+    rc = execcred_run(ec->cfg, &r, e);
     if (rc)
         return rc;
     execcred_result_release(&ec->cur);

@@ -44,23 +44,23 @@ struct execcred_result {
  * A command with a '/' that is not absolute is resolved against 'dir' (the
  * kubeconfig's directory; NULL: the cwd), as client-go does; a bare name is
  * looked up on $PATH when it runs. On ERR_OK *out is new (execcred_cfg_free);
- * ERR_INVAL with 'msg' for a bad block, ERR_NOMEM. */
-err_t execcred_cfg_parse(const json_t *exec, const char *dir, struct execcred_cfg **out, char *msg,
-                         size_t cap) WARN_UNUSED;
+ * ERR_INVAL with 'e' for a bad block, ERR_NOMEM. */
+err_t execcred_cfg_parse(const json_t *exec, const char *dir, struct execcred_cfg **out,
+                         struct error *e) WARN_UNUSED;
 void execcred_cfg_free(struct execcred_cfg *c); /* NULL is a no-op */
 
 /* Parse the command's output ('len' bytes): an ExecCredential of
  * 'api_version' with a token or a certificate and key. On ERR_OK *out is
- * filled (execcred_result_release); ERR_INVAL with 'msg' otherwise. */
+ * filled (execcred_result_release); ERR_INVAL with 'e' otherwise. */
 err_t execcred_parse(const char *text, size_t len, const char *api_version,
-                     struct execcred_result *out, char *msg, size_t cap) WARN_UNUSED;
+                     struct execcred_result *out, struct error *e) WARN_UNUSED;
 void execcred_result_release(struct execcred_result *r); /* zeroed or filled; wipes secrets */
 
 /* Run the command and parse what it prints (at most 1 MiB). Its stderr is
- * the caller's. ERR_IO with 'msg' when it cannot be started or exits
+ * the caller's. ERR_IO with 'e' when it cannot be started or exits
  * non-zero (the install hint added), ERR_INVAL for bad output. */
-err_t execcred_run(const struct execcred_cfg *c, struct execcred_result *out, char *msg,
-                   size_t cap) WARN_UNUSED;
+err_t execcred_run(const struct execcred_cfg *c, struct execcred_result *out,
+                   struct error *e) WARN_UNUSED;
 
 /* The credential of one exec block for the process's life. */
 struct execcred {
@@ -73,7 +73,7 @@ struct execcred {
  * 'force' is false (a 401 sets it); else the command runs again. On ERR_OK
  * *out is borrowed until the next call or execcred_release. */
 err_t execcred_get(struct execcred *ec, time_t now, bool force, const struct execcred_result **out,
-                   char *msg, size_t cap) WARN_UNUSED;
+                   struct error *e) WARN_UNUSED;
 void execcred_release(struct execcred *ec); /* zeroed or used */
 
 /* An RFC 3339 time ("2024-05-01T10:00:00Z", fractions and offsets allowed)

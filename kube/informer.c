@@ -93,21 +93,21 @@ bool informer_current(struct informer *inf)
     return informer_synced(inf) && !__atomic_load_n(&inf->relist, __ATOMIC_ACQUIRE);
 }
 
-bool informer_ready(struct informer *inf, uint64_t grace_ms, char *why, size_t cap)
+bool informer_ready(struct informer *inf, uint64_t grace_ms, struct error *why)
 {
     uint64_t since = __atomic_load_n(&inf->failing_since_ms, __ATOMIC_RELAXED), t;
     const char *w;
 
     if (!informer_synced(inf)) {
         w = __atomic_load_n(&inf->why, __ATOMIC_RELAXED);
-        snprintf(why, cap, "%s informer %s", inf->name, w ? w : "not listed yet");
+        errorf(why, ERR_UNAVAIL, "%s informer %s", inf->name, w ? w : "not listed yet");
         return false;
     }
     t = clock_mono_ms();
     if (since && t - since >= grace_ms) {
-        snprintf(why, cap,
-                 "%s informer failing for %llu s (the API server is unreachable or failing)",
-                 inf->name, (unsigned long long)((t - since) / 1000));
+        errorf(why, ERR_UNAVAIL,
+               "%s informer failing for %llu s (the API server is unreachable or failing)",
+               inf->name, (unsigned long long)((t - since) / 1000));
         return false;
     }
     return true;
@@ -167,8 +167,8 @@ static json_t *objects_of(const struct informer *inf, const json_t *list)
 
 /* Whether 'list' is a list answer: a kind "...List", items an array (null
  * for none, as Go encodes an empty slice), a string resourceVersion that
- * fits. If not, 'msg' says what it is. */
-static bool is_list(const struct informer *inf, const json_t *list, char *msg, size_t cap)
+ * fits. If not, 'e' says what it is. */
+static bool is_list(const struct informer *inf, const json_t *list, struct error *e)
 {
     const char *kind = json_string_value(json_object_get(list, "kind"));
     const char *rv = json_string_value(
@@ -178,10 +178,10 @@ static bool is_list(const struct informer *inf, const json_t *list, char *msg, s
 
     if (n < 4 || strcmp(kind + n - 4, "List") != 0 ||
         !(json_is_array(items) || json_is_null(items)))
-        snprintf(msg, cap, "the answer to the list of %s is no list (kind '%.64s')", inf->name,
-                 kind ? kind : "none");
+        errorf(e, ERR_UPSTREAM, "the answer to the list of %s is no list (kind '%.64s')", inf->name,
+               kind ? kind : "none");
     else if (!rv || !*rv || strlen(rv) >= sizeof(inf->rv))
-        snprintf(msg, cap, "the list of %s has no usable metadata.resourceVersion", inf->name);
+        errorf(e, ERR_UPSTREAM, "the list of %s has no usable metadata.resourceVersion", inf->name);
     else
         return true;
     return false;
@@ -201,16 +201,17 @@ static void bad_list(struct informer *inf, const char *msg)
 
 err_t informer_list(struct informer *inf)
 {
-    char path[1024], msg[512];
+    char path[1024];
+    struct error e = {0};
     json_t *list = NULL, *all;
     const char *rv;
     err_t rc;
 
     snprintf(path, sizeof(path), "%s?%s%s", inf->path, inf->query,
              inf->rv[0] || inf->consistent ? "" : "&resourceVersion=0");
-    rc = rest_do(inf->kube, "GET", path, NULL, NULL, &list, msg, sizeof(msg));
-    if (!rc && !is_list(inf, list, msg, sizeof(msg))) {
-        bad_list(inf, msg);
+    rc = rest_do(inf->kube, "GET", path, NULL, NULL, &list, &e);
+    if (!rc && !is_list(inf, list, &e)) {
+        bad_list(inf, e.msg);
         rc = ERR_UPSTREAM; /* nothing to watch from: list again, after a pause */
     }
     if (rc == ERR_NOTFOUND || rc == ERR_OK)
@@ -218,7 +219,7 @@ err_t informer_list(struct informer *inf)
     if (rc) {
         if (rc != ERR_UNAVAIL) {
             failed(inf);
-            log_debug("cannot list %s: %s", inf->name, msg);
+            log_debug("cannot list %s: %s", inf->name, error_msg(&e));
         }
         json_decref(list);
         return rc;
@@ -345,14 +346,15 @@ static void watch_once(struct informer *inf)
     struct watch_state ws = {.inf = inf};
     int timeout_s = inf->timeout_s > 0 ? inf->timeout_s : watch_timeout_s();
     uint64_t start = clock_mono_ms();
-    char path[1200], msg[512];
+    char path[1200];
+    struct error e = {0};
     const json_t *st;
     err_t rc;
 
     snprintf(path, sizeof(path),
              "%s?%s&watch=true&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%d",
              inf->path, inf->query, inf->rv, timeout_s);
-    rc = rest_stream(inf->kube, path, on_event, &ws, msg, sizeof(msg));
+    rc = rest_stream(inf->kube, path, on_event, &ws, &e);
     if (rest_gate_stopped(inf->gate))
         return;
     if (ws.events)
@@ -373,7 +375,7 @@ static void watch_once(struct informer *inf)
     }
     if (rc) {
         failed(inf);
-        log_debug("watch of %s ended: %s", inf->name, msg);
+        log_debug("watch of %s ended: %s", inf->name, error_msg(&e));
     } else {
         answered(inf);
     }

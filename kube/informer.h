@@ -70,9 +70,9 @@ bool informer_synced(struct informer *inf);
  * be behind an API server that came back reset). Thread-safe. */
 bool informer_current(struct informer *inf);
 /* Whether the informer makes progress: synced, and its requests have not
- * been failing for 'grace_ms' or longer. When not, 'why' says so ("pods
+ * been failing for 'grace_ms' or longer. When not, 'why' (ERR_UNAVAIL) says so ("pods
  * informer ..."). Thread-safe. */
-bool informer_ready(struct informer *inf, uint64_t grace_ms, char *why, size_t cap);
+bool informer_ready(struct informer *inf, uint64_t grace_ms, struct error *why);
 /* Whether the API server does not serve the collection: its last list was
  * answered 404 (a CustomResourceDefinition not installed, or deleted). Said
  * at info when it starts and when it ends. Thread-safe. */

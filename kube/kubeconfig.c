@@ -12,6 +12,7 @@
 #include "execcred.h"
 #include "kubeconfig.h"
 
+#include <assert.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <sys/mman.h>
@@ -25,8 +26,7 @@ struct parse {
     const json_t *root;               /* the whole document, borrowed */
     const char *dir;                  /* relative paths are resolved against it; NULL: the cwd */
     const struct kubeconfig_sel *sel; /* context and exec choices; never NULL */
-    char *msg;                        /* error message buffer */
-    size_t cap;                       /* its size */
+    struct error *e;                  /* where errors go; never NULL */
 };
 
 /* How a string key of a cluster or user is stored in struct kubeconfig. */
@@ -160,10 +160,8 @@ static err_t get_str(struct parse *p, const json_t *obj, const char *key, const 
     *out = NULL;
     if (!v || json_is_null(v))
         return ERR_OK;
-    if (!json_is_string(v)) {
-        snprintf(p->msg, p->cap, "%s: %s must be a string", where, key);
-        return ERR_INVAL;
-    }
+    if (!json_is_string(v))
+        return errorf(p->e, ERR_INVAL, "%s: %s must be a string", where, key);
     if (json_string_length(v) > 0)
         *out = json_string_value(v);
     return ERR_OK;
@@ -184,7 +182,7 @@ static err_t store_field(struct parse *p, const struct field *f, const char *s, 
         return *dst ? ERR_OK : ERR_NOMEM;
     rc = b64_decode(s, dst, (size_t *)(void *)((char *)kc + f->len_off));
     if (rc == ERR_INVAL)
-        snprintf(p->msg, p->cap, "%s: %s is not valid base64", where, f->key);
+        return errorf(p->e, rc, "%s: %s is not valid base64", where, f->key);
     return rc;
 }
 
@@ -197,8 +195,9 @@ static err_t read_fields(struct parse *p, const json_t *obj, const struct field 
 
     for (i = 0; i < n; i++) {
         rc = get_str(p, obj, fields[i].key, where, &s);
-        if (!rc && s)
-            rc = store_field(p, &fields[i], s, where, kc);
+        if (rc)
+            return rc;
+        rc = s ? store_field(p, &fields[i], s, where, kc) : ERR_OK;
         if (rc)
             return rc;
     }
@@ -206,7 +205,7 @@ static err_t read_fields(struct parse *p, const json_t *obj, const struct field 
 }
 
 /* The entry 'name' of the list 'list' ("clusters", "contexts", "users"); *out
- * is its 'inner' mapping, borrowed from p->root. ERR_NOTFOUND (msg says so)
+ * is its 'inner' mapping, borrowed from p->root. ERR_NOTFOUND (p->e says so)
  * when there is no such entry. */
 static err_t find_named(struct parse *p, const char *list, const char *inner, const char *name,
                         const json_t **out)
@@ -214,26 +213,20 @@ static err_t find_named(struct parse *p, const char *list, const char *inner, co
     const json_t *arr = json_object_get(p->root, list), *item, *v;
     size_t i;
 
-    if (arr && !json_is_null(arr) && !json_is_array(arr)) {
-        snprintf(p->msg, p->cap, "%s must be a list", list);
-        return ERR_INVAL;
-    }
+    if (arr && !json_is_null(arr) && !json_is_array(arr))
+        return errorf(p->e, ERR_INVAL, "%s must be a list", list);
     json_array_foreach(arr, i, item) {
         v = json_object_get(item, "name");
-        if (!json_is_object(item) || !json_is_string(v)) {
-            snprintf(p->msg, p->cap, "%s[%zu] must be a mapping with a name", list, i);
-            return ERR_INVAL;
-        }
+        if (!json_is_object(item) || !json_is_string(v))
+            return errorf(p->e, ERR_INVAL, "%s[%zu] must be a mapping with a name", list, i);
         if (strcmp(json_string_value(v), name) != 0)
             continue;
         *out = json_object_get(item, inner);
         if (json_is_object(*out))
             return ERR_OK;
-        snprintf(p->msg, p->cap, "%s \"%s\": %s must be a mapping", inner, name, inner);
-        return ERR_INVAL;
+        return errorf(p->e, ERR_INVAL, "%s \"%s\": %s must be a mapping", inner, name, inner);
     }
-    snprintf(p->msg, p->cap, "%s \"%s\" not found", inner, name);
-    return ERR_NOTFOUND;
+    return errorf(p->e, ERR_NOTFOUND, "%s \"%s\" not found", inner, name);
 }
 
 /* "https://host:port" without trailing slashes; a bare "host:port" gets https. */
@@ -244,10 +237,8 @@ static err_t normalise_server(struct parse *p, const char *where, struct kubecon
 
     while (n > 0 && s[n - 1] == '/')
         s[--n] = '\0';
-    if (n == 0) {
-        snprintf(p->msg, p->cap, "%s: server is missing", where);
-        return ERR_INVAL;
-    }
+    if (n == 0)
+        return errorf(p->e, ERR_INVAL, "%s: server is missing", where);
     if (strstr(s, "://"))
         return ERR_OK;
     kc->server = xprintf("https://%s", s);
@@ -268,16 +259,13 @@ static err_t load_cluster(struct parse *p, const char *name, struct kubeconfig *
     if (rc)
         return rc;
     insecure = json_object_get(cl, "insecure-skip-tls-verify");
-    if (insecure && !json_is_null(insecure) && !json_is_boolean(insecure)) {
-        snprintf(p->msg, p->cap, "%s: insecure-skip-tls-verify must be true or false", where);
-        return ERR_INVAL;
-    }
+    if (insecure && !json_is_null(insecure) && !json_is_boolean(insecure))
+        return errorf(p->e, ERR_INVAL, "%s: insecure-skip-tls-verify must be true or false", where);
     kc->insecure = json_is_true(insecure);
-    if (kc->ca_file && kc->ca_data) {
-        snprintf(p->msg, p->cap,
-                 "%s: certificate-authority and certificate-authority-data are both set", where);
-        return ERR_INVAL;
-    }
+    if (kc->ca_file && kc->ca_data)
+        return errorf(p->e, ERR_INVAL,
+                      "%s: certificate-authority and certificate-authority-data are both set",
+                      where);
     return normalise_server(p, where, kc);
 }
 
@@ -296,10 +284,9 @@ static err_t check_unsupported(struct parse *p, const json_t *u, const char *whe
         v = json_object_get(u, keys[i]);
         if (!v || json_is_null(v))
             continue;
-        snprintf(p->msg, p->cap,
-                 "%s: %s is not supported (%s); use token, tokenFile or a client certificate",
-                 where, keys[i], what[i]);
-        return ERR_INVAL;
+        return errorf(p->e, ERR_INVAL,
+                      "%s: %s is not supported (%s); use token, tokenFile or a client certificate",
+                      where, keys[i], what[i]);
     }
     return ERR_OK;
 }
@@ -311,17 +298,14 @@ static err_t check_cert_pair(struct parse *p, const struct kubeconfig *kc, const
 
     if ((kc->cert_file && kc->cert_data) || (kc->key_file && kc->key_data)) {
         cert = kc->cert_file && kc->cert_data;
-        snprintf(p->msg, p->cap, "%s: both client-%s and client-%s-data are set", where,
-                 cert ? "certificate" : "key", cert ? "certificate" : "key");
-        return ERR_INVAL;
+        return errorf(p->e, ERR_INVAL, "%s: both client-%s and client-%s-data are set", where,
+                      cert ? "certificate" : "key", cert ? "certificate" : "key");
     }
     cert = kc->cert_file || kc->cert_data;
     key = kc->key_file || kc->key_data;
-    if (cert != key) {
-        snprintf(p->msg, p->cap, "%s: client-%s is set without client-%s", where,
-                 cert ? "certificate" : "key", cert ? "key" : "certificate");
-        return ERR_INVAL;
-    }
+    if (cert != key)
+        return errorf(p->e, ERR_INVAL, "%s: client-%s is set without client-%s", where,
+                      cert ? "certificate" : "key", cert ? "key" : "certificate");
     return ERR_OK;
 }
 
@@ -329,14 +313,14 @@ static err_t check_cert_pair(struct parse *p, const struct kubeconfig *kc, const
 static err_t load_exec(struct parse *p, const json_t *u, const char *where, struct kubeconfig *kc)
 {
     const json_t *exec = json_object_get(u, "exec");
-    char why[256] = "";
+    struct error why = {0};
     err_t rc;
 
     if (!exec || json_is_null(exec))
         return ERR_OK;
-    rc = execcred_cfg_parse(exec, p->dir, &kc->exec, why, sizeof(why));
+    rc = execcred_cfg_parse(exec, p->dir, &kc->exec, &why);
     if (rc == ERR_INVAL)
-        snprintf(p->msg, p->cap, "%s: %s", where, why);
+        return errorf(p->e, rc, "%s: %s", where, why.msg);
     return rc;
 }
 
@@ -350,13 +334,15 @@ static err_t load_user(struct parse *p, const char *name, struct kubeconfig *kc)
         return rc;
     snprintf(where, sizeof(where), "user \"%s\"", name);
     rc = check_unsupported(p, u, where);
-    if (!rc)
-        rc = read_fields(p, u, user_fields, ARRAY_SIZE(user_fields), where, kc);
-    if (!rc && p->sel->allow_exec)
-        rc = load_exec(p, u, where, kc);
-    if (!rc)
-        rc = check_cert_pair(p, kc, where);
-    return rc;
+    if (rc)
+        return rc;
+    rc = read_fields(p, u, user_fields, ARRAY_SIZE(user_fields), where, kc);
+    if (rc)
+        return rc;
+    rc = p->sel->allow_exec ? load_exec(p, u, where, kc) : ERR_OK;
+    if (rc)
+        return rc;
+    return check_cert_pair(p, kc, where);
 }
 
 /* A bearer token is never sent over plain http: whoever sees the traffic
@@ -368,11 +354,10 @@ static err_t check_plain_http(struct parse *p, const char *cluster, const char *
 {
     if (!(kc->token || kc->token_file || kc->exec) || strncasecmp(kc->server, "http://", 7) != 0)
         return ERR_OK;
-    snprintf(p->msg, p->cap,
-             "cluster \"%s\" has server '%s' (plain http) and user \"%s\" a bearer token; "
-             "refusing to send the token unencrypted: use an https server",
-             cluster, kc->server, user ? user : "");
-    return ERR_INVAL;
+    return errorf(p->e, ERR_INVAL,
+                  "cluster \"%s\" has server '%s' (plain http) and user \"%s\" a bearer token; "
+                  "refusing to send the token unencrypted: use an https server",
+                  cluster, kc->server, user ? user : "");
 }
 
 /* The current context's (or the selected one's) cluster, user and namespace
@@ -388,24 +373,22 @@ static err_t current_context(struct parse *p, const char **cluster, const char *
 
     if (rc)
         return rc;
-    if (!name) {
-        snprintf(p->msg, p->cap, "current-context is not set");
-        return ERR_INVAL;
-    }
+    if (!name)
+        return errorf(p->e, ERR_INVAL, "current-context is not set");
     rc = find_named(p, "contexts", "context", name, &ctx);
     if (rc)
         return rc;
     snprintf(where, sizeof(where), "context \"%s\"", name);
     rc = get_str(p, ctx, "cluster", where, cluster);
-    if (!rc)
-        rc = get_str(p, ctx, "user", where, user);
-    if (!rc)
-        *ns = json_object_get(ctx, "namespace");
-    if (!rc && !*cluster) {
-        snprintf(p->msg, p->cap, "%s: cluster is not set", where);
-        rc = ERR_INVAL;
-    }
-    return rc;
+    if (rc)
+        return rc;
+    rc = get_str(p, ctx, "user", where, user);
+    if (rc)
+        return rc;
+    *ns = json_object_get(ctx, "namespace");
+    if (!*cluster)
+        return errorf(p->e, ERR_INVAL, "%s: cluster is not set", where);
+    return ERR_OK;
 }
 
 /* The context's namespace, read leniently (the syncer never used it): a
@@ -422,47 +405,61 @@ static err_t context_namespace(const json_t *ns, struct kubeconfig *kc)
 }
 
 err_t kubeconfig_parse(const char *text, size_t len, const char *dir, struct kubeconfig *out,
-                       char *msg, size_t cap)
+                       struct error *e)
 {
     static const struct kubeconfig_sel none = {0};
 
-    return kubeconfig_parse_sel(text, len, dir, &none, out, msg, cap);
+    return kubeconfig_parse_sel(text, len, dir, &none, out, e);
+}
+
+/* The document's current (or selected) context into 'kc'. */
+static err_t parse_doc(struct parse *p, struct kubeconfig *kc)
+{
+    const char *cluster = NULL, *user = NULL;
+    const json_t *ns = NULL;
+    err_t rc;
+
+    if (!json_is_object(p->root))
+        return errorf(p->e, ERR_INVAL, "the document must be a mapping");
+    rc = current_context(p, &cluster, &user, &ns);
+    if (rc)
+        return rc;
+    rc = context_namespace(ns, kc);
+    if (rc)
+        return rc;
+    rc = load_cluster(p, cluster, kc);
+    if (rc)
+        return rc;
+    rc = user ? load_user(p, user, kc) : ERR_OK;
+    if (rc)
+        return rc;
+    return check_plain_http(p, cluster, user, kc);
 }
 
 err_t kubeconfig_parse_sel(const char *text, size_t len, const char *dir,
-                           const struct kubeconfig_sel *sel, struct kubeconfig *out, char *msg,
-                           size_t cap)
+                           const struct kubeconfig_sel *sel, struct kubeconfig *out,
+                           struct error *e)
 {
     struct kubeconfig kc = {0};
-    struct parse p = {.dir = dir, .sel = sel, .msg = msg, .cap = cap};
-    const char *cluster = NULL, *user = NULL;
-    const json_t *ns = NULL;
+    struct error none;
+    struct parse p = {.dir = dir, .sel = sel, .e = e ? e : &none};
+    char why[ERROR_MSG_MAX];
     json_t *root = NULL;
-    err_t rc = cfg_yaml_parse(text, len, &root, msg, cap);
+    err_t rc;
 
+    assert(sel);
+    rc = cfg_yaml_parse(text, len, &root, why, sizeof(why));
     if (rc)
-        return rc;
+        return errorf(e, rc, "%s", why);
     p.root = root;
-    if (!json_is_object(root)) {
-        snprintf(msg, cap, "the document must be a mapping");
-        rc = ERR_INVAL;
-        goto out;
-    }
-    rc = current_context(&p, &cluster, &user, &ns);
-    if (!rc)
-        rc = context_namespace(ns, &kc);
-    if (!rc)
-        rc = load_cluster(&p, cluster, &kc);
-    if (!rc && user)
-        rc = load_user(&p, user, &kc);
-    if (!rc)
-        rc = check_plain_http(&p, cluster, user, &kc);
-    if (rc == ERR_NOTFOUND)
+    rc = parse_doc(&p, &kc);
+    if (rc == ERR_NOTFOUND) {
         rc = ERR_INVAL; /* a dangling reference is a bad file, not a missing one */
-out:
-    json_decref(root);
+        p.e->code = rc;
+    }
     if (rc == ERR_NOMEM)
-        snprintf(msg, cap, "out of memory");
+        errorf(e, rc, "out of memory");
+    json_decref(root);
     if (rc) {
         kubeconfig_release(&kc);
         return rc;
@@ -472,30 +469,27 @@ out:
 }
 
 /* Read all of 'path' (at most MAX_FILE bytes). On ERR_OK *text is new. */
-static err_t read_text(const char *path, char **text, size_t *len, char *msg, size_t cap)
+static err_t read_text(const char *path, char **text, size_t *len, struct error *e)
 {
     FILE *f = fopen(path, "rb");
     char *buf = NULL;
     size_t n = 0;
-    err_t rc = ERR_IO;
+    err_t rc;
 
-    if (!f) {
-        snprintf(msg, cap, "cannot open: %s", strerror(errno));
-        return ERR_IO;
-    }
+    if (!f)
+        return errorf(e, ERR_IO, "cannot open: %s", strerror(errno));
     buf = xmalloc(MAX_FILE);
     if (!buf) {
-        rc = ERR_NOMEM;
+        rc = errorf(e, ERR_NOMEM, "out of memory");
         goto out;
     }
     n = fread(buf, 1, MAX_FILE, f);
     if (ferror(f)) {
-        snprintf(msg, cap, "cannot read: %s", strerror(errno));
+        rc = errorf(e, ERR_IO, "cannot read: %s", strerror(errno));
         goto out;
     }
     if (n == MAX_FILE) {
-        snprintf(msg, cap, "file is larger than 4 MiB");
-        rc = ERR_INVAL;
+        rc = errorf(e, ERR_INVAL, "file is larger than 4 MiB");
         goto out;
     }
     *text = buf;
@@ -510,32 +504,35 @@ out:
 
 /* Load one kubeconfig file; messages are prefixed with its path. */
 static err_t load_file(const char *path, const struct kubeconfig_sel *sel, struct kubeconfig *out,
-                       char *msg, size_t cap)
+                       struct error *e)
 {
     struct kubeconfig kc = {0};
-    char why[512] = "out of memory";
+    struct error why = {0};
     char *text = NULL, *dir = NULL, *slash;
     size_t len = 0;
-    err_t rc = read_text(path, &text, &len, why, sizeof(why));
+    err_t rc = read_text(path, &text, &len, &why);
 
-    if (!rc) {
-        dir = xprintf("%s", path);
-        rc = dir ? ERR_OK : ERR_NOMEM;
+    if (rc)
+        goto out;
+    dir = xprintf("%s", path);
+    if (!dir) {
+        rc = errorf(&why, ERR_NOMEM, "out of memory");
+        goto out;
     }
-    if (!rc) {
-        slash = strrchr(dir, '/');
-        if (slash == dir)
-            dir[1] = '\0'; /* "/config" lives in "/" */
-        else if (slash)
-            *slash = '\0';
-        rc = kubeconfig_parse_sel(text, len, slash ? dir : NULL, sel, &kc, why, sizeof(why));
-    }
-    if (!rc) {
-        kc.source = xprintf("%s", path);
-        rc = kc.source ? ERR_OK : ERR_NOMEM;
-    }
+    slash = strrchr(dir, '/');
+    if (slash == dir)
+        dir[1] = '\0'; /* "/config" lives in "/" */
+    else if (slash)
+        *slash = '\0';
+    rc = kubeconfig_parse_sel(text, len, slash ? dir : NULL, sel, &kc, &why);
+    if (rc)
+        goto out;
+    kc.source = xprintf("%s", path);
+    if (!kc.source)
+        rc = errorf(&why, ERR_NOMEM, "out of memory");
+out:
     if (rc) {
-        snprintf(msg, cap, "kubeconfig '%s': %s", path, why);
+        errorf(e, rc, "kubeconfig '%s': %s", path, why.msg[0] ? why.msg : err_str(rc));
         kubeconfig_release(&kc);
     } else {
         *out = kc;
@@ -547,8 +544,8 @@ static err_t load_file(const char *path, const struct kubeconfig_sel *sel, struc
 
 /* The first existing file of the colon-separated list $KUBECONFIG. ERR_NOTFOUND
  * when it is unset or names no existing file. */
-static err_t load_env_list(const struct kubeconfig_sel *sel, struct kubeconfig *out, char *msg,
-                           size_t cap)
+static err_t load_env_list(const struct kubeconfig_sel *sel, struct kubeconfig *out,
+                           struct error *e)
 {
     const char *env = getenv("KUBECONFIG"), *list, *end;
     char *one;
@@ -563,11 +560,9 @@ static err_t load_env_list(const struct kubeconfig_sel *sel, struct kubeconfig *
         if (n == 0)
             continue;
         one = xprintf("%.*s", (int)n, list);
-        if (!one) {
-            snprintf(msg, cap, "out of memory");
-            return ERR_NOMEM;
-        }
-        rc = access(one, F_OK) == 0 ? load_file(one, sel, out, msg, cap) : ERR_NOTFOUND;
+        if (!one)
+            return errorf(e, ERR_NOMEM, "out of memory");
+        rc = access(one, F_OK) == 0 ? load_file(one, sel, out, e) : ERR_NOTFOUND;
         free(one);
         if (rc != ERR_NOTFOUND)
             return rc;
@@ -577,57 +572,63 @@ static err_t load_env_list(const struct kubeconfig_sel *sel, struct kubeconfig *
     return ERR_NOTFOUND;
 }
 
-err_t kubeconfig_load(const char *path, struct kubeconfig *out, char *msg, size_t cap)
+err_t kubeconfig_load(const char *path, struct kubeconfig *out, struct error *e)
 {
     const struct kubeconfig_sel sel = {.path = path};
 
-    return kubeconfig_load_sel(&sel, out, msg, cap);
+    return kubeconfig_load_sel(&sel, out, e);
 }
 
-err_t kubeconfig_load_sel(const struct kubeconfig_sel *sel, struct kubeconfig *out, char *msg,
-                          size_t cap)
+/* ~/.kube/config, the last source: ERR_NOTFOUND, said, when it is not there. */
+static err_t load_home(const struct kubeconfig_sel *sel, struct kubeconfig *out, struct error *e)
 {
     const char *home = getenv("HOME");
     char *dflt = NULL;
     err_t rc;
 
-    if (sel->path && *sel->path)
-        return load_file(sel->path, sel, out, msg, cap);
-    rc = load_env_list(sel, out, msg, cap);
-    if (rc != ERR_NOTFOUND)
-        return rc;
-    rc = sel->context ? ERR_NOTFOUND : kubeconfig_in_cluster(SA_DIR, out, msg, cap);
-    if (rc != ERR_NOTFOUND)
-        return rc;
     if (home && *home) {
         dflt = join_path(home, ".kube/config");
-        if (!dflt) {
-            snprintf(msg, cap, "out of memory");
-            return ERR_NOMEM;
-        }
+        if (!dflt)
+            return errorf(e, ERR_NOMEM, "out of memory");
         if (access(dflt, F_OK) == 0) {
-            rc = load_file(dflt, sel, out, msg, cap);
+            rc = load_file(dflt, sel, out, e);
             free(dflt);
             return rc;
         }
     }
-    snprintf(msg, cap,
-             "no Kubernetes configuration: no --kubeconfig, no existing file in $KUBECONFIG, "
-             "KUBERNETES_SERVICE_HOST is not set and %s%s%s",
-             dflt ? "'" : "", dflt ? dflt : "$HOME is not set", dflt ? "' does not exist" : "");
+    errorf(e, ERR_NOTFOUND,
+           "no Kubernetes configuration: no --kubeconfig, no existing file in $KUBECONFIG, "
+           "KUBERNETES_SERVICE_HOST is not set and %s%s%s",
+           dflt ? "'" : "", dflt ? dflt : "$HOME is not set", dflt ? "' does not exist" : "");
     free(dflt);
     return ERR_NOTFOUND;
 }
 
+err_t kubeconfig_load_sel(const struct kubeconfig_sel *sel, struct kubeconfig *out, struct error *e)
+{
+    err_t rc;
+
+    assert(sel);
+    if (sel->path && *sel->path)
+        return load_file(sel->path, sel, out, e);
+    rc = load_env_list(sel, out, e);
+    if (rc != ERR_NOTFOUND)
+        return rc;
+    rc = sel->context ? ERR_NOTFOUND : kubeconfig_in_cluster(SA_DIR, out, e);
+    if (rc != ERR_NOTFOUND)
+        return rc;
+    return load_home(sel, out, e);
+}
+
 /* 'name' in 'sa_dir' must be readable; on ERR_OK *out is its new path. */
-static err_t sa_file(const char *sa_dir, const char *name, char **out, char *msg, size_t cap)
+static err_t sa_file(const char *sa_dir, const char *name, char **out, struct error *e)
 {
     char *path = join_path(sa_dir, name);
 
     if (!path)
-        return ERR_NOMEM;
+        return errorf(e, ERR_NOMEM, "in-cluster: out of memory");
     if (access(path, R_OK) != 0) {
-        snprintf(msg, cap, "in-cluster: cannot read '%s': %s", path, strerror(errno));
+        errorf(e, ERR_IO, "in-cluster: cannot read '%s': %s", path, strerror(errno));
         free(path);
         return ERR_IO;
     }
@@ -635,7 +636,7 @@ static err_t sa_file(const char *sa_dir, const char *name, char **out, char *msg
     return ERR_OK;
 }
 
-err_t kubeconfig_in_cluster(const char *sa_dir, struct kubeconfig *out, char *msg, size_t cap)
+err_t kubeconfig_in_cluster(const char *sa_dir, struct kubeconfig *out, struct error *e)
 {
     const char *host = getenv("KUBERNETES_SERVICE_HOST");
     const char *port = getenv("KUBERNETES_SERVICE_PORT");
@@ -643,28 +644,26 @@ err_t kubeconfig_in_cluster(const char *sa_dir, struct kubeconfig *out, char *ms
     long long num = 0;
     err_t rc;
 
-    if (!host || !*host) {
-        snprintf(msg, cap, "in-cluster: KUBERNETES_SERVICE_HOST is not set");
-        return ERR_NOTFOUND;
-    }
-    if (!port || cfg_parse_int(port, 1, 65535, &num)) {
-        snprintf(msg, cap, "in-cluster: KUBERNETES_SERVICE_PORT is %s",
-                 port ? "not a port number" : "not set");
-        return ERR_INVAL;
-    }
+    if (!host || !*host)
+        return errorf(e, ERR_NOTFOUND, "in-cluster: KUBERNETES_SERVICE_HOST is not set");
+    if (!port || cfg_parse_int(port, 1, 65535, &num))
+        return errorf(e, ERR_INVAL, "in-cluster: KUBERNETES_SERVICE_PORT is %s",
+                      port ? "not a port number" : "not set");
     /* An IPv6 literal needs brackets in a URL; one already bracketed keeps them. */
     if (strchr(host, ':') && host[0] != '[')
         kc.server = xprintf("https://[%s]:%lld", host, num);
     else
         kc.server = xprintf("https://%s:%lld", host, num);
     kc.source = xprintf("in-cluster");
-    rc = kc.server && kc.source ? ERR_OK : ERR_NOMEM;
-    if (!rc)
-        rc = sa_file(sa_dir, "token", &kc.token_file, msg, cap);
-    if (!rc)
-        rc = sa_file(sa_dir, "ca.crt", &kc.ca_file, msg, cap);
-    if (rc == ERR_NOMEM)
-        snprintf(msg, cap, "in-cluster: out of memory");
+    if (!kc.server || !kc.source) {
+        rc = errorf(e, ERR_NOMEM, "in-cluster: out of memory");
+        goto out;
+    }
+    rc = sa_file(sa_dir, "token", &kc.token_file, e);
+    if (rc)
+        goto out;
+    rc = sa_file(sa_dir, "ca.crt", &kc.ca_file, e);
+out:
     if (rc) {
         kubeconfig_release(&kc);
         return rc;
@@ -676,7 +675,7 @@ err_t kubeconfig_in_cluster(const char *sa_dir, struct kubeconfig *out, char *ms
 /* '*data' (of '*len' bytes) into a new sealed memory file named 'name';
  * '*file' becomes its /proc/self/fd path and '*data' is freed. */
 static err_t data_to_file(struct kubeconfig *kc, const char *name, char **data, size_t *len,
-                          char **file, char *msg, size_t cap)
+                          char **file, struct error *e)
 {
     const int seals = F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
     size_t off = 0;
@@ -685,17 +684,16 @@ static err_t data_to_file(struct kubeconfig *kc, const char *name, char **data, 
 
     if (!*data)
         return ERR_OK;
+    assert(kc->ndata_fds < (int)ARRAY_SIZE(kc->data_fds));
     fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (fd < 0) {
-        snprintf(msg, cap, "%s: memfd_create: %s", name, strerror(errno));
-        return ERR_IO;
-    }
+    if (fd < 0)
+        return errorf(e, ERR_IO, "%s: memfd_create: %s", name, strerror(errno));
     while (off < *len) {
         n = write(fd, *data + off, *len - off);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
-            snprintf(msg, cap, "%s: write to a memory file: %s", name, strerror(errno));
+            errorf(e, ERR_IO, "%s: write to a memory file: %s", name, strerror(errno));
             close(fd);
             return ERR_IO;
         }
@@ -704,7 +702,8 @@ static err_t data_to_file(struct kubeconfig *kc, const char *name, char **data, 
     free(*file);
     *file = xprintf("/proc/self/fd/%d", fd);
     if (!*file || fcntl(fd, F_ADD_SEALS, seals) != 0) {
-        snprintf(msg, cap, "%s: %s", name, *file ? strerror(errno) : "out of memory");
+        errorf(e, *file ? ERR_IO : ERR_NOMEM, "%s: %s", name,
+               *file ? strerror(errno) : "out of memory");
         close(fd);
         return *file ? ERR_IO : ERR_NOMEM;
     }
@@ -716,18 +715,18 @@ static err_t data_to_file(struct kubeconfig *kc, const char *name, char **data, 
     return ERR_OK;
 }
 
-err_t kubeconfig_data_to_files(struct kubeconfig *kc, char *msg, size_t cap)
+err_t kubeconfig_data_to_files(struct kubeconfig *kc, struct error *e)
 {
-    err_t rc = data_to_file(kc, "podres-ca", &kc->ca_data, &kc->ca_data_len, &kc->ca_file, msg,
-                            cap);
+    err_t rc = data_to_file(kc, "podres-ca", &kc->ca_data, &kc->ca_data_len, &kc->ca_file, e);
 
-    if (!rc)
-        rc = data_to_file(kc, "podres-client-cert", &kc->cert_data, &kc->cert_data_len,
-                          &kc->cert_file, msg, cap);
-    if (!rc)
-        rc = data_to_file(kc, "podres-client-key", &kc->key_data, &kc->key_data_len, &kc->key_file,
-                          msg, cap);
-    return rc;
+    if (rc)
+        return rc;
+    rc = data_to_file(kc, "podres-client-cert", &kc->cert_data, &kc->cert_data_len, &kc->cert_file,
+                      e);
+    if (rc)
+        return rc;
+    return data_to_file(kc, "podres-client-key", &kc->key_data, &kc->key_data_len, &kc->key_file,
+                        e);
 }
 
 void kubeconfig_release(struct kubeconfig *kc)

@@ -38,14 +38,14 @@ struct kubeconfig {
 struct execcred_cfg;
 
 /* Resolve as described above. 'path' is --kubeconfig or NULL. On failure
- * 'msg' (of 'cap' bytes) says why, naming the file and the key: ERR_NOTFOUND
+ * 'e' (or NULL) says why, naming the file and the key: ERR_NOTFOUND
  * when no configuration exists at all, ERR_INVAL for a bad file (including an
  * exec or auth-provider user: "unsupported"), ERR_IO when a file cannot be read. */
-err_t kubeconfig_load(const char *path, struct kubeconfig *out, char *msg, size_t cap) WARN_UNUSED;
+err_t kubeconfig_load(const char *path, struct kubeconfig *out, struct error *e) WARN_UNUSED;
 /* Parse kubeconfig YAML text ('len' bytes) using its current-context. Relative
  * file paths inside are resolved against 'dir' (the file's directory). */
 err_t kubeconfig_parse(const char *text, size_t len, const char *dir, struct kubeconfig *out,
-                       char *msg, size_t cap) WARN_UNUSED;
+                       struct error *e) WARN_UNUSED;
 /* What kubectl-podres asks of the loader beyond kubeconfig_load's: a
  * context other than current-context, and exec users parsed instead of
  * refused. A zeroed struct is kubeconfig_load's behaviour. */
@@ -55,23 +55,23 @@ struct kubeconfig_sel {
     bool allow_exec;     /* an exec user fills kc->exec (execcred.h) instead of ERR_INVAL */
 };
 /* kubeconfig_load with 'sel' (borrowed). */
-err_t kubeconfig_load_sel(const struct kubeconfig_sel *sel, struct kubeconfig *out, char *msg,
-                          size_t cap) WARN_UNUSED;
+err_t kubeconfig_load_sel(const struct kubeconfig_sel *sel, struct kubeconfig *out,
+                          struct error *e) WARN_UNUSED;
 /* kubeconfig_parse with 'sel' (its path unused). */
 err_t kubeconfig_parse_sel(const char *text, size_t len, const char *dir,
-                           const struct kubeconfig_sel *sel, struct kubeconfig *out, char *msg,
-                           size_t cap) WARN_UNUSED;
+                           const struct kubeconfig_sel *sel, struct kubeconfig *out,
+                           struct error *e) WARN_UNUSED;
 /* The in-cluster configuration from the environment and 'sa_dir' (normally
  * /var/run/secrets/kubernetes.io/serviceaccount). ERR_NOTFOUND when
  * KUBERNETES_SERVICE_HOST is unset. */
-err_t kubeconfig_in_cluster(const char *sa_dir, struct kubeconfig *out, char *msg,
-                            size_t cap) WARN_UNUSED;
+err_t kubeconfig_in_cluster(const char *sa_dir, struct kubeconfig *out,
+                            struct error *e) WARN_UNUSED;
 /* Move each '*_data' into a sealed memory file (memfd_create) and point the
  * matching '*_file' at it ("/proc/self/fd/N"); the '*_data' are freed. The
  * syncer's libcurl (Debian's GnuTLS build) reads CAs, certificates and keys
  * from files only, and the key material must not touch a disk. ERR_IO with
- * 'msg' when a memory file cannot be made. */
-err_t kubeconfig_data_to_files(struct kubeconfig *kc, char *msg, size_t cap) WARN_UNUSED;
+ * 'e' when a memory file cannot be made. */
+err_t kubeconfig_data_to_files(struct kubeconfig *kc, struct error *e) WARN_UNUSED;
 /* On a zeroed or filled struct; closes the memory files. */
 void kubeconfig_release(struct kubeconfig *kc);
 

@@ -566,21 +566,23 @@ static err_t map_status(long code)
     return ERR_INVAL;
 }
 
-/* The Status message of an error body, or the body's first line. */
-static void status_message(const struct xfer *x, long code, char *msg, size_t cap)
+/* 'rc' with the Status message of an error body, or the body's first line. */
+static err_t status_error(struct error *e, err_t rc, const struct xfer *x, long code)
 {
     json_t *v = x->body ? json_loadb(x->body, x->len, 0, NULL) : NULL;
     const char *m = json_string_value(json_object_get(v, "message"));
     size_t n;
 
-    if (m)
-        snprintf(msg, cap, "HTTP %ld: %s", code, m);
-    else if (x->body && x->len) {
+    if (m) {
+        errorf(e, rc, "HTTP %ld: %s", code, m);
+    } else if (x->body && x->len) {
         n = strcspn(x->body, "\n");
-        snprintf(msg, cap, "HTTP %ld: %.*s", code, (int)(n < 200 ? n : 200), x->body);
-    } else
-        snprintf(msg, cap, "HTTP %ld", code);
+        errorf(e, rc, "HTTP %ld: %.*s", code, (int)(n < 200 ? n : 200), x->body);
+    } else {
+        errorf(e, rc, "HTTP %ld", code);
+    }
     json_decref(v);
+    return rc;
 }
 
 /* Keep the JSON object of an error answer for rest_last_status; NULL
@@ -646,19 +648,19 @@ static err_t attempt(struct rest *k, const char *method, const char *path, const
 }
 
 /* A retryable failure of one attempt: its message, the shared backoff. */
-static void attempt_failed(struct rest *k, struct xfer *x, long code, char *msg, size_t cap)
+static void attempt_failed(struct rest *k, struct xfer *x, long code, struct error *e)
 {
     if (code)
-        status_message(x, code, msg, cap);
+        status_error(e, ERR_UPSTREAM, x, code);
     else
-        snprintf(msg, cap, "%s", k->errbuf[0] ? k->errbuf : "connection failed");
-    gate_failed(k->gate, x->retry_after_ms, msg);
+        errorf(e, ERR_UPSTREAM, "%s", k->errbuf[0] ? k->errbuf : "connection failed");
+    gate_failed(k->gate, x->retry_after_ms, e->msg);
 }
 
 /* The answer of a finished request: JSON on success, else the Status
  * message, and the Status kept for rest_last_status. */
 static err_t conclude(struct rest *k, struct xfer *x, err_t rc, long code, const char *what,
-                      json_t **out, char *msg, size_t cap)
+                      json_t **out, struct error *e)
 {
     json_t *v;
 
@@ -666,44 +668,37 @@ static err_t conclude(struct rest *k, struct xfer *x, err_t rc, long code, const
         return ERR_OK; /* the caller wants no answer: no tree is built */
     if (rc == ERR_OK) {
         v = x->len ? json_loadb(x->body, x->len, 0, NULL) : json_null();
-        if (v) {
-            *out = v;
-            return ERR_OK;
-        }
-        snprintf(msg, cap, "answer to %s is not JSON", what);
-        return ERR_UPSTREAM;
+        if (!v)
+            return errorf(e, ERR_UPSTREAM, "answer to %s is not JSON", what);
+        *out = v;
+        return ERR_OK;
     }
     if (code >= 300)
         keep_status(k, x);
     if (rc != ERR_UPSTREAM && rc != ERR_UNAVAIL && code)
-        status_message(x, code, msg, cap);
-    return rc;
+        return status_error(e, rc, x, code);
+    if (rc == ERR_UNAVAIL)
+        return errorf(e, rc, "shutting down (%s)", what);
+    return rc; /* ERR_UPSTREAM: attempt_failed said why */
 }
 
-err_t rest_do(struct rest *k, const char *method, const char *path, const json_t *body,
-              const char *ctype, json_t **out, char *msg, size_t cap)
+/* Attempts of one request until one is not a retryable failure, or
+ * k->max_attempts have failed. *code is the last answer's HTTP status. */
+static err_t attempts(struct rest *k, const char *method, const char *path, const char *text,
+                      const char *ctype, struct xfer *x, long *code, struct error *e)
 {
-    char *text = body ? jsonx_dumps(body) : NULL, what[300];
-    struct xfer x = {.gate = k->gate};
     bool reread = false;
-    long code = 0;
     int tries = 0;
     err_t rc = ERR_UPSTREAM;
 
-    msg[0] = '\0';
-    keep_status(k, NULL);
-    if (body && !text)
-        return ERR_NOMEM;
     while (tries < k->max_attempts) {
-        if (!gate_wait(k->gate)) {
-            rc = ERR_UNAVAIL;
-            break;
-        }
+        if (!gate_wait(k->gate))
+            return ERR_UNAVAIL;
         refresh_token(k, false);
-        x.len = 0;
-        x.retry_after_ms = 0;
-        rc = attempt(k, method, path, text, text ? strlen(text) : 0, ctype, &x, &code, false);
-        if (code == 401 && !reread && k->kc && k->kc->token_file) {
+        x->len = 0;
+        x->retry_after_ms = 0;
+        rc = attempt(k, method, path, text, text ? strlen(text) : 0, ctype, x, code, false);
+        if (*code == 401 && !reread && k->kc && k->kc->token_file) {
             reread = true; /* the token may have rotated: once more */
             refresh_token(k, true);
             continue;
@@ -711,15 +706,37 @@ err_t rest_do(struct rest *k, const char *method, const char *path, const json_t
         if (rc != ERR_UPSTREAM) {
             if (rc != ERR_UNAVAIL)
                 gate_ok(k->gate);
-            break;
+            return rc;
         }
-        attempt_failed(k, &x, code, msg, cap);
+        attempt_failed(k, x, *code, e);
         if (++tries < k->max_attempts)
             stats_count(k->stats, method, 0, true);
     }
+    return rc;
+}
+
+err_t rest_do(struct rest *k, const char *method, const char *path, const json_t *body,
+              const char *ctype, json_t **out, struct error *e)
+{
+    char *text = NULL, what[300];
+    struct xfer x = {.gate = k->gate};
+    struct error none;
+    long code = 0;
+    err_t rc;
+
+    if (!e)
+        e = &none; /* the gate's log line still needs the message */
+    *e = (struct error){0};
+    keep_status(k, NULL);
+    if (body) {
+        text = jsonx_dumps(body);
+        if (!text)
+            return errorf(e, ERR_NOMEM, "out of memory");
+    }
+    rc = attempts(k, method, path, text, ctype, &x, &code, e);
     k->code = code;
     snprintf(what, sizeof(what), "%s %.250s", method, path);
-    rc = conclude(k, &x, rc, code, what, out, msg, cap);
+    rc = conclude(k, &x, rc, code, what, out, e);
     free(text);
     free(x.body);
     return rc;
@@ -730,46 +747,55 @@ long rest_last_code(const struct rest *k)
     return k->code;
 }
 
-err_t rest_stream(struct rest *k, const char *path, rest_line_fn fn, void *ctx, char *msg,
-                  size_t cap)
+/* How a stream that did not end well ended: 'rc' and 'code' from attempt(). */
+static err_t stream_failed(struct rest *k, const char *path, struct xfer *x, err_t rc, long code,
+                           struct error *e)
+{
+    if (x->long_line) {
+        log_warn("dropping the stream %.300s: a line is longer than %u MiB", path,
+                 STREAM_LINE_MAX >> 20);
+        return errorf(e, ERR_UPSTREAM, "a line of the stream %s is longer than %u MiB", path,
+                      STREAM_LINE_MAX >> 20);
+    }
+    if (x->bad_line)
+        return errorf(e, ERR_UPSTREAM, "a line of the stream %s is not JSON", path);
+    if (code < 300) {
+        errorf(e, ERR_UPSTREAM, "%s", k->errbuf[0] ? k->errbuf : "stream broken");
+        gate_failed(k->gate, 0, e->msg);
+        return ERR_UPSTREAM;
+    }
+    status_error(e, rc, x, code);
+    keep_status(k, x);
+    if (code == 401)
+        refresh_token(k, true);
+    /* A 504 "too large resource version" is the server answering, about
+     * the resourceVersion asked for: no outage, the caller lists again. */
+    if (rc == ERR_UPSTREAM && !rest_status_too_large(k->status))
+        gate_failed(k->gate, x->retry_after_ms, e->msg);
+    return rc;
+}
+
+err_t rest_stream(struct rest *k, const char *path, rest_line_fn fn, void *ctx, struct error *e)
 {
     struct xfer x = {.fn = fn, .ctx = ctx, .gate = k->gate};
+    struct error none;
     long code = 0;
     err_t rc;
 
-    msg[0] = '\0';
+    if (!e)
+        e = &none; /* the gate's log line still needs the message */
+    *e = (struct error){0};
     keep_status(k, NULL);
     if (!gate_wait(k->gate))
         return ERR_OK;
     refresh_token(k, false);
     rc = attempt(k, "GET", path, NULL, 0, NULL, &x, &code, true);
-    if (rc == ERR_UNAVAIL || rest_gate_stopped(k->gate)) {
+    if (rc == ERR_UNAVAIL || rest_gate_stopped(k->gate))
         rc = ERR_OK;
-    } else if (x.long_line) {
-        snprintf(msg, cap, "a line of the stream %s is longer than %u MiB", path,
-                 STREAM_LINE_MAX >> 20);
-        log_warn("dropping the stream %.300s: a line is longer than %u MiB", path,
-                 STREAM_LINE_MAX >> 20);
-        rc = ERR_UPSTREAM;
-    } else if (x.bad_line) {
-        snprintf(msg, cap, "a line of the stream %s is not JSON", path);
-        rc = ERR_UPSTREAM;
-    } else if (rc == ERR_OK && code == 200) {
+    else if (rc == ERR_OK && code == 200 && !x.long_line && !x.bad_line)
         gate_ok(k->gate);
-    } else if (code >= 300) {
-        status_message(&x, code, msg, cap);
-        keep_status(k, &x);
-        if (code == 401)
-            refresh_token(k, true);
-        /* A 504 "too large resource version" is the server answering, about
-         * the resourceVersion asked for: no outage, the caller lists again. */
-        if (rc == ERR_UPSTREAM && !rest_status_too_large(k->status))
-            gate_failed(k->gate, x.retry_after_ms, msg);
-    } else {
-        snprintf(msg, cap, "%s", k->errbuf[0] ? k->errbuf : "stream broken");
-        gate_failed(k->gate, 0, msg);
-        rc = ERR_UPSTREAM;
-    }
+    else
+        rc = stream_failed(k, path, &x, rc, code, e);
     free(x.body);
     return rc;
 }

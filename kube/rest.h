@@ -72,12 +72,14 @@ void rest_free(struct rest *k); /* NULL is a no-op */
 /* 'method' 'path' (beginning with '/', query included) with 'body' (borrowed,
  * or NULL) sent as 'ctype' (NULL: application/json). On ERR_OK *out is the
  * answer's JSON (new; json_null() for an empty body); with 'out' NULL the
- * answer is not parsed (a write whose answer the caller does not need). Failures: ERR_NOTFOUND
- * 404, ERR_CONFLICT 409, ERR_GONE 410, ERR_FORBIDDEN 401/403, ERR_UNPROCESSABLE
- * 422, ERR_INVAL other 4xx, ERR_UPSTREAM after the retries of network errors,
- * 5xx and 429; 'msg' then holds the Status message. *out untouched on failure. */
+ * answer is not parsed (a write whose answer the caller does not need).
+ * Failures: ERR_NOTFOUND 404, ERR_CONFLICT 409, ERR_GONE 410, ERR_FORBIDDEN
+ * 401/403, ERR_UNPROCESSABLE 422, ERR_INVAL other 4xx, ERR_UPSTREAM after
+ * the retries of network errors, 5xx and 429, ERR_UNAVAIL when the gate
+ * stopped, ERR_NOMEM; 'e' (or NULL) then holds the Status message, or what
+ * failed. *out untouched on failure. */
 err_t rest_do(struct rest *k, const char *method, const char *path, const json_t *body,
-              const char *ctype, json_t **out, char *msg, size_t cap) WARN_UNUSED;
+              const char *ctype, json_t **out, struct error *e) WARN_UNUSED;
 
 /* The HTTP status of the last rest_do of 'k' (its last attempt): 201 tells
  * a PUT that made the object from one that replaced it; 0 when none came. */
@@ -94,9 +96,9 @@ typedef bool (*rest_line_fn)(void *ctx, json_t *line);
  * A line that is not JSON ends the stream with ERR_UPSTREAM, and so does,
  * logged, a line longer than 16 MiB (more than any object: the API server
  * refuses requests over 3 MiB): the buffer never holds more than that and
- * one piece. */
-err_t rest_stream(struct rest *k, const char *path, rest_line_fn fn, void *ctx, char *msg,
-                  size_t cap) WARN_UNUSED;
+ * one piece. On an error 'e' (or NULL) says why. */
+err_t rest_stream(struct rest *k, const char *path, rest_line_fn fn, void *ctx,
+                  struct error *e) WARN_UNUSED;
 
 /* The JSON object (a Kubernetes Status, as a rule) the server answered the
  * last rest_do or rest_stream of 'k' with when it failed with an HTTP

@@ -215,12 +215,13 @@ struct lists {
 
 static int fetch(struct client *c, const struct cli *cli, struct lists *l, const char **ns)
 {
-    char msg[1500], path[600], esc[400];
+    char path[600], esc[400];
+    struct error e = {0};
 
     *ns = NULL;
     if (strcmp(cli->sub, "pods") != 0 &&
-        client_list(c, GROUP_PATH "/nodedevices", RES_ND, &l->nds, msg, sizeof(msg)))
-        return fail("%s", msg);
+        client_list(c, GROUP_PATH "/nodedevices", RES_ND, &l->nds, &e))
+        return fail("%s", error_msg(&e));
     if (strcmp(cli->sub, "pods") == 0 && !cli->all) {
         *ns = cli->ns ? cli->ns : client_namespace(c);
         rest_escape(*ns, esc, sizeof(esc));
@@ -228,8 +229,8 @@ static int fetch(struct client *c, const struct cli *cli, struct lists *l, const
     } else {
         snprintf(path, sizeof(path), GROUP_PATH "/devicebindings");
     }
-    if (client_list(c, path, RES_DVB, &l->dvbs, msg, sizeof(msg)))
-        return fail("%s", msg);
+    if (client_list(c, path, RES_DVB, &l->dvbs, &e))
+        return fail("%s", error_msg(&e));
     return 0;
 }
 
@@ -293,11 +294,11 @@ static int run(const struct cli *cli, enum render_format fmt)
     enum render_view view = RENDER_NODES;
     json_t *rows = NULL;
     const char *ns = NULL;
-    char msg[1024] = "";
+    struct error e = {0};
     int r;
 
-    if (client_open(&sel, &c, msg, sizeof(msg)))
-        return fail("%s", msg);
+    if (client_open(&sel, &c, &e))
+        return fail("%s", error_msg(&e));
     r = fetch(c, cli, &l, &ns);
     if (!r)
         r = compute(cli, &l, &view, &rows);

@@ -212,14 +212,18 @@ static err_t render_table(enum render_view view, bool wide, const json_t *rows, 
         return ERR_OK;
     table_init(&t, n);
     rc = add_cells(&t, h, n);
-    if (!rc && view == RENDER_NODES)
+    if (rc)
+        goto out;
+    if (view == RENDER_NODES)
         rc = rows_nodes(&t, rows, wide);
-    else if (!rc && view == RENDER_PODS)
+    else if (view == RENDER_PODS)
         rc = rows_pods(&t, rows, wide, namespaces);
-    else if (!rc)
+    else
         rc = rows_devices(&t, rows, wide, view == RENDER_WHO, now);
-    if (!rc)
-        rc = table_render(&t, sb);
+    if (rc)
+        goto out;
+    rc = table_render(&t, sb);
+out:
     table_release(&t);
     return rc;
 }

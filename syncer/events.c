@@ -45,7 +45,8 @@ static err_t create_event(struct events *e, const json_t *md, const char *type, 
     const char *ns = json_string_value(json_object_get(md, "namespace"));
     const char *obj = json_string_value(json_object_get(md, "name"));
     const char *uid = json_string_value(json_object_get(md, "uid"));
-    char path[512], when[48], msg[512];
+    char path[512], when[48];
+    struct error err = {0};
     struct timespec ts;
     json_t *body, *ans = NULL;
     err_t rc;
@@ -65,18 +66,20 @@ static err_t create_event(struct events *e, const json_t *md, const char *type, 
     if (!body)
         return ERR_NOMEM;
     snprintf(path, sizeof(path), EVENTS_GROUP "/namespaces/%s/events", ns);
-    rc = rest_do(e->kube, "POST", path, body, NULL, &ans, msg, sizeof(msg));
+    rc = rest_do(e->kube, "POST", path, body, NULL, &ans, &err);
     json_decref(body);
     json_decref(ans);
     if (rc)
-        log_debug("cannot record event %s on DeviceBinding %s/%s: %s", reason, ns, obj, msg);
+        log_debug("cannot record event %s on DeviceBinding %s/%s: %s", reason, ns, obj,
+                  error_msg(&err));
     return rc;
 }
 
 /* series.count of the Event 'name' in 'ns' becomes 'count'. */
 static err_t patch_series(struct events *e, const char *ns, const char *name, json_int_t count)
 {
-    char path[600], when[48], msg[512];
+    char path[600], when[48];
+    struct error err = {0};
     json_t *body, *ans = NULL;
     err_t rc;
 
@@ -85,11 +88,11 @@ static err_t patch_series(struct events *e, const char *ns, const char *name, js
     if (!body)
         return ERR_NOMEM;
     snprintf(path, sizeof(path), EVENTS_GROUP "/namespaces/%s/events/%s", ns, name);
-    rc = rest_do(e->kube, "PATCH", path, body, REST_MERGE_PATCH, &ans, msg, sizeof(msg));
+    rc = rest_do(e->kube, "PATCH", path, body, REST_MERGE_PATCH, &ans, &err);
     json_decref(body);
     json_decref(ans);
     if (rc)
-        log_debug("cannot count event %s/%s again: %s", ns, name, msg);
+        log_debug("cannot count event %s/%s again: %s", ns, name, error_msg(&err));
     return rc;
 }
 

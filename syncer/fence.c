@@ -73,14 +73,16 @@ bool fence_holds(struct fence *f, uint64_t now_ms, uint64_t *left_ms)
     return true;
 }
 
-bool fence_stopped(struct fence *f, uint64_t now_ms, char *why, size_t cap)
+bool fence_stopped(struct fence *f, uint64_t now_ms, struct error *why)
 {
     uint64_t until = __atomic_load_n(&f->until_ms, __ATOMIC_ACQUIRE);
 
     if (!until || now_ms >= until)
         return false;
+    if (!why)
+        return true;
     pthread_mutex_lock(&why_mu);
-    snprintf(why, cap, "%s", f->why);
+    errorf(why, ERR_UNAVAIL, "%s", f->why);
     pthread_mutex_unlock(&why_mu);
     return true;
 }

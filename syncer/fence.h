@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/err.h"
+
 #define FENCE_HOLD_MS 30000   /* writes stop this long after a sign */
 #define FENCE_LOSSES 5        /* this many reservations lost ... */
 #define FENCE_WINDOW_MS 10000 /* ... within this long are a sign */
@@ -38,8 +40,8 @@ bool fence_lost(struct fence *f, const char *node, uint64_t now_ms);
 /* Whether writes are stopped at 'now_ms'; *left_ms says for how long more.
  * Worker thread. */
 bool fence_holds(struct fence *f, uint64_t now_ms, uint64_t *left_ms);
-/* Whether writes are stopped; when they are, 'why' gets the reason.
- * Thread-safe. */
-bool fence_stopped(struct fence *f, uint64_t now_ms, char *why, size_t cap);
+/* Whether writes are stopped; when they are, 'why' (or NULL) gets the
+ * reason, as ERR_UNAVAIL. Thread-safe. */
+bool fence_stopped(struct fence *f, uint64_t now_ms, struct error *why);
 
 #endif

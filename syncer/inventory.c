@@ -245,7 +245,7 @@ void inventory_skip(struct inventory *inv, enum inventory_skip why)
 }
 
 /* The Node's uid (ERR_NOTFOUND: no such Node). */
-static err_t node_uid(struct inventory *inv, char *msg, size_t cap)
+static err_t node_uid(struct inventory *inv, struct error *e)
 {
     char path[512], name[300];
     json_t *node = NULL;
@@ -254,23 +254,21 @@ static err_t node_uid(struct inventory *inv, char *msg, size_t cap)
 
     rest_escape(inv->node, name, sizeof(name));
     snprintf(path, sizeof(path), "/api/v1/nodes/%s", name);
-    rc = rest_do(inv->kube, "GET", path, NULL, NULL, &node, msg, cap);
+    rc = rest_do(inv->kube, "GET", path, NULL, NULL, &node, e);
     if (rc)
         return rc;
     uid = json_string_value(json_object_get(json_object_get(node, "metadata"), "uid"));
     if (uid && strlen(uid) < sizeof(inv->node_uid))
         snprintf(inv->node_uid, sizeof(inv->node_uid), "%s", uid);
     json_decref(node);
-    if (!inv->node_uid[0]) {
-        snprintf(msg, cap, "Node %s has no uid", inv->node);
-        return ERR_UPSTREAM;
-    }
+    if (!inv->node_uid[0])
+        return errorf(e, ERR_UPSTREAM, "Node %s has no uid", inv->node);
     return ERR_OK;
 }
 
 /* POST the node's NodeDevices, owned by its Node; *out the object made (or,
  * after a 409, the one there). */
-static err_t create(struct inventory *inv, json_t **out, char *msg, size_t cap)
+static err_t create(struct inventory *inv, json_t **out, struct error *e)
 {
     char path[512], name[300];
     json_t *body;
@@ -281,31 +279,17 @@ static err_t create(struct inventory *inv, json_t **out, char *msg, size_t cap)
                      "labels", DVB_LABEL, inv->node, "ownerReferences", "apiVersion", "v1", "kind",
                      "Node", "name", inv->node, "uid", inv->node_uid, "spec");
     if (!body)
-        return ERR_NOMEM;
-    rc = rest_do(inv->kube, "POST", INVENTORY_PATH, body, NULL, out, msg, cap);
+        return errorf(e, ERR_NOMEM, "out of memory");
+    rc = rest_do(inv->kube, "POST", INVENTORY_PATH, body, NULL, out, e);
     json_decref(body);
     if (rc == ERR_CONFLICT) { /* made since the informer listed: read it */
         rest_escape(inv->node, name, sizeof(name));
         snprintf(path, sizeof(path), INVENTORY_PATH "/%s", name);
-        rc = rest_do(inv->kube, "GET", path, NULL, NULL, out, msg, cap);
+        rc = rest_do(inv->kube, "GET", path, NULL, NULL, out, e);
     }
     if (rc == ERR_OK)
         log_info("created NodeDevices %s", inv->node);
     return rc;
-}
-
-/* A merge patch turning 'old' into 'want': every field of 'want', and null
- * for each field only 'old' has. */
-static json_t *status_patch(const json_t *old, json_t *want)
-{
-    json_t *st = json_copy(want), *v;
-    const char *k;
-
-    json_object_foreach((json_t *)old, k, v) {
-        if (!json_object_get(want, k))
-            json_object_set_new(st, k, json_null());
-    }
-    return json_pack("{s:o}", "status", st);
 }
 
 /* podresd's devices as the feed keeps them: an object key -> view; new. */
@@ -341,38 +325,56 @@ static void note(struct inventory *inv, const json_t *want, size_t n)
 /* The object, created: *obj new. ERR_OK with *obj NULL when there is no
  * Node to own it (said, counted, *again_ms set). The Node's uid is read
  * anew each time: a Node made again has another. */
-static err_t make_object(struct inventory *inv, json_t **obj, uint64_t *again_ms, char *msg,
-                         size_t cap)
+static err_t make_object(struct inventory *inv, json_t **obj, uint64_t *again_ms, struct error *e)
 {
     err_t rc;
 
     inv->node_uid[0] = '\0';
-    rc = node_uid(inv, msg, cap);
+    rc = node_uid(inv, e);
     if (rc == ERR_NOTFOUND) {
         inventory_skip(inv, INVENTORY_SKIP_NO_NODE);
         *again_ms = 30000;
         return ERR_OK;
     }
-    return rc ? rc : create(inv, obj, msg, cap);
+    return rc ? rc : create(inv, obj, e);
 }
 
-static err_t patch_status(struct inventory *inv, const json_t *old, json_t *want, char *msg,
-                          size_t cap)
+static err_t patch_status(struct inventory *inv, const json_t *old, json_t *want, struct error *e)
 {
     char path[512], name[300];
-    json_t *patch = status_patch(old, want);
+    json_t *patch = dvb_status_patch(old, want);
     err_t rc;
 
     if (!patch)
-        return ERR_NOMEM;
+        return errorf(e, ERR_NOMEM, "out of memory");
     rest_escape(inv->node, name, sizeof(name));
     snprintf(path, sizeof(path), INVENTORY_PATH "/%s/status", name);
-    rc = rest_do(inv->kube, "PATCH", path, patch, REST_MERGE_PATCH, NULL, msg, cap);
+    rc = rest_do(inv->kube, "PATCH", path, patch, REST_MERGE_PATCH, NULL, e);
     json_decref(patch);
     return rc;
 }
 
-err_t inventory_sync(struct inventory *inv, bool *wrote, uint64_t *again_ms, char *msg, size_t cap)
+/* Create the object when there is none (*obj NULL), then patch its status
+ * to 'want' when it says otherwise; *wrote when either was acknowledged. */
+static err_t write_object(struct inventory *inv, json_t **obj, json_t *want, bool *wrote,
+                          uint64_t *again_ms, struct error *e)
+{
+    err_t rc;
+
+    if (!*obj) {
+        rc = make_object(inv, obj, again_ms, e);
+        if (rc)
+            return rc;
+        *wrote = *obj != NULL;
+    }
+    if (!*obj || inventory_same(json_object_get(*obj, "status"), want))
+        return ERR_OK;
+    rc = patch_status(inv, json_object_get(*obj, "status"), want, e);
+    *wrote = *wrote || rc == ERR_OK;
+    return rc;
+}
+
+err_t inventory_sync(struct inventory *inv, bool *wrote, uint64_t *again_ms, struct error *e)
 {
     json_t *obj = NULL, *devs = NULL, *want = NULL;
     char now[40];
@@ -389,19 +391,11 @@ err_t inventory_sync(struct inventory *inv, bool *wrote, uint64_t *again_ms, cha
     dvb_now(now, sizeof(now));
     want = inventory_status(devs, inv->revision, json_object_get(obj, "status"), now);
     if (!want) {
-        snprintf(msg, cap, "out of memory");
-        rc = ERR_NOMEM;
+        rc = errorf(e, ERR_NOMEM, "out of memory");
         goto out;
     }
     note(inv, want, n);
-    if (!obj) {
-        rc = make_object(inv, &obj, again_ms, msg, cap);
-        *wrote = rc == ERR_OK && obj;
-    }
-    if (!rc && obj && !inventory_same(json_object_get(obj, "status"), want)) {
-        rc = patch_status(inv, json_object_get(obj, "status"), want, msg, cap);
-        *wrote = *wrote || rc == ERR_OK;
-    }
+    rc = write_object(inv, &obj, want, wrote, again_ms, e);
     if (*wrote) {
         inv->skip_logged = 0;
         __atomic_store_n(&inv->last_write_ms, queue_now_ms(), __ATOMIC_RELAXED);

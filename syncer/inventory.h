@@ -83,9 +83,10 @@ uint64_t inventory_due(struct inventory *inv, uint64_t now_ms);
  * Node) when the cache has none, then patch its status when it differs. The
  * caches must be synced. *wrote tells whether the API server acknowledged a
  * write; *again_ms, when not 0, asks to be called again after that long (the
- * interval not over, or no Node yet). Errors mean "try again later". */
-err_t inventory_sync(struct inventory *inv, bool *wrote, uint64_t *again_ms, char *msg,
-                     size_t cap) WARN_UNUSED;
+ * interval not over, or no Node yet). Errors mean "try again later"; 'e'
+ * (or NULL) says why. */
+err_t inventory_sync(struct inventory *inv, bool *wrote, uint64_t *again_ms,
+                     struct error *e) WARN_UNUSED;
 /* Not synced for 'why' (the caller knows: crd_missing): counted, said once
  * at info until a write succeeds. */
 void inventory_skip(struct inventory *inv, enum inventory_skip why);

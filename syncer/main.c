@@ -254,17 +254,27 @@ static void setup_workers(struct syncer *s)
                                  .crs = s->crs};
 }
 
+/* The API server's address and credentials, from the kubeconfig. */
+static err_t load_kubeconfig(struct syncer *s)
+{
+    struct error e = {0};
+    err_t rc = kubeconfig_load(s->set.kubeconfig, &s->kc, &e);
+
+    if (rc)
+        goto out;
+    rc = kubeconfig_data_to_files(&s->kc, &e);
+out:
+    if (rc)
+        log_err("no usable Kubernetes configuration: %s", error_msg(&e));
+    return rc;
+}
+
 static err_t setup(struct syncer *s)
 {
-    char msg[512];
-    err_t rc = kubeconfig_load(s->set.kubeconfig, &s->kc, msg, sizeof(msg));
+    err_t rc = load_kubeconfig(s);
 
-    if (!rc)
-        rc = kubeconfig_data_to_files(&s->kc, msg, sizeof(msg));
-    if (rc) {
-        log_err("no usable Kubernetes configuration: %s", msg);
+    if (rc)
         return rc;
-    }
     s->gate = rest_gate_new(s->set.qps, (int)s->set.burst);
     s->pd_gate = rest_gate_new(0, 1);
     s->stats = rest_stats_new();
@@ -282,14 +292,36 @@ static err_t setup(struct syncer *s)
     return ERR_OK;
 }
 
+/* --once: the node's NodeDevices; true when written or not served. */
+static bool once_inventory(struct syncer *s)
+{
+    struct error e = {0};
+    uint64_t again;
+    bool wrote;
+
+    if (informer_list(&s->inf_nd) == ERR_OK) {
+        s->inv.revision = s->feed.revision;
+        if (!inventory_sync(&s->inv, &wrote, &again, &e))
+            return true;
+        log_warn("cannot write NodeDevices %s: %s", s->set.node_name, error_msg(&e));
+        return false;
+    }
+    if (informer_missing(&s->inf_nd)) {
+        inventory_skip(&s->inv, INVENTORY_SKIP_CRD_MISSING);
+        return true;
+    }
+    log_warn("cannot read NodeDevices %s", s->set.node_name);
+    return false;
+}
+
 /* --once: read everything, reconcile every key once; true when all succeeded. */
 static bool run_once(struct syncer *s)
 {
+    struct error e = {0};
     json_t *keys, *v;
     const char *key;
-    char msg[512];
     uint64_t again;
-    bool ok = true, wrote;
+    bool ok, wrote;
 
     /* No watch follows to catch up with a watch cache behind etcd. */
     s->inf_pods.consistent = true;
@@ -299,22 +331,11 @@ static bool run_once(struct syncer *s)
         log_err("cannot read the node's or the API server's state");
         return false;
     }
-    if (informer_list(&s->inf_nd) == ERR_OK) {
-        s->inv.revision = s->feed.revision;
-        if (inventory_sync(&s->inv, &wrote, &again, msg, sizeof(msg))) {
-            log_warn("cannot write NodeDevices %s: %s", s->set.node_name, msg);
-            ok = false;
-        }
-    } else if (informer_missing(&s->inf_nd)) {
-        inventory_skip(&s->inv, INVENTORY_SKIP_CRD_MISSING);
-    } else {
-        log_warn("cannot read NodeDevices %s", s->set.node_name);
-        ok = false;
-    }
+    ok = once_inventory(s);
     keys = worker_all_keys(s);
     json_object_foreach(keys, key, v) {
-        if (reconcile_key(&s->rec, key, &wrote, &again, msg, sizeof(msg))) {
-            log_warn("cannot sync DeviceBinding %s: %s", key, msg);
+        if (reconcile_key(&s->rec, key, &wrote, &again, &e)) {
+            log_warn("cannot sync DeviceBinding %s: %s", key, error_msg(&e));
             ok = false;
         }
     }

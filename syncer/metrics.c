@@ -41,31 +41,31 @@ void metrics_lag_observe(struct lag *l, double s)
 
 /* /readyz: synced, and no informer failing for longer than READY_GRACE_MS;
  * else false and 'why' names the first that is not. */
-static bool ready(struct syncer *s, char *why, size_t cap)
+static bool ready(struct syncer *s, struct error *why)
 {
-    size_t n;
+    struct error fence = {0};
 
-    if (fence_stopped(&s->rec.fence, queue_now_ms(), why, cap)) {
-        n = strlen(why);
-        if (__atomic_load_n(&s->node_missing, __ATOMIC_RELAXED) == 1 && n < cap)
-            snprintf(why + n, cap - n, "; node '%s' is no Node in the API server",
-                     s->set.node_name);
+    if (fence_stopped(&s->rec.fence, queue_now_ms(), &fence)) {
+        if (__atomic_load_n(&s->node_missing, __ATOMIC_RELAXED) == 1)
+            errorf(why, ERR_UNAVAIL, "%s; node '%s' is no Node in the API server", fence.msg,
+                   s->set.node_name);
+        else
+            errorf(why, ERR_UNAVAIL, "%s", fence.msg);
         return false;
     }
     if (!cache_synced(s->pr)) {
-        snprintf(why, cap, "podresd's state not listed yet");
+        errorf(why, ERR_UNAVAIL, "podresd's state not listed yet");
         return false;
     }
-    return informer_ready(&s->inf_pods, READY_GRACE_MS, why, cap) &&
-           informer_ready(&s->inf_crs, READY_GRACE_MS, why, cap) &&
-           (informer_missing(&s->inf_nd) || informer_ready(&s->inf_nd, READY_GRACE_MS, why, cap));
+    return informer_ready(&s->inf_pods, READY_GRACE_MS, why) &&
+           informer_ready(&s->inf_crs, READY_GRACE_MS, why) &&
+           (informer_missing(&s->inf_nd) || informer_ready(&s->inf_nd, READY_GRACE_MS, why));
 }
 
 /* The node-name checks: a Node missing, writes stopped (another syncer). */
 static err_t render_guards(struct syncer *s, struct strbuf *sb)
 {
     int missing = __atomic_load_n(&s->node_missing, __ATOMIC_RELAXED);
-    char why[8];
 
     return strbuf_printf(
         sb,
@@ -75,7 +75,7 @@ static err_t render_guards(struct syncer *s, struct strbuf *sb)
         "# HELP podres_syncer_writes_stopped 1 while writes are stopped because another "
         "podres-syncer writes this podresd's reservations.\n"
         "# TYPE podres_syncer_writes_stopped gauge\npodres_syncer_writes_stopped %d\n",
-        missing == 1, (int)fence_stopped(&s->rec.fence, queue_now_ms(), why, sizeof(why)));
+        missing == 1, (int)fence_stopped(&s->rec.fence, queue_now_ms(), NULL));
 }
 
 static err_t render_metrics(struct syncer *s, struct strbuf *sb)
@@ -131,17 +131,15 @@ static err_t render_metrics(struct syncer *s, struct strbuf *sb)
     return rc ? rc : render_guards(s, sb);
 }
 
-/* /readyz: 200 "ok", or 503 "not ready: REASON" into 'text'. */
-static unsigned readyz(struct syncer *s, char *text, size_t cap)
+/* /readyz: 200 "ok", or 503 "not ready: REASON" into 'sb'; 500 when out of
+ * memory. */
+static unsigned readyz(struct syncer *s, struct strbuf *sb)
 {
-    char why[256];
+    struct error why = {0};
 
-    if (ready(s, why, sizeof(why))) {
-        snprintf(text, cap, "ok");
-        return 200;
-    }
-    snprintf(text, cap, "not ready: %s", why);
-    return 503;
+    if (ready(s, &why))
+        return strbuf_add(sb, "ok", 2) ? 500 : 200;
+    return strbuf_printf(sb, "not ready: %s", why.msg) ? 500 : 503;
 }
 
 static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn, const char *url,
@@ -151,7 +149,6 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn, const cha
     struct syncer *s = cls;
     struct strbuf sb = STRBUF_INIT;
     struct MHD_Response *resp;
-    char why[320];
     unsigned status = 200;
     const char *text = NULL;
     enum MHD_Result ret;
@@ -173,8 +170,7 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn, const cha
     } else if (strcmp(url, "/healthz") == 0) {
         text = "ok";
     } else if (strcmp(url, "/readyz") == 0) {
-        status = readyz(s, why, sizeof(why));
-        text = why;
+        status = readyz(s, &sb);
     } else {
         status = 404;
         text = "not found\n";

@@ -36,24 +36,21 @@ static json_t *keyed_devices(const json_t *list)
 err_t nodefeed_list(struct nodefeed *nf)
 {
     json_t *pods = NULL, *resv = NULL, *devs = NULL, *a, *b;
-    char msg[512];
-    err_t rc = rest_do(nf->podresd, "GET", "/v1/pods", NULL, NULL, &pods, msg, sizeof(msg));
+    struct error err = {0};
+    err_t rc = rest_do(nf->podresd, "GET", "/v1/pods", NULL, NULL, &pods, &err);
 
-    if (!rc)
-        rc = rest_do(nf->podresd, "GET", "/v1/reservations", NULL, NULL, &resv, msg, sizeof(msg));
-    if (!rc && nf->devs)
-        rc = rest_do(nf->podresd, "GET", "/v1/devices", NULL, NULL, &devs, msg, sizeof(msg));
-    if (rc) {
-        log_warn("cannot read podresd: %s", msg);
-        json_decref(pods);
-        json_decref(resv);
-        return rc;
-    }
+    if (rc)
+        goto out;
+    rc = rest_do(nf->podresd, "GET", "/v1/reservations", NULL, NULL, &resv, &err);
+    if (rc)
+        goto out;
     if (nf->devs) {
+        rc = rest_do(nf->podresd, "GET", "/v1/devices", NULL, NULL, &devs, &err);
+        if (rc)
+            goto out;
         a = keyed_devices(json_object_get(devs, "devices"));
         cache_replace(nf->devs, a);
         json_decref(a);
-        json_decref(devs);
     }
     a = keyed(json_object_get(pods, "podResources"));
     b = keyed(json_object_get(resv, "reservations"));
@@ -62,9 +59,13 @@ err_t nodefeed_list(struct nodefeed *nf)
     nf->revision = (uint64_t)json_integer_value(json_object_get(pods, "revision"));
     json_decref(a);
     json_decref(b);
-    json_decref(pods);
+out:
+    if (rc)
+        log_warn("cannot read podresd: %s", error_msg(&err));
+    json_decref(devs);
     json_decref(resv);
-    return ERR_OK;
+    json_decref(pods);
+    return rc;
 }
 
 static struct cache *cache_for(struct nodefeed *nf, const char *kind, json_t **pending)
@@ -153,7 +154,8 @@ static bool on_event(void *ctx, json_t *ev)
 void *nodefeed_run(void *arg)
 {
     struct nodefeed *nf = arg;
-    char path[128], msg[512];
+    char path[128];
+    struct error err = {0};
     err_t rc;
 
     while (!rest_gate_stopped(nf->gate)) {
@@ -166,7 +168,7 @@ void *nodefeed_run(void *arg)
             nf->pending_resv = json_object();
             nf->pending_devs = json_object();
         }
-        rc = rest_stream(nf->podresd, path, on_event, nf, msg, sizeof(msg));
+        rc = rest_stream(nf->podresd, path, on_event, nf, &err);
         if (rc == ERR_GONE) {
             log_info("podresd no longer keeps revision %llu; reading everything again",
                      (unsigned long long)nf->revision);
@@ -174,7 +176,7 @@ void *nodefeed_run(void *arg)
             continue;
         }
         if (rc)
-            log_debug("podresd feed ended: %s", msg);
+            log_debug("podresd feed ended: %s", error_msg(&err));
         if (!rest_gate_sleep(nf->gate, rc ? 1000 : 100))
             break;
     }

@@ -9,6 +9,8 @@
 #include "queue.h"
 #include "reconcile_int.h"
 
+#include <assert.h>
+
 uint64_t reconcile_skipped(struct reconciler *r, enum reconcile_skip why)
 {
     return __atomic_load_n(&r->skipped[why], __ATOMIC_RELAXED);
@@ -111,76 +113,62 @@ static bool foreign(struct reconciler *r, const char *key, const json_t *cr)
     return true;
 }
 
-static err_t ensure(struct reconciler *r, const char *key, const char *ns, const char *name,
-                    struct inputs *in, bool *wrote, char *msg, size_t cap)
+/* The pod's DeviceBinding, made when there is none, owned by the Pod 'uid',
+ * with the status of podresd's binding. */
+static err_t ensure(struct reconciler *r, const struct target *t, struct inputs *in,
+                    const char *uid, bool *wrote, struct error *e)
 {
-    const char *uid = dvb_meta(in->pod, "uid");
-    json_t *desired, *made = NULL;
+    json_t *made = NULL;
     err_t rc;
 
     if (!in->cr) {
         if (dvb_pod_going(in->pod))
             return ERR_OK; /* the collector would remove it at once */
-        rc = rec_create(r, key, ns, name, uid, &made, msg, cap);
+        rc = rec_create(r, t, uid, &made, e);
         if (rc)
             return rc;
         *wrote = true;
-        rec_remember(r, key, made);
+        rec_remember(r, t->key, made);
         in->cr = made;
     }
-    if (!dvb_owned_by(in->cr, uid)) {
-        rc = rec_patch(r, key, ns, name, "",
-                       json_pack("{s:{s:o}}", "metadata", "ownerReferences",
-                                 dvb_owners_with_pod(in->cr, name, uid)),
-                       msg, cap);
-        if (rc)
-            return rc;
-        *wrote = true;
-    }
-    desired = dvb_status(in->pr, uid, r->node);
-    return rec_put_status(r, key, ns, name, in->cr, desired, wrote, msg, cap);
+    rc = rec_own(r, t, in->cr, uid, wrote, e);
+    if (rc)
+        return rc;
+    return rec_put_status(r, t, in->cr, dvb_status(in->pr, uid, r->node), wrote, e);
 }
 
 /* The pod holds no device (and there is no pre-assignment): remove our
  * object, unless the garbage collector does (the pod's deletion is a pod
  * lifecycle's last write, and the collector's, not ours). */
-static err_t unbound(struct reconciler *r, const char *key, const char *ns, const char *name,
-                     struct inputs *in, bool *wrote, char *msg, size_t cap)
+static err_t unbound(struct reconciler *r, const struct target *t, const struct inputs *in,
+                     bool *wrote, struct error *e)
 {
-    err_t rc = ERR_OK;
+    err_t rc;
 
-    if (in->cr && !dvb_collected(in->cr, name, in->pod)) {
-        rc = rec_delete(r, key, ns, name, in->cr, msg, cap);
-        *wrote = rc == ERR_OK;
-    }
+    if (!in->cr || dvb_collected(in->cr, t->name, in->pod))
+        return ERR_OK;
+    rc = rec_delete(r, t, in->cr, e);
+    *wrote = rc == ERR_OK;
     return rc;
 }
 
-/* "namespace/name" into its parts; false when 'key' is not one. */
-static bool split_key(const char *key, char *ns, size_t ns_cap, char *name, size_t name_cap)
+/* "namespace/name" into 't'; false when 'key' is not one. */
+static bool target_of(const char *key, struct target *t)
 {
     const char *slash = strchr(key, '/');
 
-    if (!slash || (size_t)(slash - key) >= ns_cap)
+    if (!slash || (size_t)(slash - key) >= sizeof(t->ns))
         return false;
-    snprintf(ns, ns_cap, "%.*s", (int)(slash - key), key);
-    snprintf(name, name_cap, "%s", slash + 1);
+    t->key = key;
+    snprintf(t->ns, sizeof(t->ns), "%.*s", (int)(slash - key), key);
+    snprintf(t->name, sizeof(t->name), "%s", slash + 1);
     return true;
-}
-
-/* The key's DeviceBinding is another node's: it is never written. No
- * DeviceBinding of this node has the key, so a reservation under it goes,
- * as one without any does. */
-static err_t not_ours(struct reconciler *r, const char *key, const char *ns, const char *name,
-                      const struct inputs *in)
-{
-    return in->resv ? rec_unreserve(r, key, ns, name) : ERR_OK;
 }
 
 /* The pod holds devices: mirror them once its Pod is in the API server, as
  * the instance podresd knows. Until then the binding waits, said once. */
-static err_t mirror(struct reconciler *r, const char *key, const char *ns, const char *name,
-                    struct inputs *in, bool *wrote, char *msg, size_t cap)
+static err_t mirror(struct reconciler *r, const struct target *t, struct inputs *in, bool *wrote,
+                    struct error *e)
 {
     const char *pr_uid = json_string_value(json_object_get(in->pr, "uid"));
     const char *uid = dvb_meta(in->pod, "uid");
@@ -191,7 +179,7 @@ static err_t mirror(struct reconciler *r, const char *key, const char *ns, const
     if (!uid) {
         snprintf(detail, sizeof(detail),
                  "no Pod of that name on node '%s' in the API server; waiting for it", r->node);
-        note_skip(r, key, RECONCILE_SKIP_NO_POD, detail);
+        note_skip(r, t->key, RECONCILE_SKIP_NO_POD, detail);
         return ERR_OK;
     }
     if (pr_uid && *pr_uid && strcmp(pr_uid, uid) != 0) {
@@ -199,49 +187,62 @@ static err_t mirror(struct reconciler *r, const char *key, const char *ns, const
                  "podresd has pod uid '%.64s', the API server's Pod uid '%.64s'; waiting until "
                  "they agree",
                  pr_uid, uid);
-        note_skip(r, key, RECONCILE_SKIP_POD_UID, detail);
+        note_skip(r, t->key, RECONCILE_SKIP_POD_UID, detail);
         return ERR_OK;
     }
-    json_object_del(r->skips, key);
-    return ensure(r, key, ns, name, in, wrote, msg, cap);
+    json_object_del(r->skips, t->key);
+    return ensure(r, t, in, uid, wrote, e);
+}
+
+/* The decision for a key whose DeviceBinding (if any) is this node's and
+ * not going away. */
+static err_t decide(struct reconciler *r, const struct target *t, struct inputs *in, bool *wrote,
+                    uint64_t *requeue_ms, struct error *e)
+{
+    err_t rc;
+
+    if (in->cr && json_array_size(json_object_get(json_object_get(in->cr, "spec"), "containers")))
+        return rec_preassigned(r, t, in, wrote, requeue_ms, e);
+    if (in->resv) {
+        /* No pre-assignment (any more): its reservation goes. */
+        rc = in->cr ? rec_unreserve(r, t, e) : rec_stray(r, t, e);
+        if (rc || rec_held(r, requeue_ms))
+            return rc;
+    }
+    if (!dvb_has_devices(in->pr)) {
+        json_object_del(r->skips, t->key); /* nothing to mirror */
+        return unbound(r, t, in, wrote, e);
+    }
+    return mirror(r, t, in, wrote, e);
 }
 
 err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t *requeue_ms,
-                    char *msg, size_t cap)
+                    struct error *e)
 {
     struct inputs in = {cache_get(r->pr, key), cache_get(r->pods, key), cache_get(r->crs, key),
                         cache_get(r->resv, key)};
-    char ns[256], name[512];
+    struct target t;
+    struct error none;
     err_t rc = ERR_OK;
 
+    assert(r && r->node && r->kube && r->pd && r->pr && r->resv && r->pods && r->crs);
+    if (!e)
+        e = &none;
+    *e = (struct error){0};
     *wrote = false;
     *requeue_ms = 0;
     r->waiting = false;
-    msg[0] = '\0';
-    if (!split_key(key, ns, sizeof(ns), name, sizeof(name)) || rec_held(r, requeue_ms))
+    if (!target_of(key, &t) || rec_held(r, requeue_ms))
         goto out;
     if (foreign(r, key, in.cr)) {
-        rc = not_ours(r, key, ns, name, &in);
+        /* Never written. No DeviceBinding of this node has the key, so a
+         * reservation under it goes, as one without any does. */
+        rc = in.resv ? rec_unreserve(r, &t, e) : ERR_OK;
         goto out;
     }
     if (in.cr && json_object_get(json_object_get(in.cr, "metadata"), "deletionTimestamp"))
         goto out; /* going away already */
-    if (in.cr && json_array_size(json_object_get(json_object_get(in.cr, "spec"), "containers"))) {
-        rc = rec_preassigned(r, key, ns, name, &in, wrote, requeue_ms, msg, cap);
-        goto out;
-    }
-    if (in.resv) {
-        /* No pre-assignment (any more): its reservation goes. */
-        rc = in.cr ? rec_unreserve(r, key, ns, name) : rec_stray(r, key, ns, name);
-        if (rc || rec_held(r, requeue_ms))
-            goto out;
-    }
-    if (!dvb_has_devices(in.pr)) {
-        json_object_del(r->skips, key); /* nothing to mirror */
-        rc = unbound(r, key, ns, name, &in, wrote, msg, cap);
-        goto out;
-    }
-    rc = mirror(r, key, ns, name, &in, wrote, msg, cap);
+    rc = decide(r, &t, &in, wrote, requeue_ms, e);
 out:
     json_decref(in.pr);
     json_decref(in.pod);

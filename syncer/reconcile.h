@@ -69,8 +69,8 @@ struct reconciler {
 
 /* Bring 'key' to its desired state. *wrote tells whether an API write was
  * acknowledged; *requeue_ms, when not 0, asks for another look after that
- * long (a pre-assignment's deadline). Errors mean "try again later" ('msg'
- * says why).
+ * long (a pre-assignment's deadline). Errors mean "try again later" ('e', or
+ * NULL, says why).
  *
  * A DeviceBinding whose spec.containers a scheduler wrote is a
  * pre-assignment: its devices are reserved in podresd (PUT
@@ -108,7 +108,7 @@ struct reconciler {
  * *requeue_ms the time left); then each such reservation is removed once
  * more, and comes back only if the other syncer is still there. */
 err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t *requeue_ms,
-                    char *msg, size_t cap) WARN_UNUSED;
+                    struct error *e) WARN_UNUSED;
 
 /* Free what reconcile_key keeps in 'r' (not the borrowed fields); a no-op
  * for a reconciler never used. */

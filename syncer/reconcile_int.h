@@ -9,6 +9,13 @@
 #include "dvb.h"
 #include "reconcile.h"
 
+/* The key a decision is about, and its parts. */
+struct target {
+    const char *key; /* "namespace/name"; borrowed */
+    char ns[256];    /* its namespace */
+    char name[512];  /* its name */
+};
+
 /* What a decision reads for one key: new copies from the caches. */
 struct inputs {
     json_t *pr;   /* podresd's PodResources, or NULL */
@@ -22,41 +29,42 @@ struct inputs {
 void rec_set_key(json_t **set, const char *key);
 
 /* ---- reconcile_write.c: writes of the key's DeviceBinding ---- */
+/* Each says what failed in 'e' (never NULL). */
 
 /* Put an acknowledged object into the cache (anything but an object is ignored). */
 void rec_remember(struct reconciler *r, const char *key, json_t *obj);
 /* POST the object for the pod of 'uid'; on ERR_OK *out is the answer (new). */
-err_t rec_create(struct reconciler *r, const char *key, const char *ns, const char *name,
-                 const char *uid, json_t **out, char *msg, size_t cap) WARN_UNUSED;
+err_t rec_create(struct reconciler *r, const struct target *t, const char *uid, json_t **out,
+                 struct error *e) WARN_UNUSED;
 /* DELETE 'cr' (borrowed) with its uid and resourceVersion as preconditions. */
-err_t rec_delete(struct reconciler *r, const char *key, const char *ns, const char *name,
-                 const json_t *cr, char *msg, size_t cap) WARN_UNUSED;
+err_t rec_delete(struct reconciler *r, const struct target *t, const json_t *cr,
+                 struct error *e) WARN_UNUSED;
 /* Merge patch of 'sub' ("" or "/status") with 'body' (stolen; NULL is
  * ERR_NOMEM). */
-err_t rec_patch(struct reconciler *r, const char *key, const char *ns, const char *name,
-                const char *sub, json_t *body, char *msg, size_t cap) WARN_UNUSED;
+err_t rec_patch(struct reconciler *r, const struct target *t, const char *sub, json_t *body,
+                struct error *e) WARN_UNUSED;
+/* Make the Pod of 'pod_uid' (or NULL: none yet) an owner of 'cr' (borrowed)
+ * unless it is one; *wrote set when it was written. */
+err_t rec_own(struct reconciler *r, const struct target *t, const json_t *cr, const char *pod_uid,
+              bool *wrote, struct error *e) WARN_UNUSED;
 /* Patch the status of 'cr' (borrowed) to 'desired' (stolen; NULL is
  * ERR_NOMEM) unless it is there already; *wrote set when it was written. */
-err_t rec_put_status(struct reconciler *r, const char *key, const char *ns, const char *name,
-                     const json_t *cr, json_t *desired, bool *wrote, char *msg,
-                     size_t cap) WARN_UNUSED;
+err_t rec_put_status(struct reconciler *r, const struct target *t, const json_t *cr,
+                     json_t *desired, bool *wrote, struct error *e) WARN_UNUSED;
 
 /* ---- reconcile_preassign.c: pre-assignments ---- */
 
 /* The DeviceBinding in->cr pre-assigns devices (spec.containers): reserve
  * them in podresd, or release the reservation after the TTL, and write the
  * status and the condition that follow (reconcile.h). */
-err_t rec_preassigned(struct reconciler *r, const char *key, const char *ns, const char *name,
-                      struct inputs *in, bool *wrote, uint64_t *requeue_ms, char *msg,
-                      size_t cap) WARN_UNUSED;
-/* Remove the reservation under 'key'; one this reconciler did not place is
- * said once. */
-err_t rec_unreserve(struct reconciler *r, const char *key, const char *ns,
-                    const char *name) WARN_UNUSED;
+err_t rec_preassigned(struct reconciler *r, const struct target *t, struct inputs *in, bool *wrote,
+                      uint64_t *requeue_ms, struct error *e) WARN_UNUSED;
+/* Remove the reservation under the key; one this reconciler did not place
+ * is said once. */
+err_t rec_unreserve(struct reconciler *r, const struct target *t, struct error *e) WARN_UNUSED;
 /* A reservation under a key without a DeviceBinding of this node: removed,
  * or, when it comes back, the sign of another syncer (r->fence). */
-err_t rec_stray(struct reconciler *r, const char *key, const char *ns,
-                const char *name) WARN_UNUSED;
+err_t rec_stray(struct reconciler *r, const struct target *t, struct error *e) WARN_UNUSED;
 /* Whether writes are stopped (another syncer on this podresd); then
  * *requeue_ms is when the key should come back. */
 bool rec_held(struct reconciler *r, uint64_t *requeue_ms);

@@ -105,45 +105,58 @@ static void placed(struct reconciler *r, const char *key)
     rec_set_key(&r->placed, key);
 }
 
-/* Place or update the reservation; the verdict follows its state. */
-static err_t reserve(struct reconciler *r, const char *key, const json_t *want, json_t *resv,
-                     bool bound, struct verdict *v, char *msg, size_t cap)
+/* PUT 'want' as the reservation under 'key'; on ERR_OK *ans is podresd's
+ * answer (new). */
+static err_t put_reservation(struct reconciler *r, const char *key, const json_t *want,
+                             json_t **ans, struct error *e)
 {
     char path[1024];
-    json_t *body, *ans = NULL,
-                  *have = resv ? reservation_of(json_object_get(resv, "containers")) : NULL;
+    json_t *body = json_pack("{s:O}", "containers", want);
+    err_t rc;
+
+    if (!body)
+        return errorf(e, ERR_NOMEM, "out of memory");
+    snprintf(path, sizeof(path), "/v1/reservations/%s", key);
+    rc = rest_do(r->pd, "PUT", path, body, NULL, ans, e);
+    json_decref(body);
+    if (!rc)
+        placed(r, key);
+    return rc;
+}
+
+/* Place or update the reservation; the verdict follows its state. */
+static err_t reserve(struct reconciler *r, const char *key, const json_t *want, json_t *resv,
+                     bool bound, struct verdict *v, struct error *e)
+{
+    json_t *ans = NULL, *have = resv ? reservation_of(json_object_get(resv, "containers")) : NULL;
     err_t rc = ERR_OK;
 
     if (!have || !json_equal(have, want)) {
-        snprintf(path, sizeof(path), "/v1/reservations/%s", key);
-        body = json_pack("{s:O}", "containers", want);
-        rc = body ? rest_do(r->pd, "PUT", path, body, NULL, &ans, msg, cap) : ERR_NOMEM;
-        json_decref(body);
-        if (!rc)
-            placed(r, key);
+        rc = put_reservation(r, key, want, &ans, e);
         if (rc == ERR_CONFLICT || rc == ERR_UNPROCESSABLE || rc == ERR_INVAL) {
             *v = (struct verdict){"Conflict", "False", "Unavailable", ""};
-            snprintf(v->message, sizeof(v->message), "%s", bare(msg));
-            json_decref(have);
-            return ERR_OK;
+            str_copy(v->message, sizeof(v->message), bare(e->msg));
+            rc = ERR_OK;
+            goto out; /* podresd refused: the verdict says why */
         }
         resv = json_object_get(ans, "reservation");
     }
-    json_decref(have);
     if (!rc)
         verdict_of(resv, bound, v);
+out:
+    json_decref(have);
     json_decref(ans);
     return rc;
 }
 
-static err_t release(struct reconciler *r, const char *ns, const char *name)
+static err_t release(struct reconciler *r, const struct target *t, struct error *e)
 {
-    char path[1024], msg[512];
+    char path[1024];
     json_t *ans = NULL;
     err_t rc;
 
-    snprintf(path, sizeof(path), "/v1/reservations/%s/%s", ns, name);
-    rc = rest_do(r->pd, "DELETE", path, NULL, NULL, &ans, msg, sizeof(msg));
+    snprintf(path, sizeof(path), "/v1/reservations/%s/%s", t->ns, t->name);
+    rc = rest_do(r->pd, "DELETE", path, NULL, NULL, &ans, e);
     json_decref(ans);
     return rc == ERR_NOTFOUND ? ERR_OK : rc;
 }
@@ -153,22 +166,22 @@ static err_t release(struct reconciler *r, const char *ns, const char *name)
  * (a PUT over podresd's REST API by hand): with the syncer running, the
  * node's reservations mirror DeviceBindings, so it is undone, and said once
  * per reservation, since nothing else tells its maker. */
-err_t rec_unreserve(struct reconciler *r, const char *key, const char *ns, const char *name)
+err_t rec_unreserve(struct reconciler *r, const struct target *t, struct error *e)
 {
     err_t rc;
 
-    if (!json_object_get(r->reserved, key) && !json_object_get(r->strays, key)) {
+    if (!json_object_get(r->reserved, t->key) && !json_object_get(r->strays, t->key)) {
         log_info("removing reservation %s made outside a DeviceBinding: this node's "
                  "reservations are owned by DeviceBindings; pre-assign with a DeviceBinding "
                  "instead",
-                 key);
-        rec_set_key(&r->strays, key);
+                 t->key);
+        rec_set_key(&r->strays, t->key);
     }
-    rc = release(r, ns, name);
+    rc = release(r, t, e);
     if (!rc) {
-        json_object_del(r->placed, key);
-        json_object_del(r->reserved, key);
-        json_object_del(r->strays, key);
+        json_object_del(r->placed, t->key);
+        json_object_del(r->reserved, t->key);
+        json_object_del(r->strays, t->key);
     }
     return rc;
 }
@@ -176,17 +189,17 @@ err_t rec_unreserve(struct reconciler *r, const char *key, const char *ns, const
 /* The node whose DeviceBinding NS/NAME pre-assigns a reservation, when it
  * is another than this one, into 'other' ("" when none: no such object,
  * labelled for this node or none, no spec.containers). */
-static err_t claimant(struct reconciler *r, const char *ns, const char *name, char *other,
-                      size_t cap)
+static err_t claimant(struct reconciler *r, const struct target *t, char *other, size_t cap,
+                      struct error *e)
 {
-    char path[1024], msg[512];
+    char path[1024];
     json_t *obj = NULL;
     const char *owner;
     err_t rc;
 
     other[0] = '\0';
-    dvb_path(path, sizeof(path), ns, name, NULL);
-    rc = rest_do(r->kube, "GET", path, NULL, NULL, &obj, msg, sizeof(msg));
+    dvb_path(path, sizeof(path), t->ns, t->name, NULL);
+    rc = rest_do(r->kube, "GET", path, NULL, NULL, &obj, e);
     if (rc == ERR_NOTFOUND)
         return ERR_OK;
     if (rc)
@@ -204,25 +217,25 @@ static err_t claimant(struct reconciler *r, const char *ns, const char *name, ch
  * is asked whose it is: another node's pre-assignment means another syncer
  * on this podresd, and the writes stop (r->fence); anything else is
  * removed again. */
-err_t rec_stray(struct reconciler *r, const char *key, const char *ns, const char *name)
+err_t rec_stray(struct reconciler *r, const struct target *t, struct error *e)
 {
     char other[254];
     err_t rc;
 
-    if (json_object_get(r->reserved, key) || !json_object_get(r->removed, key)) {
-        if (!json_object_get(r->reserved, key)) {
+    if (json_object_get(r->reserved, t->key) || !json_object_get(r->removed, t->key)) {
+        if (!json_object_get(r->reserved, t->key)) {
             if (json_object_size(r->removed) >= 4096)
                 json_object_clear(r->removed); /* bounded; a fight shows again */
-            rec_set_key(&r->removed, key);
+            rec_set_key(&r->removed, t->key);
         }
-        return rec_unreserve(r, key, ns, name);
+        return rec_unreserve(r, t, e);
     }
-    rc = claimant(r, ns, name, other, sizeof(other));
+    rc = claimant(r, t, other, sizeof(other), e);
     if (rc)
         return rc;
     if (!*other) {
-        json_object_del(r->removed, key);
-        return rec_unreserve(r, key, ns, name);
+        json_object_del(r->removed, t->key);
+        return rec_unreserve(r, t, e);
     }
     fence_claimed(&r->fence, r->node, other, queue_now_ms());
     json_object_clear(r->removed);
@@ -263,56 +276,72 @@ static void tell(struct reconciler *r, const json_t *cr, const json_t *old, cons
                       "the pod holds the devices its DeviceBinding pre-assigned", queue_now_ms());
 }
 
-err_t rec_preassigned(struct reconciler *r, const char *key, const char *ns, const char *name,
-                      struct inputs *in, bool *wrote, uint64_t *requeue_ms, char *msg, size_t cap)
+/* The reservation of in->cr's pre-assignment and the verdict it earns:
+ * released after the TTL while the pod has not arrived on the node, else
+ * placed or updated (and the key looked at again at the TTL). */
+static err_t settle(struct reconciler *r, const struct target *t, const struct inputs *in,
+                    bool bound, struct verdict *v, uint64_t *requeue_ms, struct error *e)
 {
-    const char *pod_uid = in->pod ? dvb_meta(in->pod, "uid") : NULL;
-    bool bound = dvb_has_devices(in->pr), arrived = in->pr || in->pod;
+    bool arrived = in->pr || in->pod;
     long long age = age_s(dvb_meta(in->cr, "creationTimestamp"));
     long long ttl_s = (long long)(r->ttl_ms / 1000);
-    json_t *want = reservation_of(json_object_get(json_object_get(in->cr, "spec"), "containers"));
-    json_t *desired, *cond;
-    struct verdict v = {0};
-    char now[32];
-    err_t rc = ERR_OK;
+    json_t *want;
+    err_t rc;
 
-    if (!want)
-        return ERR_NOMEM;
-    rec_set_key(&r->reserved, key); /* a reservation under this key is this object's */
     if (!arrived && age >= ttl_s) {
-        rc = in->resv ? rec_unreserve(r, key, ns, name) : ERR_OK;
-        v = (struct verdict){"Conflict", "False", "ReservationExpired", ""};
-        snprintf(v.message, sizeof(v.message),
+        *v = (struct verdict){"Conflict", "False", "ReservationExpired", ""};
+        snprintf(v->message, sizeof(v->message),
                  "the pod did not arrive on node %s within %llds; the reservation was released",
                  r->node, ttl_s);
-    } else {
-        rc = reserve(r, key, want, in->resv, bound, &v, msg, cap);
-        r->waiting = !rc && v.reason && strcmp(v.reason, "Unavailable") == 0;
-        if (!arrived)
-            *requeue_ms = (uint64_t)(ttl_s - (age > 0 ? age : 0)) * 1000 + 500;
+        return in->resv ? rec_unreserve(r, t, e) : ERR_OK;
     }
+    want = reservation_of(json_object_get(json_object_get(in->cr, "spec"), "containers"));
+    if (!want)
+        return errorf(e, ERR_NOMEM, "out of memory");
+    rc = reserve(r, t->key, want, in->resv, bound, v, e);
     json_decref(want);
-    if (rc)
-        return rc;
-    if (pod_uid && !dvb_owned_by(in->cr, pod_uid)) {
-        rc = rec_patch(r, key, ns, name, "",
-                       json_pack("{s:{s:o}}", "metadata", "ownerReferences",
-                                 dvb_owners_with_pod(in->cr, name, pod_uid)),
-                       msg, cap);
-        if (rc)
-            return rc;
-        *wrote = true;
-    }
+    r->waiting = !rc && v->reason && strcmp(v->reason, "Unavailable") == 0;
+    if (!arrived)
+        *requeue_ms = (uint64_t)(ttl_s - (age > 0 ? age : 0)) * 1000 + 500;
+    return rc;
+}
+
+/* The status of a pre-assignment: podresd's binding when the pod holds the
+ * devices, the verdict's phase and its condition. New, or NULL. */
+static json_t *preassigned_status(struct reconciler *r, const struct inputs *in,
+                                  const char *pod_uid, bool bound, const struct verdict *v)
+{
+    json_t *desired = dvb_status(bound ? in->pr : NULL, pod_uid ? pod_uid : "", r->node);
+    json_t *cond;
+    char now[32];
+
     dvb_now(now, sizeof(now));
-    desired = dvb_status(bound ? in->pr : NULL, pod_uid ? pod_uid : "", r->node);
-    cond = dvb_condition(PREASSIGNED, v.status, v.reason, v.message,
+    cond = dvb_condition(PREASSIGNED, v->status, v->reason, v->message,
                          dvb_condition_of(in->cr, PREASSIGNED), now);
     if (desired && cond) {
-        json_object_set_new(desired, "phase", json_string(v.phase));
+        json_object_set_new(desired, "phase", json_string(v->phase));
         json_object_set_new(desired, "conditions", json_pack("[O]", cond));
     }
     json_decref(cond);
-    rc = rec_put_status(r, key, ns, name, in->cr, desired, wrote, msg, cap);
+    return desired;
+}
+
+err_t rec_preassigned(struct reconciler *r, const struct target *t, struct inputs *in, bool *wrote,
+                      uint64_t *requeue_ms, struct error *e)
+{
+    const char *pod_uid = in->pod ? dvb_meta(in->pod, "uid") : NULL;
+    bool bound = dvb_has_devices(in->pr);
+    struct verdict v = {0};
+    err_t rc;
+
+    rec_set_key(&r->reserved, t->key); /* a reservation under this key is this object's */
+    rc = settle(r, t, in, bound, &v, requeue_ms, e);
+    if (rc)
+        return rc;
+    rc = rec_own(r, t, in->cr, pod_uid, wrote, e);
+    if (rc)
+        return rc;
+    rc = rec_put_status(r, t, in->cr, preassigned_status(r, in, pod_uid, bound, &v), wrote, e);
     if (!rc)
         tell(r, in->cr, dvb_condition_of(in->cr, PREASSIGNED), &v);
     return rc;

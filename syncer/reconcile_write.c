@@ -15,69 +15,65 @@ void rec_remember(struct reconciler *r, const char *key, json_t *obj)
         cache_set(r->crs, key, obj, true);
 }
 
-/* Read the object again into the cache. ERR_FORBIDDEN (the reason in
- * 'why') when it is not this node's: labelled for another node, or not at
- * all: nothing is written to it, and it is looked at again after the
- * longest backoff, not every 30 s. Whatever the cache held for the key is
- * not what the server has, and the server's is not this node's: it goes. */
-static err_t refetch(struct reconciler *r, const char *key, const char *ns, const char *name,
-                     char *why, size_t cap)
+/* Read the object again into the cache. ERR_FORBIDDEN (the reason in 'e')
+ * when it is not this node's: labelled for another node, or not at all:
+ * nothing is written to it, and it is looked at again after the longest
+ * backoff, not every 30 s. Whatever the cache held for the key is not what
+ * the server has, and the server's is not this node's: it goes. Other
+ * failures leave 'e' alone: the caller's own failure says more. */
+static err_t refetch(struct reconciler *r, const struct target *t, struct error *e)
 {
-    char path[1024], msg[512];
+    char path[1024];
     json_t *obj = NULL;
     const char *owner;
     err_t rc;
 
-    dvb_path(path, sizeof(path), ns, name, NULL);
-    rc = rest_do(r->kube, "GET", path, NULL, NULL, &obj, msg, sizeof(msg));
+    dvb_path(path, sizeof(path), t->ns, t->name, NULL);
+    rc = rest_do(r->kube, "GET", path, NULL, NULL, &obj, NULL);
     if (rc == ERR_NOTFOUND) {
-        cache_del(r->crs, key);
+        cache_del(r->crs, t->key);
         return ERR_OK;
     }
     if (rc)
         return rc;
     owner = dvb_label(obj);
     if (owner && strcmp(owner, r->node) == 0) {
-        rec_remember(r, key, obj);
+        rec_remember(r, t->key, obj);
     } else {
-        cache_del(r->crs, key);
+        cache_del(r->crs, t->key);
         __atomic_add_fetch(&r->skipped[RECONCILE_SKIP_FOREIGN_LABEL], 1, __ATOMIC_RELAXED);
-        snprintf(why, cap,
-                 "DeviceBinding %s exists but is labelled for %s%s%s, not node '%s'; leaving it "
-                 "alone",
-                 key, owner ? "node '" : "no node", owner ? owner : "", owner ? "'" : "", r->node);
-        rc = ERR_FORBIDDEN;
+        rc = errorf(e, ERR_FORBIDDEN,
+                    "DeviceBinding %s exists but is labelled for %s%s%s, not node '%s'; leaving "
+                    "it alone",
+                    t->key, owner ? "node '" : "no node", owner ? owner : "", owner ? "'" : "",
+                    r->node);
     }
     json_decref(obj);
     return rc;
 }
 
-err_t rec_create(struct reconciler *r, const char *key, const char *ns, const char *name,
-                 const char *uid, json_t **out, char *msg, size_t cap)
+err_t rec_create(struct reconciler *r, const struct target *t, const char *uid, json_t **out,
+                 struct error *e)
 {
     char path[1024];
-    json_t *body = dvb_new(ns, name, r->node, uid);
-    err_t rc;
+    json_t *body = dvb_new(t->ns, t->name, r->node, uid);
+    err_t rc, f;
 
     if (!body)
-        return ERR_NOMEM;
-    dvb_path(path, sizeof(path), ns, NULL, NULL);
-    rc = rest_do(r->kube, "POST", path, body, NULL, out, msg, cap);
+        return errorf(e, ERR_NOMEM, "out of memory");
+    dvb_path(path, sizeof(path), t->ns, NULL, NULL);
+    rc = rest_do(r->kube, "POST", path, body, NULL, out, e);
     json_decref(body);
-    if (rc == ERR_CONFLICT) {
-        /* It exists already (our cache lagged): read it and decide again. */
-        err_t f = refetch(r, key, ns, name, msg, cap);
-
-        if (f == ERR_OK)
-            snprintf(msg, cap, "DeviceBinding %s already exists; read it again", key);
-        else if (f == ERR_FORBIDDEN)
-            rc = f;
-    }
-    return rc;
+    if (rc != ERR_CONFLICT)
+        return rc;
+    /* It exists already (our cache lagged): read it and decide again. */
+    f = refetch(r, t, e);
+    if (f == ERR_OK)
+        errorf(e, rc, "DeviceBinding %s already exists; read it again", t->key);
+    return f == ERR_FORBIDDEN ? f : rc;
 }
 
-err_t rec_delete(struct reconciler *r, const char *key, const char *ns, const char *name,
-                 const json_t *cr, char *msg, size_t cap)
+err_t rec_delete(struct reconciler *r, const struct target *t, const json_t *cr, struct error *e)
 {
     char path[1024];
     /* The object as decided on: its uid, and its resourceVersion, so that a
@@ -87,62 +83,77 @@ err_t rec_delete(struct reconciler *r, const char *key, const char *ns, const ch
     json_t *body = json_pack("{s:s,s:s,s:o}", "kind", "DeleteOptions", "apiVersion", "v1",
                              "preconditions", pre);
     const char *uid = dvb_meta(cr, "uid"), *rv = dvb_meta(cr, "resourceVersion");
-    err_t rc;
+    err_t rc = ERR_NOMEM;
 
     if (!body)
-        return ERR_NOMEM;
+        return errorf(e, rc, "out of memory");
     /* a field given empty would be compared as such: only those known */
     if ((uid && json_object_set_new(pre, "uid", json_string(uid))) ||
         (rv && json_object_set_new(pre, "resourceVersion", json_string(rv)))) {
-        json_decref(body);
-        return ERR_NOMEM;
+        errorf(e, rc, "out of memory");
+        goto out;
     }
-    dvb_path(path, sizeof(path), ns, name, NULL);
-    rc = rest_do(r->kube, "DELETE", path, body, NULL, &out, msg, cap);
-    json_decref(body);
+    dvb_path(path, sizeof(path), t->ns, t->name, NULL);
+    rc = rest_do(r->kube, "DELETE", path, body, NULL, &out, e);
     json_decref(out);
     if (rc == ERR_OK || rc == ERR_NOTFOUND) {
-        cache_del(r->crs, key);
-        return ERR_OK;
-    }
-    /* Changed, or another object by that name now: decide again, or leave
-     * it alone if it is not this node's. */
-    if (rc == ERR_CONFLICT && refetch(r, key, ns, name, msg, cap) == ERR_FORBIDDEN)
+        cache_del(r->crs, t->key);
+        rc = ERR_OK;
+    } else if (rc == ERR_CONFLICT && refetch(r, t, e) == ERR_FORBIDDEN) {
+        /* Changed, or another object by that name now, not this node's. */
         rc = ERR_FORBIDDEN;
+    }
+out:
+    json_decref(body);
     return rc;
 }
 
-err_t rec_patch(struct reconciler *r, const char *key, const char *ns, const char *name,
-                const char *sub, json_t *body, char *msg, size_t cap)
+err_t rec_patch(struct reconciler *r, const struct target *t, const char *sub, json_t *body,
+                struct error *e)
 {
     char path[1024];
     json_t *out = NULL;
     err_t rc;
 
     if (!body)
-        return ERR_NOMEM;
-    dvb_path(path, sizeof(path), ns, name, sub);
-    rc = rest_do(r->kube, "PATCH", path, body, REST_MERGE_PATCH, &out, msg, cap);
+        return errorf(e, ERR_NOMEM, "out of memory");
+    dvb_path(path, sizeof(path), t->ns, t->name, sub);
+    rc = rest_do(r->kube, "PATCH", path, body, REST_MERGE_PATCH, &out, e);
     json_decref(body);
     if (!rc)
-        rec_remember(r, key, out);
-    else if ((rc == ERR_NOTFOUND || rc == ERR_CONFLICT) &&
-             refetch(r, key, ns, name, msg, cap) == ERR_FORBIDDEN)
+        rec_remember(r, t->key, out);
+    else if ((rc == ERR_NOTFOUND || rc == ERR_CONFLICT) && refetch(r, t, e) == ERR_FORBIDDEN)
         rc = ERR_FORBIDDEN;
     json_decref(out);
     return rc;
 }
 
-err_t rec_put_status(struct reconciler *r, const char *key, const char *ns, const char *name,
-                     const json_t *cr, json_t *desired, bool *wrote, char *msg, size_t cap)
+err_t rec_own(struct reconciler *r, const struct target *t, const json_t *cr, const char *pod_uid,
+              bool *wrote, struct error *e)
+{
+    err_t rc;
+
+    if (!pod_uid || dvb_owned_by(cr, pod_uid))
+        return ERR_OK;
+    rc = rec_patch(r, t, "",
+                   json_pack("{s:{s:o}}", "metadata", "ownerReferences",
+                             dvb_owners_with_pod(cr, t->name, pod_uid)),
+                   e);
+    if (!rc)
+        *wrote = true;
+    return rc;
+}
+
+err_t rec_put_status(struct reconciler *r, const struct target *t, const json_t *cr,
+                     json_t *desired, bool *wrote, struct error *e)
 {
     err_t rc = ERR_OK;
 
     if (!desired)
-        return ERR_NOMEM;
+        return errorf(e, ERR_NOMEM, "out of memory");
     if (!json_equal(desired, json_object_get(cr, "status"))) {
-        rc = rec_patch(r, key, ns, name, "/status",
-                       dvb_status_patch(json_object_get(cr, "status"), desired), msg, cap);
+        rc = rec_patch(r, t, "/status", dvb_status_patch(json_object_get(cr, "status"), desired),
+                       e);
         *wrote = *wrote || rc == ERR_OK;
     }
     json_decref(desired);

@@ -124,13 +124,14 @@ static void put_off(struct syncer *s, const char *key)
  * only when another syncer is seen on this podresd (reconcile.h). */
 static void check_node(struct syncer *s)
 {
-    char path[512], name[300], msg[512];
+    char path[512], name[300];
+    struct error err = {0};
     json_t *node = NULL;
     err_t rc;
 
     rest_escape(s->set.node_name, name, sizeof(name));
     snprintf(path, sizeof(path), "/api/v1/nodes/%s", name);
-    rc = rest_do(s->k_work, "GET", path, NULL, NULL, &node, msg, sizeof(msg));
+    rc = rest_do(s->k_work, "GET", path, NULL, NULL, &node, &err);
     json_decref(node);
     if (rc == ERR_NOTFOUND)
         log_warn("node '%s' is no Node in the API server (404 for %s): is --node-name "
@@ -138,7 +139,7 @@ static void check_node(struct syncer *s)
                  s->set.node_name, path);
     else if (rc)
         log_info("cannot check that node '%s' is a Node in the API server: %s", s->set.node_name,
-                 msg);
+                 error_msg(&err));
     __atomic_store_n(&s->node_missing, rc == ERR_NOTFOUND ? 1 : rc ? -1 : 0, __ATOMIC_RELAXED);
 }
 
@@ -147,7 +148,7 @@ static void check_node(struct syncer *s)
  * looked at again each second (no request: the informer lists). */
 static void sync_inventory(struct syncer *s, json_t *fails, uint64_t dirty)
 {
-    char msg[512];
+    struct error err = {0};
     uint64_t again;
     bool wrote;
     err_t rc;
@@ -162,7 +163,7 @@ static void sync_inventory(struct syncer *s, json_t *fails, uint64_t dirty)
         return;
     }
     s->inv.revision = s->feed.revision;
-    rc = inventory_sync(&s->inv, &wrote, &again, msg, sizeof(msg));
+    rc = inventory_sync(&s->inv, &wrote, &again, &err);
     if (rc == ERR_OK) {
         json_object_del(fails, INVENTORY_KEY);
         if (again)
@@ -172,9 +173,10 @@ static void sync_inventory(struct syncer *s, json_t *fails, uint64_t dirty)
         return;
     }
     if (rc == ERR_FORBIDDEN || rc == ERR_UNPROCESSABLE || rc == ERR_INVAL)
-        log_warn("cannot write NodeDevices %s: %s", s->set.node_name, msg);
+        log_warn("cannot write NodeDevices %s: %s", s->set.node_name, error_msg(&err));
     else
-        log_debug("write of NodeDevices %s failed: %s; retrying", s->set.node_name, msg);
+        log_debug("write of NodeDevices %s failed: %s; retrying", s->set.node_name,
+                  error_msg(&err));
     queue_add(s->queue, INVENTORY_KEY, retry_delay(fails, INVENTORY_KEY, rc));
 }
 
@@ -182,7 +184,8 @@ void *worker_run(void *arg)
 {
     struct syncer *s = arg;
     json_t *fails = json_object();
-    char key[768], msg[512];
+    char key[768];
+    struct error err = {0};
     uint64_t dirty, again;
     bool wrote;
     err_t rc;
@@ -199,7 +202,7 @@ void *worker_run(void *arg)
             put_off(s, key);
             continue;
         }
-        rc = reconcile_key(&s->rec, key, &wrote, &again, msg, sizeof(msg));
+        rc = reconcile_key(&s->rec, key, &wrote, &again, &err);
         if (rc == ERR_OK) {
             note_waiting(s, key, s->rec.waiting);
             json_object_del(fails, key);
@@ -212,9 +215,9 @@ void *worker_run(void *arg)
         if (rest_gate_stopped(s->gate))
             break;
         if (rc == ERR_FORBIDDEN || rc == ERR_UNPROCESSABLE || rc == ERR_INVAL)
-            log_warn("cannot sync DeviceBinding %s: %s", key, msg);
+            log_warn("cannot sync DeviceBinding %s: %s", key, error_msg(&err));
         else
-            log_debug("sync of %s failed: %s; retrying", key, msg);
+            log_debug("sync of %s failed: %s; retrying", key, error_msg(&err));
         queue_add(s->queue, key, retry_delay(fails, key, rc));
     }
     json_decref(fails);

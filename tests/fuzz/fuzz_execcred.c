@@ -12,12 +12,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void fuzz_output(const char *text, size_t len)
 {
     struct execcred_result r = {0};
-    char msg[256] = "";
-    err_t rc = execcred_parse(text, len, "client.authentication.k8s.io/v1", &r, msg, sizeof(msg));
+    struct error e = {0};
+    err_t rc = execcred_parse(text, len, "client.authentication.k8s.io/v1", &r, &e);
 
     if (rc != ERR_OK && rc != ERR_INVAL && rc != ERR_NOMEM)
         abort(); /* the header promises no other code */
-    if (rc == ERR_INVAL && msg[0] == '\0')
+    if (rc == ERR_INVAL && e.msg[0] == '\0')
         abort(); /* every rejection says why */
     if (rc == ERR_OK && !r.token && !(r.cert_data && r.key_data))
         abort(); /* a success carries a credential */
@@ -29,12 +29,13 @@ static void fuzz_block(const char *text, size_t len)
     struct execcred_cfg *c = NULL;
     json_t *doc = NULL;
     char msg[256] = "";
+    struct error e = {0};
     err_t rc;
 
     if (cfg_yaml_parse(text, len, &doc, msg, sizeof(msg)))
         return;
-    rc = execcred_cfg_parse(doc, "/nonexistent", &c, msg, sizeof(msg));
-    if (rc == ERR_INVAL && msg[0] == '\0')
+    rc = execcred_cfg_parse(doc, "/nonexistent", &c, &e);
+    if (rc == ERR_INVAL && e.msg[0] == '\0')
         abort();
     if (rc == ERR_OK && (!c || !c->argv || !c->argv[0] || !c->command))
         abort();

@@ -17,10 +17,11 @@ static struct view *view_once(void)
     if (v)
         return v;
     v = view_new(60000);
-    nd = json_loads("{\"status\":{\"devices\":[{\"resourceName\":\"example.com/gpu\",\"id\":\"g0\","
-                    "\"health\":\"Healthy\",\"topology\":{\"nodes\":[{\"id\":0}]}},"
-                    "{\"resourceName\":\"example.com/gpu\",\"id\":\"g1\",\"health\":\"Healthy\"}]}}",
-                    0, NULL);
+    nd = json_loads(
+        "{\"status\":{\"devices\":[{\"resourceName\":\"example.com/gpu\",\"id\":\"g0\","
+        "\"health\":\"Healthy\",\"topology\":{\"nodes\":[{\"id\":0}]}},"
+        "{\"resourceName\":\"example.com/gpu\",\"id\":\"g1\",\"health\":\"Healthy\"}]}}",
+        0, NULL);
     view_set_node(v, "n1", nd);
     json_decref(nd);
     return v;
@@ -41,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (view_prioritize(v, a.names, a.totals, &list) == ERR_OK)
             json_decref(list);
-        if (view_choose(v, "n1", "ns/p", "u", a.requests, &chosen, msg, sizeof(msg)) == ERR_OK)
+        if (view_choose(v, "n1", "ns/p", "u", a.requests, &chosen, NULL) == ERR_OK)
             json_decref(chosen);
         view_unassume(v, "ns/p");
         args_release(&a);

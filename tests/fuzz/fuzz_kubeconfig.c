@@ -9,15 +9,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct kubeconfig kc;
-    char msg[256] = "";
+    struct error e = {0};
     err_t rc;
 
     memset(&kc, 0, sizeof(kc));
-    rc = kubeconfig_parse((const char *)data, size, "/nonexistent", &kc, msg, sizeof(msg));
+    rc = kubeconfig_parse((const char *)data, size, "/nonexistent", &kc, &e);
     if (rc != ERR_OK && rc != ERR_INVAL && rc != ERR_NOMEM)
         abort(); /* the header promises no other code */
-    if (rc == ERR_INVAL && msg[0] == '\0')
-        abort(); /* every rejection says why */
+    if (rc == ERR_INVAL && e.msg[0] == '\0')
+        abort();             /* every rejection says why */
     kubeconfig_release(&kc); /* filled on ERR_OK, still zeroed otherwise */
     return 0;
 }

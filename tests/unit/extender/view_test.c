@@ -144,11 +144,11 @@ static void test_choose_assume(void)
 {
     struct view *v = view_new(60000);
     json_t *a = nd("a", 4), *r = requests(2), *c1 = NULL, *c2 = NULL, *c3 = NULL, *seen;
-    char msg[256];
+    struct error err = {0};
 
     view_set_node(v, "a", a);
-    CHECK_OK(view_choose(v, "a", "ml/p1", "u1", r, &c1, msg, sizeof(msg)));
-    CHECK_OK(view_choose(v, "a", "ml/p2", "u2", r, &c2, msg, sizeof(msg)));
+    CHECK_OK(view_choose(v, "a", "ml/p1", "u1", r, &c1, &err));
+    CHECK_OK(view_choose(v, "a", "ml/p2", "u2", r, &c2, &err));
     CHECK_EQ_INT(view_assumed(v), 2);
     /* Two choices never share a device: one NUMA node each. */
     CHECK_STREQ(
@@ -163,18 +163,18 @@ static void test_choose_assume(void)
                             "deviceIds"),
             0)),
         "a-g2");
-    CHECK_EQ_INT(view_choose(v, "a", "ml/p3", "u3", r, &c3, msg, sizeof(msg)), ERR_CONFLICT);
-    CHECK_STREQ(msg, "example.com/gpu: 0 free healthy, 2 requested");
-    CHECK_EQ_INT(view_choose(v, "zz", "ml/p3", "u3", r, &c3, msg, sizeof(msg)), ERR_CONFLICT);
+    CHECK_EQ_INT(view_choose(v, "a", "ml/p3", "u3", r, &c3, &err), ERR_CONFLICT);
+    CHECK_STREQ(err.msg, "example.com/gpu: 0 free healthy, 2 requested");
+    CHECK_EQ_INT(view_choose(v, "zz", "ml/p3", "u3", r, &c3, &err), ERR_CONFLICT);
     /* The informer shows p1's DeviceBinding: no longer assumed, still taken. */
     seen = json_pack("{s:{s:[{s:s}]},s:{s:s,s:O}}", "metadata", "ownerReferences", "uid", "u1",
                      "spec", "nodeName", "a", "containers", c1);
     view_set_binding(v, "ml/p1", seen);
     CHECK_EQ_INT(view_assumed(v), 1);
-    CHECK_EQ_INT(view_choose(v, "a", "ml/p3", "u3", r, &c3, msg, sizeof(msg)), ERR_CONFLICT);
+    CHECK_EQ_INT(view_choose(v, "a", "ml/p3", "u3", r, &c3, &err), ERR_CONFLICT);
     /* p2's bind failed: its devices are free again. */
     view_unassume(v, "ml/p2");
-    CHECK_OK(view_choose(v, "a", "ml/p3", "u3", r, &c3, msg, sizeof(msg)));
+    CHECK_OK(view_choose(v, "a", "ml/p3", "u3", r, &c3, &err));
     json_decref(seen);
     json_decref(c1);
     json_decref(c2);
@@ -189,10 +189,10 @@ static void test_assume_expires(void)
     struct view *v = view_new(1);
     json_t *a = nd("a", 2), *r = requests(2), *c = NULL, *names = json_pack("[s]", "a");
     json_t *t = totals(2), *fit, *failed;
-    char msg[256];
+    struct error err = {0};
 
     view_set_node(v, "a", a);
-    CHECK_OK(view_choose(v, "a", "ml/p1", "u1", r, &c, msg, sizeof(msg)));
+    CHECK_OK(view_choose(v, "a", "ml/p1", "u1", r, &c, &err));
     json_decref(c);
     nanosleep(&(struct timespec){0, 5 * 1000000}, NULL);
     CHECK_OK(view_filter(v, names, t, &fit, &failed));

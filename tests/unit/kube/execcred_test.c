@@ -15,14 +15,13 @@
     TEST_REPORT(strstr((msg), (part)) != NULL, "\"%s\" lacks \"%s\"", (msg), (part))
 
 /* Parse YAML 'text' as an exec block. */
-static err_t cfg_of(const char *text, const char *dir, struct execcred_cfg **out, char *msg,
-                    size_t cap)
+static err_t cfg_of(const char *text, const char *dir, struct execcred_cfg **out, struct error *e)
 {
     json_t *doc = NULL;
-    err_t rc = cfg_yaml_parse(text, strlen(text), &doc, msg, cap);
+    err_t rc = cfg_yaml_parse(text, strlen(text), &doc, e->msg, sizeof(e->msg));
 
     if (!rc)
-        rc = execcred_cfg_parse(doc, dir, out, msg, cap);
+        rc = execcred_cfg_parse(doc, dir, out, e);
     json_decref(doc);
     return rc;
 }
@@ -30,12 +29,12 @@ static err_t cfg_of(const char *text, const char *dir, struct execcred_cfg **out
 static void test_cfg(void)
 {
     struct execcred_cfg *c = NULL;
-    char msg[256] = "";
+    struct error err = {0};
 
     CHECK_OK(cfg_of("command: bin/get-token\napiVersion: " V1 "\n"
                     "args: [--ttl, 5, true]\nenv: [{name: A, value: 1}, {name: B}]\n"
                     "interactiveMode: Never\ninstallHint: apt install x\n",
-                    "/etc/kc", &c, msg, sizeof(msg)));
+                    "/etc/kc", &c, &err));
     if (c) {
         CHECK_STREQ(c->command, "/etc/kc/bin/get-token"); /* relative to the file */
         CHECK_STREQ(c->argv[0], "/etc/kc/bin/get-token");
@@ -52,7 +51,7 @@ static void test_cfg(void)
     execcred_cfg_free(c);
     c = NULL;
     CHECK_OK(cfg_of("command: aws\napiVersion: client.authentication.k8s.io/v1beta1\n", "/etc/kc",
-                    &c, msg, sizeof(msg)));
+                    &c, &err));
     if (c) {
         CHECK_STREQ(c->command, "aws"); /* a bare name: $PATH */
         CHECK_EQ_INT(c->interactive, EXECCRED_IF_AVAILABLE);
@@ -74,13 +73,13 @@ static void test_cfg_bad(void)
         {"command: x\napiVersion: " V1 "\ninteractiveMode: Sometimes\n", "interactiveMode"},
     };
     struct execcred_cfg *c = NULL;
-    char msg[256];
+    struct error err = {0};
     size_t i;
 
     for (i = 0; i < ARRAY_SIZE(bad); i++) {
-        msg[0] = '\0';
-        CHECK_EQ_INT(cfg_of(bad[i][0], NULL, &c, msg, sizeof(msg)), ERR_INVAL);
-        CHECK_HAS(msg, bad[i][1]);
+        err = (struct error){0};
+        CHECK_EQ_INT(cfg_of(bad[i][0], NULL, &c, &err), ERR_INVAL);
+        CHECK_HAS(err.msg, bad[i][1]);
         CHECK(c == NULL);
     }
 }
@@ -104,18 +103,18 @@ static void test_parse_time(void)
 static void test_parse(void)
 {
     struct execcred_result r = {0};
-    char msg[256] = "";
+    struct error err = {0};
     const char *tok = "{\"apiVersion\":\"" V1 "\",\"kind\":\"ExecCredential\",\"status\":"
                       "{\"token\":\"s3cret\",\"expirationTimestamp\":\"1970-01-01T00:02:00Z\"}}";
     const char *cert = "{\"apiVersion\":\"" V1 "\",\"kind\":\"ExecCredential\",\"status\":"
                        "{\"clientCertificateData\":\"C\",\"clientKeyData\":\"K\"}}";
 
-    CHECK_OK(execcred_parse(tok, strlen(tok), V1, &r, msg, sizeof(msg)));
+    CHECK_OK(execcred_parse(tok, strlen(tok), V1, &r, &err));
     CHECK_STREQ(r.token, "s3cret");
     CHECK_EQ_INT(r.expiry, 120);
     execcred_result_release(&r);
     CHECK(r.token == NULL);
-    CHECK_OK(execcred_parse(cert, strlen(cert), V1, &r, msg, sizeof(msg)));
+    CHECK_OK(execcred_parse(cert, strlen(cert), V1, &r, &err));
     CHECK_STREQ(r.cert_data, "C");
     CHECK_STREQ(r.key_data, "K");
     CHECK_EQ_INT(r.expiry, 0);
@@ -141,14 +140,13 @@ static void test_parse_bad(void)
          "RFC 3339"},
     };
     struct execcred_result r = {0};
-    char msg[256];
+    struct error err = {0};
     size_t i;
 
     for (i = 0; i < ARRAY_SIZE(bad); i++) {
-        msg[0] = '\0';
-        CHECK_EQ_INT(execcred_parse(bad[i][0], strlen(bad[i][0]), V1, &r, msg, sizeof(msg)),
-                     ERR_INVAL);
-        CHECK_HAS(msg, bad[i][1]);
+        err = (struct error){0};
+        CHECK_EQ_INT(execcred_parse(bad[i][0], strlen(bad[i][0]), V1, &r, &err), ERR_INVAL);
+        CHECK_HAS(err.msg, bad[i][1]);
         CHECK(r.token == NULL && r.cert_data == NULL);
     }
 }
@@ -158,7 +156,8 @@ static char counter[] = "/tmp/execcred_test.XXXXXX";
 
 static struct execcred_cfg *sh_cfg(const char *script)
 {
-    char yaml[2048], quoted[1024], msg[256] = "";
+    char yaml[2048], quoted[1024];
+    struct error err = {0};
     struct execcred_cfg *c = NULL;
     size_t i, n = 0;
 
@@ -172,7 +171,7 @@ static struct execcred_cfg *sh_cfg(const char *script)
              "command: /bin/sh\napiVersion: " V1 "\ninteractiveMode: Never\n"
              "env: [{name: COUNTER, value: '%s'}]\nargs: [-c, '%s', sh, arg1]\n",
              counter, quoted);
-    CHECK_OK(cfg_of(yaml, NULL, &c, msg, sizeof(msg)));
+    CHECK_OK(cfg_of(yaml, NULL, &c, &err));
     return c;
 }
 
@@ -196,18 +195,18 @@ static void test_run_and_keep(void)
         "\"expirationTimestamp\":\"1970-01-01T00:01:40Z\"}}' " V1 " \"$1\"");
     struct execcred ec = {.cfg = c};
     const struct execcred_result *r = NULL;
-    char msg[256] = "";
+    struct error err = {0};
 
     if (!c)
         return;
-    CHECK_OK(execcred_get(&ec, 50, false, &r, msg, sizeof(msg)));
+    CHECK_OK(execcred_get(&ec, 50, false, &r, &err));
     CHECK(r && r->token && strcmp(r->token, "t-arg1") == 0); /* args reach it, and the info */
     CHECK_EQ_INT(runs(), 1);
-    CHECK_OK(execcred_get(&ec, 99, false, &r, msg, sizeof(msg)));
+    CHECK_OK(execcred_get(&ec, 99, false, &r, &err));
     CHECK_EQ_INT(runs(), 1); /* kept before its expiry */
-    CHECK_OK(execcred_get(&ec, 99, true, &r, msg, sizeof(msg)));
+    CHECK_OK(execcred_get(&ec, 99, true, &r, &err));
     CHECK_EQ_INT(runs(), 2); /* forced (a 401) */
-    CHECK_OK(execcred_get(&ec, 100, false, &r, msg, sizeof(msg)));
+    CHECK_OK(execcred_get(&ec, 100, false, &r, &err));
     CHECK_EQ_INT(runs(), 3); /* expired */
     execcred_release(&ec);
     execcred_cfg_free(c);
@@ -217,23 +216,23 @@ static void test_run_failures(void)
 {
     struct execcred_cfg *c = sh_cfg("echo oops >&2; exit 3");
     struct execcred_result r = {0};
-    char msg[256] = "";
+    struct error err = {0};
 
     if (c) {
-        CHECK_EQ_INT(execcred_run(c, &r, msg, sizeof(msg)), ERR_IO);
-        CHECK_HAS(msg, "exited with status 3");
+        CHECK_EQ_INT(execcred_run(c, &r, &err), ERR_IO);
+        CHECK_HAS(err.msg, "exited with status 3");
         execcred_cfg_free(c);
     }
     c = sh_cfg("echo '{}'");
     if (c) {
-        CHECK_EQ_INT(execcred_run(c, &r, msg, sizeof(msg)), ERR_INVAL);
-        CHECK_HAS(msg, "not an ExecCredential");
+        CHECK_EQ_INT(execcred_run(c, &r, &err), ERR_INVAL);
+        CHECK_HAS(err.msg, "not an ExecCredential");
         free(c->argv[0]);
         c->argv[0] = strdup("/nonexistent/plugin");
         free(c->command);
         c->command = strdup("/nonexistent/plugin");
-        CHECK_EQ_INT(execcred_run(c, &r, msg, sizeof(msg)), ERR_IO);
-        CHECK_HAS(msg, "exited with status 127");
+        CHECK_EQ_INT(execcred_run(c, &r, &err), ERR_IO);
+        CHECK_HAS(err.msg, "exited with status 127");
         execcred_cfg_free(c);
     }
     CHECK(r.token == NULL);

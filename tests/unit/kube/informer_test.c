@@ -107,10 +107,10 @@ static void keys_of(struct cache *c, char *out, size_t cap)
         CHECK_STREQ(keys_, (want));                                                                \
     } while (0)
 
-static bool is_ready(struct informer *inf, uint64_t grace_ms, char *why, size_t cap)
+static bool is_ready(struct informer *inf, uint64_t grace_ms, struct error *why)
 {
-    why[0] = '\0';
-    return informer_ready(inf, grace_ms, why, cap);
+    *why = (struct error){0};
+    return informer_ready(inf, grace_ms, why);
 }
 
 /* The first list comes from the watch cache (resourceVersion=0); the watch
@@ -122,12 +122,12 @@ static void test_list_then_watch(void)
         {HEAD_200 EV("ADDED", OBJ("c", "5001")) BOOKMARK("5002"), NULL, 0},
     };
     struct rig t;
-    char why[256];
+    struct error why;
     long timeout_s;
 
     rig_start(&t, r, 2);
-    CHECK(!is_ready(&t.inf, 60000, why, sizeof(why)));
-    CHECK_STREQ(why, "devicebindings informer not listed yet");
+    CHECK(!is_ready(&t.inf, 60000, &why));
+    CHECK_STREQ(why.msg, "devicebindings informer not listed yet");
     CHECK(!informer_current(&t.inf));
     step(&t.inf);
     CHECK_HAS(t.srv.req[0],
@@ -135,7 +135,7 @@ static void test_list_then_watch(void)
     CHECK(informer_current(&t.inf));
     CHECK_STREQ(t.inf.rv, "5000");
     CHECK(informer_synced(&t.inf));
-    CHECK(is_ready(&t.inf, 60000, why, sizeof(why)));
+    CHECK(is_ready(&t.inf, 60000, &why));
     CHECK_KEYS(t.inf.cache, "ns/a,ns/b");
     step(&t.inf);
     CHECK_HAS(t.srv.req[1], "GET /apis/x/devicebindings?labelSelector=l&watch=true&"
@@ -194,7 +194,7 @@ static void check_too_large(const struct reply *watch)
         {HEAD_200 BOOKMARK("101"), NULL, 0},
     };
     struct rig t;
-    char why[256];
+    struct error why;
     uint64_t t0;
 
     rig_start(&t, r, 4);
@@ -202,8 +202,8 @@ static void check_too_large(const struct reply *watch)
     step(&t.inf);
     CHECK(!informer_synced(&t.inf));
     CHECK(!informer_current(&t.inf));
-    CHECK(!is_ready(&t.inf, 60000, why, sizeof(why)));
-    CHECK_STREQ(why, "devicebindings informer relisting after the API server's state was reset");
+    CHECK(!is_ready(&t.inf, 60000, &why));
+    CHECK_STREQ(why.msg, "devicebindings informer relisting after the API server's state was reset");
     CHECK(t.inf.reset_logged); /* "current: 100" said it: logged now */
     t0 = clock_mono_ms();
     t.inf.listed_ms = 0; /* the pace and spread of lists are not under test here */
@@ -214,7 +214,7 @@ static void check_too_large(const struct reply *watch)
     CHECK_KEYS(t.inf.cache, "ns/c");
     CHECK_STREQ(t.inf.rv, "100");
     CHECK(informer_synced(&t.inf));
-    CHECK(is_ready(&t.inf, 60000, why, sizeof(why)));
+    CHECK(is_ready(&t.inf, 60000, &why));
     step(&t.inf);
     CHECK_HAS(t.srv.req[3], "&resourceVersion=100&");
     CHECK(!t.inf.reset_logged); /* the watch works: the next reset is news */
@@ -277,7 +277,7 @@ static void test_expired(void)
         {LIST("5200", A), NULL, 0},
     };
     struct rig t;
-    char why[256];
+    struct error why;
     uint64_t t0;
     int i;
 
@@ -285,8 +285,8 @@ static void test_expired(void)
     step(&t.inf);
     for (i = 1; i < 5; i += 2) {
         step(&t.inf);
-        CHECK(!is_ready(&t.inf, 60000, why, sizeof(why)));
-        CHECK_STREQ(why, "devicebindings informer relisting after its watch expired");
+        CHECK(!is_ready(&t.inf, 60000, &why));
+        CHECK_STREQ(why.msg, "devicebindings informer relisting after its watch expired");
         /* the list waits a random moment within 2 s, so nodes spread theirs */
         CHECK(t.inf.relist_at_ms && t.inf.relist_at_ms <= clock_mono_ms() + 2000);
         t0 = clock_mono_ms();
@@ -296,7 +296,7 @@ static void test_expired(void)
         TEST_REPORT(clock_mono_ms() - t0 >= 900, "listed again after %llu ms",
                     (unsigned long long)(clock_mono_ms() - t0));
         CHECK_HAS(t.srv.req[i + 1], "GET /apis/x/devicebindings?labelSelector=l HTTP/1.1");
-        CHECK(is_ready(&t.inf, 60000, why, sizeof(why)));
+        CHECK(is_ready(&t.inf, 60000, &why));
     }
     CHECK_KEYS(t.inf.cache, "ns/a");
     CHECK(!t.inf.reset_logged); /* newer each time: no reset */
@@ -308,7 +308,7 @@ static void test_failing(void)
 {
     const struct reply r[] = {{LIST("5000", A), NULL, 0}};
     struct rig t;
-    char why[256];
+    struct error why;
 
     rig_start(&t, r, 1);
     step(&t.inf);
@@ -316,11 +316,11 @@ static void test_failing(void)
     step(&t.inf);           /* the watch: connection refused */
     CHECK(t.inf.relist);
     CHECK(informer_synced(&t.inf));
-    CHECK(is_ready(&t.inf, 60000, why, sizeof(why)));
-    CHECK(!is_ready(&t.inf, 0, why, sizeof(why)));
-    CHECK_HAS(why, "devicebindings informer failing for 0 s");
+    CHECK(is_ready(&t.inf, 60000, &why));
+    CHECK(!is_ready(&t.inf, 0, &why));
+    CHECK_HAS(why.msg, "devicebindings informer failing for 0 s");
     step(&t.inf); /* the list fails too */
-    CHECK(!is_ready(&t.inf, 0, why, sizeof(why)));
+    CHECK(!is_ready(&t.inf, 0, &why));
     rest_free(t.inf.kube);
     cache_free(t.inf.cache);
     rest_gate_free(t.g);

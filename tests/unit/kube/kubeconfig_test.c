@@ -62,13 +62,13 @@ static void kc_yaml(char *buf, size_t cap, const char *cluster_extra, const char
              cluster_extra, user_extra);
 }
 
-static err_t parse(const char *text, struct kubeconfig *kc, char *msg, size_t cap)
+static err_t parse(const char *text, struct kubeconfig *kc, struct error *e)
 {
-    return kubeconfig_parse(text, strlen(text), "/etc/kc", kc, msg, cap);
+    return kubeconfig_parse(text, strlen(text), "/etc/kc", kc, e);
 }
 
-/* Parse a kc_yaml() document that must fail; returns the code, msg says why. */
-static err_t parse_bad(const char *cluster_extra, const char *user_extra, char *msg, size_t cap)
+/* Parse a kc_yaml() document that must fail; returns the code, 'e' says why. */
+static err_t parse_bad(const char *cluster_extra, const char *user_extra, struct error *e)
 {
     struct kubeconfig kc;
     char text[2048];
@@ -77,7 +77,7 @@ static err_t parse_bad(const char *cluster_extra, const char *user_extra, char *
     memset(&kc, 0, sizeof(kc));
     kc.server = (char *)"untouched";
     kc_yaml(text, sizeof(text), cluster_extra, user_extra);
-    rc = parse(text, &kc, msg, cap);
+    rc = parse(text, &kc, e);
     CHECK(rc != ERR_OK);
     CHECK_STREQ(kc.server, "untouched");
     if (!rc) {
@@ -102,9 +102,9 @@ static void test_current_context(void)
                                "- {name: ua, user: {token: token-a}}\n"
                                "- {name: ub, user: {token: token-b}}\n";
     struct kubeconfig kc;
-    char msg[256] = "";
+    struct error err = {0};
 
-    CHECK_OK(parse(text, &kc, msg, sizeof(msg)));
+    CHECK_OK(parse(text, &kc, &err));
     CHECK_STREQ(kc.server, "https://b.example:443");
     CHECK_STREQ(kc.token, "token-b");
     CHECK(kc.token_file == NULL);
@@ -117,13 +117,14 @@ static void test_current_context(void)
 static void test_token_file_and_paths(void)
 {
     struct kubeconfig kc;
-    char text[2048], msg[256] = "";
+    char text[2048];
+    struct error err = {0};
 
     kc_yaml(text, sizeof(text), "    certificate-authority: pki/ca.crt\n",
             "    tokenFile: tok\n"
             "    client-certificate: /abs/cert.pem\n"
             "    client-key: ../key.pem\n");
-    CHECK_OK(parse(text, &kc, msg, sizeof(msg)));
+    CHECK_OK(parse(text, &kc, &err));
     CHECK_STREQ(kc.ca_file, "/etc/kc/pki/ca.crt");
     CHECK_STREQ(kc.token_file, "/etc/kc/tok");
     CHECK(kc.token == NULL);
@@ -132,13 +133,13 @@ static void test_token_file_and_paths(void)
     CHECK(kc.cert_data == NULL && kc.key_data == NULL);
     kubeconfig_release(&kc);
 
-    CHECK_OK(kubeconfig_parse(text, strlen(text), "/", &kc, msg, sizeof(msg)));
+    CHECK_OK(kubeconfig_parse(text, strlen(text), "/", &kc, &err));
     CHECK_STREQ(kc.token_file, "/tok");
     kubeconfig_release(&kc);
-    CHECK_OK(kubeconfig_parse(text, strlen(text), "/etc/kc/", &kc, msg, sizeof(msg)));
+    CHECK_OK(kubeconfig_parse(text, strlen(text), "/etc/kc/", &kc, &err));
     CHECK_STREQ(kc.token_file, "/etc/kc/tok");
     kubeconfig_release(&kc);
-    CHECK_OK(kubeconfig_parse(text, strlen(text), NULL, &kc, msg, sizeof(msg)));
+    CHECK_OK(kubeconfig_parse(text, strlen(text), NULL, &kc, &err));
     CHECK_STREQ(kc.token_file, "tok");
     CHECK_STREQ(kc.ca_file, "pki/ca.crt");
     kubeconfig_release(&kc);
@@ -147,7 +148,8 @@ static void test_token_file_and_paths(void)
 static void test_data_fields(void)
 {
     struct kubeconfig kc;
-    char text[2048], msg[256] = "";
+    char text[2048];
+    struct error err = {0};
 
     /* "CA!", "CERT\n" and "KEY" in base64; the CA data is split over lines. */
     kc_yaml(text, sizeof(text),
@@ -157,7 +159,7 @@ static void test_data_fields(void)
             "    insecure-skip-tls-verify: true\n",
             "    client-certificate-data: Q0VSVAo=\n"
             "    client-key-data: \"S0VZ\"\n");
-    CHECK_OK(parse(text, &kc, msg, sizeof(msg)));
+    CHECK_OK(parse(text, &kc, &err));
     CHECK_EQ_INT(kc.ca_data_len, 3);
     CHECK_STREQ(kc.ca_data, "CA!");
     CHECK_EQ_INT(kc.cert_data_len, 5);
@@ -171,7 +173,7 @@ static void test_data_fields(void)
 
     /* Binary data keeps its NUL bytes: 0x00 0xff 0x00. */
     kc_yaml(text, sizeof(text), "    certificate-authority-data: AP8A\n", "    token: t\n");
-    CHECK_OK(parse(text, &kc, msg, sizeof(msg)));
+    CHECK_OK(parse(text, &kc, &err));
     CHECK_EQ_INT(kc.ca_data_len, 3);
     CHECK(kc.ca_data && memcmp(kc.ca_data, "\0\xff\0", 3) == 0);
     kubeconfig_release(&kc);
@@ -193,15 +195,16 @@ static ssize_t slurp(const char *path, char *buf, size_t cap)
 static void test_data_to_files(void)
 {
     struct kubeconfig kc;
-    char text[2048], msg[256] = "", buf[64];
+    char text[2048], buf[64];
+    struct error err = {0};
     int fds[3], i;
 
     /* CA 0x00 0xff 0x00 (binary), "CERT\n", "KEY"; the token stays as it is. */
     kc_yaml(text, sizeof(text), "    certificate-authority-data: AP8A\n",
             "    client-certificate-data: Q0VSVAo=\n"
             "    client-key-data: S0VZ\n");
-    CHECK_OK(parse(text, &kc, msg, sizeof(msg)));
-    CHECK_OK(kubeconfig_data_to_files(&kc, msg, sizeof(msg)));
+    CHECK_OK(parse(text, &kc, &err));
+    CHECK_OK(kubeconfig_data_to_files(&kc, &err));
     CHECK(kc.ca_data == NULL && kc.cert_data == NULL && kc.key_data == NULL);
     CHECK(kc.ca_data_len == 0 && kc.cert_data_len == 0 && kc.key_data_len == 0);
     CHECK_EQ_INT(kc.ndata_fds, 3);
@@ -228,8 +231,8 @@ static void test_data_to_files(void)
 
     /* File paths and no data: nothing changes, nothing is opened. */
     kc_yaml(text, sizeof(text), "    certificate-authority: /etc/ca.crt\n", "    token: t\n");
-    CHECK_OK(parse(text, &kc, msg, sizeof(msg)));
-    CHECK_OK(kubeconfig_data_to_files(&kc, msg, sizeof(msg)));
+    CHECK_OK(parse(text, &kc, &err));
+    CHECK_OK(kubeconfig_data_to_files(&kc, &err));
     CHECK_EQ_INT(kc.ndata_fds, 0);
     CHECK_STREQ(kc.ca_file, "/etc/ca.crt");
     CHECK(kc.cert_file == NULL && kc.key_file == NULL);
@@ -239,7 +242,8 @@ static void test_data_to_files(void)
 static void test_bad_base64(void)
 {
     static const char *const bad[] = {"Q0E", "Q===", "Q0E=Q0E=", "Q0VS VA==", "!!!!", "Q0=E"};
-    char user[256], msg[256] = "";
+    char user[256];
+    struct error err = {0};
     size_t i;
 
     for (i = 0; i < ARRAY_SIZE(bad); i++) {
@@ -247,13 +251,12 @@ static void test_bad_base64(void)
                  "    token: s3cret-value\n    client-key-data: '%s'\n"
                  "    client-certificate-data: Q0VSVAo=\n",
                  bad[i]);
-        CHECK_EQ_INT(parse_bad("", user, msg, sizeof(msg)), ERR_INVAL);
-        CHECK_STREQ(msg, "user \"u1\": client-key-data is not valid base64");
+        CHECK_EQ_INT(parse_bad("", user, &err), ERR_INVAL);
+        CHECK_STREQ(err.msg, "user \"u1\": client-key-data is not valid base64");
     }
-    CHECK_EQ_INT(
-        parse_bad("    certificate-authority-data: '@@@@'\n", "    token: x\n", msg, sizeof(msg)),
-        ERR_INVAL);
-    CHECK_STREQ(msg, "cluster \"c1\": certificate-authority-data is not valid base64");
+    CHECK_EQ_INT(parse_bad("    certificate-authority-data: '@@@@'\n", "    token: x\n", &err),
+                 ERR_INVAL);
+    CHECK_STREQ(err.msg, "cluster \"c1\": certificate-authority-data is not valid base64");
 }
 
 static void test_insecure_and_server(void)
@@ -263,19 +266,18 @@ static void test_insecure_and_server(void)
                                " insecure-skip-tls-verify: false}}]\n"
                                "contexts: [{name: x, context: {cluster: c}}]\n";
     struct kubeconfig kc;
-    char msg[256] = "";
+    struct error err = {0};
 
-    CHECK_OK(parse(text, &kc, msg, sizeof(msg)));
+    CHECK_OK(parse(text, &kc, &err));
     CHECK_STREQ(kc.server, "https://k.example:6443");
     CHECK(!kc.insecure);
     CHECK(kc.token == NULL && kc.cert_data == NULL); /* no user: anonymous */
     kubeconfig_release(&kc);
 
-    CHECK_EQ_INT(
-        parse_bad("    insecure-skip-tls-verify: 'yes'\n", "    token: x\n", msg, sizeof(msg)),
-        ERR_INVAL);
-    CHECK_STREQ(msg, "cluster \"c1\": insecure-skip-tls-verify must be true or false");
-    CHECK_EQ_INT(parse_bad("    server: ''\n", "    token: x\n", msg, sizeof(msg)), ERR_INVAL);
+    CHECK_EQ_INT(parse_bad("    insecure-skip-tls-verify: 'yes'\n", "    token: x\n", &err),
+                 ERR_INVAL);
+    CHECK_STREQ(err.msg, "cluster \"c1\": insecure-skip-tls-verify must be true or false");
+    CHECK_EQ_INT(parse_bad("    server: ''\n", "    token: x\n", &err), ERR_INVAL);
 }
 
 static void test_missing_references(void)
@@ -289,48 +291,45 @@ static void test_missing_references(void)
                                   "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
                                   "contexts: [{name: a, context: {cluster: c, user: u}}]\n";
     struct kubeconfig kc;
-    char msg[256] = "";
+    struct error err = {0};
 
-    CHECK_EQ_INT(parse(no_ctx, &kc, msg, sizeof(msg)), ERR_INVAL);
-    CHECK_STREQ(msg, "context \"a\" not found");
-    CHECK_EQ_INT(parse(no_cluster, &kc, msg, sizeof(msg)), ERR_INVAL);
-    CHECK_STREQ(msg, "cluster \"c\" not found");
-    CHECK_EQ_INT(parse(no_user, &kc, msg, sizeof(msg)), ERR_INVAL);
-    CHECK_STREQ(msg, "user \"u\" not found");
-    CHECK_EQ_INT(parse("clusters: []\n", &kc, msg, sizeof(msg)), ERR_INVAL);
-    CHECK_STREQ(msg, "current-context is not set");
-    CHECK_EQ_INT(parse("", &kc, msg, sizeof(msg)), ERR_INVAL);
-    CHECK_EQ_INT(parse("current-context: a\ncontexts: {a: b}\n", &kc, msg, sizeof(msg)), ERR_INVAL);
-    CHECK_STREQ(msg, "contexts must be a list");
-    CHECK_EQ_INT(parse("current-context: a\ncontexts: [7]\n", &kc, msg, sizeof(msg)), ERR_INVAL);
-    CHECK_STREQ(msg, "contexts[0] must be a mapping with a name");
-    CHECK_EQ_INT(
-        parse("current-context: a\ncontexts: [{name: a, context: 3}]\n", &kc, msg, sizeof(msg)),
-        ERR_INVAL);
-    CHECK_STREQ(msg, "context \"a\": context must be a mapping");
-    CHECK_EQ_INT(parse("current-context: a\ncontexts: [{name: a, context: {user: u}}]\n", &kc, msg,
-                       sizeof(msg)),
+    CHECK_EQ_INT(parse(no_ctx, &kc, &err), ERR_INVAL);
+    CHECK_STREQ(err.msg, "context \"a\" not found");
+    CHECK_EQ_INT(parse(no_cluster, &kc, &err), ERR_INVAL);
+    CHECK_STREQ(err.msg, "cluster \"c\" not found");
+    CHECK_EQ_INT(parse(no_user, &kc, &err), ERR_INVAL);
+    CHECK_STREQ(err.msg, "user \"u\" not found");
+    CHECK_EQ_INT(parse("clusters: []\n", &kc, &err), ERR_INVAL);
+    CHECK_STREQ(err.msg, "current-context is not set");
+    CHECK_EQ_INT(parse("", &kc, &err), ERR_INVAL);
+    CHECK_EQ_INT(parse("current-context: a\ncontexts: {a: b}\n", &kc, &err), ERR_INVAL);
+    CHECK_STREQ(err.msg, "contexts must be a list");
+    CHECK_EQ_INT(parse("current-context: a\ncontexts: [7]\n", &kc, &err), ERR_INVAL);
+    CHECK_STREQ(err.msg, "contexts[0] must be a mapping with a name");
+    CHECK_EQ_INT(parse("current-context: a\ncontexts: [{name: a, context: 3}]\n", &kc, &err),
                  ERR_INVAL);
-    CHECK_STREQ(msg, "context \"a\": cluster is not set");
-    CHECK_EQ_INT(parse("- a list\n", &kc, msg, sizeof(msg)), ERR_INVAL);
-    CHECK_EQ_INT(parse("a: [\n", &kc, msg, sizeof(msg)), ERR_INVAL);
-    CHECK_HAS(msg, "line ");
+    CHECK_STREQ(err.msg, "context \"a\": context must be a mapping");
+    CHECK_EQ_INT(
+        parse("current-context: a\ncontexts: [{name: a, context: {user: u}}]\n", &kc, &err),
+        ERR_INVAL);
+    CHECK_STREQ(err.msg, "context \"a\": cluster is not set");
+    CHECK_EQ_INT(parse("- a list\n", &kc, &err), ERR_INVAL);
+    CHECK_EQ_INT(parse("a: [\n", &kc, &err), ERR_INVAL);
+    CHECK_HAS(err.msg, "line ");
 }
 
 static void test_unsupported_users(void)
 {
-    char msg[256] = "";
+    struct error err = {0};
 
-    CHECK_EQ_INT(
-        parse_bad("", "    exec:\n      command: aws\n      apiVersion: v1\n", msg, sizeof(msg)),
-        ERR_INVAL);
-    CHECK_HAS(msg, "user \"u1\": exec is not supported");
-    CHECK_EQ_INT(parse_bad("", "    auth-provider: {name: gcp}\n", msg, sizeof(msg)), ERR_INVAL);
-    CHECK_HAS(msg, "user \"u1\": auth-provider is not supported");
-    CHECK_EQ_INT(parse_bad("", "    username: admin\n    password: hunter2\n", msg, sizeof(msg)),
+    CHECK_EQ_INT(parse_bad("", "    exec:\n      command: aws\n      apiVersion: v1\n", &err),
                  ERR_INVAL);
-    CHECK_HAS(msg, "basic auth");
-    CHECK(strstr(msg, "hunter2") == NULL);
+    CHECK_HAS(err.msg, "user \"u1\": exec is not supported");
+    CHECK_EQ_INT(parse_bad("", "    auth-provider: {name: gcp}\n", &err), ERR_INVAL);
+    CHECK_HAS(err.msg, "user \"u1\": auth-provider is not supported");
+    CHECK_EQ_INT(parse_bad("", "    username: admin\n    password: hunter2\n", &err), ERR_INVAL);
+    CHECK_HAS(err.msg, "basic auth");
+    CHECK(strstr(err.msg, "hunter2") == NULL);
 }
 
 /* kubectl-podres's choices: another context, its namespace, exec users. */
@@ -353,14 +352,14 @@ static void test_selection(void)
         "    exec: {command: ./tok.sh, apiVersion: client.authentication.k8s.io/v1, args: [a]}\n";
     struct kubeconfig_sel sel = {.context = "other", .allow_exec = true};
     struct kubeconfig kc = {0};
-    char msg[256] = "";
+    struct error err = {0};
 
-    CHECK_OK(kubeconfig_parse(text, strlen(text), "/etc/kc", &kc, msg, sizeof(msg)));
+    CHECK_OK(kubeconfig_parse(text, strlen(text), "/etc/kc", &kc, &err));
     CHECK_STREQ(kc.server, "https://c1.example:6443"); /* current-context */
     CHECK_STREQ(kc.token, "t1");
     CHECK(kc.namespace == NULL && kc.exec == NULL);
     kubeconfig_release(&kc);
-    CHECK_OK(kubeconfig_parse_sel(text, strlen(text), "/etc/kc", &sel, &kc, msg, sizeof(msg)));
+    CHECK_OK(kubeconfig_parse_sel(text, strlen(text), "/etc/kc", &sel, &kc, &err));
     CHECK_STREQ(kc.server, "https://c2.example:6443");
     CHECK_STREQ(kc.namespace, "ml");
     CHECK(kc.exec != NULL);
@@ -370,45 +369,44 @@ static void test_selection(void)
     }
     kubeconfig_release(&kc);
     sel.allow_exec = false; /* the syncer's behaviour: refused by name */
-    CHECK_EQ_INT(kubeconfig_parse_sel(text, strlen(text), "/etc/kc", &sel, &kc, msg, sizeof(msg)),
-                 ERR_INVAL);
-    CHECK_HAS(msg, "user \"u2\": exec is not supported");
+    CHECK_EQ_INT(kubeconfig_parse_sel(text, strlen(text), "/etc/kc", &sel, &kc, &err), ERR_INVAL);
+    CHECK_HAS(err.msg, "user \"u2\": exec is not supported");
     sel.context = "num"; /* plain 123 is a namespace name; a list is none, as before */
-    CHECK_OK(kubeconfig_parse_sel(text, strlen(text), "/etc/kc", &sel, &kc, msg, sizeof(msg)));
+    CHECK_OK(kubeconfig_parse_sel(text, strlen(text), "/etc/kc", &sel, &kc, &err));
     CHECK_STREQ(kc.namespace, "123");
     kubeconfig_release(&kc);
     sel.context = "odd";
-    CHECK_OK(kubeconfig_parse_sel(text, strlen(text), "/etc/kc", &sel, &kc, msg, sizeof(msg)));
+    CHECK_OK(kubeconfig_parse_sel(text, strlen(text), "/etc/kc", &sel, &kc, &err));
     CHECK(kc.namespace == NULL);
     kubeconfig_release(&kc);
     sel.context = "nope";
-    CHECK_EQ_INT(kubeconfig_parse_sel(text, strlen(text), "/etc/kc", &sel, &kc, msg, sizeof(msg)),
-                 ERR_INVAL);
-    CHECK_HAS(msg, "context \"nope\" not found");
+    CHECK_EQ_INT(kubeconfig_parse_sel(text, strlen(text), "/etc/kc", &sel, &kc, &err), ERR_INVAL);
+    CHECK_HAS(err.msg, "context \"nope\" not found");
     CHECK(kc.server == NULL);
 }
 
 static void test_inconsistent_user(void)
 {
-    char msg[256] = "";
+    struct error err = {0};
 
-    CHECK_EQ_INT(parse_bad("", "    client-certificate: c.pem\n", msg, sizeof(msg)), ERR_INVAL);
-    CHECK_STREQ(msg, "user \"u1\": client-certificate is set without client-key");
-    CHECK_EQ_INT(parse_bad("", "    client-key-data: S0VZ\n", msg, sizeof(msg)), ERR_INVAL);
-    CHECK_STREQ(msg, "user \"u1\": client-key is set without client-certificate");
+    CHECK_EQ_INT(parse_bad("", "    client-certificate: c.pem\n", &err), ERR_INVAL);
+    CHECK_STREQ(err.msg, "user \"u1\": client-certificate is set without client-key");
+    CHECK_EQ_INT(parse_bad("", "    client-key-data: S0VZ\n", &err), ERR_INVAL);
+    CHECK_STREQ(err.msg, "user \"u1\": client-key is set without client-certificate");
     CHECK_EQ_INT(parse_bad("",
                            "    client-certificate: c.pem\n    client-certificate-data: S0VZ\n"
                            "    client-key: k.pem\n",
-                           msg, sizeof(msg)),
+                           &err),
                  ERR_INVAL);
-    CHECK_STREQ(msg, "user \"u1\": both client-certificate and client-certificate-data are set");
+    CHECK_STREQ(err.msg,
+                "user \"u1\": both client-certificate and client-certificate-data are set");
     CHECK_EQ_INT(parse_bad("    certificate-authority: ca.crt\n"
                            "    certificate-authority-data: Q0E=\n",
-                           "    token: x\n", msg, sizeof(msg)),
+                           "    token: x\n", &err),
                  ERR_INVAL);
-    CHECK_HAS(msg, "cluster \"c1\": certificate-authority and certificate-authority-data");
-    CHECK_EQ_INT(parse_bad("", "    token: 12345\n", msg, sizeof(msg)), ERR_INVAL);
-    CHECK_STREQ(msg, "user \"u1\": token must be a string");
+    CHECK_HAS(err.msg, "cluster \"c1\": certificate-authority and certificate-authority-data");
+    CHECK_EQ_INT(parse_bad("", "    token: 12345\n", &err), ERR_INVAL);
+    CHECK_STREQ(err.msg, "user \"u1\": token must be a string");
 }
 
 /* A bearer token is never sent over plain http: the kubeconfig is refused,
@@ -424,23 +422,24 @@ static void test_token_over_http(void)
                                "users:\n"
                                "- {name: robot, user: {%s}}\n";
     struct kubeconfig kc;
-    char doc[512], msg[512] = "";
+    char doc[512];
+    struct error err = {0};
 
     snprintf(doc, sizeof(doc), text, "token: s3cret-token");
     memset(&kc, 0, sizeof(kc));
-    CHECK_EQ_INT(parse(doc, &kc, msg, sizeof(msg)), ERR_INVAL);
-    CHECK_HAS(msg, "cluster \"plain\" has server 'http://127.0.0.1:8080' (plain http)");
-    CHECK_HAS(msg, "user \"robot\" a bearer token");
-    CHECK_HAS(msg, "refusing to send the token unencrypted");
-    CHECK(strstr(msg, "s3cret") == NULL);
+    CHECK_EQ_INT(parse(doc, &kc, &err), ERR_INVAL);
+    CHECK_HAS(err.msg, "cluster \"plain\" has server 'http://127.0.0.1:8080' (plain http)");
+    CHECK_HAS(err.msg, "user \"robot\" a bearer token");
+    CHECK_HAS(err.msg, "refusing to send the token unencrypted");
+    CHECK(strstr(err.msg, "s3cret") == NULL);
     snprintf(doc, sizeof(doc), text, "tokenFile: /run/t");
-    CHECK_EQ_INT(parse(doc, &kc, msg, sizeof(msg)), ERR_INVAL);
-    CHECK_HAS(msg, "(plain http)");
+    CHECK_EQ_INT(parse(doc, &kc, &err), ERR_INVAL);
+    CHECK_HAS(err.msg, "(plain http)");
     snprintf(doc, sizeof(doc), text, "client-certificate: c.pem, client-key: k.pem");
-    CHECK_OK(parse(doc, &kc, msg, sizeof(msg)));
+    CHECK_OK(parse(doc, &kc, &err));
     kubeconfig_release(&kc);
     snprintf(doc, sizeof(doc), text, "");
-    CHECK_OK(parse(doc, &kc, msg, sizeof(msg)));
+    CHECK_OK(parse(doc, &kc, &err));
     CHECK_STREQ(kc.server, "http://127.0.0.1:8080");
     kubeconfig_release(&kc);
 }
@@ -448,7 +447,8 @@ static void test_token_over_http(void)
 static void test_load_file(void)
 {
     struct kubeconfig kc;
-    char text[2048], path[512], other[512], want[600], msg[512] = "";
+    char text[2048], path[512], other[512], want[600];
+    struct error err = {0};
 
     make_dir("load");
     kc_yaml(text, sizeof(text), "", "    tokenFile: token\n");
@@ -456,28 +456,29 @@ static void test_load_file(void)
     write_file("load/other", "current-context: nope\n", other, sizeof(other));
 
     setenv("KUBECONFIG", other, 1);
-    CHECK_OK(kubeconfig_load(path, &kc, msg, sizeof(msg))); /* --kubeconfig wins */
+    CHECK_OK(kubeconfig_load(path, &kc, &err)); /* --kubeconfig wins */
     CHECK_STREQ(kc.source, path);
     snprintf(want, sizeof(want), "%s/load/token", tmpdir);
     CHECK_STREQ(kc.token_file, want);
     CHECK_STREQ(kc.server, "https://c1.example:6443");
     kubeconfig_release(&kc);
 
-    CHECK_EQ_INT(kubeconfig_load(NULL, &kc, msg, sizeof(msg)), ERR_INVAL);
+    CHECK_EQ_INT(kubeconfig_load(NULL, &kc, &err), ERR_INVAL);
     snprintf(want, sizeof(want), "kubeconfig '%s': context \"nope\" not found", other);
-    CHECK_STREQ(msg, want);
+    CHECK_STREQ(err.msg, want);
 
     snprintf(want, sizeof(want), "%s/load/absent", tmpdir);
-    CHECK_EQ_INT(kubeconfig_load(want, &kc, msg, sizeof(msg)), ERR_IO);
-    CHECK_HAS(msg, want);
-    CHECK_HAS(msg, "cannot open");
+    CHECK_EQ_INT(kubeconfig_load(want, &kc, &err), ERR_IO);
+    CHECK_HAS(err.msg, want);
+    CHECK_HAS(err.msg, "cannot open");
     unsetenv("KUBECONFIG");
 }
 
 static void test_env_list(void)
 {
     struct kubeconfig kc;
-    char text[2048], first[512], second[512], list[2048], msg[512] = "";
+    char text[2048], first[512], second[512], list[2048];
+    struct error err = {0};
 
     make_dir("env");
     kc_yaml(text, sizeof(text), "", "    token: first\n");
@@ -489,14 +490,14 @@ static void test_env_list(void)
     setenv("KUBECONFIG", list, 1);
     setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1", 1); /* $KUBECONFIG comes first */
     setenv("KUBERNETES_SERVICE_PORT", "443", 1);
-    CHECK_OK(kubeconfig_load(NULL, &kc, msg, sizeof(msg)));
+    CHECK_OK(kubeconfig_load(NULL, &kc, &err));
     CHECK_STREQ(kc.token, "second");
     CHECK_STREQ(kc.source, second);
     kubeconfig_release(&kc);
 
     snprintf(list, sizeof(list), "%s:%s", first, second);
     setenv("KUBECONFIG", list, 1);
-    CHECK_OK(kubeconfig_load("", &kc, msg, sizeof(msg))); /* an empty flag is no flag */
+    CHECK_OK(kubeconfig_load("", &kc, &err)); /* an empty flag is no flag */
     CHECK_STREQ(kc.token, "first");
     kubeconfig_release(&kc);
     unsetenv("KUBECONFIG");
@@ -507,26 +508,27 @@ static void test_env_list(void)
 static void test_in_cluster(void)
 {
     struct kubeconfig kc;
-    char sa[256], path[512], msg[512] = "";
+    char sa[256], path[512];
+    struct error err = {0};
 
     make_dir("sa");
     snprintf(sa, sizeof(sa), "%s/sa", tmpdir);
     write_file("sa/token", "secret-token\n", path, sizeof(path));
 
     unsetenv("KUBERNETES_SERVICE_HOST");
-    CHECK_EQ_INT(kubeconfig_in_cluster(sa, &kc, msg, sizeof(msg)), ERR_NOTFOUND);
+    CHECK_EQ_INT(kubeconfig_in_cluster(sa, &kc, &err), ERR_NOTFOUND);
     setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
     unsetenv("KUBERNETES_SERVICE_PORT");
-    CHECK_EQ_INT(kubeconfig_in_cluster(sa, &kc, msg, sizeof(msg)), ERR_INVAL);
-    CHECK_HAS(msg, "KUBERNETES_SERVICE_PORT");
+    CHECK_EQ_INT(kubeconfig_in_cluster(sa, &kc, &err), ERR_INVAL);
+    CHECK_HAS(err.msg, "KUBERNETES_SERVICE_PORT");
     setenv("KUBERNETES_SERVICE_PORT", "https", 1);
-    CHECK_EQ_INT(kubeconfig_in_cluster(sa, &kc, msg, sizeof(msg)), ERR_INVAL);
+    CHECK_EQ_INT(kubeconfig_in_cluster(sa, &kc, &err), ERR_INVAL);
     setenv("KUBERNETES_SERVICE_PORT", "443", 1);
-    CHECK_EQ_INT(kubeconfig_in_cluster(sa, &kc, msg, sizeof(msg)), ERR_IO); /* no ca.crt yet */
-    CHECK_HAS(msg, "ca.crt");
+    CHECK_EQ_INT(kubeconfig_in_cluster(sa, &kc, &err), ERR_IO); /* no ca.crt yet */
+    CHECK_HAS(err.msg, "ca.crt");
 
     write_file("sa/ca.crt", "-----BEGIN CERTIFICATE-----\n", path, sizeof(path));
-    CHECK_OK(kubeconfig_in_cluster(sa, &kc, msg, sizeof(msg)));
+    CHECK_OK(kubeconfig_in_cluster(sa, &kc, &err));
     CHECK_STREQ(kc.server, "https://10.96.0.1:443");
     CHECK_STREQ(kc.ca_file, path);
     snprintf(path, sizeof(path), "%s/token", sa);
@@ -537,7 +539,7 @@ static void test_in_cluster(void)
 
     setenv("KUBERNETES_SERVICE_HOST", "fd00:10:96::1", 1);
     setenv("KUBERNETES_SERVICE_PORT", "6443", 1);
-    CHECK_OK(kubeconfig_in_cluster(sa, &kc, msg, sizeof(msg)));
+    CHECK_OK(kubeconfig_in_cluster(sa, &kc, &err));
     CHECK_STREQ(kc.server, "https://[fd00:10:96::1]:6443");
     kubeconfig_release(&kc);
     unsetenv("KUBERNETES_SERVICE_HOST");
@@ -547,7 +549,8 @@ static void test_in_cluster(void)
 static void test_home_fallback(void)
 {
     struct kubeconfig kc;
-    char text[2048], home[512], path[512], msg[512] = "";
+    char text[2048], home[512], path[512];
+    struct error err = {0};
 
     make_dir("home");
     make_dir("home/.kube");
@@ -559,7 +562,7 @@ static void test_home_fallback(void)
 
     snprintf(home, sizeof(home), "%s/home", tmpdir);
     setenv("HOME", home, 1);
-    CHECK_OK(kubeconfig_load(NULL, &kc, msg, sizeof(msg)));
+    CHECK_OK(kubeconfig_load(NULL, &kc, &err));
     CHECK_STREQ(kc.token, "from-home");
     CHECK_STREQ(kc.source, path);
     kubeconfig_release(&kc);
@@ -568,8 +571,8 @@ static void test_home_fallback(void)
     setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
     setenv("KUBERNETES_SERVICE_PORT", "443", 1);
     if (access("/var/run/secrets/kubernetes.io/serviceaccount/token", R_OK) != 0) {
-        CHECK_EQ_INT(kubeconfig_load(NULL, &kc, msg, sizeof(msg)), ERR_IO);
-        CHECK_HAS(msg, "in-cluster");
+        CHECK_EQ_INT(kubeconfig_load(NULL, &kc, &err), ERR_IO);
+        CHECK_HAS(err.msg, "in-cluster");
     }
     unsetenv("KUBERNETES_SERVICE_HOST");
     unsetenv("KUBERNETES_SERVICE_PORT");
@@ -577,23 +580,22 @@ static void test_home_fallback(void)
     snprintf(home, sizeof(home), "%s/empty", tmpdir);
     setenv("HOME", home, 1);
     setenv("KUBECONFIG", "/nonexistent/a:/nonexistent/b", 1);
-    CHECK_EQ_INT(kubeconfig_load(NULL, &kc, msg, sizeof(msg)), ERR_NOTFOUND);
-    CHECK_HAS(msg, "/empty/.kube/config' does not exist");
+    CHECK_EQ_INT(kubeconfig_load(NULL, &kc, &err), ERR_NOTFOUND);
+    CHECK_HAS(err.msg, "/empty/.kube/config' does not exist");
     unsetenv("KUBECONFIG");
     unsetenv("HOME");
-    CHECK_EQ_INT(kubeconfig_load(NULL, &kc, msg, sizeof(msg)), ERR_NOTFOUND);
+    CHECK_EQ_INT(kubeconfig_load(NULL, &kc, &err), ERR_NOTFOUND);
 }
 
 static void test_no_token_in_messages(void)
 {
-    char msg[256] = "";
+    struct error err = {0};
 
-    CHECK_EQ_INT(
-        parse_bad("", "    token: tok-s3cret\n    client-key-data: '#'\n", msg, sizeof(msg)),
-        ERR_INVAL);
-    CHECK(strstr(msg, "tok-s3cret") == NULL);
-    CHECK_EQ_INT(parse_bad("", "    token: [tok-s3cret]\n", msg, sizeof(msg)), ERR_INVAL);
-    CHECK(strstr(msg, "tok-s3cret") == NULL);
+    CHECK_EQ_INT(parse_bad("", "    token: tok-s3cret\n    client-key-data: '#'\n", &err),
+                 ERR_INVAL);
+    CHECK(strstr(err.msg, "tok-s3cret") == NULL);
+    CHECK_EQ_INT(parse_bad("", "    token: [tok-s3cret]\n", &err), ERR_INVAL);
+    CHECK(strstr(err.msg, "tok-s3cret") == NULL);
 }
 
 static void test_release_zeroed(void)

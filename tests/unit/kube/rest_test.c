@@ -147,15 +147,14 @@ static void test_stopped_gate_sends_nothing(void)
 {
     struct rest_gate *g = rest_gate_new(0, 0);
     struct client c;
-    char msg[256];
+    struct error err = {0};
     json_t *out = json_true();
 
     client_new(&c, 1, g, NULL, 2);
     rest_gate_stop(g);
-    CHECK_EQ_INT(rest_do(c.k, "GET", "/api/v1/pods", NULL, NULL, &out, msg, sizeof(msg)),
-                 ERR_UNAVAIL);
+    CHECK_EQ_INT(rest_do(c.k, "GET", "/api/v1/pods", NULL, NULL, &out, &err), ERR_UNAVAIL);
     CHECK(out == json_true());
-    CHECK_EQ_INT(rest_stream(c.k, "/api/v1/pods?watch=true", NULL, NULL, msg, sizeof(msg)), ERR_OK);
+    CHECK_EQ_INT(rest_stream(c.k, "/api/v1/pods?watch=true", NULL, NULL, &err), ERR_OK);
     rest_free(c.k);
     rest_gate_free(g);
 }
@@ -167,7 +166,7 @@ static void test_token_bucket(void)
     struct responder s;
     struct rest_gate *g;
     struct client c;
-    char msg[256];
+    struct error err = {0};
     json_t *out;
     uint64_t t0;
     int i, fails = 0;
@@ -178,7 +177,7 @@ static void test_token_bucket(void)
     client_new(&c, s.port, g, NULL, 1);
     for (i = 0; i < 4; i++) {
         out = NULL;
-        if (rest_do(c.k, "GET", "/x", NULL, NULL, &out, msg, sizeof(msg)))
+        if (rest_do(c.k, "GET", "/x", NULL, NULL, &out, &err))
             fails++;
         json_decref(out);
     }
@@ -198,15 +197,14 @@ static void test_refused_retries(void)
     struct rest_stats *st = rest_stats_new();
     struct strbuf sb = STRBUF_INIT;
     struct client c;
-    char msg[512];
+    struct error err = {0};
     json_t *out = json_true();
     uint64_t t0 = now_ms();
 
     client_new(&c, 1, g, st, 3);
-    CHECK_EQ_INT(rest_do(c.k, "GET", "/api/v1/pods", NULL, NULL, &out, msg, sizeof(msg)),
-                 ERR_UPSTREAM);
+    CHECK_EQ_INT(rest_do(c.k, "GET", "/api/v1/pods", NULL, NULL, &out, &err), ERR_UPSTREAM);
     CHECK(out == json_true());
-    CHECK(msg[0] != '\0');
+    CHECK(err.msg[0] != '\0');
     CHECK(now_ms() - t0 >= 190); /* backed off at least once between tries */
     CHECK(now_ms() - t0 < 10000);
     CHECK_OK(rest_stats_render(st, &sb));
@@ -237,13 +235,12 @@ static void test_retry_after(void)
     struct strbuf sb = STRBUF_INIT;
     struct responder s;
     struct client c;
-    char msg[256];
+    struct error err = {0};
     json_t *out = NULL;
 
     responder_start(&s, r, 2);
     client_new(&c, s.port, g, st, 4);
-    CHECK_OK(
-        rest_do(c.k, "GET", "/api/v1/namespaces/d/pods/p", NULL, NULL, &out, msg, sizeof(msg)));
+    CHECK_OK(rest_do(c.k, "GET", "/api/v1/namespaces/d/pods/p", NULL, NULL, &out, &err));
     responder_stop(&s);
     CHECK_EQ_INT(s.served, 2);
     CHECK(s.arrived_ms[1] >= s.sent_ms[0] + 990); /* Retry-After: 1 honoured */
@@ -264,9 +261,9 @@ static void test_retry_after(void)
     rest_gate_free(g);
 }
 
-/* One request answered by 'reply'; the code rest_do returned and msg. */
+/* One request answered by 'reply'; the code rest_do returned and 'e'. */
 static err_t one(const char *reply, const char *method, const json_t *body, const char *ctype,
-                 json_t **out, char *msg, size_t cap, char *req, size_t reqcap)
+                 json_t **out, struct error *e, char *req, size_t reqcap)
 {
     const struct reply r = {reply, NULL, 0};
     struct responder s;
@@ -276,7 +273,7 @@ static err_t one(const char *reply, const char *method, const json_t *body, cons
     responder_start(&s, &r, 1);
     client_new(&c, s.port, NULL, NULL, 1);
     rc = rest_do(c.k, method, "/apis/podres.dev/v1alpha1/namespaces/d/devicebindings/b", body,
-                 ctype, out, msg, cap);
+                 ctype, out, e);
     responder_stop(&s);
     if (req)
         snprintf(req, reqcap, "%s", s.req[0]);
@@ -306,27 +303,26 @@ static void test_status_mapping(void)
          ERR_INVAL, "HTTP 418: short and stout"},
     };
     size_t i;
-    char msg[256];
+    struct error err = {0};
     json_t *out;
 
     for (i = 0; i < ARRAY_SIZE(cases); i++) {
         out = json_true();
-        msg[0] = '\0';
-        CHECK_EQ_INT(one(cases[i].reply, "GET", NULL, NULL, &out, msg, sizeof(msg), NULL, 0),
-                     cases[i].want);
-        CHECK_HAS(msg, cases[i].msg);
+        err = (struct error){0};
+        CHECK_EQ_INT(one(cases[i].reply, "GET", NULL, NULL, &out, &err, NULL, 0), cases[i].want);
+        CHECK_HAS(err.msg, cases[i].msg);
         CHECK(out == json_true()); /* untouched on failure */
     }
 }
 
 static void test_bodies(void)
 {
-    char msg[256], req[4096];
+    char req[4096];
+    struct error err = {0};
     json_t *body = json_pack("{s:{s:s}}", "metadata", "name", "b"), *out = NULL;
 
     /* POST sends the JSON with the default type */
-    CHECK_OK(one(JSON_200("{\"ok\":true}"), "POST", body, NULL, &out, msg, sizeof(msg), req,
-                 sizeof(req)));
+    CHECK_OK(one(JSON_200("{\"ok\":true}"), "POST", body, NULL, &out, &err, req, sizeof(req)));
     CHECK(json_is_true(json_object_get(out, "ok")));
     json_decref(out);
     CHECK(strncmp(req, "POST /apis/podres.dev/", 22) == 0);
@@ -335,8 +331,8 @@ static void test_bodies(void)
 
     /* PATCH with the caller's type */
     out = NULL;
-    CHECK_OK(one(JSON_200("{}"), "PATCH", body, "application/merge-patch+json", &out, msg,
-                 sizeof(msg), req, sizeof(req)));
+    CHECK_OK(one(JSON_200("{}"), "PATCH", body, "application/merge-patch+json", &out, &err, req,
+                 sizeof(req)));
     CHECK(strncmp(req, "PATCH ", 6) == 0);
     CHECK_HAS(req, "Content-Type: application/merge-patch+json\r\n");
     json_decref(out);
@@ -344,17 +340,16 @@ static void test_bodies(void)
     /* an empty answer is null */
     out = NULL;
     CHECK_OK(one("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", "DELETE",
-                 NULL, NULL, &out, msg, sizeof(msg), req, sizeof(req)));
+                 NULL, NULL, &out, &err, req, sizeof(req)));
     CHECK(json_is_null(out));
     CHECK(strncmp(req, "DELETE ", 7) == 0);
     json_decref(out);
 
     /* a 200 that is not JSON */
     out = NULL;
-    msg[0] = '\0';
-    CHECK_EQ_INT(one(JSON_200("<html>"), "GET", NULL, NULL, &out, msg, sizeof(msg), NULL, 0),
-                 ERR_UPSTREAM);
-    CHECK_HAS(msg, "not JSON");
+    err = (struct error){0};
+    CHECK_EQ_INT(one(JSON_200("<html>"), "GET", NULL, NULL, &out, &err, NULL, 0), ERR_UPSTREAM);
+    CHECK_HAS(err.msg, "not JSON");
     json_decref(out);
     json_decref(body);
 }
@@ -365,11 +360,10 @@ static void test_bodies(void)
  * rest_do parses into a local first. */
 static void test_bad_json_leaves_out(void)
 {
-    char msg[256];
+    struct error err = {0};
     json_t *out = json_true();
 
-    CHECK_EQ_INT(one(JSON_200("<html>"), "GET", NULL, NULL, &out, msg, sizeof(msg), NULL, 0),
-                 ERR_UPSTREAM);
+    CHECK_EQ_INT(one(JSON_200("<html>"), "GET", NULL, NULL, &out, &err, NULL, 0), ERR_UPSTREAM);
     CHECK(out == json_true());
 }
 
@@ -403,7 +397,7 @@ static bool on_line(void *ctx, json_t *line)
     "close\r\n\r\n"
 
 /* Stream one canned answer; the result of rest_stream. */
-static err_t stream(const struct reply *r, struct lines *l, char *msg, size_t cap)
+static err_t stream(const struct reply *r, struct lines *l, struct error *e)
 {
     struct rest_gate *g = rest_gate_new(0, 0);
     struct responder s;
@@ -412,7 +406,7 @@ static err_t stream(const struct reply *r, struct lines *l, char *msg, size_t ca
 
     responder_start(&s, r, 1);
     client_new(&c, s.port, g, NULL, 1);
-    rc = rest_stream(c.k, "/api/v1/pods?watch=true", on_line, l, msg, cap);
+    rc = rest_stream(c.k, "/api/v1/pods?watch=true", on_line, l, e);
     responder_stop(&s);
     CHECK_HAS(s.req[0], "GET /api/v1/pods?watch=true HTTP/1.1");
     rest_free(c.k);
@@ -428,10 +422,10 @@ static void test_stream(void)
     const struct reply split = {STREAM_HEAD "{\"type\":\"ADDED\",\"object\":{\"meta",
                                 "data\":{\"name\":\"s\"}}}\n", 100};
     struct lines l = {0};
-    char msg[256];
+    struct error err = {0};
 
     /* lines one by one, the last one after a pause; server end: ERR_OK */
-    CHECK_OK(stream(&lines, &l, msg, sizeof(msg)));
+    CHECK_OK(stream(&lines, &l, &err));
     CHECK_EQ_INT(l.n, 3);
     CHECK_STREQ(l.names[0], "a");
     CHECK_STREQ(l.names[1], "b");
@@ -440,22 +434,22 @@ static void test_stream(void)
 
     /* a line split across writes is delivered whole */
     memset(&l, 0, sizeof(l));
-    CHECK_OK(stream(&split, &l, msg, sizeof(msg)));
+    CHECK_OK(stream(&split, &l, &err));
     CHECK_EQ_INT(l.n, 1);
     CHECK_STREQ(l.names[0], "s");
 
     /* fn returning false ends the stream: ERR_OK */
     memset(&l, 0, sizeof(l));
     l.stop_after = 1;
-    CHECK_OK(stream(&lines, &l, msg, sizeof(msg)));
+    CHECK_OK(stream(&lines, &l, &err));
     CHECK_EQ_INT(l.n, 1);
 
     /* a line that is not JSON: ERR_UPSTREAM, nothing after it */
     memset(&l, 0, sizeof(l));
-    msg[0] = '\0';
-    CHECK_EQ_INT(stream(&bad, &l, msg, sizeof(msg)), ERR_UPSTREAM);
+    err = (struct error){0};
+    CHECK_EQ_INT(stream(&bad, &l, &err), ERR_UPSTREAM);
     CHECK_EQ_INT(l.n, 1);
-    CHECK_HAS(msg, "not JSON");
+    CHECK_HAS(err.msg, "not JSON");
 }
 
 /* 'head' then 'n' bytes of an event line whose "pad" field fills it out,
@@ -483,20 +477,21 @@ static void test_stream_long_line(void)
 {
     struct reply r = {NULL, NULL, 0};
     struct lines l = {0};
-    char msg[256], *body;
+    char *body;
+    struct error err = {0};
 
     body = long_line(17u << 20, false);
     r.head = body;
-    msg[0] = '\0';
-    CHECK_EQ_INT(stream(&r, &l, msg, sizeof(msg)), ERR_UPSTREAM);
+    err = (struct error){0};
+    CHECK_EQ_INT(stream(&r, &l, &err), ERR_UPSTREAM);
     CHECK_EQ_INT(l.n, 0);
-    CHECK_HAS(msg, "longer than 16 MiB");
+    CHECK_HAS(err.msg, "longer than 16 MiB");
     free(body);
 
     body = long_line(15u << 20, true);
     r.head = body;
     memset(&l, 0, sizeof(l));
-    CHECK_OK(stream(&r, &l, msg, sizeof(msg)));
+    CHECK_OK(stream(&r, &l, &err));
     CHECK_EQ_INT(l.n, 1);
     CHECK_STREQ(l.names[0], "big");
     free(body);
@@ -545,12 +540,12 @@ static void test_stream_status(void)
                                "resource version\",\"code\":410}",
                                NULL, 0};
     struct lines l = {0};
-    char msg[256];
+    struct error err = {0};
 
-    msg[0] = '\0';
-    CHECK_EQ_INT(stream(&gone, &l, msg, sizeof(msg)), ERR_GONE);
+    err = (struct error){0};
+    CHECK_EQ_INT(stream(&gone, &l, &err), ERR_GONE);
     CHECK_EQ_INT(l.n, 0);
-    CHECK_HAS(msg, "too old resource version");
+    CHECK_HAS(err.msg, "too old resource version");
 }
 
 /* BUG (syncer/kube.c:on_body/deliver_lines, rest_stream): the body of an
@@ -563,12 +558,12 @@ static void test_stream_status_newline(void)
 {
     const struct reply nf = {STATUS(404, "Not Found", "namespaces \\\"x\\\" not found"), NULL, 0};
     struct lines l = {0};
-    char msg[256];
+    struct error err = {0};
 
-    msg[0] = '\0';
-    CHECK_EQ_INT(stream(&nf, &l, msg, sizeof(msg)), ERR_NOTFOUND);
+    err = (struct error){0};
+    CHECK_EQ_INT(stream(&nf, &l, &err), ERR_NOTFOUND);
     CHECK_EQ_INT(l.n, 0);
-    CHECK_HAS(msg, "namespaces \"x\" not found");
+    CHECK_HAS(err.msg, "namespaces \"x\" not found");
 }
 
 /* "Too large resource version" in each form client-go's reflector knows
@@ -625,17 +620,17 @@ static void test_last_status(void)
     struct client c;
     struct lines l = {0};
     json_t *out = NULL;
-    char msg[256];
+    struct error err = {0};
 
     responder_start(&s, r, 3);
     client_new(&c, s.port, NULL, NULL, 1);
     CHECK(rest_last_status(c.k) == NULL);
-    CHECK_EQ_INT(rest_do(c.k, "GET", "/x", NULL, NULL, &out, msg, sizeof(msg)), ERR_NOTFOUND);
+    CHECK_EQ_INT(rest_do(c.k, "GET", "/x", NULL, NULL, &out, &err), ERR_NOTFOUND);
     CHECK_EQ_INT(json_integer_value(json_object_get(rest_last_status(c.k), "code")), 404);
-    CHECK_OK(rest_do(c.k, "GET", "/x", NULL, NULL, &out, msg, sizeof(msg)));
+    CHECK_OK(rest_do(c.k, "GET", "/x", NULL, NULL, &out, &err));
     json_decref(out);
     CHECK(rest_last_status(c.k) == NULL);
-    CHECK_EQ_INT(rest_stream(c.k, "/x?watch=true", on_line, &l, msg, sizeof(msg)), ERR_UPSTREAM);
+    CHECK_EQ_INT(rest_stream(c.k, "/x?watch=true", on_line, &l, &err), ERR_UPSTREAM);
     CHECK_EQ_INT(json_integer_value(json_object_get(rest_last_status(c.k), "code")), 504);
     CHECK_EQ_INT(l.n, 0);
     responder_stop(&s);

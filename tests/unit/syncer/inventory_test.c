@@ -231,14 +231,14 @@ static void test_sync_create_then_quiet(void)
     struct world w;
     bool wrote = false;
     uint64_t again = 0;
-    char msg[256] = "";
+    struct error err = {0};
     json_t *obj, *st;
 
     CHECK_OK(rest_global_init());
     world_start(&w, r, 4);
     add_device(&w, "g0", "Healthy");
     w.inv.revision = 3;
-    CHECK_OK(inventory_sync(&w.inv, &wrote, &again, msg, sizeof(msg)));
+    CHECK_OK(inventory_sync(&w.inv, &wrote, &again, &err));
     CHECK(wrote);
     CHECK_EQ_INT(again, 0);
     CHECK_PREFIX(w.srv.req[0], "GET /api/v1/nodes/node-a HTTP");
@@ -267,19 +267,19 @@ static void test_sync_create_then_quiet(void)
     }
     w.inv.last_write_ms = 0;
     w.inv.revision = 9; /* another revision alone is no change */
-    CHECK_OK(inventory_sync(&w.inv, &wrote, &again, msg, sizeof(msg)));
+    CHECK_OK(inventory_sync(&w.inv, &wrote, &again, &err));
     CHECK(!wrote);
     CHECK_EQ_INT(w.srv.served, 3);
 
     /* a device goes Unhealthy just after a write: it waits for the interval */
     add_device(&w, "g0", "Unhealthy");
     w.inv.last_write_ms = queue_now_ms();
-    CHECK_OK(inventory_sync(&w.inv, &wrote, &again, msg, sizeof(msg)));
+    CHECK_OK(inventory_sync(&w.inv, &wrote, &again, &err));
     CHECK(!wrote);
     CHECK(again > 500 && again <= 1000);
     CHECK_EQ_INT(w.srv.served, 3);
     w.inv.last_write_ms = 0;
-    CHECK_OK(inventory_sync(&w.inv, &wrote, &again, msg, sizeof(msg)));
+    CHECK_OK(inventory_sync(&w.inv, &wrote, &again, &err));
     CHECK(wrote);
     CHECK_PREFIX(w.srv.req[3], "PATCH /apis/podres.dev/v1alpha1/nodedevices/node-a/status HTTP");
     CHECK(strstr(w.srv.req[3], "\"unhealthy\":1") != NULL);
@@ -302,16 +302,16 @@ static void test_sync_no_node_and_forbidden(void)
     struct world w;
     bool wrote = true;
     uint64_t again = 0;
-    char msg[256] = "";
+    struct error err = {0};
     struct strbuf sb = STRBUF_INIT;
 
     world_start(&w, r, 3);
-    CHECK_OK(inventory_sync(&w.inv, &wrote, &again, msg, sizeof(msg)));
+    CHECK_OK(inventory_sync(&w.inv, &wrote, &again, &err));
     CHECK(!wrote);
     CHECK_EQ_INT(again, 30000);
     CHECK_EQ_INT(w.inv.skipped[INVENTORY_SKIP_NO_NODE], 1);
-    CHECK_EQ_INT(inventory_sync(&w.inv, &wrote, &again, msg, sizeof(msg)), ERR_FORBIDDEN);
-    CHECK(strstr(msg, "denied by policy") != NULL);
+    CHECK_EQ_INT(inventory_sync(&w.inv, &wrote, &again, &err), ERR_FORBIDDEN);
+    CHECK(strstr(err.msg, "denied by policy") != NULL);
     CHECK_EQ_INT(w.inv.failures, 1);
     CHECK_OK(inventory_render(&w.inv, &sb));
     CHECK(strstr(sb.buf, "podres_syncer_inventory_skipped_total{reason=\"no_node\"} 1\n") != NULL);

@@ -93,13 +93,13 @@ static void check_quiet(struct world *w, const char *key, int line)
 {
     bool wrote = true;
     uint64_t requeue = 77;
-    char msg[256] = "stale";
-    err_t rc = reconcile_key(&w->r, key, &wrote, &requeue, msg, sizeof(msg));
+    struct error err = {ERR_INVAL, "stale"};
+    err_t rc = reconcile_key(&w->r, key, &wrote, &requeue, &err);
 
-    TEST_REPORT(rc == ERR_OK, "(line %d) reconcile_key returned %d: %s", line, (int)rc, msg);
+    TEST_REPORT(rc == ERR_OK, "(line %d) reconcile_key returned %d: %s", line, (int)rc, err.msg);
     TEST_REPORT(!wrote, "(line %d) wrote", line);
     TEST_REPORT(requeue == 0, "(line %d) requeue %llu", line, (unsigned long long)requeue);
-    TEST_REPORT(msg[0] == '\0', "(line %d) msg \"%s\"", line, msg);
+    TEST_REPORT(err.msg[0] == '\0', "(line %d) msg \"%s\"", line, err.msg);
 }
 #define CHECK_QUIET(w, key) check_quiet((w), (key), __LINE__)
 
@@ -174,7 +174,7 @@ static void test_key_gc_deletes(void)
     struct world w;
     bool wrote = true;
     uint64_t requeue = 0;
-    char msg[256] = "";
+    struct error err = {0};
 
     world_new(&w);
     put(w.r.crs, "d/p", CR_OWNED(OWNER_POD("u1")));
@@ -186,13 +186,13 @@ static void test_key_gc_deletes(void)
     CHECK_EQ_INT(cache_size(w.r.crs), 1);
     /* the owner stays but its devices went: the syncer deletes */
     put(w.r.pods, "d/p", POD("u1"));
-    CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, msg, sizeof(msg)), ERR_UPSTREAM);
+    CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, &err), ERR_UPSTREAM);
     /* another owner keeps the object alive: the syncer deletes */
     cache_del(w.r.pods, "d/p");
     put(w.r.crs, "d/p",
         CR_OWNED(OWNER_POD("u1") ",{\"apiVersion\":\"x.io/v1\",\"kind\":\"PodGroup\","
                                  "\"name\":\"g\",\"uid\":\"g1\"}"));
-    CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, msg, sizeof(msg)), ERR_UPSTREAM);
+    CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, &err), ERR_UPSTREAM);
     /* devices, the Pod going and no DeviceBinding: none is made */
     cache_del(w.r.crs, "d/p");
     put(w.r.pr, "d/p", PR_DEV);
@@ -209,20 +209,20 @@ static void test_key_write_fails_loudly(void)
     struct world w;
     bool wrote = true;
     uint64_t requeue = 77;
-    char msg[256] = "";
+    struct error err = {0};
 
     world_new(&w);
     put(w.r.crs, "d/p", CR_PLAIN); /* ours, no devices: delete it */
-    CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, msg, sizeof(msg)), ERR_UPSTREAM);
+    CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, &err), ERR_UPSTREAM);
     CHECK(!wrote);
-    CHECK(msg[0] != '\0');
+    CHECK(err.msg[0] != '\0');
     CHECK_EQ_INT(cache_size(w.r.crs), 1); /* still there: try again later */
 
     /* devices and Pod, no CR: create it */
     put(w.r.pr, "d/q", PR_DEV);
     put(w.r.pods, "d/q", POD("u1"));
     wrote = true;
-    CHECK_EQ_INT(reconcile_key(&w.r, "d/q", &wrote, &requeue, msg, sizeof(msg)), ERR_UPSTREAM);
+    CHECK_EQ_INT(reconcile_key(&w.r, "d/q", &wrote, &requeue, &err), ERR_UPSTREAM);
     CHECK(!wrote);
     world_free(&w);
     rest_global_cleanup();
@@ -241,7 +241,7 @@ static void test_key_foreign_label(void)
     struct world w;
     bool wrote = true;
     uint64_t requeue = 0;
-    char msg[256] = "";
+    struct error err = {0};
 
     world_new(&w);
     put(w.r.crs, "d/p", CR_OF(LABELS_B)); /* no devices: ours would be deleted */
@@ -265,12 +265,12 @@ static void test_key_foreign_label(void)
     CHECK_EQ_INT(cache_size(w.r.crs), 1); /* not deleted from the cache either */
     /* a reservation of this node's under that key goes (podresd: port 1) */
     put(w.r.resv, "d/p", "{\"namespace\":\"d\",\"name\":\"p\",\"containers\":[]}");
-    CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, msg, sizeof(msg)), ERR_UPSTREAM);
+    CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, &err), ERR_UPSTREAM);
     CHECK(!wrote);
     /* ours again: no longer remembered */
     cache_del(w.r.resv, "d/p");
     put(w.r.crs, "d/p", CR_PLAIN);
-    CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, msg, sizeof(msg)), ERR_UPSTREAM);
+    CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, &err), ERR_UPSTREAM);
     CHECK_EQ_INT(json_object_size(w.r.foreign), 0);
     CHECK_EQ_INT(reconcile_skipped(&w.r, RECONCILE_SKIP_FOREIGN_LABEL), 5);
     reconcile_release(&w.r);
@@ -365,18 +365,19 @@ static void test_key_stray_reservation(void)
     struct world w;
     bool wrote;
     uint64_t requeue;
-    char msg[256], log[4096];
+    char log[4096];
+    struct error err = {0};
 
     world_new(&w);
     put(w.r.resv, "d/p", RESV("p"));
     put(w.r.crs, "d/q", PRE_CR); /* its reservation fails, but is this object's */
     capture_start();
-    CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, msg, sizeof(msg)), ERR_UPSTREAM);
-    CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, msg, sizeof(msg)), ERR_UPSTREAM);
-    CHECK_EQ_INT(reconcile_key(&w.r, "d/q", &wrote, &requeue, msg, sizeof(msg)), ERR_UPSTREAM);
+    CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, &err), ERR_UPSTREAM);
+    CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, &err), ERR_UPSTREAM);
+    CHECK_EQ_INT(reconcile_key(&w.r, "d/q", &wrote, &requeue, &err), ERR_UPSTREAM);
     cache_del(w.r.crs, "d/q"); /* the pre-assignment goes: its reservation with it */
     put(w.r.resv, "d/q", RESV("q"));
-    CHECK_EQ_INT(reconcile_key(&w.r, "d/q", &wrote, &requeue, msg, sizeof(msg)), ERR_UPSTREAM);
+    CHECK_EQ_INT(reconcile_key(&w.r, "d/q", &wrote, &requeue, &err), ERR_UPSTREAM);
     capture_end(log, sizeof(log));
     CHECK_EQ_INT(count_of(log, "removing reservation d/p made outside a DeviceBinding: this "
                                "node's reservations are owned by DeviceBindings; pre-assign with "
@@ -407,7 +408,8 @@ static void test_key_foreign_as_read(void)
     struct rest_opts o = {.max_attempts = 1};
     bool wrote = true;
     uint64_t requeue = 0;
-    char url[64], msg[256] = "";
+    char url[64];
+    struct error err = {0};
 
     responder_start(&s, r, 2);
     world_new(&w);
@@ -418,9 +420,9 @@ static void test_key_foreign_as_read(void)
     w.kube = rest_new(&o);
     w.r.kube = w.kube;
     put(w.r.crs, "d/p", CR_PLAIN); /* ours, as cached; no devices: delete */
-    CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, msg, sizeof(msg)), ERR_FORBIDDEN);
+    CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, &err), ERR_FORBIDDEN);
     CHECK(!wrote);
-    CHECK(strstr(msg, "labelled for node 'node-b', not node 'node-a'") != NULL);
+    CHECK(strstr(err.msg, "labelled for node 'node-b', not node 'node-a'") != NULL);
     CHECK_PREFIX(s.req[0], "DELETE /apis/podres.dev/v1alpha1/namespaces/d/devicebindings/p HTTP");
     CHECK_PREFIX(s.req[1], "GET /apis/podres.dev/v1alpha1/namespaces/d/devicebindings/p HTTP");
     CHECK_EQ_INT(cache_size(w.r.crs), 0);
@@ -448,7 +450,8 @@ static void test_key_stray_of_another_syncer(void)
     struct rest_opts o = {.max_attempts = 1};
     bool wrote = true;
     uint64_t requeue = 0;
-    char url[64], msg[256] = "", why[400] = "";
+    char url[64];
+    struct error err = {0}, why = {0};
 
     responder_start(&s, r, 2);
     world_new(&w);
@@ -460,16 +463,16 @@ static void test_key_stray_of_another_syncer(void)
     w.r.kube = w.kube;
     w.r.pd = w.kube;
     put(w.r.resv, "d/p", RESV("p"));
-    CHECK_OK(reconcile_key(&w.r, "d/p", &wrote, &requeue, msg, sizeof(msg)));
+    CHECK_OK(reconcile_key(&w.r, "d/p", &wrote, &requeue, &err));
     CHECK_EQ_INT(requeue, 0);
-    CHECK(!fence_stopped(&w.r.fence, queue_now_ms(), why, sizeof(why)));
+    CHECK(!fence_stopped(&w.r.fence, queue_now_ms(), &why));
     /* it comes back */
-    CHECK_OK(reconcile_key(&w.r, "d/p", &wrote, &requeue, msg, sizeof(msg)));
+    CHECK_OK(reconcile_key(&w.r, "d/p", &wrote, &requeue, &err));
     CHECK(requeue > FENCE_HOLD_MS - 5000);
-    CHECK(fence_stopped(&w.r.fence, queue_now_ms(), why, sizeof(why)));
-    CHECK(strstr(why, "another podres-syncer writes this podresd's reservations (node "
-                      "'node-b'; this one is node 'node-a')") != NULL);
-    CHECK_OK(reconcile_key(&w.r, "d/q", &wrote, &requeue, msg, sizeof(msg)));
+    CHECK(fence_stopped(&w.r.fence, queue_now_ms(), &why));
+    CHECK(strstr(why.msg, "another podres-syncer writes this podresd's reservations (node "
+                          "'node-b'; this one is node 'node-a')") != NULL);
+    CHECK_OK(reconcile_key(&w.r, "d/q", &wrote, &requeue, &err));
     CHECK(!wrote && requeue > 0);
     responder_stop(&s);
     CHECK_EQ_INT(s.served, 2);
