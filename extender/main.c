@@ -5,6 +5,7 @@
  * SIGTERM. exit(1) only for start-up errors. */
 #define LOG_MOD "main"
 #include "../common/common.h"
+#include "../common/clock.h"
 #include "../common/cfg.h"
 #include "../common/jsonx.h"
 #include "../common/mem.h"
@@ -128,14 +129,6 @@ struct extender {
     pthread_t threads[2];              /* the informers */
     int nthreads;                      /* started */
 };
-
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void observe(struct reqstats *rs, enum verb v, enum outcome o, double s)
 {
@@ -497,7 +490,7 @@ static enum MHD_Result serve_verb(struct extender *x, struct MHD_Connection *con
                  json_string_value(json_object_get(a.body, "Error")));
     text = a.body ? jsonx_dumps_line(a.body, &len) : NULL;
     json_decref(a.body);
-    observe(&x->rs, v, a.out, (double)(mono_ms() - up->start_ms) / 1000.0);
+    observe(&x->rs, v, a.out, (double)(clock_mono_ms() - up->start_ms) / 1000.0);
     if (!text)
         return send_plain(conn, 500, "out of memory\n");
     return send_text(conn, a.status, "application/json", text, len);
@@ -516,7 +509,7 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn, const cha
         up = calloc(1, sizeof(*up));
         if (!up)
             return MHD_NO;
-        up->start_ms = mono_ms();
+        up->start_ms = clock_mono_ms();
         *con_cls = up;
         return MHD_YES;
     }

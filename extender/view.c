@@ -8,6 +8,7 @@
  * busy flags and recomputes them when a count of it changed, so a filter
  * over thousands of nodes reads flags, not maps. */
 #include "../common/common.h"
+#include "../common/clock.h"
 #include "../common/jsonx.h"
 #include "fit.h"
 #include "view.h"
@@ -37,14 +38,6 @@ struct view {
     json_t *managed;     /* resource -> how many nodes list it (+STATIC_RESOURCE) */
     uint64_t assume_ms;  /* how long an assumption lives unseen */
 };
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 struct view *view_new(uint64_t assume_ms)
 {
@@ -415,7 +408,7 @@ static void drop_assumption(struct view *v, const char *key)
 /* Assumptions past their time: the DeviceBinding never showed. */
 static void expire(struct view *v)
 {
-    uint64_t t = now_ms();
+    uint64_t t = clock_mono_ms();
     const char *key;
     json_t *a, *tmp;
 
@@ -730,7 +723,8 @@ static void assume(struct view *v, const char *node, const char *key, const char
     contribute(v, owner, c);
     json_object_set_new(v->assumed, key,
                         jsonx_object("uid", json_string(uid), "until",
-                                     json_integer((json_int_t)(now_ms() + v->assume_ms)), NULL));
+                                     json_integer((json_int_t)(clock_mono_ms() + v->assume_ms)),
+                                     NULL));
 }
 
 err_t view_choose(struct view *v, const char *node, const char *key, const char *uid,

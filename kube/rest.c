@@ -3,6 +3,7 @@
  * the retry policy, token files and Status parsing. */
 #define LOG_MOD "kube"
 #include "../common/common.h"
+#include "../common/clock.h"
 #include "../common/jsonx.h"
 #include "../common/strbuf.h"
 #include "rest.h"
@@ -18,14 +19,6 @@
 #define BACKOFF_MIN_MS 200          /* first backoff after a failure */
 #define BACKOFF_MAX_MS 30000        /* backoff ceiling */
 #define SLICE_MS 50                 /* sleeps are cut in slices to notice a stop */
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* ---- the gate ---- */
 
@@ -53,7 +46,7 @@ struct rest_gate *rest_gate_new(double qps, int burst)
     g->qps = qps;
     g->burst = burst > 0 ? burst : 1;
     g->tokens = g->burst;
-    g->refilled_ms = now_ms();
+    g->refilled_ms = clock_mono_ms();
     g->peer = "Kubernetes API server";
     return g;
 }
@@ -83,11 +76,11 @@ bool rest_gate_stopped(struct rest_gate *g)
 
 bool rest_gate_sleep(struct rest_gate *g, uint64_t ms)
 {
-    uint64_t end = now_ms() + ms, t;
+    uint64_t end = clock_mono_ms() + ms, t;
     struct timespec ts;
 
     while (!rest_gate_stopped(g)) {
-        t = now_ms();
+        t = clock_mono_ms();
         if (t >= end)
             return true;
         t = end - t < SLICE_MS ? end - t : SLICE_MS;
@@ -101,7 +94,7 @@ bool rest_gate_sleep(struct rest_gate *g, uint64_t ms)
 /* How long to wait before the next request may go; takes a token when 0. */
 static uint64_t gate_try(struct rest_gate *g)
 {
-    uint64_t t = now_ms(), wait = 0;
+    uint64_t t = clock_mono_ms(), wait = 0;
 
     pthread_mutex_lock(&g->mu);
     if (t < g->not_before_ms) {
@@ -141,7 +134,7 @@ static bool gate_wait(struct rest_gate *g)
 /* A failure: extend the global backoff (with jitter), honouring Retry-After. */
 static void gate_failed(struct rest_gate *g, uint64_t retry_after_ms, const char *what)
 {
-    uint64_t t = now_ms(), delay;
+    uint64_t t = clock_mono_ms(), delay;
     bool first;
 
     if (!g)

@@ -2,6 +2,7 @@
 /* events.c - Events about DeviceBindings, in series, within a budget. */
 #define LOG_MOD "events"
 #include "../common/common.h"
+#include "../common/clock.h"
 #include "events.h"
 
 #include <time.h>
@@ -9,17 +10,17 @@
 #define EVENTS_GROUP "/apis/events.k8s.io/v1"
 #define NOTE_MAX 1024 /* the API server refuses notes over 1 KiB */
 
-/* A MicroTime, as the API wants eventTime: RFC 3339 with microseconds. */
-static void micro_time(char *buf, size_t cap)
+/* 'wall_ms' as a MicroTime, as the API wants eventTime: RFC 3339 with
+ * microseconds. */
+static void micro_time(uint64_t wall_ms, char *buf, size_t cap)
 {
-    struct timespec ts;
+    time_t sec = (time_t)(wall_ms / 1000);
     struct tm tm;
     char base[32];
 
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
+    gmtime_r(&sec, &tm);
     strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, cap, "%.20s.%06uZ", base, (unsigned)(ts.tv_nsec / 1000) % 1000000u);
+    snprintf(buf, cap, "%.20s.%06uZ", base, (unsigned)(wall_ms % 1000) * 1000u);
 }
 
 /* Whether the bucket has a token; takes it. */
@@ -47,15 +48,16 @@ static err_t create_event(struct events *e, const json_t *md, const char *type, 
     const char *uid = json_string_value(json_object_get(md, "uid"));
     char path[512], when[48];
     struct error err = {0};
-    struct timespec ts;
+    uint64_t wall_ms = clock_wall_ms();
     json_t *body, *ans = NULL;
     err_t rc;
 
-    clock_gettime(CLOCK_REALTIME, &ts);
-    /* client-go's spelling: the object's name and the time in hex */
+    /* client-go's spelling: the object's name and the time in hex
+     * nanoseconds; the count below the millisecond keeps two names made in
+     * one millisecond apart */
     snprintf(name, name_cap, "%.200s.%llx", obj,
-             (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec);
-    micro_time(when, sizeof(when));
+             (unsigned long long)(wall_ms * 1000000u + e->named++ % 1000000u));
+    micro_time(wall_ms, when, sizeof(when));
     body = json_pack("{s:s,s:s,s:{s:s,s:s},s:s,s:s,s:s,s:s,s:s,s:s,s:s%,s:{s:s,s:s,s:s,s:s,s:s}}",
                      "apiVersion", "events.k8s.io/v1", "kind", "Event", "metadata", "name", name,
                      "namespace", ns, "eventTime", when, "reportingController",
@@ -83,7 +85,7 @@ static err_t patch_series(struct events *e, const char *ns, const char *name, js
     json_t *body, *ans = NULL;
     err_t rc;
 
-    micro_time(when, sizeof(when));
+    micro_time(clock_wall_ms(), when, sizeof(when));
     body = json_pack("{s:{s:I,s:s}}", "series", "count", count, "lastObservedTime", when);
     if (!body)
         return ERR_NOMEM;

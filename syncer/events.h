@@ -28,6 +28,7 @@ struct events {
     double tokens;      /* what the bucket holds */
     uint64_t filled_ms; /* monotonic ms the bucket was last filled; 0: never */
     int drop_said;      /* the drop was logged since the last event written */
+    uint32_t named;     /* Events named, to tell apart names made in one millisecond */
     uint64_t created;   /* Events created; atomic */
     uint64_t repeated;  /* series counts written; atomic */
     uint64_t dropped;   /* over the bucket; atomic */

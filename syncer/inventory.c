@@ -2,6 +2,7 @@
 /* inventory.c - the node's devices as one NodeDevices object. */
 #define LOG_MOD "inventory"
 #include "../common/common.h"
+#include "../common/clock.h"
 #include "../common/mem.h"
 #include "inventory.h"
 #include "queue.h"
@@ -382,7 +383,7 @@ err_t inventory_sync(struct inventory *inv, bool *wrote, uint64_t *again_ms, str
     err_t rc = ERR_OK;
 
     *wrote = false;
-    *again_ms = inventory_due(inv, queue_now_ms());
+    *again_ms = inventory_due(inv, clock_mono_ms());
     if (*again_ms) /* coalesce: one write per interval */
         return ERR_OK;
     obj = cache_get(inv->nd, inv->node);
@@ -398,7 +399,7 @@ err_t inventory_sync(struct inventory *inv, bool *wrote, uint64_t *again_ms, str
     rc = write_object(inv, &obj, want, wrote, again_ms, e);
     if (*wrote) {
         inv->skip_logged = 0;
-        __atomic_store_n(&inv->last_write_ms, queue_now_ms(), __ATOMIC_RELAXED);
+        __atomic_store_n(&inv->last_write_ms, clock_mono_ms(), __ATOMIC_RELAXED);
         __atomic_add_fetch(&inv->writes, 1, __ATOMIC_RELAXED);
     }
     if (rc)

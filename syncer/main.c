@@ -5,6 +5,7 @@
  * exit on SIGTERM. exit(1) only for start-up errors. */
 #define LOG_MOD "main"
 #include "../common/common.h"
+#include "../common/clock.h"
 #include "../common/mem.h"
 #include "../common/cfg.h"
 #include "../common/opts.h"
@@ -346,7 +347,7 @@ static bool run_once(struct syncer *s)
 static void run(struct syncer *s, const sigset_t *sigs)
 {
     struct timespec tick = {.tv_sec = 1};
-    uint64_t next = queue_now_ms() + queue_jitter_ms(s->set.resync_ms, RESYNC_JITTER_PCT);
+    uint64_t next = clock_mono_ms() + queue_jitter_ms(s->set.resync_ms, RESYNC_JITTER_PCT);
     int sig;
 
     pthread_create(&s->threads[s->nthreads++], NULL, nodefeed_run, &s->feed);
@@ -360,9 +361,9 @@ static void run(struct syncer *s, const sigset_t *sigs)
             log_info("received %s; shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
             return;
         }
-        if ((queue_now_ms() >= next || !s->last_resync) && worker_caches_synced(s)) {
+        if ((clock_mono_ms() >= next || !s->last_resync) && worker_caches_synced(s)) {
             worker_resync(s);
-            next = queue_now_ms() + queue_jitter_ms(s->set.resync_ms, RESYNC_JITTER_PCT);
+            next = clock_mono_ms() + queue_jitter_ms(s->set.resync_ms, RESYNC_JITTER_PCT);
         }
     }
 }

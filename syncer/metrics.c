@@ -5,6 +5,7 @@
  * rendered here. */
 #define LOG_MOD "main"
 #include "../common/common.h"
+#include "../common/clock.h"
 #include "../common/strbuf.h"
 #include "metrics.h"
 #include "worker.h"
@@ -45,7 +46,7 @@ static bool ready(struct syncer *s, struct error *why)
 {
     struct error fence = {0};
 
-    if (fence_stopped(&s->rec.fence, queue_now_ms(), &fence)) {
+    if (fence_stopped(&s->rec.fence, clock_mono_ms(), &fence)) {
         if (__atomic_load_n(&s->node_missing, __ATOMIC_RELAXED) == 1)
             errorf(why, ERR_UNAVAIL, "%s; node '%s' is no Node in the API server", fence.msg,
                    s->set.node_name);
@@ -75,7 +76,7 @@ static err_t render_guards(struct syncer *s, struct strbuf *sb)
         "# HELP podres_syncer_writes_stopped 1 while writes are stopped because another "
         "podres-syncer writes this podresd's reservations.\n"
         "# TYPE podres_syncer_writes_stopped gauge\npodres_syncer_writes_stopped %d\n",
-        missing == 1, (int)fence_stopped(&s->rec.fence, queue_now_ms(), NULL));
+        missing == 1, (int)fence_stopped(&s->rec.fence, clock_mono_ms(), NULL));
 }
 
 static err_t render_metrics(struct syncer *s, struct strbuf *sb)

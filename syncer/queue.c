@@ -2,6 +2,7 @@
 /* queue.c - a jansson object key -> [due_ms, dirty_ms]; the earliest due key
  * is found by a scan, which is fine for the pods of one node. */
 #include "../common/common.h"
+#include "../common/clock.h"
 #include "queue.h"
 
 #include <jansson.h>
@@ -15,14 +16,6 @@ struct queue {
     json_t *keys;        /* key -> [due_ms, dirty_ms] */
     bool closed;         /* shutting down */
 };
-
-uint64_t queue_now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 uint64_t queue_jitter_ms(uint64_t ms, unsigned pct)
 {
@@ -65,7 +58,7 @@ void queue_free(struct queue *q)
 
 void queue_add(struct queue *q, const char *key, uint64_t delay_ms)
 {
-    uint64_t t = queue_now_ms(), due = t + delay_ms;
+    uint64_t t = clock_mono_ms(), due = t + delay_ms;
     json_t *e;
 
     pthread_mutex_lock(&q->mu);
@@ -81,7 +74,7 @@ void queue_add(struct queue *q, const char *key, uint64_t delay_ms)
 
 bool queue_get(struct queue *q, char *key, size_t cap, uint64_t *dirty_ms, uint64_t wait_ms)
 {
-    uint64_t end = queue_now_ms() + wait_ms, best, t, due;
+    uint64_t end = clock_mono_ms() + wait_ms, best, t, due;
     const char *k, *pick;
     json_t *e;
     struct timespec ts;
@@ -89,7 +82,7 @@ bool queue_get(struct queue *q, char *key, size_t cap, uint64_t *dirty_ms, uint6
 
     pthread_mutex_lock(&q->mu);
     while (!q->closed) {
-        t = queue_now_ms();
+        t = clock_mono_ms();
         pick = NULL;
         best = UINT64_MAX;
         json_object_foreach(q->keys, k, e) {
@@ -110,8 +103,7 @@ bool queue_get(struct queue *q, char *key, size_t cap, uint64_t *dirty_ms, uint6
         if (t >= end)
             break;
         due = best < end ? best : end;
-        ts.tv_sec = (time_t)(due / 1000);
-        ts.tv_nsec = (long)(due % 1000) * 1000000;
+        ts = clock_mono_after(due - t);
         pthread_cond_timedwait(&q->cond, &q->mu, &ts);
     }
     pthread_mutex_unlock(&q->mu);

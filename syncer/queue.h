@@ -16,15 +16,13 @@ void queue_free(struct queue *q); /* NULL is a no-op */
 /* Add 'key' due in 'delay_ms'. */
 void queue_add(struct queue *q, const char *key, uint64_t delay_ms);
 /* Wait for a due key (at most 'wait_ms'); copies it into 'key' and removes
- * it. *dirty_ms is when it was first added (CLOCK_MONOTONIC ms). False on
+ * it. *dirty_ms is when it was first added (clock_mono_ms()). False on
  * timeout or after queue_close(). */
 bool queue_get(struct queue *q, char *key, size_t cap, uint64_t *dirty_ms, uint64_t wait_ms);
 /* Keys waiting (for /metrics). */
 size_t queue_len(struct queue *q);
 /* Wake every waiter; queue_get returns false from now on. */
 void queue_close(struct queue *q);
-/* CLOCK_MONOTONIC now in milliseconds. */
-uint64_t queue_now_ms(void);
 /* 'ms' spread uniformly by up to 'pct' percent either way (rand(), seeded
  * once by main): periods of many syncers started together drift apart
  * instead of reaching the API server in step. Thread-safe (glibc's rand

@@ -6,6 +6,7 @@
  * reconcile_write.c's. */
 #define LOG_MOD "reconcile"
 #include "../common/common.h"
+#include "../common/clock.h"
 #include "queue.h"
 #include "reconcile_int.h"
 
@@ -57,7 +58,7 @@ static void tell_skip(struct reconciler *r, const char *key, const char *name, c
 
     if (cr && label && strcmp(label, r->node) == 0) {
         snprintf(note, sizeof(note), "not mirroring the binding (%s): %s", name, detail);
-        events_record(r->events, cr, "Warning", "NotMirrored", "Mirror", note, queue_now_ms());
+        events_record(r->events, cr, "Warning", "NotMirrored", "Mirror", note, clock_mono_ms());
     }
     json_decref(cr);
 }

@@ -6,6 +6,7 @@
  * node owns. Also the signs of another syncer on this podresd (fence.h). */
 #define LOG_MOD "reconcile"
 #include "../common/common.h"
+#include "../common/clock.h"
 #include "queue.h"
 #include "reconcile_int.h"
 
@@ -100,7 +101,7 @@ static void verdict_of(const json_t *resv, bool bound, struct verdict *v)
 static void placed(struct reconciler *r, const char *key)
 {
     if (rest_last_code(r->pd) == 201 && json_object_get(r->placed, key) &&
-        fence_lost(&r->fence, r->node, queue_now_ms()))
+        fence_lost(&r->fence, r->node, clock_mono_ms()))
         json_object_clear(r->removed);
     rec_set_key(&r->placed, key);
 }
@@ -237,7 +238,7 @@ err_t rec_stray(struct reconciler *r, const struct target *t, struct error *e)
         json_object_del(r->removed, t->key);
         return rec_unreserve(r, t, e);
     }
-    fence_claimed(&r->fence, r->node, other, queue_now_ms());
+    fence_claimed(&r->fence, r->node, other, clock_mono_ms());
     json_object_clear(r->removed);
     return ERR_OK;
 }
@@ -248,7 +249,7 @@ bool rec_held(struct reconciler *r, uint64_t *requeue_ms)
 {
     uint64_t left;
 
-    if (!fence_holds(&r->fence, queue_now_ms(), &left))
+    if (!fence_holds(&r->fence, clock_mono_ms(), &left))
         return false;
     *requeue_ms = left + 100;
     return true;
@@ -270,10 +271,10 @@ static void tell(struct reconciler *r, const json_t *cr, const json_t *old, cons
         events_record(r->events, cr, "Warning",
                       strcmp(v->reason, "ReservationExpired") == 0 ? "ReservationExpired"
                                                                    : "Conflict",
-                      "Reserve", note, queue_now_ms());
+                      "Reserve", note, clock_mono_ms());
     else if (strcmp(v->status, "True") == 0 && os)
         events_record(r->events, cr, "Normal", "PreassignmentHonored", "Bind",
-                      "the pod holds the devices its DeviceBinding pre-assigned", queue_now_ms());
+                      "the pod holds the devices its DeviceBinding pre-assigned", clock_mono_ms());
 }
 
 /* The reservation of in->cr's pre-assignment and the verdict it earns:

@@ -4,6 +4,7 @@
  * producers' side: which keys a change of a cache puts on the queue. */
 #define LOG_MOD "main"
 #include "../common/common.h"
+#include "../common/clock.h"
 #include "metrics.h"
 #include "worker.h"
 
@@ -38,7 +39,7 @@ void worker_on_inventory(void *ctx, const char *key)
     struct syncer *s = ctx;
 
     (void)key;
-    queue_add(s->queue, INVENTORY_KEY, inventory_due(&s->inv, queue_now_ms()));
+    queue_add(s->queue, INVENTORY_KEY, inventory_due(&s->inv, clock_mono_ms()));
 }
 
 /* After a reconcile of 'key': whether it waits for devices. */
@@ -169,7 +170,7 @@ static void sync_inventory(struct syncer *s, json_t *fails, uint64_t dirty)
         if (again)
             queue_add(s->queue, INVENTORY_KEY, again);
         if (wrote)
-            metrics_lag_observe(&s->lag, (double)(queue_now_ms() - dirty) / 1000.0);
+            metrics_lag_observe(&s->lag, (double)(clock_mono_ms() - dirty) / 1000.0);
         return;
     }
     if (rc == ERR_FORBIDDEN || rc == ERR_UNPROCESSABLE || rc == ERR_INVAL)
@@ -209,7 +210,7 @@ void *worker_run(void *arg)
             if (again)
                 queue_add(s->queue, key, again);
             if (wrote)
-                metrics_lag_observe(&s->lag, (double)(queue_now_ms() - dirty) / 1000.0);
+                metrics_lag_observe(&s->lag, (double)(clock_mono_ms() - dirty) / 1000.0);
             continue;
         }
         if (rest_gate_stopped(s->gate))

@@ -203,7 +203,8 @@ static void check_too_large(const struct reply *watch)
     CHECK(!informer_synced(&t.inf));
     CHECK(!informer_current(&t.inf));
     CHECK(!is_ready(&t.inf, 60000, &why));
-    CHECK_STREQ(why.msg, "devicebindings informer relisting after the API server's state was reset");
+    CHECK_STREQ(why.msg,
+                "devicebindings informer relisting after the API server's state was reset");
     CHECK(t.inf.reset_logged); /* "current: 100" said it: logged now */
     t0 = clock_mono_ms();
     t.inf.listed_ms = 0; /* the pace and spread of lists are not under test here */

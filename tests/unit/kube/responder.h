@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../../common/clock.h"
+
 #define RESPONDER_MAX 12
 
 /* One canned answer: 'head' (status line, headers, blank line and maybe a
@@ -36,14 +38,6 @@ struct responder {
 };
 
 #define HEAD_200 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
-
-static uint64_t responder_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void responder_send(int fd, const char *s)
 {
@@ -98,9 +92,9 @@ static void *responder_serve(void *arg)
         if (c < 0)
             break;
         responder_read(c, s->req[i], sizeof(s->req[i]));
-        s->arrived_ms[i] = responder_ms();
+        s->arrived_ms[i] = clock_mono_ms();
         responder_send(c, s->replies[i].head);
-        s->sent_ms[i] = responder_ms();
+        s->sent_ms[i] = clock_mono_ms();
         if (s->replies[i].more) {
             ts.tv_sec = s->replies[i].pause_ms / 1000;
             ts.tv_nsec = (long)(s->replies[i].pause_ms % 1000) * 1000000L;

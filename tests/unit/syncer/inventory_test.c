@@ -3,6 +3,7 @@
  * view, order, totals, bound, condition) and the writes inventory_sync makes
  * or does not make, through syncer/inventory.h, against a canned server. */
 #include "../../../common/common.h"
+#include "../../../common/clock.h"
 #include "../../../syncer/inventory.h"
 #include "../../../syncer/queue.h"
 #include "../test.h"
@@ -273,7 +274,7 @@ static void test_sync_create_then_quiet(void)
 
     /* a device goes Unhealthy just after a write: it waits for the interval */
     add_device(&w, "g0", "Unhealthy");
-    w.inv.last_write_ms = queue_now_ms();
+    w.inv.last_write_ms = clock_mono_ms();
     CHECK_OK(inventory_sync(&w.inv, &wrote, &again, &err));
     CHECK(!wrote);
     CHECK(again > 500 && again <= 1000);

@@ -2,6 +2,7 @@
 /* queue_test.c - the work queue: order, dedup, delays, dirty times, timeouts
  * and close through syncer/queue.h. Delays are short and bounds generous. */
 #include "../../../common/common.h"
+#include "../../../common/clock.h"
 #include "../../../syncer/queue.h"
 #include "../test.h"
 
@@ -19,7 +20,7 @@ static void test_fifo(void)
 {
     struct queue *q = queue_new();
     char key[64];
-    uint64_t dirty = 0, t0 = queue_now_ms();
+    uint64_t dirty = 0, t0 = clock_mono_ms();
 
     CHECK(q != NULL);
     CHECK_EQ_INT(queue_len(q), 0);
@@ -31,7 +32,7 @@ static void test_fifo(void)
     CHECK_EQ_INT(queue_len(q), 3);
     CHECK(queue_get(q, key, sizeof(key), &dirty, 0));
     CHECK_STREQ(key, "ns/a");
-    CHECK(dirty >= t0 && dirty <= queue_now_ms());
+    CHECK(dirty >= t0 && dirty <= clock_mono_ms());
     CHECK(queue_get(q, key, sizeof(key), &dirty, 0));
     CHECK_STREQ(key, "ns/b");
     CHECK(queue_get(q, key, sizeof(key), &dirty, 0));
@@ -78,7 +79,7 @@ static void test_dedup(void)
     uint64_t dirty = 0, first, t0;
 
     /* the earlier due time wins; the first dirty time stays */
-    first = queue_now_ms();
+    first = clock_mono_ms();
     queue_add(q, "ns/a", 10000);
     sleep_ms(20);
     queue_add(q, "ns/a", 0);
@@ -92,14 +93,14 @@ static void test_dedup(void)
     queue_add(q, "ns/b", 0);
     queue_add(q, "ns/b", 10000);
     CHECK_EQ_INT(queue_len(q), 1);
-    t0 = queue_now_ms();
+    t0 = clock_mono_ms();
     CHECK(queue_get(q, key, sizeof(key), &dirty, 1000));
     CHECK_STREQ(key, "ns/b");
-    CHECK(queue_now_ms() - t0 < 500);
+    CHECK(clock_mono_ms() - t0 < 500);
 
     /* after removal the key is new again: a fresh dirty time */
     sleep_ms(20);
-    t0 = queue_now_ms();
+    t0 = clock_mono_ms();
     queue_add(q, "ns/b", 0);
     CHECK(queue_get(q, key, sizeof(key), &dirty, 0));
     CHECK(dirty >= t0);
@@ -110,7 +111,7 @@ static void test_delay(void)
 {
     struct queue *q = queue_new();
     char key[64];
-    uint64_t dirty, t0 = queue_now_ms(), t1;
+    uint64_t dirty, t0 = clock_mono_ms(), t1;
 
     queue_add(q, "ns/d", 100);
     CHECK_EQ_INT(queue_len(q), 1);
@@ -118,7 +119,7 @@ static void test_delay(void)
     CHECK(!queue_get(q, key, sizeof(key), &dirty, 20));
     CHECK_EQ_INT(queue_len(q), 1);
     CHECK(queue_get(q, key, sizeof(key), &dirty, 3000));
-    t1 = queue_now_ms();
+    t1 = clock_mono_ms();
     CHECK_STREQ(key, "ns/d");
     CHECK(t1 - t0 >= 99);
     CHECK(t1 - t0 < 2000);
@@ -130,10 +131,10 @@ static void test_timeout(void)
 {
     struct queue *q = queue_new();
     char key[64] = "untouched";
-    uint64_t dirty = 7, t0 = queue_now_ms(), el;
+    uint64_t dirty = 7, t0 = clock_mono_ms(), el;
 
     CHECK(!queue_get(q, key, sizeof(key), &dirty, 80));
-    el = queue_now_ms() - t0;
+    el = clock_mono_ms() - t0;
     CHECK(el >= 79);
     CHECK(el < 2000);
     CHECK_STREQ(key, "untouched");
@@ -141,9 +142,9 @@ static void test_timeout(void)
 
     /* a key due after the wait ends: timeout, the key stays */
     queue_add(q, "ns/x", 5000);
-    t0 = queue_now_ms();
+    t0 = clock_mono_ms();
     CHECK(!queue_get(q, key, sizeof(key), &dirty, 50));
-    el = queue_now_ms() - t0;
+    el = clock_mono_ms() - t0;
     CHECK(el >= 49);
     CHECK(el < 2000);
     CHECK_EQ_INT(queue_len(q), 1);
@@ -160,10 +161,10 @@ struct waiter {
 static void *wait_thread(void *arg)
 {
     struct waiter *w = arg;
-    uint64_t dirty, t0 = queue_now_ms();
+    uint64_t dirty, t0 = clock_mono_ms();
 
     w->got = queue_get(w->q, w->key, sizeof(w->key), &dirty, 10000);
-    w->took_ms = queue_now_ms() - t0;
+    w->took_ms = clock_mono_ms() - t0;
     return NULL;
 }
 

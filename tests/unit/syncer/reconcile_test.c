@@ -4,6 +4,7 @@
  * syncer/reconcile.h. The API client points at http://127.0.0.1:1, so an
  * unexpected request fails (ERR_UPSTREAM) instead of passing unnoticed. */
 #include "../../../common/common.h"
+#include "../../../common/clock.h"
 #include "../../../syncer/queue.h"
 #include "../../../syncer/reconcile.h"
 #include "../test.h"
@@ -465,11 +466,11 @@ static void test_key_stray_of_another_syncer(void)
     put(w.r.resv, "d/p", RESV("p"));
     CHECK_OK(reconcile_key(&w.r, "d/p", &wrote, &requeue, &err));
     CHECK_EQ_INT(requeue, 0);
-    CHECK(!fence_stopped(&w.r.fence, queue_now_ms(), &why));
+    CHECK(!fence_stopped(&w.r.fence, clock_mono_ms(), &why));
     /* it comes back */
     CHECK_OK(reconcile_key(&w.r, "d/p", &wrote, &requeue, &err));
     CHECK(requeue > FENCE_HOLD_MS - 5000);
-    CHECK(fence_stopped(&w.r.fence, queue_now_ms(), &why));
+    CHECK(fence_stopped(&w.r.fence, clock_mono_ms(), &why));
     CHECK(strstr(why.msg, "another podres-syncer writes this podresd's reservations (node "
                           "'node-b'; this one is node 'node-a')") != NULL);
     CHECK_OK(reconcile_key(&w.r, "d/q", &wrote, &requeue, &err));
