@@ -8,6 +8,7 @@
 #define PODRES_CACHE_H
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct cache;
@@ -28,15 +29,20 @@ void cache_del(struct cache *c, const char *key);
  * json_decref; NULL when absent. */
 json_t *cache_get(struct cache *c, const char *key);
 /* Replace everything by 'all' (an object key -> obj; borrowed); notifies for
- * each difference; marks the cache synced. */
+ * each difference; marks the cache synced. Out of memory, the cache stays
+ * as it was (said at warn). */
 void cache_replace(struct cache *c, json_t *all);
-/* A new array of the keys. */
-json_t *cache_keys(struct cache *c);
+/* The keys held now: a new NULL-terminated array of new strings (free with
+ * cache_keys_free), in no particular order; *n, when 'n' is not NULL, is
+ * their count. NULL if out of memory. */
+char **cache_keys(struct cache *c, size_t *n);
+void cache_keys_free(char **keys); /* NULL is a no-op */
 bool cache_synced(struct cache *c);
 size_t cache_size(struct cache *c);
 
-/* "namespace/name" of a Kubernetes object or a podresd object into 'key';
- * "name" of a cluster-scoped object (no namespace). */
+/* "namespace/name" of a Kubernetes object or a podresd object into 'key'
+ * ('cap' > 0 bytes); "name" of a cluster-scoped object (no namespace).
+ * False when 'obj' has no name, or the key does not fit. */
 bool cache_key_of(const json_t *obj, char *key, size_t cap);
 
 #endif

@@ -293,19 +293,20 @@ static err_t create(struct inventory *inv, json_t **out, struct error *e)
     return rc;
 }
 
-/* podresd's devices as the feed keeps them: an object key -> view; new. */
+/* podresd's devices as the feed keeps them: an object key -> view; new, or
+ * NULL if out of memory. */
 static json_t *devices_now(struct inventory *inv)
 {
-    json_t *devs = json_object(), *keys = cache_keys(inv->devs), *v, *dev;
-    char key[600];
+    char **keys = cache_keys(inv->devs, NULL);
+    json_t *devs = keys ? json_object() : NULL, *dev;
     size_t i;
 
-    json_array_foreach(keys, i, v) {
-        snprintf(key, sizeof(key), "%s", json_string_value(v));
-        if ((dev = cache_get(inv->devs, key)))
-            json_object_set_new(devs, key, dev);
+    for (i = 0; devs && keys[i]; i++) {
+        dev = cache_get(inv->devs, keys[i]);
+        if (dev)
+            json_object_set_new(devs, keys[i], dev);
     }
-    json_decref(keys);
+    cache_keys_free(keys);
     return devs;
 }
 
@@ -390,7 +391,7 @@ err_t inventory_sync(struct inventory *inv, bool *wrote, uint64_t *again_ms, str
     devs = devices_now(inv);
     n = json_object_size(devs);
     dvb_now(now, sizeof(now));
-    want = inventory_status(devs, inv->revision, json_object_get(obj, "status"), now);
+    want = devs ? inventory_status(devs, inv->revision, json_object_get(obj, "status"), now) : NULL;
     if (!want) {
         rc = errorf(e, ERR_NOMEM, "out of memory");
         goto out;

@@ -319,7 +319,8 @@ static bool once_inventory(struct syncer *s)
 static bool run_once(struct syncer *s)
 {
     struct error e = {0};
-    json_t *keys, *v;
+    struct strmap *keys;
+    struct strmap_iter it;
     const char *key;
     uint64_t again;
     bool ok, wrote;
@@ -334,13 +335,18 @@ static bool run_once(struct syncer *s)
     }
     ok = once_inventory(s);
     keys = worker_all_keys(s);
-    json_object_foreach(keys, key, v) {
+    if (!keys) {
+        log_err("out of memory listing the keys to sync");
+        return false;
+    }
+    strmap_iter_init(&it, keys);
+    while (strmap_iter_next(&it, &key, NULL)) {
         if (reconcile_key(&s->rec, key, &wrote, &again, &e)) {
             log_warn("cannot sync DeviceBinding %s: %s", key, error_msg(&e));
             ok = false;
         }
     }
-    json_decref(keys);
+    strmap_free(keys, NULL);
     return ok;
 }
 

@@ -53,30 +53,45 @@ static void note_waiting(struct syncer *s, const char *key, bool waiting)
     pthread_mutex_unlock(&s->wmu);
 }
 
-/* Every key the node or the API server knows about. */
-json_t *worker_all_keys(struct syncer *s)
+/* The value of every key of worker_all_keys' set. */
+static char present;
+
+struct strmap *worker_all_keys(struct syncer *s)
 {
     struct cache *from[] = {s->pr, s->resv, s->crs};
-    json_t *keys = json_object(), *list, *v;
+    struct strmap *keys = strmap_new();
+    char **list;
     size_t i, j;
 
-    for (j = 0; j < ARRAY_SIZE(from); j++) {
-        list = cache_keys(from[j]);
-        json_array_foreach(list, i, v)
-            json_object_set(keys, json_string_value(v), json_true());
-        json_decref(list);
+    for (j = 0; keys && j < ARRAY_SIZE(from); j++) {
+        list = cache_keys(from[j], NULL);
+        for (i = 0; list && list[i]; i++) {
+            if (strmap_put(keys, list[i], &present, NULL))
+                break;
+        }
+        if (!list || list[i]) {
+            strmap_free(keys, NULL);
+            keys = NULL;
+        }
+        cache_keys_free(list);
     }
     return keys;
 }
 
 void worker_resync(struct syncer *s)
 {
-    json_t *keys = worker_all_keys(s), *v;
+    struct strmap *keys = worker_all_keys(s);
+    struct strmap_iter it;
     const char *key;
 
-    json_object_foreach(keys, key, v)
+    if (!keys) {
+        log_warn("out of memory listing the keys to resync; trying at the next resync");
+        return;
+    }
+    strmap_iter_init(&it, keys);
+    while (strmap_iter_next(&it, &key, NULL))
         queue_add(s->queue, key, 0);
-    json_decref(keys);
+    strmap_free(keys, NULL);
     worker_on_inventory(s, NULL);
     s->last_resync = time(NULL);
 }

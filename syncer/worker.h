@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "../kube/strmap.h"
 #include "syncer.h"
 
 /* Cache callbacks (cache_notify_fn). worker_on_key's 'ctx' is the queue;
@@ -23,9 +24,10 @@ void worker_on_podresd_key(void *ctx, const char *key);
  * inventory key, once the write interval since the last write is over. */
 void worker_on_inventory(void *ctx, const char *key);
 
-/* Every key the node or the API server knows about: a new object
- * key -> true. */
-json_t *worker_all_keys(struct syncer *s);
+/* Every key the node or the API server knows about, as a new set (the
+ * values mean nothing; free with strmap_free(keys, NULL)); NULL if out of
+ * memory. */
+struct strmap *worker_all_keys(struct syncer *s);
 /* Queue every key and the inventory; s->last_resync is now. */
 void worker_resync(struct syncer *s);
 /* Every cache holds a full list not known to be behind: podresd's state,

@@ -78,13 +78,13 @@ static void rig_stop(struct rig *t)
 /* The cache's keys, sorted, joined by ','. */
 static void keys_of(struct cache *c, char *out, size_t cap)
 {
-    json_t *keys = cache_keys(c), *v;
+    char **keys = cache_keys(c, NULL);
     const char *k[16];
     size_t i, j, n = 0;
 
-    json_array_foreach(keys, i, v) {
+    for (i = 0; keys && keys[i]; i++) {
         if (n < 16)
-            k[n++] = json_string_value(v);
+            k[n++] = keys[i];
     }
     for (i = 1; i < n; i++) {
         for (j = i; j > 0 && strcmp(k[j - 1], k[j]) > 0; j--) {
@@ -97,7 +97,7 @@ static void keys_of(struct cache *c, char *out, size_t cap)
     out[0] = '\0';
     for (i = 0; i < n; i++)
         snprintf(out + strlen(out), cap - strlen(out), "%s%s", i ? "," : "", k[i]);
-    json_decref(keys);
+    cache_keys_free(keys);
 }
 
 #define CHECK_KEYS(c, want)                                                                        \

@@ -253,18 +253,18 @@ static void test_sync_create_then_quiet(void)
 
     /* the informer now holds what was written: nothing to do, at once */
     {
-        json_t *devs = json_object(), *keys = cache_keys(w.devs), *k;
+        json_t *devs = json_object();
+        char **keys = cache_keys(w.devs, NULL);
         size_t i;
 
-        json_array_foreach(keys, i, k)
-            json_object_set_new(devs, json_string_value(k),
-                                cache_get(w.devs, json_string_value(k)));
+        for (i = 0; keys && keys[i]; i++)
+            json_object_set_new(devs, keys[i], cache_get(w.devs, keys[i]));
         st = inventory_status(devs, 3, NULL, "2026-01-01T00:00:00Z");
         obj = json_pack("{s:{s:s},s:o}", "metadata", "name", "node-a", "status", st);
         cache_set(w.nd, "node-a", obj, false);
         json_decref(obj);
         json_decref(devs);
-        json_decref(keys);
+        cache_keys_free(keys);
     }
     w.inv.last_write_ms = 0;
     w.inv.revision = 9; /* another revision alone is no change */
