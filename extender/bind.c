@@ -9,6 +9,8 @@
 #include "../common/jsonx.h"
 #include "bind.h"
 
+#include <assert.h>
+
 #define DVB_PATH "/apis/podres.dev/v1alpha1/namespaces/%s/devicebindings"
 
 /* What was written, to take it back. */
@@ -292,10 +294,11 @@ out:
 err_t bind_pod(struct view *view, struct rest *k, const struct args_bind *b,
                struct bind_stats *stats, struct error *e)
 {
-    struct error none;
+    struct error none = {0};
     char key[520];
     err_t rc;
 
+    assert(view && k && b && stats);
     if (!e)
         e = &none;
     str_join(key, sizeof(key), b->ns, '/', b->name);

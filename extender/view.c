@@ -13,6 +13,7 @@
 #include "fit.h"
 #include "view.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <time.h>
 
@@ -274,6 +275,7 @@ void view_set_node(struct view *v, const char *name, const json_t *obj)
 {
     struct node *nd = NULL;
 
+    assert(name);
     if (obj) {
         nd = node_from(name, obj);
         if (!nd) {
@@ -730,12 +732,16 @@ static void assume(struct view *v, const char *node, const char *key, const char
 err_t view_choose(struct view *v, const char *node, const char *key, const char *uid,
                   const json_t *requests, json_t **containers, struct error *e)
 {
-    json_t *out = json_array(), *takes = json_object(), *totals = json_object();
+    json_t *out, *takes, *totals;
     const json_t *c;
     struct node *nd;
     err_t rc = ERR_OK;
     size_t i;
 
+    assert(node && key && uid && containers);
+    out = json_array();
+    takes = json_object();
+    totals = json_object();
     if (!out || !takes || !totals) {
         rc = errorf(e, ERR_NOMEM, "out of memory");
         goto out;

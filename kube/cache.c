@@ -169,9 +169,11 @@ static bool store(struct cache *c, const char *key, struct text *t, const json_t
 
 void cache_set(struct cache *c, const char *key, json_t *obj, bool newer_only)
 {
-    struct text *t = text_of(obj);
+    struct text *t;
     bool changed;
 
+    assert(key && obj);
+    t = text_of(obj);
     if (!t) {
         log_warn("out of memory storing %s", key);
         return;

@@ -10,6 +10,7 @@
 #include "../common/cfg.h"
 #include "execcred.h"
 
+#include <assert.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/wait.h>
@@ -433,15 +434,12 @@ static err_t wait_child(pid_t pid, const struct execcred_cfg *c, struct error *e
                   WTERMSIG(status));
 }
 
-err_t execcred_run(const struct execcred_cfg *c, struct execcred_result *out, struct error *e)
+/* Start the command with its stdout on a pipe: *pid and the pipe's read
+ * end *fd. */
+static err_t start(const struct execcred_cfg *c, pid_t *pid, int *fd, struct error *e)
 {
     bool tty = isatty(0) == 1, interactive = c->interactive != EXECCRED_NEVER && tty;
-    struct error why = {0};
-    char *text = NULL;
-    size_t len = 0;
     int fds[2];
-    pid_t pid;
-    err_t rc, wrc;
 
     if (c->interactive == EXECCRED_ALWAYS && !tty)
         return errorf(e, ERR_INVAL, "exec plugin '%s' needs a terminal (interactiveMode: Always)",
@@ -449,16 +447,33 @@ err_t execcred_run(const struct execcred_cfg *c, struct execcred_result *out, st
     if (pipe2(fds, O_CLOEXEC) != 0)
         return errorf(e, ERR_IO, "exec plugin: pipe: %s", strerror(errno));
     fflush(NULL);
-    pid = fork();
-    if (pid == 0)
+    *pid = fork();
+    if (*pid == 0)
         child(c, fds[1], interactive);
     close(fds[1]);
-    if (pid < 0) {
+    if (*pid < 0) {
         close(fds[0]);
         return errorf(e, ERR_IO, "exec plugin '%s': fork: %s", c->command, strerror(errno));
     }
-    rc = read_all(fds[0], &text, &len, &why);
-    close(fds[0]);
+    *fd = fds[0];
+    return ERR_OK;
+}
+
+err_t execcred_run(const struct execcred_cfg *c, struct execcred_result *out, struct error *e)
+{
+    struct error why = {0};
+    char *text = NULL;
+    size_t len = 0;
+    pid_t pid = -1;
+    int fd = -1;
+    err_t rc, wrc;
+
+    assert(c->command && c->argv && c->argv[0] && c->api_version);
+    rc = start(c, &pid, &fd, e);
+    if (rc)
+        return rc;
+    rc = read_all(fd, &text, &len, &why);
+    close(fd);
     wrc = wait_child(pid, c, e);
     if (!wrc && !rc)
         rc = execcred_parse(text, len, c->api_version, out, &why);
@@ -476,6 +491,7 @@ err_t execcred_get(struct execcred *ec, time_t now, bool force, const struct exe
     struct execcred_result r = {0};
     err_t rc;
 
+    assert(ec->cfg);
     if (ec->have && !force && (ec->cur.expiry == 0 || now < ec->cur.expiry)) {
         *out = &ec->cur;
         return ERR_OK;

@@ -17,6 +17,7 @@
 #include "../common/clock.h"
 #include "informer.h"
 
+#include <assert.h>
 #include <time.h>
 
 #define WATCH_TIMEOUT_S 240 /* the server ends a watch after this; we resume */
@@ -207,6 +208,7 @@ err_t informer_list(struct informer *inf)
     const char *rv;
     err_t rc;
 
+    assert(inf->path && inf->query && inf->kube && inf->cache);
     snprintf(path, sizeof(path), "%s?%s%s", inf->path, inf->query,
              inf->rv[0] || inf->consistent ? "" : "&resourceVersion=0");
     rc = rest_do(inf->kube, "GET", path, NULL, NULL, &list, &e);
@@ -412,6 +414,7 @@ void *informer_run(void *arg)
 {
     struct informer *inf = arg;
 
+    assert(inf->gate); /* without it the loop never ends */
     while (!rest_gate_stopped(inf->gate))
         step(inf);
     return NULL;

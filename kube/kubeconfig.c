@@ -441,7 +441,7 @@ err_t kubeconfig_parse_sel(const char *text, size_t len, const char *dir,
                            struct error *e)
 {
     struct kubeconfig kc = {0};
-    struct error none;
+    struct error none = {0};
     struct parse p = {.dir = dir, .sel = sel, .e = e ? e : &none};
     char why[ERROR_MSG_MAX];
     json_t *root = NULL;

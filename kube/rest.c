@@ -8,6 +8,7 @@
 #include "../common/strbuf.h"
 #include "rest.h"
 
+#include <assert.h>
 #include <curl/curl.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -53,6 +54,7 @@ struct rest_gate *rest_gate_new(double qps, int burst)
 
 void rest_gate_name(struct rest_gate *g, const char *peer)
 {
+    assert(g && peer);
     g->peer = peer;
 }
 
@@ -66,6 +68,7 @@ void rest_gate_free(struct rest_gate *g)
 
 void rest_gate_stop(struct rest_gate *g)
 {
+    assert(g);
     __atomic_store_n(&g->stopped, 1, __ATOMIC_RELEASE);
 }
 
@@ -300,8 +303,10 @@ void rest_global_cleanup(void)
 
 struct rest *rest_new(const struct rest_opts *o)
 {
-    struct rest *k = calloc(1, sizeof(*k));
+    struct rest *k;
 
+    assert(o);
+    k = calloc(1, sizeof(*k));
     if (!k)
         return NULL;
     k->curl = curl_easy_init();
@@ -717,9 +722,11 @@ err_t rest_do(struct rest *k, const char *method, const char *path, const json_t
     long code = 0;
     err_t rc;
 
+    assert(method && path && path[0] == '/');
     if (!e)
         e = &none; /* the gate's log line still needs the message */
-    *e = (struct error){0};
+    e->code = ERR_OK;
+    e->msg[0] = '\0';
     keep_status(k, NULL);
     if (body) {
         text = jsonx_dumps(body);
@@ -775,9 +782,11 @@ err_t rest_stream(struct rest *k, const char *path, rest_line_fn fn, void *ctx, 
     long code = 0;
     err_t rc;
 
+    assert(path && path[0] == '/');
     if (!e)
         e = &none; /* the gate's log line still needs the message */
-    *e = (struct error){0};
+    e->code = ERR_OK;
+    e->msg[0] = '\0';
     keep_status(k, NULL);
     if (!gate_wait(k->gate))
         return ERR_OK;
@@ -793,15 +802,22 @@ err_t rest_stream(struct rest *k, const char *path, rest_line_fn fn, void *ctx, 
     return rc;
 }
 
+/* RFC 3986's unreserved characters: a query value keeps them as they are. */
+static bool unreserved(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~';
+}
+
 void rest_escape(const char *s, char *out, size_t cap)
 {
     static const char hex[] = "0123456789ABCDEF";
     size_t n = 0;
 
+    assert(s && out && cap > 0);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                     c == '-' || c == '.' || c == '_' || c == '~';
+        bool plain = unreserved(c);
 
         if (n + (plain ? 1 : 3) >= cap)
             break;

@@ -112,7 +112,8 @@ const json_t *rest_last_status(const struct rest *k);
  * does not count as the server failing (no backoff). */
 bool rest_status_too_large(const json_t *status);
 
-/* Percent-encode 's' for a query value into 'out' (NUL-terminated, truncated to cap). */
+/* Percent-encode 's' for a query value into 'out' of 'cap' > 0 bytes
+ * (NUL-terminated, cut before an escape that does not fit). */
 void rest_escape(const char *s, char *out, size_t cap);
 
 #endif

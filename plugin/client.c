@@ -9,6 +9,7 @@
 #include "../kube/rest.h"
 #include "client.h"
 
+#include <assert.h>
 #include <time.h>
 
 struct client {
@@ -59,9 +60,11 @@ static err_t apply_exec(struct client *c, bool force, struct error *e)
 
 err_t client_open(const struct kubeconfig_sel *sel, struct client **out, struct error *e)
 {
-    struct client *c = calloc(1, sizeof(*c));
+    struct client *c;
     err_t rc;
 
+    assert(sel && out);
+    c = calloc(1, sizeof(*c));
     if (!c)
         return errorf(e, ERR_NOMEM, "out of memory");
     rc = kubeconfig_load_sel(sel, &c->kc, e);

@@ -7,6 +7,7 @@
 #include "../common/strbuf.h"
 #include "dvb.h"
 
+#include <assert.h>
 #include <time.h>
 
 bool dvb_has_devices(const json_t *pr)
@@ -122,9 +123,11 @@ static char *ids_of(const json_t *containers)
 
 json_t *dvb_status(const json_t *pr, const char *pod_uid, const char *node)
 {
-    json_t *counts = json_object(), *containers, *st = NULL;
+    json_t *counts, *containers, *st = NULL;
     char *summary, *ids = NULL;
 
+    assert(pod_uid && node);
+    counts = json_object();
     if (!counts)
         return NULL;
     containers = status_containers(pr, counts);
@@ -180,6 +183,7 @@ void dvb_now(char *buf, size_t cap)
 
 void dvb_path(char *buf, size_t cap, const char *ns, const char *name, const char *sub)
 {
+    assert(buf && cap > 0 && ns);
     snprintf(buf, cap, DVB_GROUP_PATH "/namespaces/%s/devicebindings%s%s%s", ns, name ? "/" : "",
              name ? name : "", sub ? sub : "");
 }

@@ -18,8 +18,9 @@
 bool dvb_has_devices(const json_t *pr);
 
 /* The status a DeviceBinding should carry for PodResources 'pr' (borrowed,
- * may be NULL: no devices yet) of the pod with 'pod_uid' on 'node', with
- * phase Bound. New, or NULL if out of memory. */
+ * may be NULL: no devices yet) of the pod with 'pod_uid' ("" when unknown;
+ * not NULL) on 'node' (not NULL), with phase Bound. New, or NULL if out of
+ * memory. */
 json_t *dvb_status(const json_t *pr, const char *pod_uid, const char *node);
 
 /* A condition {type, status, reason, message, lastTransitionTime}; the time
@@ -34,8 +35,8 @@ const json_t *dvb_condition_of(const json_t *obj, const char *type);
  * seconds. */
 void dvb_now(char *buf, size_t cap);
 
-/* The path of the DeviceBindings of 'ns' (name NULL), or of one, with 'sub'
- * ("/status", or NULL) after it; cut to 'cap'. */
+/* The path of the DeviceBindings of 'ns' (not NULL) when 'name' is NULL,
+ * or of one, with 'sub' ("/status", or NULL) after it; cut to 'cap' > 0. */
 void dvb_path(char *buf, size_t cap, const char *ns, const char *name, const char *sub);
 /* metadata.'field' of 'obj' as a string, or NULL; borrowed from 'obj'. */
 const char *dvb_meta(const json_t *obj, const char *field);

@@ -5,6 +5,7 @@
 #include "../common/clock.h"
 #include "events.h"
 
+#include <assert.h>
 #include <time.h>
 
 #define EVENTS_GROUP "/apis/events.k8s.io/v1"
@@ -110,6 +111,27 @@ static void expire(struct events *e, uint64_t now_ms)
     }
 }
 
+/* The series 'key' again: its count grows on the server. False when it is
+ * not known, or its Event is gone (then it is forgotten: a new one). */
+static bool repeat(struct events *e, const char *key, uint64_t now_ms)
+{
+    json_t *s = json_object_get(e->series, key);
+    json_int_t n;
+
+    if (!s)
+        return false;
+    n = json_integer_value(json_array_get(s, 2)) + 1;
+    if (patch_series(e, json_string_value(json_array_get(s, 1)),
+                     json_string_value(json_array_get(s, 0)), n) != ERR_OK) {
+        json_object_del(e->series, key); /* gone (expired by the server?): a new one */
+        return false;
+    }
+    json_array_set_new(s, 2, json_integer(n));
+    json_array_set_new(s, 3, json_integer((json_int_t)now_ms));
+    __atomic_add_fetch(&e->repeated, 1, __ATOMIC_RELAXED);
+    return true;
+}
+
 void events_record(struct events *e, const json_t *regarding, const char *type, const char *reason,
                    const char *action, const char *note, uint64_t now_ms)
 {
@@ -118,9 +140,8 @@ void events_record(struct events *e, const json_t *regarding, const char *type, 
     const char *obj = json_string_value(json_object_get(md, "name"));
     const char *uid = json_string_value(json_object_get(md, "uid"));
     char key[1600], name[300];
-    json_t *s;
-    json_int_t n;
 
+    assert(e->kube && e->node && note);
     if (!ns || !obj || (!e->series && !(e->series = json_object())))
         return;
     expire(e, now_ms);
@@ -136,18 +157,8 @@ void events_record(struct events *e, const json_t *regarding, const char *type, 
         return;
     }
     e->drop_said = 0;
-    s = json_object_get(e->series, key);
-    if (s) {
-        n = json_integer_value(json_array_get(s, 2)) + 1;
-        if (patch_series(e, json_string_value(json_array_get(s, 1)),
-                         json_string_value(json_array_get(s, 0)), n) == ERR_OK) {
-            json_array_set_new(s, 2, json_integer(n));
-            json_array_set_new(s, 3, json_integer((json_int_t)now_ms));
-            __atomic_add_fetch(&e->repeated, 1, __ATOMIC_RELAXED);
-            return;
-        }
-        json_object_del(e->series, key); /* gone (expired by the server?): a new one */
-    }
+    if (repeat(e, key, now_ms))
+        return;
     if (create_event(e, md, type, reason, action, note, name, sizeof(name)) != ERR_OK) {
         __atomic_add_fetch(&e->failed, 1, __ATOMIC_RELAXED);
         return;

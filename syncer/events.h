@@ -39,8 +39,8 @@ struct events {
  * CamelCase word), 'action' (what the syncer did: "Reserve", "Mirror") and
  * 'note' (a sentence) about 'regarding', a DeviceBinding as the API server
  * has it (its metadata namespace, name, uid are read; borrowed). 'now_ms'
- * is monotonic ms. Failures are counted and logged at debug: an event is
- * never worth a retry. */
+ * is monotonic ms; e->kube and e->node are set. Failures are counted and
+ * logged at debug: an event is never worth a retry. */
 void events_record(struct events *e, const json_t *regarding, const char *type, const char *reason,
                    const char *action, const char *note, uint64_t now_ms);
 

@@ -8,6 +8,8 @@
 #include "queue.h"
 #include "dvb.h"
 
+#include <assert.h>
+
 static const char *const skip_names[INVENTORY_SKIP_N] = {"no_node", "crd_missing"};
 
 /* ---- the pure part ---- */
@@ -383,6 +385,7 @@ err_t inventory_sync(struct inventory *inv, bool *wrote, uint64_t *again_ms, str
     size_t n = 0;
     err_t rc = ERR_OK;
 
+    assert(inv->node && inv->kube && cache_synced(inv->devs) && cache_synced(inv->nd));
     *wrote = false;
     *again_ms = inventory_due(inv, clock_mono_ms());
     if (*again_ms) /* coalesce: one write per interval */

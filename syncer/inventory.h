@@ -81,7 +81,7 @@ uint64_t inventory_due(struct inventory *inv, uint64_t now_ms);
 
 /* Bring the node's NodeDevices to the inventory: create it (owned by the
  * Node) when the cache has none, then patch its status when it differs. The
- * caches must be synced. *wrote tells whether the API server acknowledged a
+ * caches (inv->devs, inv->nd) must be synced. *wrote tells whether the API server acknowledged a
  * write; *again_ms, when not 0, asks to be called again after that long (the
  * interval not over, or no Node yet). Errors mean "try again later"; 'e'
  * (or NULL) says why. */

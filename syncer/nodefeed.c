@@ -5,6 +5,8 @@
 #include "inventory.h"
 #include "nodefeed.h"
 
+#include <assert.h>
+
 /* The list of 'key' in 'answer' as an object keyed "namespace/name". */
 static json_t *keyed(const json_t *list)
 {
@@ -37,8 +39,10 @@ err_t nodefeed_list(struct nodefeed *nf)
 {
     json_t *pods = NULL, *resv = NULL, *devs = NULL, *a, *b;
     struct error err = {0};
-    err_t rc = rest_do(nf->podresd, "GET", "/v1/pods", NULL, NULL, &pods, &err);
+    err_t rc;
 
+    assert(nf->podresd && nf->pods && nf->resv);
+    rc = rest_do(nf->podresd, "GET", "/v1/pods", NULL, NULL, &pods, &err);
     if (rc)
         goto out;
     rc = rest_do(nf->podresd, "GET", "/v1/reservations", NULL, NULL, &resv, &err);

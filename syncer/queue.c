@@ -86,6 +86,7 @@ void queue_add(struct queue *q, const char *key, uint64_t delay_ms)
     uint64_t t = clock_mono_ms(), due = t + delay_ms;
     struct item *it;
 
+    assert(key);
     pthread_mutex_lock(&q->mu);
     it = strmap_get(q->keys, key);
     if (!it)

@@ -226,10 +226,11 @@ err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t
     struct error none;
     err_t rc = ERR_OK;
 
-    assert(r && r->node && r->kube && r->pd && r->pr && r->resv && r->pods && r->crs);
+    assert(r->node && r->kube && r->pd && r->pr && r->resv && r->pods && r->crs);
     if (!e)
         e = &none;
-    *e = (struct error){0};
+    e->code = ERR_OK;
+    e->msg[0] = '\0';
     *wrote = false;
     *requeue_ms = 0;
     r->waiting = false;
