@@ -1,258 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* rest.c - libcurl requests with the gate (token bucket + global backoff),
- * the retry policy, token files and Status parsing. */
+/* rest.c - the client of rest.h: libcurl requests through the gate
+ * (rest_gate.c), counted (rest_stats.c), the retry policy, token files,
+ * NDJSON streams and Status parsing. */
 #define LOG_MOD "kube"
 #include "../common/common.h"
 #include "../common/clock.h"
 #include "../common/jsonx.h"
-#include "../common/strbuf.h"
-#include "rest.h"
+#include "rest_int.h"
 
 #include <assert.h>
 #include <curl/curl.h>
 #include <dlfcn.h>
-#include <pthread.h>
 #include <sys/stat.h>
 #include <time.h>
 
 #define BODY_MAX (64u << 20)        /* largest answer accepted, bytes */
 #define STREAM_LINE_MAX (16u << 20) /* longest line of a stream, bytes: no object comes close */
-#define BACKOFF_MIN_MS 200          /* first backoff after a failure */
-#define BACKOFF_MAX_MS 30000        /* backoff ceiling */
-#define SLICE_MS 50                 /* sleeps are cut in slices to notice a stop */
-
-/* ---- the gate ---- */
-
-/* Lock: 'mu' guards every field. */
-struct rest_gate {
-    pthread_mutex_t mu;
-    double qps;             /* tokens per second; <= 0: unlimited */
-    double burst;           /* bucket size */
-    double tokens;          /* available now */
-    uint64_t refilled_ms;   /* last refill */
-    uint64_t not_before_ms; /* no request before this (backoff, Retry-After) */
-    uint64_t backoff_ms;    /* current backoff; 0 while healthy */
-    bool failing;           /* logged the failure already */
-    const char *peer;       /* who, in the log: "Kubernetes API server", "podresd" */
-    volatile int stopped;   /* shutdown */
-};
-
-struct rest_gate *rest_gate_new(double qps, int burst)
-{
-    struct rest_gate *g = calloc(1, sizeof(*g));
-
-    if (!g)
-        return NULL;
-    pthread_mutex_init(&g->mu, NULL);
-    g->qps = qps;
-    g->burst = burst > 0 ? burst : 1;
-    g->tokens = g->burst;
-    g->refilled_ms = clock_mono_ms();
-    g->peer = "Kubernetes API server";
-    return g;
-}
-
-void rest_gate_name(struct rest_gate *g, const char *peer)
-{
-    assert(g && peer);
-    g->peer = peer;
-}
-
-void rest_gate_free(struct rest_gate *g)
-{
-    if (!g)
-        return;
-    pthread_mutex_destroy(&g->mu);
-    free(g);
-}
-
-void rest_gate_stop(struct rest_gate *g)
-{
-    assert(g);
-    __atomic_store_n(&g->stopped, 1, __ATOMIC_RELEASE);
-}
-
-bool rest_gate_stopped(struct rest_gate *g)
-{
-    return g && __atomic_load_n(&g->stopped, __ATOMIC_ACQUIRE);
-}
-
-bool rest_gate_sleep(struct rest_gate *g, uint64_t ms)
-{
-    uint64_t end = clock_mono_ms() + ms, t;
-    struct timespec ts;
-
-    while (!rest_gate_stopped(g)) {
-        t = clock_mono_ms();
-        if (t >= end)
-            return true;
-        t = end - t < SLICE_MS ? end - t : SLICE_MS;
-        ts.tv_sec = 0;
-        ts.tv_nsec = (long)t * 1000000;
-        nanosleep(&ts, NULL);
-    }
-    return false;
-}
-
-/* How long to wait before the next request may go; takes a token when 0. */
-static uint64_t gate_try(struct rest_gate *g)
-{
-    uint64_t t = clock_mono_ms(), wait = 0;
-
-    pthread_mutex_lock(&g->mu);
-    if (t < g->not_before_ms) {
-        wait = g->not_before_ms - t;
-    } else if (g->qps > 0) {
-        g->tokens += (double)(t - g->refilled_ms) * g->qps / 1000.0;
-        if (g->tokens > g->burst)
-            g->tokens = g->burst;
-        g->refilled_ms = t;
-        if (g->tokens >= 1.0)
-            g->tokens -= 1.0;
-        else
-            wait = (uint64_t)((1.0 - g->tokens) * 1000.0 / g->qps) + 1;
-    }
-    pthread_mutex_unlock(&g->mu);
-    return wait;
-}
-
-/* Wait for the gate; false when stopped. */
-static bool gate_wait(struct rest_gate *g)
-{
-    uint64_t wait;
-
-    if (!g)
-        return true;
-    for (;;) {
-        if (rest_gate_stopped(g))
-            return false;
-        wait = gate_try(g);
-        if (wait == 0)
-            return true;
-        if (!rest_gate_sleep(g, wait))
-            return false;
-    }
-}
-
-/* A failure: extend the global backoff (with jitter), honouring Retry-After. */
-static void gate_failed(struct rest_gate *g, uint64_t retry_after_ms, const char *what)
-{
-    uint64_t t = clock_mono_ms(), delay;
-    bool first;
-
-    if (!g)
-        return;
-    pthread_mutex_lock(&g->mu);
-    if (retry_after_ms) {
-        /* The server said when: wait exactly that, without escalating. */
-        delay = retry_after_ms;
-    } else {
-        g->backoff_ms = g->backoff_ms ? g->backoff_ms * 2 : BACKOFF_MIN_MS;
-        if (g->backoff_ms > BACKOFF_MAX_MS)
-            g->backoff_ms = BACKOFF_MAX_MS;
-        delay = g->backoff_ms / 2 + (uint64_t)rand() % (g->backoff_ms / 2 + 1);
-    }
-    if (t + delay > g->not_before_ms)
-        g->not_before_ms = t + delay;
-    first = !g->failing;
-    g->failing = true;
-    pthread_mutex_unlock(&g->mu);
-    if (first)
-        log_warn("%s unavailable (%s); backing off", g->peer, what);
-}
-
-static void gate_ok(struct rest_gate *g)
-{
-    bool was;
-
-    if (!g)
-        return;
-    pthread_mutex_lock(&g->mu);
-    was = g->failing;
-    g->failing = false;
-    g->backoff_ms = 0;
-    pthread_mutex_unlock(&g->mu);
-    if (was)
-        log_info("%s reachable again", g->peer);
-}
-
-/* ---- stats ---- */
-
-#define MAX_SERIES 64
-
-/* Lock: 'mu' guards every field. */
-struct rest_stats {
-    pthread_mutex_t mu;
-    char verb[MAX_SERIES][8]; /* series: verb */
-    int code[MAX_SERIES];     /* series: code (0 = network error) */
-    uint64_t n[MAX_SERIES];   /* requests */
-    size_t nseries;           /* used series */
-    uint64_t retries;         /* retried attempts */
-};
-
-struct rest_stats *rest_stats_new(void)
-{
-    struct rest_stats *s = calloc(1, sizeof(*s));
-
-    if (s)
-        pthread_mutex_init(&s->mu, NULL);
-    return s;
-}
-
-void rest_stats_free(struct rest_stats *s)
-{
-    if (!s)
-        return;
-    pthread_mutex_destroy(&s->mu);
-    free(s);
-}
-
-static void stats_count(struct rest_stats *s, const char *verb, int code, bool retry)
-{
-    size_t i;
-
-    if (!s)
-        return;
-    pthread_mutex_lock(&s->mu);
-    for (i = 0; i < s->nseries; i++) {
-        if (s->code[i] == code && strcmp(s->verb[i], verb) == 0)
-            break;
-    }
-    if (i == s->nseries && i < MAX_SERIES) {
-        snprintf(s->verb[i], sizeof(s->verb[i]), "%s", verb);
-        s->code[i] = code;
-        s->nseries++;
-    }
-    if (retry)
-        s->retries++;
-    else if (i < MAX_SERIES)
-        s->n[i]++;
-    pthread_mutex_unlock(&s->mu);
-}
-
-err_t rest_stats_render(struct rest_stats *s, struct strbuf *sb)
-{
-    err_t rc = strbuf_printf(sb, "# HELP podres_syncer_api_requests_total Kubernetes API requests "
-                                 "by verb and code (0: no answer).\n"
-                                 "# TYPE podres_syncer_api_requests_total counter\n");
-    size_t i;
-
-    pthread_mutex_lock(&s->mu);
-    for (i = 0; !rc && i < s->nseries; i++) {
-        if (s->code[i] >= 0)
-            rc = strbuf_printf(sb,
-                               "podres_syncer_api_requests_total{verb=\"%s\",code=\"%d\"} %llu\n",
-                               s->verb[i], s->code[i], (unsigned long long)s->n[i]);
-    }
-    if (!rc)
-        rc = strbuf_printf(sb,
-                           "# HELP podres_syncer_api_retries_total Retried API requests.\n"
-                           "# TYPE podres_syncer_api_retries_total counter\n"
-                           "podres_syncer_api_retries_total %llu\n",
-                           (unsigned long long)s->retries);
-    pthread_mutex_unlock(&s->mu);
-    return rc;
-}
 
 /* ---- the client ---- */
 
@@ -639,7 +402,7 @@ static err_t attempt(struct rest *k, const char *method, const char *path, const
         curl_easy_getinfo(k->curl, CURLINFO_RESPONSE_CODE, code);
     else if (cc == CURLE_ABORTED_BY_CALLBACK && rest_gate_stopped(k->gate))
         return ERR_UNAVAIL;
-    stats_count(k->stats, method, (int)*code, false);
+    rest_stats_count(k->stats, method, (int)*code, false);
     if (*code == 0)
         return ERR_UPSTREAM;
     return *code < 300 ? ERR_OK : map_status(*code);
@@ -652,7 +415,7 @@ static void attempt_failed(struct rest *k, struct xfer *x, long code, struct err
         status_error(e, ERR_UPSTREAM, x, code);
     else
         errorf(e, ERR_UPSTREAM, "%s", k->errbuf[0] ? k->errbuf : "connection failed");
-    gate_failed(k->gate, x->retry_after_ms, e->msg);
+    rest_gate_failed(k->gate, x->retry_after_ms, e->msg);
 }
 
 /* The answer of a finished request: JSON on success, else the Status
@@ -690,7 +453,7 @@ static err_t attempts(struct rest *k, const char *method, const char *path, cons
     err_t rc = ERR_UPSTREAM;
 
     while (tries < k->max_attempts) {
-        if (!gate_wait(k->gate))
+        if (!rest_gate_wait(k->gate))
             return ERR_UNAVAIL;
         refresh_token(k, false);
         x->len = 0;
@@ -703,12 +466,12 @@ static err_t attempts(struct rest *k, const char *method, const char *path, cons
         }
         if (rc != ERR_UPSTREAM) {
             if (rc != ERR_UNAVAIL)
-                gate_ok(k->gate);
+                rest_gate_ok(k->gate);
             return rc;
         }
         attempt_failed(k, x, *code, e);
         if (++tries < k->max_attempts)
-            stats_count(k->stats, method, 0, true);
+            rest_stats_count(k->stats, method, 0, true);
     }
     return rc;
 }
@@ -761,7 +524,7 @@ static err_t stream_failed(struct rest *k, const char *path, struct xfer *x, err
         return errorf(e, ERR_UPSTREAM, "a line of the stream %s is not JSON", path);
     if (code < 300) {
         errorf(e, ERR_UPSTREAM, "%s", k->errbuf[0] ? k->errbuf : "stream broken");
-        gate_failed(k->gate, 0, e->msg);
+        rest_gate_failed(k->gate, 0, e->msg);
         return ERR_UPSTREAM;
     }
     status_error(e, rc, x, code);
@@ -771,7 +534,7 @@ static err_t stream_failed(struct rest *k, const char *path, struct xfer *x, err
     /* A 504 "too large resource version" is the server answering, about
      * the resourceVersion asked for: no outage, the caller lists again. */
     if (rc == ERR_UPSTREAM && !rest_status_too_large(k->status))
-        gate_failed(k->gate, x->retry_after_ms, e->msg);
+        rest_gate_failed(k->gate, x->retry_after_ms, e->msg);
     return rc;
 }
 
@@ -788,14 +551,14 @@ err_t rest_stream(struct rest *k, const char *path, rest_line_fn fn, void *ctx, 
     e->code = ERR_OK;
     e->msg[0] = '\0';
     keep_status(k, NULL);
-    if (!gate_wait(k->gate))
+    if (!rest_gate_wait(k->gate))
         return ERR_OK;
     refresh_token(k, false);
     rc = attempt(k, "GET", path, NULL, 0, NULL, &x, &code, true);
     if (rc == ERR_UNAVAIL || rest_gate_stopped(k->gate))
         rc = ERR_OK;
     else if (rc == ERR_OK && code == 200 && !x.long_line && !x.bad_line)
-        gate_ok(k->gate);
+        rest_gate_ok(k->gate);
     else
         rc = stream_failed(k, path, &x, rc, code, e);
     free(x.body);
