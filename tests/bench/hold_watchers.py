@@ -3,12 +3,13 @@
 podresd, draining them; touch READYFILE once every stream delivered its initial list.
 With "stopped" the streams are never read: READYFILE is touched once podresd counts
 N watchers (podresd_watchers in /metrics)."""
-import os
 import resource
 import select
 import socket
 import sys
 import time
+
+import pdhttp
 
 path, n, secs, ready = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 stopped = len(sys.argv) > 5 and sys.argv[5] == "stopped"
@@ -17,20 +18,7 @@ resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, n + 64)), hard))
 
 
 def watchers():
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(path)
-    s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
-    data = b""
-    while True:
-        d = s.recv(1 << 16)
-        if not d:
-            break
-        data += d
-    s.close()
-    for line in data.split(b"\n"):
-        if line.startswith(b"podresd_watchers "):
-            return int(line.split()[1])
-    return -1
+    return int(pdhttp.client.metrics(path).get("podresd_watchers", -1))
 
 
 socks, got = [], {}

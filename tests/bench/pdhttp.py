@@ -1,43 +1,19 @@
-"""Tiny HTTP helpers for the bench drivers: podresd over its unix socket,
-HTTP servers on 127.0.0.1. Keep-alive connections, bounded timeouts."""
-import http.client
-import json
-import socket
+"""The bench drivers' HTTP helpers: tests/py's podres_test.client (UnixConn,
+call) with the bench's ways, a 10 s timeout and one retry when the server
+closed an idle keep-alive connection; and node_pods(), the bench's node."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "py"))
+from podres_test import client  # noqa: E402
+from podres_test.client import UnixConn  # noqa: E402
+
+__all__ = ["UnixConn", "call", "client", "node_pods"]
 
 
-class UnixConn(http.client.HTTPConnection):
-    def __init__(self, path, timeout=10):
-        super().__init__("localhost", timeout=timeout)
-        self.path = path
-
-    def connect(self):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(self.timeout)
-        s.connect(self.path)
-        self.sock = s
-
-
-def call(conn, method, path, body=None, ctype="application/json"):
-    headers = {}
-    data = None
-    if body is not None:
-        data = body if isinstance(body, (bytes, str)) else json.dumps(body)
-        headers["Content-Type"] = ctype
-    for attempt in (0, 1):   # the server may have closed an idle keep-alive connection
-        try:
-            conn.request(method, path, body=data, headers=headers)
-            r = conn.getresponse()
-            raw = r.read()
-            break
-        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
-            conn.close()
-            if attempt:
-                raise
-    try:
-        doc = json.loads(raw) if raw else None
-    except ValueError:
-        doc = raw
-    return r.status, doc
+def call(conn, method, path, body=None, ctype=client.JSON):
+    """(status, the answer's JSON or text); a dict or list body goes as JSON."""
+    return client.call(conn, method, path, body, ctype, retry=True)
 
 
 def node_pods(n=110):

@@ -56,18 +56,12 @@ ok "kind and namespace filters"
 # own head. HTTP/1.1 gets chunks and a last chunk; HTTP/1.0 the raw lines
 # until the close; HEAD the head alone.
 python3 - "$PD_SOCK" <<'PY' || fail "watch wire format"
-import socket, sys
+import sys
+from podres_test.client import exchange
 def talk(req):
-    s = socket.socket(socket.AF_UNIX)
-    s.settimeout(5)
-    s.connect(sys.argv[1])
-    s.sendall(req)
-    data = b""
-    while True:
-        d = s.recv(65536)
-        if not d:
-            return data
-        data += d
+    data, closed = exchange(sys.argv[1], req, 5, timeout=5)
+    assert closed, ("no close in 5 s", data[-200:])
+    return data
 q = b"GET /v1/watch?kind=Device&timeoutSeconds=1 HTTP/1.%d\r\nHost: localhost\r\n\r\n"
 r = talk(q % 1)
 head, body = r.split(b"\r\n\r\n", 1)
@@ -157,12 +151,9 @@ pd_start
 register example.com/gpu '[{"id":"g0"},{"id":"g1"}]'
 r0=$(revision)
 python3 - "$PD_SOCK" <<'PY' || fail "2,100 writes"
-import http.client, socket, sys
-class C(http.client.HTTPConnection):
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.connect(sys.argv[1])
-c = C("localhost")
+import sys
+from podres_test.client import UnixConn
+c = UnixConn(sys.argv[1], timeout=None)
 for i in range(2100):
     c.request("PATCH", "/v1/resources/example.com/gpu/devices/g0",
               '{"health":"%s"}' % ("Unhealthy" if i % 2 == 0 else "Healthy"),

@@ -5,6 +5,8 @@ set -euo pipefail
 
 PODRES_ROOT=${PODRES_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 PODRES_BIN=${PODRES_BIN:-$PODRES_ROOT/bin}
+# The tests' Python package (tests/py/podres_test): python3 -m podres_test.NAME
+export PYTHONPATH=$PODRES_ROOT/tests/py${PYTHONPATH:+:$PYTHONPATH}
 MULT=${TEST_TIMEOUT_MULT:-1}
 T=$(mktemp -d "${TMPDIR:-/tmp}/podres-it.XXXXXX")
 PIDS=()
