@@ -57,31 +57,16 @@ ok "TCP watches capped: $FIRST from one address, $OK in all"
 
 exec 7>&-
 
-cat > "$T/idle.py" <<'PY'
-import socket, sys
-
-port, n = int(sys.argv[1]), int(sys.argv[2])
-held = []
-for i in range(n):
-    s = socket.socket()
-    s.setblocking(False)
-    s.connect_ex(("127.0.0.1", port))
-    held.append(s)
-print(len(held), flush=True)
-sys.stdin.read()
-PY
-
 # ---- connections: a head that trickles, idle TCP connections past the limit
 cat > "$T/trickle.py" <<'PY'
 import socket, sys, time
+from podres_test.client import dial
 
 port, path = int(sys.argv[1]), sys.argv[2]
 socks = []
 for i in range(3):
-    socks.append(socket.create_connection(("127.0.0.1", port)))
-    u = socket.socket(socket.AF_UNIX)
-    u.connect(path)
-    socks.append(u)
+    socks.append(dial(port))
+    socks.append(dial(path))
 t0 = time.monotonic()
 head = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: " + b"a" * 100
 closed = {}
@@ -117,7 +102,7 @@ ok "trickling heads closed after $FIRST..$LAST s"
 
 # (after the trickling ones: idle, they would be shed first)
 mkfifo "$T/hold3"
-python3 "$T/idle.py" "$PD_PORT" 1500 < "$T/hold3" > "$T/idle3.out" &
+python3 -m podres_test.idle "$PD_PORT" 1500 < "$T/hold3" > "$T/idle3.out" &
 PIDS+=("$!")
 exec 9> "$T/hold3"
 wait_until 30 test -s "$T/idle3.out" || fail "the idle connections were not made"
@@ -141,7 +126,7 @@ read -r SOFT HARD < <(awk '/^Max open files/ { print $4, $5 }' "/proc/$PD_PID/li
 ok "the soft descriptor limit raised to the hard one"
 
 mkfifo "$T/hold2"
-python3 "$T/idle.py" "$PD_PORT" 600 < "$T/hold2" > "$T/idle.out" &
+python3 -m podres_test.idle "$PD_PORT" 600 < "$T/hold2" > "$T/idle.out" &
 PIDS+=("$!")
 exec 8> "$T/hold2"
 wait_until 30 test -s "$T/idle.out" || fail "the idle connections were not made"

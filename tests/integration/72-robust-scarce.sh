@@ -17,22 +17,9 @@ pd_start
 register example.com/gpu '[{"id":"g0"}]'
 
 # ---- descriptors
-cat > "$T/idle.py" <<'PY'
-import socket, sys
-
-port, n = int(sys.argv[1]), int(sys.argv[2])
-held = []
-for i in range(n):
-    s = socket.socket()
-    s.setblocking(False)
-    s.connect_ex(("127.0.0.1", port))
-    held.append(s)
-print(len(held), flush=True)
-sys.stdin.read()
-PY
 prlimit --pid "$PD_PID" --nofile=200:4096 || fail "cannot lower podresd's descriptor limit"
 mkfifo "$T/hold"
-python3 "$T/idle.py" "$PD_PORT" 400 < "$T/hold" > "$T/idle.out" &
+python3 -m podres_test.idle "$PD_PORT" 400 < "$T/hold" > "$T/idle.out" &
 PIDS+=("$!")
 exec 8> "$T/hold"
 wait_until 30 test -s "$T/idle.out" || fail "the idle connections were not made"
@@ -68,16 +55,14 @@ pd_stop
 rm -f "$T/podresd.log"
 pd_start
 cat > "$T/clients.py" <<'PY'
-import json, socket, sys, time
+import json, sys, time
+from podres_test.client import dial
 
 path, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 socks = []
 for i in range(n):  # all connected first: each would need a thread at once
-    u = socket.socket(socket.AF_UNIX)
-    u.connect(path)
-    socks.append(("unix", u, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"))
-    t = socket.create_connection(("127.0.0.1", port))
-    socks.append(("tcp", t, b"GET /v1/pods HTTP/1.1\r\nHost: localhost\r\n\r\n"))
+    socks.append(("unix", dial(path), b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"))
+    socks.append(("tcp", dial(port), b"GET /v1/pods HTTP/1.1\r\nHost: localhost\r\n\r\n"))
 time.sleep(0.5)
 codes, bad = {}, []
 for kind, s, req in socks:
