@@ -280,65 +280,10 @@ done
 ok "kubectl explain devicebinding: $explained, with the CRD's descriptions and required fields"
 
 # ---- 4. least privilege: the ClusterRole as stored by the API server, and what the syncer may do
-cat >"$T/rbac_check.py" <<'EOF'
-import json, sys
-ALLOWED = {("podres.dev", "devicebindings"): {"get", "list", "watch", "create", "update", "patch", "delete"},
-           ("podres.dev", "devicebindings/status"): {"get", "list", "watch", "create", "update", "patch", "delete"},
-           ("", "pods"): {"get", "list", "watch"},
-           ("", "nodes"): {"get"},
-           ("podres.dev", "nodedevices"): {"get", "list", "watch", "create"},
-           ("podres.dev", "nodedevices/status"): {"patch"},
-           ("events.k8s.io", "events"): {"create", "patch"}}
-
-def problems(role):
-    out, granted = [], set()
-    if role.get("aggregationRule"):
-        out.append("aggregationRule (aggregates other roles' rules)")
-    for i, r in enumerate(role.get("rules") or []):
-        if r.get("nonResourceURLs"):
-            out.append("rules[%d]: nonResourceURLs %s" % (i, r["nonResourceURLs"]))
-        for g in r.get("apiGroups") or []:
-            for res in r.get("resources") or []:
-                for v in r.get("verbs") or []:
-                    if "*" in (g, res, v):
-                        out.append("rules[%d]: wildcard (%r, %r, %r)" % (i, g, res, v))
-                    elif v not in ALLOWED.get((g, res), ()):
-                        out.append("rules[%d]: grants %s on %s in group %r" % (i, v, res, g))
-                    else:
-                        granted.add((g, res, v))
-    missing = sorted((g, r, v) for (g, r), vs in ALLOWED.items() for v in vs if (g, r, v) not in granted)
-    if missing:
-        out.append("missing grants the syncer needs: %s" % missing)
-    return out
-
-role = json.load(open(sys.argv[1]))
-if sys.argv[2:] == ["selftest"]:
-    import copy
-    widen = [lambda r: r["rules"][0]["verbs"].append("deletecollection"),
-             lambda r: r["rules"][1]["resources"].append("secrets"),
-             lambda r: r["rules"][1]["verbs"].append("delete"),
-             lambda r: r["rules"].append({"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}),
-             lambda r: r["rules"].append({"apiGroups": ["*"], "resources": ["devicebindings"], "verbs": ["get"]}),
-             lambda r: r["rules"].append({"nonResourceURLs": ["/metrics"], "verbs": ["get"]}),
-             lambda r: r.__setitem__("aggregationRule", {"clusterRoleSelectors": [{"matchLabels": {"a": "b"}}]}),
-             lambda r: r["rules"][0]["verbs"].remove("watch"),
-             lambda r: r["rules"][2]["verbs"].append("list")]
-    for i, w in enumerate(widen):
-        r = copy.deepcopy(role)
-        w(r)
-        if not problems(r):
-            print("the checker accepted altered copy #%d: %s" % (i, json.dumps(r["rules"])))
-            sys.exit(1)
-    print("%d altered copies rejected" % len(widen))
-    sys.exit(0)
-p = problems(role)
-print("\n".join(p) if p else "ok")
-sys.exit(1 if p else 0)
-EOF
 k get clusterrole podres-syncer -o json >"$T/role.json"
-out=$($PY "$T/rbac_check.py" "$T/role.json" selftest) || fail "least-privilege checker self-test: $out"
+out=$($PY -m podres_test.rbac_check "$T/role.json" selftest) || fail "least-privilege checker self-test: $out"
 ok "least-privilege checker: $out"
-out=$($PY "$T/rbac_check.py" "$T/role.json") || fail "ClusterRole podres-syncer is not least privilege: $out"
+out=$($PY -m podres_test.rbac_check "$T/role.json") || fail "ClusterRole podres-syncer is not least privilege: $out"
 ok "ClusterRole podres-syncer grants exactly devicebindings{,/status} get/list/watch/create/update/patch/delete, pods get/list/watch, nodes get, nodedevices get/list/watch/create, nodedevices/status patch and events create/patch"
 # (deploy/scheduler/ is another kustomization, with the extender's own identity)
 n=$(grep -lE '^kind: *(Role|ClusterRole|RoleBinding|ClusterRoleBinding)$' deploy/*.yaml | wc -l)

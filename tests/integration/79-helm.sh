@@ -94,73 +94,12 @@ ok "... with metrics.enabled (pod-IP listeners, httpGet probes on a named port, 
 # ---- 3. the chart renders deploy/'s objects (and deploy/scheduler/'s)
 k kustomize deploy/ > "$T/kustomize.yaml" || fail "kubectl kustomize deploy/"
 k kustomize deploy/scheduler > "$T/kustomize-scheduler.yaml" || fail "kubectl kustomize deploy/scheduler"
-cat > "$T/compare.py" <<'EOF'
-# compare.py WANT GOT [--only-in-want] - every object of WANT (kustomize) has an equal one in
-# GOT (helm), labels and annotations aside (of the object and of a pod template); without
-# --only-in-want GOT has nothing more. Prints the differences, or "N objects".
-import json, sys, yaml
-
-# kustomize puts its namespace on kinds it does not know to be cluster-scoped (the admission
-# policy); the API server ignores it there.
-CLUSTER = {"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Namespace",
-           "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "FlowSchema",
-           "PriorityLevelConfiguration"}
-
-def load(path):
-    out = {}
-    for d in yaml.safe_load_all(open(path)):
-        if d:
-            if d["kind"] in CLUSTER:
-                d["metadata"].pop("namespace", None)
-            out[(d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"])] = d
-    return out
-
-def strip(d):
-    d = json.loads(json.dumps(d))
-    for m in [d["metadata"], ((d.get("spec") or {}).get("template") or {}).get("metadata") or {}]:
-        m.pop("labels", None)
-        m.pop("annotations", None)
-    return d
-
-def diff(a, b, path=""):
-    if type(a) != type(b):
-        return ["%s: %r != %r" % (path, a, b)]
-    if isinstance(a, dict):
-        out = []
-        for k in sorted(set(a) | set(b)):
-            if k not in b:
-                out.append("%s.%s: only in deploy/" % (path, k))
-            elif k not in a:
-                out.append("%s.%s: only in the chart" % (path, k))
-            else:
-                out += diff(a[k], b[k], "%s.%s" % (path, k))
-        return out
-    if isinstance(a, list):
-        if len(a) != len(b):
-            return ["%s: %d items != %d" % (path, len(a), len(b))]
-        return [x for i in range(len(a)) for x in diff(a[i], b[i], "%s[%d]" % (path, i))]
-    return [] if a == b else ["%s: %r != %r" % (path, a, b)]
-
-want, got = load(sys.argv[1]), load(sys.argv[2])
-bad = []
-for key, w in want.items():
-    if key[0] == "Namespace":
-        continue
-    if key not in got:
-        bad.append("%s %s/%s: not rendered by the chart" % key)
-        continue
-    bad += ["%s %s/%s%s" % (key + (d,)) for d in diff(strip(w), strip(got[key]))]
-if "--only-in-want" not in sys.argv:
-    bad += ["%s %s/%s: only in the chart" % k for k in got if k not in want]
-print("\n".join(bad) if bad else "%d objects" % len(want))
-sys.exit(1 if bad else 0)
-EOF
-out=$($PY "$T/compare.py" "$T/kustomize.yaml" "$T/defaults.yaml") ||
+out=$($PY -m podres_test.compare_objects "$T/kustomize.yaml" "$T/defaults.yaml") ||
     fail "helm template (defaults) differs from kubectl kustomize deploy/:
 $out"
 ok "helm template (defaults) = kubectl kustomize deploy/ but the Namespace, labels and annotations ($out): the DaemonSet's containers, args, probes, volumes, nodeSelector and tolerations included"
 render extender --set extender.enabled=true
-out=$($PY "$T/compare.py" "$T/kustomize-scheduler.yaml" "$T/extender.yaml" --only-in-want) ||
+out=$($PY -m podres_test.compare_objects "$T/kustomize-scheduler.yaml" "$T/extender.yaml" --only-in-want) ||
     fail "helm template --set extender.enabled=true differs from kubectl kustomize deploy/scheduler:
 $out"
 ok "helm template --set extender.enabled=true adds deploy/scheduler/'s objects, equal ($out)"
@@ -176,11 +115,11 @@ for d in mon mon-pm; do
     } > "$T/$d/kustomization.yaml"
     k kustomize "$T/$d" > "$T/kustomize-$d.yaml" || fail "kubectl kustomize with deploy/monitoring ($d)"
 done
-out=$($PY "$T/compare.py" "$T/kustomize-mon.yaml" "$T/metrics.yaml") ||
+out=$($PY -m podres_test.compare_objects "$T/kustomize-mon.yaml" "$T/metrics.yaml") ||
     fail "helm template --set metrics.enabled=true differs from deploy/ with deploy/monitoring:
 $out"
 render podmonitor "${METRICS[@]}" --set metrics.podMonitor.enabled=true
-out2=$($PY "$T/compare.py" "$T/kustomize-mon-pm.yaml" "$T/podmonitor.yaml") ||
+out2=$($PY -m podres_test.compare_objects "$T/kustomize-mon-pm.yaml" "$T/podmonitor.yaml") ||
     fail "helm template with metrics.podMonitor.enabled differs from deploy/ with deploy/monitoring and its podmonitor:
 $out2"
 ! grep -q '^kind: PodMonitor' "$T/metrics.yaml" "$T/defaults.yaml" || fail "a PodMonitor without metrics.podMonitor.enabled"
