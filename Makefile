@@ -201,15 +201,7 @@ $(B)/tests/unit/extender/%_test: tests/unit/extender/%_test.c tests/unit/test.h 
 		$(B)/libkube.a $(B)/libcommon.a $(LDLIBS_SYNCER)
 
 deps:
-	@missing=""; for p in $(DEBIAN_PKGS); do \
-		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-		echo "deps: installing$$missing"; \
-		if [ "$$(id -u)" != 0 ]; then echo "deps: run as root to install:$$missing" >&2; exit 1; fi; \
-		export DEBIAN_FRONTEND=noninteractive; \
-		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-	fi
+	@tools/deps.sh -t deps $(DEBIAN_PKGS)
 
 check unit: deps all $(UNIT_BINS)
 	@prove --exec '' $(UNIT_BINS)

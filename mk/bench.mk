@@ -19,15 +19,7 @@ bench-ab: deps bench-deps all bench-tools
 	@tests/bench/ab.sh $(BENCH_DIR) $(AB_SETS) $(AB_CLIENTS) $(AB)
 
 bench-deps:
-	@missing=""; for p in $(BENCH_PKGS); do \
-		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-		echo "bench-deps: installing$$missing"; \
-		if [ "$$(id -u)" != 0 ]; then echo "bench-deps: run as root to install:$$missing" >&2; exit 1; fi; \
-		export DEBIAN_FRONTEND=noninteractive; \
-		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-	fi
+	@tools/deps.sh -t bench-deps $(BENCH_PKGS)
 
 bench-tools: $(BENCH_DIR)/podbench $(BENCH_DIR)/sqlite_commit $(BENCH_DIR)/lib_floor \
 	$(BENCH_DIR)/empty_extender \

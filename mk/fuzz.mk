@@ -24,15 +24,7 @@ FUZZ_OBJS := $(FUZZ_LIB_SRCS:%.c=$(FZ)/%.o) $(FZ)/gen/migrations_gen.o \
 
 .PHONY: fuzz fuzz-smoke fuzz-build fuzz-deps
 fuzz-deps:
-	@missing=""; for p in clang libclang-rt-14-dev; do \
-		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-		echo "fuzz-deps: installing$$missing"; \
-		if [ "$$(id -u)" != 0 ]; then echo "fuzz-deps: run as root to install:$$missing" >&2; exit 1; fi; \
-		export DEBIAN_FRONTEND=noninteractive; \
-		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-	fi
+	@tools/deps.sh -t fuzz-deps clang libclang-rt-14-dev
 
 $(FZ)/%.o: %.c | $(PROTO_C)
 	@mkdir -p $(dir $@)
