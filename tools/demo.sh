@@ -50,7 +50,7 @@ export PATH=$(dirname "$KUBECTL"):$PATH
 say "to run these commands in another shell while the demo runs (DEMO_HOLD=1 make demo keeps it up):"
 cmd "cd $PWD; export KUBECONFIG=$KUBECONFIG PATH=$(dirname "$KUBECTL"):\$PATH"
 say "the project's CRDs, namespace and the syncer's ServiceAccount and RBAC"
-run "kubectl apply -f deploy/namespace.yaml -f deploy/crd-devicebinding.yaml -f deploy/crd-nodedevices.yaml -f deploy/serviceaccount.yaml -f deploy/rbac.yaml"
+run "kubectl apply -f deploy/namespace.yaml -f schema/crd-devicebinding.yaml -f schema/crd-nodedevices.yaml -f deploy/serviceaccount.yaml -f deploy/rbac.yaml"
 kubectl wait --for condition=Established crd/devicebindings.podres.dev crd/nodedevices.podres.dev > /dev/null
 # The node: its NodeDevices is owned by it (no kubelet registers one here).
 kubectl create -f - > /dev/null <<EOF

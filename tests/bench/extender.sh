@@ -23,8 +23,8 @@ log() { printf '[bench-extender %s] %s\n' "$(date +%T)" "$*" >&2; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_until() { local i=0 limit=$(($1 * 10)); shift; until "$@" > /dev/null 2>&1; do i=$((i + 1)); [ $i -ge $limit ] && return 1; sleep 0.1; done; }
 
-"$ROOT/tests/kube/cluster" up "$KD" --owner $$ --crd "$ROOT/deploy/crd-nodedevices.yaml" \
-    --crd "$ROOT/deploy/crd-devicebinding.yaml" > "$W/kube-up.log" 2>&1 ||
+"$ROOT/tests/kube/cluster" up "$KD" --owner $$ --crd "$ROOT/schema/crd-nodedevices.yaml" \
+    --crd "$ROOT/schema/crd-devicebinding.yaml" > "$W/kube-up.log" 2>&1 ||
     { cat "$W/kube-up.log" >&2; exit 1; }
 # shellcheck disable=SC1091
 . "$KD/env"

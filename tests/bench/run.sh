@@ -103,8 +103,8 @@ KDIR=
 kube_up() {
     local tok
     KDIR=$T/kube
-    "$ROOT/tests/kube/cluster" up "$KDIR" --owner $$ --crd "$ROOT/deploy/crd-devicebinding.yaml" \
-        --crd "$ROOT/deploy/crd-nodedevices.yaml" \
+    "$ROOT/tests/kube/cluster" up "$KDIR" --owner $$ --crd "$ROOT/schema/crd-devicebinding.yaml" \
+        --crd "$ROOT/schema/crd-nodedevices.yaml" \
         > "$T/kube-up.log" 2>&1 || { cat "$T/kube-up.log" >&2; die "the control plane did not start"; }
     # shellcheck disable=SC1091
     . "$KDIR/env"

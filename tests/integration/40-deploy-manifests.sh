@@ -12,9 +12,10 @@
 # with no right beyond it (a widened copy of rbac.yaml is caught); the DaemonSet as stored by
 # apps/v1 has what issue 7 asks for and its pod passes pod admission (PodSecurity privileged;
 # baseline refuses the hostPaths). Without the API: every YAML parses, the kustomization lists
-# every manifest, both podresd configs are accepted by bin/podresd, the CRD copies are
-# identical, the Dockerfile's stages and runtime libraries match `ldd`/`dpkg -S`, the systemd
-# units pass `systemd-analyze verify` (when installed) and a structural check.
+# every manifest and takes the CRDs from schema/ (no copy in deploy/, the same objects), both
+# podresd configs are accepted by bin/podresd, the Dockerfile's stages and runtime libraries
+# match `ldd`/`dpkg -S`, the systemd units pass `systemd-analyze verify` (when installed) and
+# a structural check.
 . "$(dirname "$0")/lib.sh"
 cd "$PODRES_ROOT"
 PY=/usr/bin/python3
@@ -22,18 +23,18 @@ export HOME=$T/home
 mkdir -p "$HOME"
 say() { echo "# $*"; }
 
-# ---- 1. the CRD copies
-for crd in crd-devicebinding.yaml crd-nodedevices.yaml; do
-    cmp -s "schema/$crd" "deploy/$crd" || fail "deploy/$crd differs from schema/$crd"
-done
-ok "deploy/'s CRDs are byte-identical to schema/'s"
+# ---- 1. the CRDs: schema/'s files, no copy in deploy/
+copies=$(ls deploy/crd-*.yaml 2>/dev/null || true)
+[ -z "$copies" ] || fail "CRD copies in deploy/ (deploy/kustomization.yaml takes schema/'s): $copies"
+ok "deploy/ holds no copy of schema/'s CRDs"
 
-# ---- 2. every YAML file parses; the kustomization lists every top-level manifest
+# ---- 2. every YAML file parses; the kustomizations list every top-level manifest
 out=$($PY - <<'EOF' 2>&1
 import glob, os, sys, yaml
 bad = []
 # (a Helm chart's templates are Go templates: 79-helm.sh renders and checks them)
 files = sorted(f for f in glob.glob("deploy/**/*.yaml", recursive=True) if "/templates/" not in f)
+files += sorted(glob.glob("schema/*.yaml"))
 for f in files:
     try:
         docs = [d for d in yaml.safe_load_all(open(f)) if d is not None]
@@ -47,15 +48,19 @@ for f in files:
             bad.append("%s: %s without apiVersion or metadata.name" % (f, d["kind"]))
 kust = yaml.safe_load(open("deploy/kustomization.yaml"))
 top = sorted(os.path.basename(f) for f in glob.glob("deploy/*.yaml") if not f.endswith("kustomization.yaml"))
-if sorted(kust.get("resources") or []) != top:
-    bad.append("kustomization resources %s != manifests %s" % (kust.get("resources"), top))
+if sorted(kust.get("resources") or []) != sorted(top + ["../schema"]):
+    bad.append("kustomization resources %s != manifests %s and ../schema" % (kust.get("resources"), top))
+crds = sorted(os.path.basename(f) for f in glob.glob("schema/crd-*.yaml"))
+skust = yaml.safe_load(open("schema/kustomization.yaml"))
+if sorted(skust.get("resources") or []) != crds or len(crds) != 2:
+    bad.append("schema/kustomization.yaml resources %s != the CRDs %s" % (skust.get("resources"), crds))
 if kust.get("namespace") != "podres-system":
     bad.append("kustomization namespace is %r" % kust.get("namespace"))
 print("\n".join(bad) if bad else "%d files" % len(files))
 sys.exit(1 if bad else 0)
 EOF
 ) || fail "deploy YAML: $out"
-ok "every YAML file under deploy/ parses ($out); kustomization.yaml lists every manifest"
+ok "every YAML file under deploy/ and schema/ parses ($out); deploy/kustomization.yaml lists every manifest and ../schema, schema/kustomization.yaml both CRDs"
 
 # ---- 3. kubectl apply -k / -f against a real API server
 # kube_up_bare - kube_up without the CRD and deploy/'s objects: apply -k makes them all.
@@ -104,8 +109,8 @@ OBJS="namespace/podres-system customresourcedefinition.apiextensions.k8s.io/devi
     serviceaccount/podres-syncer clusterrole.rbac.authorization.k8s.io/podres-syncer
     clusterrolebinding.rbac.authorization.k8s.io/podres-syncer configmap/podresd-config daemonset.apps/podres"
 
-files=(deploy/namespace.yaml) # every file, examples included, namespaces first
-for f in deploy/*.yaml deploy/examples/namespace-*.yaml deploy/examples/*.yaml; do
+files=(deploy/namespace.yaml) # every file, the CRDs and examples included, namespaces first
+for f in schema/crd-*.yaml deploy/*.yaml deploy/examples/namespace-*.yaml deploy/examples/*.yaml; do
     [[ " ${files[*]} " == *" $f "* ]] || [ "$f" = deploy/kustomization.yaml ] || files+=("$f")
 done
 # per_file DESCRIPTION [--server-side] - each file: apply --dry-run=server, then apply.
@@ -137,8 +142,21 @@ per_file() {
 }
 
 # -- Server-side apply on an empty cluster: each object sent whole and validated.
-NOBJ=$(k kustomize deploy/ | grep -c '^kind:')
+k kustomize deploy/ > "$T/kustomize.yaml" || fail "kubectl kustomize deploy/"
+NOBJ=$(grep -c '^kind:' "$T/kustomize.yaml")
 [ "$NOBJ" -ge 8 ] || fail "kubectl kustomize deploy/ gave $NOBJ objects"
+out=$($PY - "$T/kustomize.yaml" schema/crd-*.yaml <<'EOF' 2>&1
+import sys, yaml
+got = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "CustomResourceDefinition"]
+want = [yaml.safe_load(open(f)) for f in sys.argv[2:]]
+key = lambda d: d["metadata"]["name"]
+if sorted(got, key=key) != sorted(want, key=key):
+    print("the CRDs kubectl kustomize deploy/ gives are not schema/'s: %s" % [key(d) for d in got])
+    sys.exit(1)
+print(" ".join(sorted(key(d) for d in got)))
+EOF
+) || fail "$out"
+ok "kubectl kustomize deploy/ gives schema/'s CRDs unchanged ($out)"
 expect_apply "kubectl apply -k deploy/ --server-side creates all $NOBJ objects without warnings" \
     '^[a-z0-9.]+/[a-z0-9.-]+ serverside-applied$' "$NOBJ" apply -k deploy/ --server-side
 k wait --for condition=Established --timeout 30s crd/devicebindings.podres.dev > /dev/null ||
@@ -228,8 +246,8 @@ grep -q 'name: scratch' "$T/dangling.yaml" || fail "could not make the dangling-
 out=$(k apply -f "$T/dangling.yaml" 2>&1) && fail "a dangling volumeMount was accepted: $out"
 grep -q 'volumeMounts\[4\].name: Not found: "tmp"' <<<"$out" || fail "dangling mount: $out"
 perl -0pe 's/(\n          spec:\n(?:            description:.*\n)?)            type: object\n/$1/' \
-    deploy/crd-devicebinding.yaml >"$T/nonstructural.yaml"
-cmp -s deploy/crd-devicebinding.yaml "$T/nonstructural.yaml" && fail "could not make the non-structural CRD copy"
+    schema/crd-devicebinding.yaml >"$T/nonstructural.yaml"
+cmp -s schema/crd-devicebinding.yaml "$T/nonstructural.yaml" && fail "could not make the non-structural CRD copy"
 out=$(k apply --dry-run=server -f "$T/nonstructural.yaml" 2>&1) && fail "a non-structural CRD was accepted: $out"
 grep -q 'openAPIV3Schema.properties\[spec\].type: Required value' <<<"$out" || fail "non-structural CRD: $out"
 ok "the server refuses a misspelt field (strict field validation), a mount of a missing volume and a non-structural CRD"
@@ -247,7 +265,7 @@ ok "... and once taken over, applying again writes nothing"
 wait_until 30 k explain devicebinding.spec || fail "kubectl explain devicebinding.spec: $(k explain devicebinding.spec 2>&1)"
 for p in spec spec.containers; do
     k explain "devicebinding.$p" >"$T/explain.$p" 2>&1 || fail "kubectl explain devicebinding.$p: $(cat "$T/explain.$p")"
-    out=$($PY - deploy/crd-devicebinding.yaml "$p" "$T/explain.$p" <<'EOF' 2>&1
+    out=$($PY - schema/crd-devicebinding.yaml "$p" "$T/explain.$p" <<'EOF' 2>&1
 import re, sys, yaml
 crd, path, text = yaml.safe_load(open(sys.argv[1])), sys.argv[2], open(sys.argv[3]).read()
 node = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]

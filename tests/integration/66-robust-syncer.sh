@@ -124,7 +124,7 @@ sy_start
 wait_until 10 sh -c "[ \$(grep -cF 'the API server does not serve devicebindings' '$T/syncer.log') -ge 2 ]" ||
     fail "a syncer started without the CRD does not say so"
 
-k apply -f "$PODRES_ROOT/deploy/crd-devicebinding.yaml" > /dev/null || fail "cannot apply the CRD again"
+k apply -f "$PODRES_ROOT/schema/crd-devicebinding.yaml" > /dev/null || fail "cannot apply the CRD again"
 k wait --for condition=Established --timeout 30s crd/devicebindings.podres.dev > /dev/null || fail "CRD not Established"
 wait_until 10 grep -qF "the API server serves devicebindings again" "$T/syncer.log" || fail "the CRD's return is not logged"
 wait_until 15 sh -c "[ \$($KCURL -o /dev/null -w '%{http_code}' '$KUBE_SERVER$DVB/namespaces/ml/devicebindings/late') = 200 ]" ||

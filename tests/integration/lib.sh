@@ -161,17 +161,17 @@ register() {
 
 # kube_up [CLUSTER FLAGS...] - a control plane of this test's own in $T/kube
 # (stopped by the EXIT trap, or by its watchdog if this shell is killed),
-# with the project's CRD and the syncer's namespace, ServiceAccount and RBAC
-# from deploy/. Sets KDIR, KUBE_SERVER, KUBE_CA, KUBE_AUDIT, KUBECTL, KCFG
-# (the cluster admin's kubeconfig), KCURL (curl as the cluster admin) and
-# SY_KCFG (a kubeconfig of the podres-syncer ServiceAccount, with a token
-# from the TokenRequest API).
+# with the project's CRDs (schema/) and the syncer's namespace,
+# ServiceAccount and RBAC from deploy/. Sets KDIR, KUBE_SERVER, KUBE_CA,
+# KUBE_AUDIT, KUBECTL, KCFG (the cluster admin's kubeconfig), KCURL (curl as
+# the cluster admin) and SY_KCFG (a kubeconfig of the podres-syncer
+# ServiceAccount, with a token from the TokenRequest API).
 kube_up() {
     KDIR=$T/kube
     KUBE_OWNED=1
     "$PODRES_ROOT/tests/kube/cluster" up "$KDIR" --owner $$ \
-        --crd "$PODRES_ROOT/deploy/crd-devicebinding.yaml" \
-        --crd "$PODRES_ROOT/deploy/crd-nodedevices.yaml" "$@" > "$T/kube-up.log" 2>&1 ||
+        --crd "$PODRES_ROOT/schema/crd-devicebinding.yaml" \
+        --crd "$PODRES_ROOT/schema/crd-nodedevices.yaml" "$@" > "$T/kube-up.log" 2>&1 ||
         { cat "$T/kube-up.log" >&2; fail "the control plane did not start"; }
     # shellcheck disable=SC1091
     . "$KDIR/env"
@@ -184,10 +184,10 @@ kube_up() {
 # k ARGS... - kubectl of the server's release, as the cluster admin.
 k() { "$KUBECTL" --kubeconfig "$KCFG" "$@"; }
 
-# kube_install - the CRD (Established) and the syncer's identity from deploy/.
+# kube_install - the CRDs (Established) and the syncer's identity from deploy/.
 kube_install() {
-    k apply -f "$PODRES_ROOT/deploy/namespace.yaml" -f "$PODRES_ROOT/deploy/crd-devicebinding.yaml" \
-        -f "$PODRES_ROOT/deploy/crd-nodedevices.yaml" \
+    k apply -f "$PODRES_ROOT/deploy/namespace.yaml" -f "$PODRES_ROOT/schema/crd-devicebinding.yaml" \
+        -f "$PODRES_ROOT/schema/crd-nodedevices.yaml" \
         -f "$PODRES_ROOT/deploy/serviceaccount.yaml" -f "$PODRES_ROOT/deploy/rbac.yaml" \
         > "$T/kube-install.log" 2>&1 || { cat "$T/kube-install.log" >&2; fail "cannot install deploy/"; }
     k wait --for condition=Established --timeout 30s crd/devicebindings.podres.dev > /dev/null ||

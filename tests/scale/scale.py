@@ -289,9 +289,9 @@ class Harness:
     def up(self):
         shutil.rmtree(self.out, ignore_errors=True)
         os.makedirs(self.out)
-        d = os.path.join(ROOT, "deploy")
+        d, crd = os.path.join(ROOT, "deploy"), os.path.join(ROOT, "schema")
         self.sh(os.path.join(ROOT, "tests/kube/cluster"), "up", self.kdir, "--owner", str(os.getpid()),
-                "--crd", d + "/crd-devicebinding.yaml", "--crd", d + "/crd-nodedevices.yaml")
+                "--crd", crd + "/crd-devicebinding.yaml", "--crd", crd + "/crd-nodedevices.yaml")
         self.kube = Kube(self.kdir)
         self.kubectl("apply", "-f", d + "/namespace.yaml", "-f", d + "/serviceaccount.yaml",
                      "-f", d + "/rbac.yaml", "-f", d + "/flowcontrol.yaml")
