@@ -100,6 +100,7 @@ prev=$R0
 for round in $(seq 1 "$ROUNDS"); do
     python3 -m podres_test.crash_load "$PD_SOCK" write "$T/acked" "$round" &
     lp=$!
+    wait_until 20 test -e "$T/acked.started.$round" || fail "round $round: the writer did not start"
     sleep "0.$((RANDOM % 3 + 1))$((RANDOM % 10))"
     pd_kill9
     wait "$lp" || fail "round $round: the writer failed"

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """python3 -m podres_test.crash_load SOCK MODE OUT [ROUND] - test 61's load on
 podresd's unix socket SOCK while it is killed. MODE write: 4 threads PUT new
-pods until the connection is refused, appending acknowledged names to OUT.
+pods until the connection is refused, appending acknowledged names to OUT;
+OUT.started.ROUND appears once they run.
 MODE follow: watch from the revision in OUT.since, resume with since= after
 every disconnect, append "revision type kind name" to OUT, stop when
 OUT.stop exists. What was acknowledged against what survived is the shell
@@ -76,6 +77,9 @@ if mode == "write":
     ths = [threading.Thread(target=writer, args=(int(sys.argv[4]), w, f, lock)) for w in range(4)]
     for t in ths:
         t.start()
+    # The shell kills podresd a random moment after this file appears, so the
+    # moment falls among the writes, not in the interpreter's start-up.
+    open("%s.started.%s" % (out, sys.argv[4]), "w").close()
     for t in ths:
         t.join()
 else:
