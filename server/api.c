@@ -3,6 +3,7 @@
  * metrics) and the route table. The watch stream is in api_watch.c. */
 #define LOG_MOD "api"
 #include "../common/common.h"
+#include "../common/clock.h"
 #include "../common/jsonx.h"
 #include "../common/names.h"
 #include "api.h"
@@ -566,7 +567,7 @@ static err_t render_gauges(struct api *api, struct strbuf *sb)
 static err_t render_devices(struct api *api, struct strbuf *sb)
 {
     json_t *devs = NULL;
-    err_t rc = store_device_metrics(api->store, (int64_t)store_wall_ms(), &devs);
+    err_t rc = store_device_metrics(api->store, (int64_t)clock_wall_ms(), &devs);
 
     if (!rc)
         rc = metrics_render_devices(sb, devs);

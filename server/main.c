@@ -5,6 +5,7 @@
 #include "../common/common.h"
 #include "../common/mem.h"
 #include "../common/cfg.h"
+#include "../common/clock.h"
 #include "api.h"
 #include "config.h"
 #include "curlfn.h"
@@ -217,11 +218,11 @@ static void stop(struct daemon *d)
  * nothing more to drop or the tick's budget is spent. */
 static void prune_history(struct daemon *d)
 {
-    uint64_t t0 = store_wall_ms();
+    uint64_t t0 = clock_wall_ms();
     bool more = true;
 
-    while (more && store_wall_ms() - t0 < PRUNE_BUDGET_MS) {
-        if (store_history_prune(d->store, (int64_t)store_wall_ms(), d->cfg.history_retention_ms,
+    while (more && clock_wall_ms() - t0 < PRUNE_BUDGET_MS) {
+        if (store_history_prune(d->store, (int64_t)clock_wall_ms(), d->cfg.history_retention_ms,
                                 d->cfg.history_max_intervals, &more)) {
             log_debug("history pruning failed; retrying in a second");
             return;
@@ -251,7 +252,7 @@ static void run(struct daemon *d, const sigset_t *sigs)
         }
         if (d->kubelet_mode)
             continue; /* no heartbeats: the kubelet owns device health */
-        if (store_expire_ttls(d->store, store_wall_ms(), &lapsed))
+        if (store_expire_ttls(d->store, clock_wall_ms(), &lapsed))
             log_debug("heartbeat check failed; retrying in a second");
     }
 }

@@ -3,6 +3,7 @@
  * feed reads. The views are in store_view.c, the writes in store_write.c. */
 #define LOG_MOD "store"
 #include "../common/common.h"
+#include "../common/clock.h"
 #include "../common/jsonx.h"
 #include "../common/jsonw.h"
 #include "sqlmem.h"
@@ -11,18 +12,9 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
-#include <time.h>
 
 /* Generated from schema/NNNN_*.sql by the Makefile; NULL-terminated. */
 extern const char *const store_migrations[];
-
-uint64_t store_wall_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 int store_schema_version(void)
 {
@@ -1022,7 +1014,7 @@ static err_t batch_end(struct store *st, err_t e)
  * batch may have ended. */
 static err_t member_begin(struct store *st)
 {
-    uint64_t now = store_wall_ms();
+    uint64_t now = clock_wall_ms();
     int rc;
 
     st->m_ms = now > st->m_ms ? now : st->m_ms;

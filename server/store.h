@@ -181,7 +181,4 @@ err_t store_history_prune(struct store *st, int64_t now_ms, uint64_t retention_m
  * database was made, open intervals up to now_ms; pruning does not lower it). */
 err_t store_device_metrics(struct store *st, int64_t now_ms, json_t **out) WARN_UNUSED;
 
-/* Wall clock now in milliseconds (heartbeats survive restarts). */
-uint64_t store_wall_ms(void);
-
 #endif

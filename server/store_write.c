@@ -5,6 +5,7 @@
  * in-memory sets are "resource|id". */
 #define LOG_MOD "store"
 #include "../common/common.h"
+#include "../common/clock.h"
 #include "../common/jsonx.h"
 #include "alloc.h"
 #include "store_int.h"
@@ -704,7 +705,7 @@ static err_t resource_put_run(struct store *st, void *args, json_t **list)
         rc = st_exec(st->wdb,
                      "INSERT OR REPLACE INTO resources(name,ttl_ms,refreshed_ms,expired) "
                      "VALUES(?,?,?,0)",
-                     "tuu", resource, a->ttl_ms, store_wall_ms());
+                     "tuu", resource, a->ttl_ms, clock_wall_ms());
     if (!rc && *changed)
         rc = st_resv_refresh_all(st);
     if (!rc)

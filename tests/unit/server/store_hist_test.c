@@ -4,6 +4,7 @@
  * health changes; at= at the boundaries; usage; one device by id; pruning
  * by age and by the cap; intervals kept across a reopen. */
 #include "../../../common/common.h"
+#include "../../../common/clock.h"
 #include "../../../server/histq.h"
 #include "../../../server/store.h"
 #include "../../../server/validate.h"
@@ -208,14 +209,14 @@ static void test_prune(void)
     bool more = true;
 
     bind(st, "c", "uc", "gpu-0");
-    CHECK_OK(store_history_prune(st, (int64_t)store_wall_ms(), 90ULL * 86400000, 2, &more));
+    CHECK_OK(store_history_prune(st, (int64_t)clock_wall_ms(), 90ULL * 86400000, 2, &more));
     CHECK(!more);
     /* five intervals, a cap of 2: the three oldest closed ones go */
     CHECK_STREQ(summary(st, &q, s, sizeof(s)), "c/uc/open");
     q.device = "gpu-1";
     CHECK_STREQ(summary(st, &q, s, sizeof(s)), "b/ub2/closed");
     pause_ms();
-    CHECK_OK(store_history_prune(st, (int64_t)store_wall_ms(), 0, 0, &more));
+    CHECK_OK(store_history_prune(st, (int64_t)clock_wall_ms(), 0, 0, &more));
     CHECK_STREQ(summary(st, &q, s, sizeof(s)), "");
     q.device = "gpu-0";
     CHECK_STREQ(summary(st, &q, s, sizeof(s)), "c/uc/open");

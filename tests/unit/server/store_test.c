@@ -3,6 +3,7 @@
  * validated by validate.h as the API does, and a feed attached to watch the
  * events every write publishes. */
 #include "../../../common/common.h"
+#include "../../../common/clock.h"
 #include "../../../common/jsonx.h"
 #include "../../../common/strbuf.h"
 #include "../../../server/feed.h"
@@ -1421,17 +1422,17 @@ static void test_ttl(void)
     json_decref(out);
     CHECK_EQ_INT(fx_events(&f, ev, sizeof(ev)), 6);
 
-    CHECK_OK(store_expire_ttls(f.st, store_wall_ms(), &n));
+    CHECK_OK(store_expire_ttls(f.st, clock_wall_ms(), &n));
     CHECK_EQ_INT(n, 0);
     CHECK_STREQ(health(&f, NIC, "nic-0", b, sizeof(b)), "Healthy");
-    CHECK_OK(store_expire_ttls(f.st, store_wall_ms() + 60000, &n));
+    CHECK_OK(store_expire_ttls(f.st, clock_wall_ms() + 60000, &n));
     CHECK_EQ_INT(n, 1);
     CHECK_STREQ(health(&f, NIC, "nic-0", b, sizeof(b)), "Unhealthy");
     CHECK_STREQ(health(&f, GPU, "gpu-0", b, sizeof(b)), "Healthy");
     CHECK_EQ_INT(fx_events(&f, ev, sizeof(ev)), 1);
     CHECK_STREQ(ev, "MODIFIED Device nic-0");
     /* a lapsed resource lapses once */
-    CHECK_OK(store_expire_ttls(f.st, store_wall_ms() + 120000, &n));
+    CHECK_OK(store_expire_ttls(f.st, clock_wall_ms() + 120000, &n));
     CHECK_EQ_INT(n, 0);
     CHECK_EQ_INT(fx_events(&f, ev, sizeof(ev)), 0);
     /* the next PUT (heartbeat) makes them Healthy again */
