@@ -8,7 +8,6 @@
 #include "../common/jsonw.h"
 #include "sqlmem.h"
 #include "store_int.h"
-#include "walvfs.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -25,380 +24,6 @@ int store_schema_version(void)
     return n;
 }
 
-err_t st_dberr(sqlite3 *db, int rc, const char *what)
-{
-    int prim = rc & 0xff;
-
-    if (prim == SQLITE_FULL) {
-        log_warn("cannot %s: database or disk is full", what);
-        return ERR_NOSPACE;
-    }
-    if (prim == SQLITE_BUSY || prim == SQLITE_LOCKED) {
-        log_warn("cannot %s: database is busy", what);
-        return ERR_UNAVAIL;
-    }
-    if (prim == SQLITE_NOMEM)
-        return ERR_NOMEM;
-    log_err("cannot %s: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
-    if (prim == SQLITE_IOERR && (rc == SQLITE_IOERR_WRITE || rc == SQLITE_IOERR_FSYNC))
-        return ERR_NOSPACE;
-    return ERR_DB;
-}
-
-/* Texts are bound with 'text_life': SQLITE_STATIC when they outlive the
- * statement's use (st_exec), which saves SQLite a malloc and a copy each. */
-static err_t bind_args(sqlite3 *db, sqlite3_stmt *stmt, sqlite3_destructor_type text_life,
-                       const char *fmt, va_list ap)
-{
-    int i, rc = SQLITE_OK;
-
-    for (i = 0; fmt && fmt[i] && rc == SQLITE_OK; i++) {
-        if (fmt[i] == 't') {
-            const char *s = va_arg(ap, const char *);
-
-            rc = s ? sqlite3_bind_text(stmt, i + 1, s, -1, text_life)
-                   : sqlite3_bind_null(stmt, i + 1);
-        } else if (fmt[i] == 'i') {
-            rc = sqlite3_bind_int64(stmt, i + 1, va_arg(ap, int64_t));
-        } else {
-            rc = sqlite3_bind_int64(stmt, i + 1, (int64_t)va_arg(ap, uint64_t));
-        }
-    }
-    return rc == SQLITE_OK ? ERR_OK : st_dberr(db, rc, "bind a parameter");
-}
-
-/* ---- the statement cache ----
- * Preparing a statement cost most of a small write (callgrind: 62% of a PUT
- * in sqlite3_prepare_v2). Each connection keeps the statements it prepared,
- * keyed by their SQL text; st_done() resets one and hands it back. A
- * connection is used by one thread at a time, so its cache needs no lock; the
- * registry that maps a connection to its cache is scanned without a lock:
- * caches are never freed, a slot is claimed by compare-and-swap on 'db'. */
-#define STMT_CACHE_MAX 96 /* statements per connection */
-#define STMT_REG_MAX 64   /* connections with a cache, process-wide */
-
-struct stmt_slot {
-    const char *key; /* the SQL pointer it was first asked with (a literal) */
-    uint32_t hash;   /* FNV-1a of the SQL text */
-    bool busy;       /* handed out, not yet st_done() */
-    sqlite3_stmt *stmt;
-};
-
-struct stmt_cache {
-    sqlite3 *db; /* owner; NULL while the cache is free */
-    size_t n;
-    struct stmt_slot slot[STMT_CACHE_MAX];
-};
-
-static struct stmt_cache *stmt_reg[STMT_REG_MAX];
-
-static struct stmt_cache *cache_of(sqlite3 *db)
-{
-    size_t i;
-
-    for (i = 0; i < STMT_REG_MAX; i++) {
-        struct stmt_cache *c = __atomic_load_n(&stmt_reg[i], __ATOMIC_ACQUIRE);
-
-        if (!c)
-            break; /* slots fill in order and are never emptied */
-        if (__atomic_load_n(&c->db, __ATOMIC_ACQUIRE) == db)
-            return c;
-    }
-    return NULL;
-}
-
-/* Give 'db' a cache: a free one, or a new one in an empty slot. Without one
- * the connection prepares and finalizes every statement, as before. */
-static void cache_attach(sqlite3 *db)
-{
-    struct stmt_cache *c, *fresh = NULL;
-    size_t i;
-
-    for (i = 0; i < STMT_REG_MAX; i++) {
-        sqlite3 *none = NULL;
-
-        c = __atomic_load_n(&stmt_reg[i], __ATOMIC_ACQUIRE);
-        if (!c) {
-            if (!fresh && !(fresh = calloc(1, sizeof(*fresh))))
-                return;
-            fresh->db = db;
-            if (__atomic_compare_exchange_n(&stmt_reg[i], &c, fresh, false, __ATOMIC_ACQ_REL,
-                                            __ATOMIC_ACQUIRE))
-                return;
-            fresh->db = NULL; /* lost the race; c is the winner's cache */
-        }
-        if (__atomic_compare_exchange_n(&c->db, &none, db, false, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_ACQUIRE)) {
-            free(fresh);
-            return;
-        }
-    }
-    free(fresh);
-}
-
-/* Close a connection and free its cache for the next one. */
-static void st_close(sqlite3 *db)
-{
-    struct stmt_cache *c;
-    size_t i;
-
-    if (!db)
-        return;
-    c = cache_of(db);
-    if (c) {
-        for (i = 0; i < c->n; i++)
-            sqlite3_finalize(c->slot[i].stmt);
-        c->n = 0;
-        __atomic_store_n(&c->db, NULL, __ATOMIC_RELEASE);
-    }
-    sqlite3_close(db);
-}
-
-static uint32_t sql_hash(const char *s)
-{
-    uint32_t h = 2166136261u;
-
-    while (*s)
-        h = (h ^ (unsigned char)*s++) * 16777619u;
-    return h;
-}
-
-/* A cached, idle statement for 'sql', marked busy; else a new one, cached
- * while there is room. */
-static int stmt_get(sqlite3 *db, const char *sql, sqlite3_stmt **out)
-{
-    struct stmt_cache *c = cache_of(db);
-    uint32_t h;
-    size_t i;
-    int rc;
-
-    /* SQL is almost always a literal: the same pointer finds its statement
-     * without hashing it (strcmp still confirms: a few are built in stack
-     * buffers, one address for several texts). */
-    for (i = 0; c && i < c->n; i++) {
-        struct stmt_slot *sl = &c->slot[i];
-
-        if (!sl->busy && sl->key == sql && strcmp(sqlite3_sql(sl->stmt), sql) == 0) {
-            sl->busy = true;
-            *out = sl->stmt;
-            return SQLITE_OK;
-        }
-    }
-    h = sql_hash(sql);
-    for (i = 0; c && i < c->n; i++) {
-        struct stmt_slot *sl = &c->slot[i];
-
-        if (!sl->busy && sl->hash == h && strcmp(sqlite3_sql(sl->stmt), sql) == 0) {
-            sl->busy = true;
-            *out = sl->stmt;
-            return SQLITE_OK;
-        }
-    }
-    rc = sqlite3_prepare_v3(db, sql, -1, c ? SQLITE_PREPARE_PERSISTENT : 0, out, NULL);
-    if (rc == SQLITE_OK && c && c->n < STMT_CACHE_MAX)
-        c->slot[c->n++] = (struct stmt_slot){.key = sql, .hash = h, .busy = true, .stmt = *out};
-    return rc;
-}
-
-void st_done(sqlite3_stmt *stmt)
-{
-    struct stmt_cache *c;
-    size_t i;
-
-    if (!stmt)
-        return;
-    c = cache_of(sqlite3_db_handle(stmt));
-    for (i = 0; c && i < c->n; i++) {
-        if (c->slot[i].stmt == stmt) {
-            sqlite3_reset(stmt);
-            sqlite3_clear_bindings(stmt);
-            c->slot[i].busy = false;
-            return;
-        }
-    }
-    sqlite3_finalize(stmt); /* not cached: the cache was full */
-}
-
-static err_t prep_va(sqlite3 *db, sqlite3_stmt **stmt, sqlite3_destructor_type text_life,
-                     const char *sql, const char *fmt, va_list ap)
-{
-    sqlite3_stmt *s = NULL;
-    int rc;
-    err_t e;
-
-    if (fault_alloc_fails())
-        return ERR_NOMEM;
-    rc = stmt_get(db, sql, &s);
-    if (rc != SQLITE_OK)
-        return st_dberr(db, rc, "prepare a statement");
-    e = bind_args(db, s, text_life, fmt, ap);
-    if (e) {
-        st_done(s);
-        return e;
-    }
-    *stmt = s;
-    return ERR_OK;
-}
-
-err_t st_prep(sqlite3 *db, sqlite3_stmt **stmt, const char *sql, const char *fmt, ...)
-{
-    va_list ap;
-    err_t rc;
-
-    va_start(ap, fmt);
-    rc = prep_va(db, stmt, SQLITE_TRANSIENT, sql, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-err_t st_exec(sqlite3 *db, const char *sql, const char *fmt, ...)
-{
-    sqlite3_stmt *stmt = NULL;
-    va_list ap;
-    bool row;
-    err_t rc;
-
-    va_start(ap, fmt);
-    rc = prep_va(db, &stmt, SQLITE_STATIC, sql, fmt, ap); /* the args outlive it */
-    va_end(ap);
-    if (!rc)
-        rc = st_step(db, stmt, &row);
-    st_done(stmt);
-    return rc;
-}
-
-err_t st_step(sqlite3 *db, sqlite3_stmt *stmt, bool *row)
-{
-    int rc = sqlite3_step(stmt);
-
-    if (rc == SQLITE_ROW) {
-        *row = true;
-        return ERR_OK;
-    }
-    if (rc == SQLITE_DONE) {
-        *row = false;
-        return ERR_OK;
-    }
-    return st_dberr(db, rc, "run a statement");
-}
-
-const char *st_text(sqlite3_stmt *stmt, int col)
-{
-    const unsigned char *s = sqlite3_column_text(stmt, col);
-
-    return s ? (const char *)s : "";
-}
-
-const char *st_text_or_null(sqlite3_stmt *stmt, int col)
-{
-    return sqlite3_column_type(stmt, col) == SQLITE_NULL ? NULL : st_text(stmt, col);
-}
-
-json_t *st_json(sqlite3_stmt *stmt, int col)
-{
-    const char *s = st_text(stmt, col);
-    json_t *v = json_loads(s, JSON_DECODE_ANY, NULL);
-
-    return v ? v : json_object();
-}
-
-/* Connection settings shared by the writer and readers. Debian builds
- * SQLite with secure_delete on: every deleted or rewritten cell (a pod row
- * at each bind) is zeroed first. Nothing podresd stores is secret (a token
- * never is), so it is off, as in SQLite's own default build. */
-static err_t configure(sqlite3 *db)
-{
-    static const char *const pragmas =
-        "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;"
-        "PRAGMA journal_size_limit=16777216;" /* a restarted WAL shrinks back to 16 MiB */
-        "PRAGMA secure_delete=OFF;";
-    int rc;
-
-    sqlite3_busy_timeout(db, 5000);
-    rc = sqlite3_exec(db, pragmas, NULL, NULL, NULL);
-    return rc == SQLITE_OK ? ERR_OK : st_dberr(db, rc, "configure the database");
-}
-
-/* Take the database for this process (unix-excl, sqlite_setup) on the
- * first connection's first read, without waiting: the lock is held by
- * another process till it exits, so a busy file is a second podresd (or a
- * sqlite3 shell) on it, and the start fails at once. */
-static err_t claim(sqlite3 *db, const char *path)
-{
-    int rc;
-
-    sqlite3_busy_timeout(db, 0);
-    rc = sqlite3_exec(db, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL);
-    if ((rc & 0xff) == SQLITE_BUSY) {
-        log_err("database '%s' is in use by another process (another podresd on the same db?)",
-                path);
-        return ERR_UNAVAIL;
-    }
-    return rc == SQLITE_OK ? ERR_OK : st_dberr(db, rc, "read the database");
-}
-
-/* Process-wide SQLite settings, before SQLite initialises. Debian's build
- * has no lookaside allocator (SQLITE_OMIT_LOOKASIDE), so each statement
- * makes ~100 small mallocs; with memory statistics on (the default) each
- * one also takes a global mutex that every connection shares. podresd reads
- * no SQLite memory statistics and sets no heap limit. If SQLite is already
- * initialised (a program using it before store_open), those two change
- * nothing. walvfs gathers each transaction's WAL writes (walvfs.h).
- *
- * Below walvfs is SQLite's "unix-excl" VFS, not "unix": the first
- * connection takes a POSIX write lock on the database file for the process
- * and holds it till the last one closes, and the WAL index lives in the
- * process's memory, not in a mapped -shm file. podresd's connections share
- * both as before; another process cannot open the database at all (the
- * open of a second podresd fails, store_open), where with "unix" it could
- * write beside us from its own idea of the revision. And a transaction
- * takes its locks in memory: "unix" made 6 fcntl calls a write at 1 client
- * (read mark, read lock, write lock, and their release). */
-static void sqlite_setup(void)
-{
-    sqlite3_vfs *excl;
-
-    (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
-    (void)sqlmem_install();
-    /* last: finding or registering a VFS initialises SQLite, after which
-     * the two settings above would be refused */
-    excl = sqlite3_vfs_find("unix-excl");
-    if (!excl || sqlite3_vfs_register(excl, 1) != SQLITE_OK)
-        log_warn("cannot use SQLite's unix-excl VFS; other processes may open the database");
-    if (walvfs_install() != SQLITE_OK)
-        log_warn("cannot register the WAL-gathering VFS; SQLite's own is used");
-}
-
-/* 'first': the store's first connection, which claims the file. */
-static err_t open_db(const char *path, sqlite3 **out, bool first)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    sqlite3 *db = NULL;
-    int rc;
-    err_t e;
-
-    pthread_once(&once, sqlite_setup);
-    rc = sqlite3_open_v2(path, &db,
-                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
-                             SQLITE_OPEN_NOFOLLOW,
-                         NULL);
-    if (rc != SQLITE_OK) {
-        log_err("cannot open database '%s': %s", path, db ? sqlite3_errmsg(db) : "out of memory");
-        sqlite3_close(db);
-        return rc == SQLITE_NOMEM ? ERR_NOMEM : ERR_DB;
-    }
-    e = first ? claim(db, path) : ERR_OK;
-    if (!e)
-        e = configure(db);
-    if (e) {
-        sqlite3_close(db);
-        return e;
-    }
-    cache_attach(db);
-    *out = db;
-    return ERR_OK;
-}
-
 /* Apply every migration newer than PRAGMA user_version, all in one
  * transaction together with the new user_version: a database is at the
  * version it had or at the newest, never in between (a SIGKILL or a failing
@@ -409,13 +34,13 @@ static err_t migrate(sqlite3 *db)
     char sql[64];
     int ver = 0, n = store_schema_version(), i, rc;
     bool row;
-    err_t e = st_prep(db, &stmt, "PRAGMA user_version", NULL);
+    err_t e = db_prep(db, &stmt, "PRAGMA user_version", NULL);
 
     if (!e)
-        e = st_step(db, stmt, &row);
+        e = db_step(db, stmt, &row);
     if (!e && row)
         ver = sqlite3_column_int(stmt, 0);
-    st_done(stmt);
+    db_done(stmt);
     if (e)
         return e;
     if (ver > n) {
@@ -431,7 +56,7 @@ static err_t migrate(sqlite3 *db)
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
-        e = st_dberr(db, rc, "apply a schema migration");
+        e = db_err(db, rc, "apply a schema migration");
         sqlite3_exec(db, "ROLLBACK;", NULL, NULL, NULL);
         return e;
     }
@@ -456,16 +81,16 @@ static err_t migrate(sqlite3 *db)
 
 #define GUESS_AHEAD 8 /* revisions past the guess tried before the search */
 
-/* Finish a one-column integer query that st_prep() gave 'rc' for: its
+/* Finish a one-column integer query that db_prep() gave 'rc' for: its
  * value in *v, 0 when there is no row. */
 static err_t step_u64(sqlite3 *db, sqlite3_stmt *s, err_t rc, uint64_t *v)
 {
     bool row = false;
 
     if (!rc)
-        rc = st_step(db, s, &row);
+        rc = db_step(db, s, &row);
     *v = !rc && row ? (uint64_t)sqlite3_column_int64(s, 0) : 0;
-    st_done(s);
+    db_done(s);
     return rc;
 }
 
@@ -473,7 +98,7 @@ static err_t step_u64(sqlite3 *db, sqlite3_stmt *s, err_t rc, uint64_t *v)
 static err_t slot_rev(sqlite3 *db, uint64_t slot, uint64_t *rev)
 {
     sqlite3_stmt *s = NULL;
-    err_t rc = st_prep(db, &s, "SELECT revision FROM changes WHERE slot=?", "u", slot);
+    err_t rc = db_prep(db, &s, "SELECT revision FROM changes WHERE slot=?", "u", slot);
 
     return step_u64(db, s, rc, rev);
 }
@@ -482,7 +107,7 @@ static err_t slot_rev(sqlite3 *db, uint64_t slot, uint64_t *rev)
 static err_t last_slot_rev(sqlite3 *db, uint64_t *rev)
 {
     sqlite3_stmt *s = NULL;
-    err_t rc = st_prep(db, &s, "SELECT revision FROM changes ORDER BY slot DESC LIMIT 1", NULL);
+    err_t rc = db_prep(db, &s, "SELECT revision FROM changes ORDER BY slot DESC LIMIT 1", NULL);
 
     return step_u64(db, s, rc, rev);
 }
@@ -550,7 +175,7 @@ err_t st_ring_head(sqlite3 *db, uint64_t ring, uint64_t guess, uint64_t *head)
 static err_t meta_get(sqlite3 *db, const char *key, uint64_t *v)
 {
     sqlite3_stmt *s = NULL;
-    err_t rc = st_prep(db, &s, "SELECT value FROM meta WHERE key=?", "t", key);
+    err_t rc = db_prep(db, &s, "SELECT value FROM meta WHERE key=?", "t", key);
 
     return step_u64(db, s, rc, v);
 }
@@ -572,14 +197,14 @@ err_t st_db_revision(struct store *st, sqlite3 *db, uint64_t *rev)
  * fewer than n apart). */
 static err_t ring_relayout(sqlite3 *db, uint64_t head, uint64_t n)
 {
-    err_t rc = st_exec(db, "DELETE FROM changes WHERE revision<=?", "u", head > n ? head - n : 0);
+    err_t rc = db_exec(db, "DELETE FROM changes WHERE revision<=?", "u", head > n ? head - n : 0);
 
     if (!rc)
-        rc = st_exec(db, "UPDATE changes SET slot=-1-(revision%?)", "u", n);
+        rc = db_exec(db, "UPDATE changes SET slot=-1-(revision%?)", "u", n);
     if (!rc)
-        rc = st_exec(db, "UPDATE changes SET slot=-1-slot", NULL);
+        rc = db_exec(db, "UPDATE changes SET slot=-1-slot", NULL);
     if (!rc)
-        rc = st_exec(db, "UPDATE meta SET value=? WHERE key='ring'", "u", n);
+        rc = db_exec(db, "UPDATE meta SET value=? WHERE key='ring'", "u", n);
     return rc;
 }
 
@@ -595,7 +220,7 @@ static err_t ring_open_head(sqlite3 *db, uint64_t was, uint64_t *head)
     if (!e)
         e = meta_get(db, "revision", &floor);
     if (!e && *head < floor) {
-        e = st_exec(db, "DELETE FROM changes", NULL);
+        e = db_exec(db, "DELETE FROM changes", NULL);
         *head = floor;
     }
     return e;
@@ -616,7 +241,7 @@ static err_t ring_open(struct store *st)
 
     rc = sqlite3_exec(db, "BEGIN IMMEDIATE;", NULL, NULL, NULL);
     if (rc != SQLITE_OK)
-        return st_dberr(db, rc, "open the change log");
+        return db_err(db, rc, "open the change log");
     e = meta_get(db, "ring", &was);
     if (!e)
         e = ring_open_head(db, was, &head);
@@ -624,7 +249,7 @@ static err_t ring_open(struct store *st)
         e = ring_relayout(db, head, n);
     rc = sqlite3_exec(db, e ? "ROLLBACK;" : "COMMIT;", NULL, NULL, NULL);
     if (!e && rc != SQLITE_OK)
-        e = st_dberr(db, rc, "open the change log");
+        e = db_err(db, rc, "open the change log");
     if (!e && was != n && (was != 0 || head > 0)) /* not for a new database */
         log_info("change log laid out as a ring of %" PRIu64 " revisions (was %" PRIu64 ")", n,
                  was);
@@ -719,7 +344,7 @@ static void checkpoint(struct store *st, sqlite3 **db)
 {
     int rc = SQLITE_OK, log_frames = 0, done = 0;
 
-    if (!*db && open_db(st->path, db, false))
+    if (!*db && db_open(st->path, false, 0, db))
         rc = SQLITE_CANTOPEN;
     if (*db)
         rc = sqlite3_wal_checkpoint_v2(*db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log_frames, &done);
@@ -750,7 +375,7 @@ static void *checkpointer(void *arg)
         pthread_mutex_lock(&st->cmu);
     }
     pthread_mutex_unlock(&st->cmu);
-    st_close(db);
+    db_close(db);
     return NULL;
 }
 
@@ -786,26 +411,23 @@ err_t store_open(const struct store_opts *opts, struct store **out)
 
     if (!st)
         return ERR_NOMEM;
+    st->path = strdup(opts->path);
+    if (!st->path) {
+        free(st);
+        return ERR_NOMEM;
+    }
     pthread_mutex_init(&st->wmu, NULL);
-    pthread_mutex_init(&st->pmu, NULL);
-    pthread_cond_init(&st->pcv, NULL);
+    db_pool_init(&st->readers, st->path);
     pthread_mutex_init(&st->cmu, NULL);
     pthread_cond_init(&st->ccv, NULL);
     pthread_mutex_init(&st->qmu, NULL);
     pthread_mutex_init(&st->amu, NULL);
     st->history = opts->history ? opts->history : 1;
     st->feed = opts->feed;
-    st->path = strdup(opts->path);
-    if (!st->path) {
-        rc = ERR_NOMEM;
-        goto out;
-    }
-    rc = open_db(st->path, &st->wdb, true);
     /* The writer's page cache: 256 KiB holds the interior pages every write
      * walks and the rows of a node's worth of pods; the rest is the OS page
-     * cache's (SQLite's default, 2 MB, was a fifth of podresd's memory). */
-    if (!rc)
-        sqlite3_exec(st->wdb, "PRAGMA cache_size=-256;", NULL, NULL, NULL);
+     * cache's. */
+    rc = db_open(st->path, true, 256, &st->wdb);
     if (!rc)
         rc = migrate(st->wdb);
     if (!rc)
@@ -814,7 +436,6 @@ err_t store_open(const struct store_opts *opts, struct store **out)
         rc = st_hist_attach(st);
     if (!rc)
         rc = start_checkpointer(st);
-out:
     if (rc) {
         store_free(st);
         return rc;
@@ -825,14 +446,11 @@ out:
 
 void store_free(struct store *st)
 {
-    size_t i;
-
     if (!st)
         return;
     stop_checkpointer(st);
-    for (i = 0; i < st->npool; i++)
-        st_close(st->pool[i]);
-    st_close(st->wdb); /* rolls back a batch left open; the last close checkpoints */
+    db_pool_release(&st->readers);
+    db_close(st->wdb); /* rolls back a batch left open; the last close checkpoints */
     free_pending_from(st, 0);
     free(st->tx_ev);
     free(st->path);
@@ -842,8 +460,6 @@ void store_free(struct store *st)
     pthread_mutex_destroy(&st->amu);
     json_decref(st->alloc_rest);
     pthread_mutex_destroy(&st->wmu);
-    pthread_mutex_destroy(&st->pmu);
-    pthread_cond_destroy(&st->pcv);
     free(st);
 }
 
@@ -859,76 +475,9 @@ uint64_t store_revision(struct store *st)
     return __atomic_load_n(&st->rev, __ATOMIC_ACQUIRE);
 }
 
-/* ---- read connections ---- */
-
-/* A read connection comes back: to the pool, or closed when 'db' is NULL.
- * Beyond READ_POOL_WARM idle connections, it comes back without its page
- * cache: a burst of readers (watchers' initial lists) would otherwise leave
- * READ_POOL_MAX caches of the whole database behind. */
-static void read_done(struct store *st, sqlite3 *db)
-{
-    if (db && __atomic_load_n(&st->npool, __ATOMIC_RELAXED) >= READ_POOL_WARM)
-        sqlite3_db_release_memory(db);
-    pthread_mutex_lock(&st->pmu);
-    st->nbusy--;
-    if (db)
-        st->pool[st->npool++] = db; /* fits: npool + nbusy <= READ_POOL_MAX */
-    pthread_cond_signal(&st->pcv);
-    pthread_mutex_unlock(&st->pmu);
-}
-
 void store_release_idle(struct store *st)
 {
-    sqlite3 *extra[READ_POOL_MAX];
-    size_t n = 0;
-
-    pthread_mutex_lock(&st->pmu);
-    while (st->npool > READ_POOL_WARM)
-        extra[n++] = st->pool[--st->npool];
-    pthread_mutex_unlock(&st->pmu);
-    while (n > 0)
-        st_close(extra[--n]);
-}
-
-err_t st_read_begin(struct store *st, sqlite3 **db)
-{
-    sqlite3 *c = NULL;
-    int rc;
-    err_t e = ERR_OK;
-
-    pthread_mutex_lock(&st->pmu);
-    while (st->npool == 0 && st->nbusy >= READ_POOL_MAX)
-        pthread_cond_wait(&st->pcv, &st->pmu);
-    if (st->npool > 0)
-        c = st->pool[--st->npool];
-    st->nbusy++;
-    pthread_mutex_unlock(&st->pmu);
-    if (!c) {
-        e = open_db(st->path, &c, false);
-        /* Readers are many and short: a small page cache each (128 KiB). */
-        if (!e)
-            sqlite3_exec(c, "PRAGMA cache_size=-128;", NULL, NULL, NULL);
-    }
-    if (!e) {
-        rc = sqlite3_exec(c, "BEGIN;", NULL, NULL, NULL);
-        if (rc != SQLITE_OK)
-            e = st_dberr(c, rc, "begin a read transaction");
-    }
-    if (e) {
-        st_close(c);
-        read_done(st, NULL);
-        return e;
-    }
-    *db = c;
-    return ERR_OK;
-}
-
-void st_read_end(struct store *st, sqlite3 *db)
-{
-    if (!db)
-        return;
-    sqlite3_exec(db, "COMMIT;", NULL, NULL, NULL);
-    read_done(st, db);
+    db_pool_trim(&st->readers);
 }
 
 /* ---- write transactions ---- */
@@ -945,20 +494,10 @@ static void free_pending_from(struct store *st, size_t from)
     st->tx_nev = from;
 }
 
-/* Transaction control on the write connection: cached, never fault-injected
- * (a failed ROLLBACK TO would leave a member's writes in the batch). */
+/* Transaction control on the write connection. */
 static int tx_exec(struct store *st, const char *sql)
 {
-    sqlite3_stmt *s = NULL;
-    int rc = stmt_get(st->wdb, sql, &s);
-
-    if (rc == SQLITE_OK) {
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_DONE || rc == SQLITE_ROW)
-            rc = SQLITE_OK;
-        st_done(s);
-    }
-    return rc;
+    return db_tx(st->wdb, sql);
 }
 
 /* End the open batch: COMMIT it (or roll it back when 'e' is set or SQLite
@@ -976,7 +515,7 @@ static err_t batch_end(struct store *st, err_t e)
     if (!e) {
         rc = tx_exec(st, "COMMIT");
         if (rc != SQLITE_OK)
-            e = st_dberr(st->wdb, rc, "commit");
+            e = db_err(st->wdb, rc, "commit");
     }
     if (e) {
         if (!sqlite3_get_autocommit(st->wdb))
@@ -1022,13 +561,13 @@ static err_t member_begin(struct store *st)
     if (st->m_whole) {
         rc = tx_exec(st, "BEGIN IMMEDIATE");
         if (rc != SQLITE_OK)
-            return st_dberr(st->wdb, rc, "begin a write transaction");
+            return db_err(st->wdb, rc, "begin a write transaction");
         st->tx_open = true;
         st->tx_rev = st->rev;
         st->tx_members = 0;
         free_pending_from(st, 0);
     } else if ((rc = tx_exec(st, "SAVEPOINT member")) != SQLITE_OK) {
-        err_t e = st_dberr(st->wdb, rc, "begin a write transaction");
+        err_t e = db_err(st->wdb, rc, "begin a write transaction");
 
         batch_end(st, st->tx_members > 0 ? ERR_OK : e);
         return e;
@@ -1080,7 +619,7 @@ static void run_op(struct store *st, struct wop *op)
     if (!rc && !st->m_whole) {
         r = tx_exec(st, "RELEASE member");
         if (r != SQLITE_OK)
-            rc = st_dberr(st->wdb, r, "commit");
+            rc = db_err(st->wdb, r, "commit");
     }
     if (!rc) {
         st->tx_members++;
@@ -1237,7 +776,7 @@ static err_t emit_line(struct store *st, const char *kind, const char *ns, struc
     if (!line)
         return ERR_NOMEM;
     line[len - 1] = '\0';
-    rc = st_exec(st->wdb,
+    rc = db_exec(st->wdb,
                  "INSERT OR REPLACE INTO changes(slot,revision,kind,namespace,event) "
                  "VALUES(?,?,?,?,?)",
                  "uuttt", rev % st->history, rev, kind, ns ? ns : "", line);
@@ -1299,7 +838,7 @@ err_t store_changes_after(struct store *st, uint64_t *cursor, const struct feed_
     sqlite3_stmt *stmt = NULL;
     uint64_t cur = *cursor, head = 0, rev;
     bool row = false;
-    err_t rc = st_read_begin(st, &db);
+    err_t rc = db_read_begin(&st->readers, &db);
 
     if (!rc)
         rc = st_db_revision(st, db, &head);
@@ -1308,23 +847,23 @@ err_t store_changes_after(struct store *st, uint64_t *cursor, const struct feed_
     /* Each revision from its slot. A slot holding another revision: the one
      * asked for was overwritten, or not kept when the ring was laid out. */
     for (rev = cur + 1; !rc && rev <= head && rev - *cursor <= limit; rev++) {
-        rc = st_prep(db, &stmt, "SELECT revision,kind,namespace,event FROM changes WHERE slot=?",
+        rc = db_prep(db, &stmt, "SELECT revision,kind,namespace,event FROM changes WHERE slot=?",
                      "u", rev % st->history);
         if (!rc)
-            rc = st_step(db, stmt, &row);
+            rc = db_step(db, stmt, &row);
         if (!rc && (!row || (uint64_t)sqlite3_column_int64(stmt, 0) != rev))
             rc = ERR_GONE;
-        if (!rc && feed_match(flt, st_text(stmt, 1), st_text(stmt, 2))) {
-            rc = buf_add(buf, len, cap, st_text(stmt, 3), (size_t)sqlite3_column_bytes(stmt, 3));
+        if (!rc && feed_match(flt, db_text(stmt, 1), db_text(stmt, 2))) {
+            rc = buf_add(buf, len, cap, db_text(stmt, 3), (size_t)sqlite3_column_bytes(stmt, 3));
             if (!rc)
                 rc = buf_add(buf, len, cap, "\n", 1);
         }
-        st_done(stmt);
+        db_done(stmt);
         stmt = NULL;
         if (!rc)
             cur = rev;
     }
-    st_read_end(st, db);
+    db_read_end(&st->readers, db);
     if (!rc)
         *cursor = cur;
     return rc;
@@ -1431,19 +970,19 @@ static err_t snapshot_kind(sqlite3 *db, const struct snap_kind *k, const struct 
     sqlite3_stmt *stmt = NULL;
     json_t *obj;
     bool row;
-    err_t rc = st_prep(db, &stmt, k->sql, NULL);
+    err_t rc = db_prep(db, &stmt, k->sql, NULL);
 
     while (!rc) {
-        rc = st_step(db, stmt, &row);
+        rc = db_step(db, stmt, &row);
         if (rc || !row)
             break;
-        if (!feed_match(flt, k->kind, k->namespaced ? st_text(stmt, 0) : ""))
+        if (!feed_match(flt, k->kind, k->namespaced ? db_text(stmt, 0) : ""))
             continue;
-        rc = k->view(db, st_text(stmt, 0), st_text(stmt, 1), &obj);
+        rc = k->view(db, db_text(stmt, 0), db_text(stmt, 1), &obj);
         if (!rc)
             rc = snapshot_line(obj, k->kind, sn);
     }
-    st_done(stmt);
+    db_done(stmt);
     return rc;
 }
 
@@ -1453,13 +992,13 @@ err_t store_snapshot(struct store *st, const struct feed_filter *flt, char **buf
     struct snap sn = {buf, len, cap, NULL, 0, 0};
     sqlite3 *db = NULL;
     size_t i;
-    err_t rc = st_read_begin(st, &db);
+    err_t rc = db_read_begin(&st->readers, &db);
 
     if (!rc)
         rc = st_db_revision(st, db, rev);
     for (i = 0; !rc && i < ARRAY_SIZE(snap_kinds); i++)
         rc = snapshot_kind(db, &snap_kinds[i], flt, &sn);
-    st_read_end(st, db);
+    db_read_end(&st->readers, db);
     if (!rc)
         rc = snapshot_sort(&sn);
     free(sn.lines);

@@ -117,16 +117,16 @@ static err_t last_id(struct store *st)
 {
     sqlite3_stmt *s = NULL;
     bool row = false;
-    err_t rc = st_prep(st->wdb, &s,
+    err_t rc = db_prep(st->wdb, &s,
                        "SELECT max(ifnull((SELECT max(id) FROM hist_bind),0),"
                        "ifnull((SELECT max(id) FROM hist_health),0))",
                        NULL);
 
     if (!rc)
-        rc = st_step(st->wdb, s, &row);
+        rc = db_step(st->wdb, s, &row);
     if (!rc && row)
         st->hist_id = (uint64_t)sqlite3_column_int64(s, 0);
-    st_done(s);
+    db_done(s);
     st->m_ms = st->hist_id >> 10; /* times never go back across a restart */
     return rc;
 }
@@ -145,7 +145,7 @@ err_t st_hist_attach(struct store *st)
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(st->wdb, triggers_sql, NULL, NULL, NULL);
     if (rc != SQLITE_OK)
-        return st_dberr(st->wdb, rc, "set up the history triggers");
+        return db_err(st->wdb, rc, "set up the history triggers");
     return last_id(st);
 }
 
@@ -176,7 +176,7 @@ static void bind_row(struct jsonw *w, sqlite3_stmt *s)
 
     for (i = 0; i < ARRAY_SIZE(keys); i++) {
         jsonw_lit(w, keys[i]);
-        jsonw_str(w, st_text(s, (int)i + 1));
+        jsonw_str(w, db_text(s, (int)i + 1));
     }
     jsonw_lit(w, ",\"from\":");
     time_text(w, s, 7);
@@ -189,9 +189,9 @@ static void bind_row(struct jsonw *w, sqlite3_stmt *s)
 static void health_row(struct jsonw *w, sqlite3_stmt *s)
 {
     jsonw_lit(w, "{\"resourceName\":");
-    jsonw_str(w, st_text(s, 1));
+    jsonw_str(w, db_text(s, 1));
     jsonw_lit(w, ",\"deviceId\":");
-    jsonw_str(w, st_text(s, 2));
+    jsonw_str(w, db_text(s, 2));
     jsonw_lit(w, ",\"health\":\"Unhealthy\",\"from\":");
     time_text(w, s, 3);
     jsonw_lit(w, ",\"to\":");
@@ -242,7 +242,7 @@ static err_t intervals(sqlite3 *db, sqlite3_stmt *s, void (*conv)(struct jsonw *
 
     jsonw_lit(w, "{\"intervals\":[");
     for (;;) {
-        rc = st_step(db, s, &row);
+        rc = db_step(db, s, &row);
         if (rc || !row || n == limit)
             break;
         last = (uint64_t)sqlite3_column_int64(s, 0);
@@ -268,23 +268,23 @@ err_t store_history_text(struct store *st, const struct histq *q, char **text, s
     sqlite3_stmt *s = NULL;
     struct jsonw w = JSONW_INIT;
     int64_t lim = (int64_t)q->limit + 1;
-    err_t rc = st_read_begin(st, &db);
+    err_t rc = db_read_begin(&st->readers, &db);
 
     if (rc)
         return rc;
     if (q->sel == HISTQ_AT)
-        rc = st_prep(db, &s, at_sql, "it", q->at_ms, q->resource);
+        rc = db_prep(db, &s, at_sql, "it", q->at_ms, q->resource);
     else if (q->sel == HISTQ_POD)
-        rc = st_prep(db, &s, by_pod_sql, "ttiiui", q->ns, q->name, q->from_ms, q->to_ms, q->after,
+        rc = db_prep(db, &s, by_pod_sql, "ttiiui", q->ns, q->name, q->from_ms, q->to_ms, q->after,
                      lim);
     else
-        rc = st_prep(db, &s, q->health ? health_sql : by_device_sql, "ttiiui", q->device,
+        rc = db_prep(db, &s, q->health ? health_sql : by_device_sql, "ttiiui", q->device,
                      q->resource, q->from_ms, q->to_ms, q->after, lim);
     if (!rc)
         rc = intervals(db, s, q->health ? health_row : bind_row,
                        q->sel == HISTQ_AT ? SIZE_MAX : q->limit, &w);
-    st_done(s);
-    st_read_end(st, db);
+    db_done(s);
+    db_read_end(&st->readers, db);
     if (rc) {
         jsonw_release(&w);
         return rc;
@@ -342,19 +342,19 @@ static json_t *seconds(sqlite3_stmt *s, int col)
 
 static json_t *usage_ns(sqlite3_stmt *s)
 {
-    return json_pack("{s:s,s:s,s:o}", "namespace", st_text(s, 0), "resourceName", st_text(s, 1),
+    return json_pack("{s:s,s:s,s:o}", "namespace", db_text(s, 0), "resourceName", db_text(s, 1),
                      "deviceSeconds", seconds(s, 2));
 }
 
 static json_t *usage_pod(sqlite3_stmt *s)
 {
-    return json_pack("{s:s,s:s,s:s,s:o}", "namespace", st_text(s, 0), "name", st_text(s, 1),
-                     "resourceName", st_text(s, 2), "deviceSeconds", seconds(s, 3));
+    return json_pack("{s:s,s:s,s:s,s:o}", "namespace", db_text(s, 0), "name", db_text(s, 1),
+                     "resourceName", db_text(s, 2), "deviceSeconds", seconds(s, 3));
 }
 
 static json_t *usage_dev(sqlite3_stmt *s)
 {
-    return json_pack("{s:s,s:s,s:o}", "resourceName", st_text(s, 0), "deviceId", st_text(s, 1),
+    return json_pack("{s:s,s:s,s:o}", "resourceName", db_text(s, 0), "deviceId", db_text(s, 1),
                      "deviceSeconds", seconds(s, 2));
 }
 
@@ -365,22 +365,22 @@ err_t store_usage(struct store *st, const struct histq *q, int64_t now_ms, json_
     sqlite3_stmt *s = NULL;
     json_t *arr = NULL, *o;
     bool row;
-    err_t rc = st_read_begin(st, &db);
+    err_t rc = db_read_begin(&st->readers, &db);
 
     if (rc)
         return rc;
-    rc = st_prep(db, &s, usage_sql[q->by], "iiit", q->from_ms, q->to_ms, now_ms, q->resource);
+    rc = db_prep(db, &s, usage_sql[q->by], "iiit", q->from_ms, q->to_ms, now_ms, q->resource);
     if (!rc && !(arr = json_array()))
         rc = ERR_NOMEM;
     while (!rc) {
-        rc = st_step(db, s, &row);
+        rc = db_step(db, s, &row);
         if (rc || !row)
             break;
         if (json_array_append_new(arr, conv[q->by](s)))
             rc = ERR_NOMEM;
     }
-    st_done(s);
-    st_read_end(st, db);
+    db_done(s);
+    db_read_end(&st->readers, db);
     o = rc ? NULL : json_object();
     if (rc)
         json_decref(arr);
@@ -404,7 +404,7 @@ static err_t resources_of(sqlite3 *db, const char *id, const char *resource, cha
     sqlite3_stmt *s = NULL;
     bool row;
     size_t used;
-    err_t rc = st_prep(db, &s,
+    err_t rc = db_prep(db, &s,
                        "SELECT resource FROM devices WHERE id=?1 AND (?2 IS NULL OR resource=?2) "
                        "ORDER BY resource",
                        "tt", id, resource);
@@ -412,16 +412,16 @@ static err_t resources_of(sqlite3 *db, const char *id, const char *resource, cha
     *n = 0;
     names[0] = '\0';
     while (!rc) {
-        rc = st_step(db, s, &row);
+        rc = db_step(db, s, &row);
         if (rc || !row)
             break;
         if (*n == 0)
-            str_copy(first, fcap, st_text(s, 0));
+            str_copy(first, fcap, db_text(s, 0));
         used = strlen(names);
-        snprintf(names + used, cap - used, "%s%s", *n ? ", " : "", st_text(s, 0));
+        snprintf(names + used, cap - used, "%s%s", *n ? ", " : "", db_text(s, 0));
         (*n)++;
     }
-    st_done(s);
+    db_done(s);
     return rc;
 }
 
@@ -433,7 +433,7 @@ err_t store_device_find(struct store *st, const char *id, const char *resource, 
     json_t *dev = NULL;
     uint64_t rev = 0;
     int n = 0;
-    err_t rc = st_read_begin(st, &db);
+    err_t rc = db_read_begin(&st->readers, &db);
 
     if (!rc)
         rc = st_db_revision(st, db, &rev);
@@ -441,7 +441,7 @@ err_t store_device_find(struct store *st, const char *id, const char *resource, 
         rc = resources_of(db, id, resource, first, sizeof(first), names, sizeof(names), &n);
     if (!rc && n == 1)
         rc = st_device_json(db, first, id, &dev);
-    st_read_end(st, db);
+    db_read_end(&st->readers, db);
     if (!rc && n == 0) {
         snprintf(msg, cap, "device %.200s not found%s%.200s", id, resource ? " in " : "",
                  resource ? resource : "");
@@ -496,9 +496,9 @@ static err_t prune_table(struct store *st, struct prune_op *o, int t)
     if (o->max_rows && st->hist_rows[t] > (int64_t)o->max_rows)
         over = st->hist_rows[t] - (int64_t)o->max_rows;
     if (over > 0)
-        rc = st_exec(st->wdb, prune_cap_sql[t], "i", over < PRUNE_ROWS ? over : PRUNE_ROWS);
+        rc = db_exec(st->wdb, prune_cap_sql[t], "i", over < PRUNE_ROWS ? over : PRUNE_ROWS);
     if (!rc && over <= 0)
-        rc = st_exec(st->wdb, prune_age_sql[t], "ii", o->cut_ms, (int64_t)PRUNE_ROWS);
+        rc = db_exec(st->wdb, prune_age_sql[t], "ii", o->cut_ms, (int64_t)PRUNE_ROWS);
     if (rc)
         return rc;
     n = sqlite3_changes(st->wdb);
@@ -513,21 +513,21 @@ static err_t prune_pods(struct store *st)
 {
     sqlite3_stmt *s = NULL;
     bool row = false;
-    err_t rc = st_prep(st->wdb, &s,
+    err_t rc = db_prep(st->wdb, &s,
                        "SELECT max(id),count(*) FROM (SELECT id FROM hist_pod WHERE id>?1 ORDER "
                        "BY id LIMIT ?2)",
                        "ii", (int64_t)st->hist_pod_cursor, (int64_t)PRUNE_PODS);
     int64_t hi = 0, n = 0;
 
     if (!rc)
-        rc = st_step(st->wdb, s, &row);
+        rc = db_step(st->wdb, s, &row);
     if (!rc && row) {
         hi = sqlite3_column_int64(s, 0);
         n = sqlite3_column_int64(s, 1);
     }
-    st_done(s);
+    db_done(s);
     if (!rc && n > 0)
-        rc = st_exec(st->wdb,
+        rc = db_exec(st->wdb,
                      "DELETE FROM hist_pod WHERE id>?1 AND id<=?2 AND NOT EXISTS (SELECT 1 FROM "
                      "hist_bind b WHERE b.pod=hist_pod.id)",
                      "ii", (int64_t)st->hist_pod_cursor, hi);
@@ -558,17 +558,17 @@ static err_t count_rows(struct store *st, int t, int64_t *n)
     sqlite3 *db = NULL;
     sqlite3_stmt *s = NULL;
     bool row = false;
-    err_t rc = st_read_begin(st, &db);
+    err_t rc = db_read_begin(&st->readers, &db);
 
     if (rc)
         return rc;
-    rc = st_prep(db, &s, count_sql[t], NULL);
+    rc = db_prep(db, &s, count_sql[t], NULL);
     if (!rc)
-        rc = st_step(db, s, &row);
+        rc = db_step(db, s, &row);
     if (!rc && row)
         *n = sqlite3_column_int64(s, 0);
-    st_done(s);
-    st_read_end(st, db);
+    db_done(s);
+    db_read_end(&st->readers, db);
     return rc;
 }
 
@@ -595,19 +595,19 @@ err_t store_history_prune(struct store *st, int64_t now_ms, uint64_t retention_m
 
 static json_t *alloc_row(sqlite3_stmt *s)
 {
-    return json_pack("{s:s,s:s,s:s,s:s,s:s}", "resource", st_text(s, 0), "device", st_text(s, 1),
-                     "namespace", st_text(s, 2), "pod", st_text(s, 3), "container", st_text(s, 4));
+    return json_pack("{s:s,s:s,s:s,s:s,s:s}", "resource", db_text(s, 0), "device", db_text(s, 1),
+                     "namespace", db_text(s, 2), "pod", db_text(s, 3), "container", db_text(s, 4));
 }
 
 static json_t *healthy_row(sqlite3_stmt *s)
 {
-    return json_pack("{s:s,s:s,s:b}", "resource", st_text(s, 0), "device", st_text(s, 1), "healthy",
-                     strcmp(st_text(s, 2), "Healthy") == 0);
+    return json_pack("{s:s,s:s,s:b}", "resource", db_text(s, 0), "device", db_text(s, 1), "healthy",
+                     strcmp(db_text(s, 2), "Healthy") == 0);
 }
 
 static json_t *seconds_row(sqlite3_stmt *s)
 {
-    return json_pack("{s:s,s:s,s:o}", "namespace", st_text(s, 0), "resource", st_text(s, 1),
+    return json_pack("{s:s,s:s,s:o}", "namespace", db_text(s, 0), "resource", db_text(s, 1),
                      "seconds", seconds(s, 2));
 }
 
@@ -635,16 +635,16 @@ static err_t metric_list(sqlite3 *db, size_t i, int64_t now_ms, json_t *o)
     sqlite3_stmt *s = NULL;
     json_t *arr = json_array();
     bool row;
-    err_t rc = arr ? st_prep(db, &s, metric_lists[i].sql, i == 2 ? "i" : NULL, now_ms) : ERR_NOMEM;
+    err_t rc = arr ? db_prep(db, &s, metric_lists[i].sql, i == 2 ? "i" : NULL, now_ms) : ERR_NOMEM;
 
     while (!rc) {
-        rc = st_step(db, s, &row);
+        rc = db_step(db, s, &row);
         if (rc || !row)
             break;
         if (json_array_append_new(arr, metric_lists[i].conv(s)))
             rc = ERR_NOMEM;
     }
-    st_done(s);
+    db_done(s);
     if (!rc && json_object_set_new(o, metric_lists[i].key, arr))
         return ERR_NOMEM;
     if (rc)
@@ -657,7 +657,7 @@ err_t store_device_metrics(struct store *st, int64_t now_ms, json_t **out)
     sqlite3 *db = NULL;
     json_t *o = json_object();
     size_t i;
-    err_t rc = o ? st_read_begin(st, &db) : ERR_NOMEM;
+    err_t rc = o ? db_read_begin(&st->readers, &db) : ERR_NOMEM;
 
     if (rc) {
         json_decref(o);
@@ -665,7 +665,7 @@ err_t store_device_metrics(struct store *st, int64_t now_ms, json_t **out)
     }
     for (i = 0; !rc && i < ARRAY_SIZE(metric_lists); i++)
         rc = metric_list(db, i, now_ms, o);
-    st_read_end(st, db);
+    db_read_end(&st->readers, db);
     if (rc) {
         json_decref(o);
         return rc;

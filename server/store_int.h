@@ -8,10 +8,9 @@
 #include <sqlite3.h>
 
 #include "../common/jsonw.h"
+#include "db.h"
 #include "store.h"
 
-#define READ_POOL_MAX 16
-#define READ_POOL_WARM 2  /* idle read connections that keep their page cache */
 #define BATCH_MAX 64      /* writes at most in one group commit */
 #define COMBINE_BATCHES 2 /* batches a combiner runs in a row before it hands over */
 
@@ -43,11 +42,9 @@ struct wop {
  * first, the batch it opened), is answered at once and leaves the others in.
  *
  * Lock: 'wmu' guards the write connection and every tx_* and m_* field (the
- * combiner holds it); 'qmu' the queue of writes; 'pmu' the read pool, 'nbusy'
- * and 'pcv'. Never take 'wmu' while holding 'qmu'. 'rev' is written under wmu and read
- * atomically. At most READ_POOL_MAX read connections exist at once: SQLite
- * keeps the descriptors of a connection closed while others hold locks on
- * the file, so connections opened in a burst and closed would stay as fds. */
+ * combiner holds it); 'qmu' the queue of writes. Never take 'wmu' while
+ * holding 'qmu'. 'rev' is written under wmu and read atomically. The read
+ * pool has its own lock (db.h). */
 struct store {
     char *path;                   /* database file */
     uint64_t history;             /* change-log rows kept */
@@ -86,11 +83,7 @@ struct store {
     uint64_t nwrites;             /* writes those COMMITs held (atomic) */
     pthread_mutex_t amu;          /* guards alloc_rest */
     json_t *alloc_rest;           /* {"cpuIds","memory"} the kubelet last gave, or NULL */
-    pthread_mutex_t pmu;          /* the read pool's lock */
-    sqlite3 *pool[READ_POOL_MAX]; /* idle read connections */
-    size_t npool;                 /* how many are idle */
-    size_t nbusy;                 /* read connections in use (outside the pool) */
-    pthread_cond_t pcv;           /* signalled when a read connection comes back */
+    struct db_pool readers;       /* the read connections (db.h) */
     uint64_t m_ms;                /* wall-clock ms of the current write, never less than the
                                      last one's: history times (under wmu) */
     uint64_t hist_id;             /* the last history interval id given (under wmu) */
@@ -99,29 +92,6 @@ struct store {
     uint64_t hist_pod_cursor;     /* where the next pruning step looks at hist_pod (under wmu) */
 };
 
-/* Map an SQLite result code, logging sqlite3_errmsg once. */
-err_t st_dberr(sqlite3 *db, int rc, const char *what);
-/* Prepare 'sql' (or take the connection's cached statement for it) and bind
- * args by 'fmt': 't' const char * (NULL binds NULL), 'i' int64_t,
- * 'u' uint64_t. On ERR_OK give *stmt back with st_done(), never finalize it. */
-err_t st_prep(sqlite3 *db, sqlite3_stmt **stmt, const char *sql, const char *fmt, ...) WARN_UNUSED;
-/* Reset a statement from st_prep() and return it to its cache (or finalize
- * one that is not cached). NULL is a no-op. */
-void st_done(sqlite3_stmt *stmt);
-/* Run a statement with no result rows. */
-err_t st_exec(sqlite3 *db, const char *sql, const char *fmt, ...) WARN_UNUSED;
-/* Step: ERR_OK with *row true/false, or the mapped error. */
-err_t st_step(sqlite3 *db, sqlite3_stmt *stmt, bool *row) WARN_UNUSED;
-/* Column as a C string ("" for NULL). */
-const char *st_text(sqlite3_stmt *stmt, int col);
-/* Column as a C string, NULL for NULL. */
-const char *st_text_or_null(sqlite3_stmt *stmt, int col);
-/* Column holding JSON text as a new value (an empty object/array on bad JSON). */
-json_t *st_json(sqlite3_stmt *stmt, int col);
-
-/* Read connections: borrow and give back. */
-err_t st_read_begin(struct store *st, sqlite3 **db) WARN_UNUSED;
-void st_read_end(struct store *st, sqlite3 *db);
 /* The revision as stored in the database (inside a read transaction on
  * 'db'): the newest row of the change log, looked for from store_revision(). */
 err_t st_db_revision(struct store *st, sqlite3 *db, uint64_t *rev) WARN_UNUSED;

@@ -265,43 +265,43 @@ static err_t load_have(struct sync *s)
     sqlite3_stmt *q = NULL;
     char key[SYNC_KEY_MAX];
     bool row;
-    err_t rc = st_prep(db, &q, "SELECT namespace,name,uid,containers FROM pods", NULL);
+    err_t rc = db_prep(db, &q, "SELECT namespace,name,uid,containers FROM pods", NULL);
 
-    while (!rc && !(rc = st_step(db, q, &row)) && row) {
-        key2(key, st_text(q, 0), st_text(q, 1));
+    while (!rc && !(rc = db_step(db, q, &row)) && row) {
+        key2(key, db_text(q, 0), db_text(q, 1));
         if (json_object_set_new(s->have_pods, key,
-                                json_pack("{s:s,s:s,s:s,s:s}", "ns", st_text(q, 0), "name",
-                                          st_text(q, 1), "uid", st_text(q, 2), "text",
-                                          st_text(q, 3))))
+                                json_pack("{s:s,s:s,s:s,s:s}", "ns", db_text(q, 0), "name",
+                                          db_text(q, 1), "uid", db_text(q, 2), "text",
+                                          db_text(q, 3))))
             rc = ERR_NOMEM;
     }
-    st_done(q);
+    db_done(q);
     q = NULL;
     if (!rc)
-        rc = st_prep(db, &q, "SELECT resource,id,health,numa,removed FROM devices", NULL);
-    while (!rc && !(rc = st_step(db, q, &row)) && row) {
-        key2(key, st_text(q, 0), st_text(q, 1));
+        rc = db_prep(db, &q, "SELECT resource,id,health,numa,removed FROM devices", NULL);
+    while (!rc && !(rc = db_step(db, q, &row)) && row) {
+        key2(key, db_text(q, 0), db_text(q, 1));
         if (json_object_set_new(s->have_devs, key,
-                                json_pack("{s:s,s:s,s:s,s:s,s:b}", "r", st_text(q, 0), "i",
-                                          st_text(q, 1), "h", st_text(q, 2), "n", st_text(q, 3),
+                                json_pack("{s:s,s:s,s:s,s:s,s:b}", "r", db_text(q, 0), "i",
+                                          db_text(q, 1), "h", db_text(q, 2), "n", db_text(q, 3),
                                           "x", sqlite3_column_int(q, 4) != 0)))
             rc = ERR_NOMEM;
     }
-    st_done(q);
+    db_done(q);
     q = NULL;
     if (!rc)
-        rc = st_prep(db, &q,
+        rc = db_prep(db, &q,
                      "SELECT resource,device_id,namespace,pod,container FROM bindings "
                      "WHERE pod<>''", /* not the let-go devices' rows (schema 3) */
                      NULL);
-    while (!rc && !(rc = st_step(db, q, &row)) && row) {
-        key2(key, st_text(q, 0), st_text(q, 1));
+    while (!rc && !(rc = db_step(db, q, &row)) && row) {
+        key2(key, db_text(q, 0), db_text(q, 1));
         if (json_object_set_new(s->have_bind, key,
-                                bind_obj(st_text(q, 0), st_text(q, 1), st_text(q, 2), st_text(q, 3),
-                                         st_text(q, 4))))
+                                bind_obj(db_text(q, 0), db_text(q, 1), db_text(q, 2), db_text(q, 3),
+                                         db_text(q, 4))))
             rc = ERR_NOMEM;
     }
-    st_done(q);
+    db_done(q);
     return rc;
 }
 
@@ -343,7 +343,7 @@ static err_t drop_pods(struct sync *s)
             continue;
         rc = emit_view(s, "DELETED", "PodResources", fld(p, "ns"), fld(p, "name"));
         if (!rc)
-            rc = st_exec(s->st->wdb, "DELETE FROM pods WHERE namespace=? AND name=?", "tt",
+            rc = db_exec(s->st->wdb, "DELETE FROM pods WHERE namespace=? AND name=?", "tt",
                          fld(p, "ns"), fld(p, "name"));
     }
     return rc;
@@ -364,7 +364,7 @@ static err_t rebind(struct sync *s)
     json_object_foreach(s->have_bind, key, v) {
         if (rc || same_owner(v, json_object_get(s->want_bind, key)))
             continue;
-        rc = st_exec(s->st->wdb, "DELETE FROM bindings WHERE resource=? AND device_id=?", "tt",
+        rc = db_exec(s->st->wdb, "DELETE FROM bindings WHERE resource=? AND device_id=?", "tt",
                      fld(v, "r"), fld(v, "i"));
         if (!rc && json_object_set_new(s->touched, key, json_true()))
             rc = ERR_NOMEM;
@@ -372,7 +372,7 @@ static err_t rebind(struct sync *s)
     json_object_foreach(s->want_bind, key, v) {
         if (rc || same_owner(v, json_object_get(s->have_bind, key)))
             continue;
-        rc = st_exec(s->st->wdb,
+        rc = db_exec(s->st->wdb,
                      "INSERT OR REPLACE INTO bindings(resource,device_id,namespace,pod,"
                      "container) VALUES(?,?,?,?,?)",
                      "ttttt", fld(v, "r"), fld(v, "i"), fld(v, "ns"), fld(v, "pod"), fld(v, "c"));
@@ -393,10 +393,10 @@ static err_t drop_devices(struct sync *s)
             continue;
         rc = emit_view(s, "DELETED", "Device", fld(d, "r"), fld(d, "i"));
         if (!rc)
-            rc = st_exec(s->st->wdb, "DELETE FROM devices WHERE resource=? AND id=?", "tt",
+            rc = db_exec(s->st->wdb, "DELETE FROM devices WHERE resource=? AND id=?", "tt",
                          fld(d, "r"), fld(d, "i"));
         if (!rc) /* a let-go row left by the write API */
-            rc = st_exec(s->st->wdb,
+            rc = db_exec(s->st->wdb,
                          "DELETE FROM bindings WHERE resource=? AND device_id=? AND "
                          "pod=''",
                          "tt", fld(d, "r"), fld(d, "i"));
@@ -414,7 +414,7 @@ static err_t put_pods(struct sync *s)
         h = json_object_get(s->have_pods, key);
         if (rc || (h && fld(h, "uid")[0] == '\0' && strcmp(fld(h, "text"), fld(p, "text")) == 0))
             continue;
-        rc = st_exec(s->st->wdb,
+        rc = db_exec(s->st->wdb,
                      "INSERT OR REPLACE INTO pods(namespace,name,uid,containers,request,revision) "
                      "VALUES(?,?,'',?,NULL,?)",
                      "tttu", fld(p, "ns"), fld(p, "name"), fld(p, "text"), st_tx_next(s->st));
@@ -443,7 +443,7 @@ static err_t put_devices(struct sync *s)
             rc = ERR_NOMEM;
         if (rc || (h && same_device(d, h) && !json_object_get(s->touched, key)))
             continue;
-        rc = st_exec(s->st->wdb,
+        rc = db_exec(s->st->wdb,
                      "INSERT INTO devices(resource,id,health,numa,properties,removed,revision) "
                      "VALUES(?,?,?,?,'{}',?,?) ON CONFLICT(resource,id) DO UPDATE SET "
                      "health=excluded.health,numa=excluded.numa,removed=excluded.removed,"

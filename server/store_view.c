@@ -48,10 +48,10 @@ static err_t one_row(sqlite3 *db, const char *sql, json_t *(*conv)(sqlite3_stmt 
 {
     sqlite3_stmt *s = NULL;
     bool row = false;
-    err_t rc = st_prep(db, &s, sql, "tt", a, b);
+    err_t rc = db_prep(db, &s, sql, "tt", a, b);
 
     if (!rc)
-        rc = st_step(db, s, &row);
+        rc = db_step(db, s, &row);
     if (!rc && !row)
         rc = ERR_NOTFOUND;
     if (!rc) {
@@ -59,24 +59,24 @@ static err_t one_row(sqlite3 *db, const char *sql, json_t *(*conv)(sqlite3_stmt 
         if (!*out)
             rc = ERR_NOMEM;
     }
-    st_done(s);
+    db_done(s);
     return rc;
 }
 
 static json_t *device_row(sqlite3_stmt *s)
 {
-    json_t *numa = st_json(s, 3);
+    json_t *numa = db_json(s, 3);
     json_t *holder = json_null(), *resv = json_null();
     json_t *d;
 
     if (sqlite3_column_type(s, 6) != SQLITE_NULL)
-        holder = json_pack("{s:s,s:s,s:s,s:s}", "namespace", st_text(s, 6), "name", st_text(s, 7),
-                           "uid", st_text(s, 9), "container", st_text(s, 8));
+        holder = json_pack("{s:s,s:s,s:s,s:s}", "namespace", db_text(s, 6), "name", db_text(s, 7),
+                           "uid", db_text(s, 9), "container", db_text(s, 8));
     if (sqlite3_column_type(s, 10) != SQLITE_NULL)
-        resv = json_pack("{s:s,s:s}", "namespace", st_text(s, 10), "name", st_text(s, 11));
-    d = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:I}", "resourceName", st_text(s, 0), "id",
-                  st_text(s, 1), "health", st_text(s, 2), "topology", st_topology(numa),
-                  "properties", st_json(s, 4), "holder", holder, "reservedFor", resv, "revision",
+        resv = json_pack("{s:s,s:s}", "namespace", db_text(s, 10), "name", db_text(s, 11));
+    d = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:I}", "resourceName", db_text(s, 0), "id",
+                  db_text(s, 1), "health", db_text(s, 2), "topology", st_topology(numa),
+                  "properties", db_json(s, 4), "holder", holder, "reservedFor", resv, "revision",
                   (json_int_t)sqlite3_column_int64(s, 5));
     json_decref(numa);
     return d;
@@ -182,32 +182,32 @@ err_t st_device_text(sqlite3 *db, const char *resource, const char *id, uint64_t
 {
     sqlite3_stmt *s = NULL;
     bool row = false;
-    err_t rc = st_prep(db, &s, DEVICE_VIEW_SQL "WHERE d.resource=? AND d.id=?", "tt", resource, id);
+    err_t rc = db_prep(db, &s, DEVICE_VIEW_SQL "WHERE d.resource=? AND d.id=?", "tt", resource, id);
 
     if (!rc)
-        rc = st_step(db, s, &row);
+        rc = db_step(db, s, &row);
     if (!rc && !row)
         rc = ERR_NOTFOUND;
     if (!rc) {
         struct devtext d = {
-            .resource = st_text(s, 0),
-            .id = st_text(s, 1),
-            .health = st_text(s, 2),
-            .numa = st_text(s, 3),
-            .properties = st_text(s, 4),
+            .resource = db_text(s, 0),
+            .id = db_text(s, 1),
+            .health = db_text(s, 2),
+            .numa = db_text(s, 3),
+            .properties = db_text(s, 4),
             .revision = rev ? rev : (uint64_t)sqlite3_column_int64(s, 5),
-            .holder_ns = st_text_or_null(s, 6),
-            .holder_name = st_text(s, 7),
-            .holder_container = st_text(s, 8),
-            .holder_uid = st_text(s, 9),
-            .resv_ns = st_text_or_null(s, 10),
-            .resv_name = st_text(s, 11),
+            .holder_ns = db_text_or_null(s, 6),
+            .holder_name = db_text(s, 7),
+            .holder_container = db_text(s, 8),
+            .holder_uid = db_text(s, 9),
+            .resv_ns = db_text_or_null(s, 10),
+            .resv_name = db_text(s, 11),
         };
 
         st_devtext(w, &d);
         rc = jsonw_done(w);
     }
-    st_done(s);
+    db_done(s);
     return rc;
 }
 
@@ -229,8 +229,8 @@ void st_pod_text(struct jsonw *w, const char *ns, const char *name, const char *
 
 static json_t *pod_row(sqlite3_stmt *s)
 {
-    return json_pack("{s:s,s:s,s:s,s:o,s:I}", "name", st_text(s, 1), "namespace", st_text(s, 0),
-                     "uid", st_text(s, 2), "containers", st_json(s, 3), "revision",
+    return json_pack("{s:s,s:s,s:s,s:o,s:I}", "name", db_text(s, 1), "namespace", db_text(s, 0),
+                     "uid", db_text(s, 2), "containers", db_json(s, 3), "revision",
                      (json_int_t)sqlite3_column_int64(s, 4));
 }
 
@@ -243,8 +243,8 @@ err_t st_pod_json(sqlite3 *db, const char *a, const char *b, json_t **out)
 
 static json_t *reservation_row(sqlite3_stmt *s)
 {
-    return json_pack("{s:s,s:s,s:o,s:s,s:s,s:I}", "namespace", st_text(s, 0), "name", st_text(s, 1),
-                     "containers", st_json(s, 2), "state", st_text(s, 3), "message", st_text(s, 4),
+    return json_pack("{s:s,s:s,s:o,s:s,s:s,s:I}", "namespace", db_text(s, 0), "name", db_text(s, 1),
+                     "containers", db_json(s, 2), "state", db_text(s, 3), "message", db_text(s, 4),
                      "revision", (json_int_t)sqlite3_column_int64(s, 5));
 }
 
@@ -263,7 +263,7 @@ static err_t collect(sqlite3 *db, sqlite3_stmt *stmt, json_t *(*conv)(sqlite3_st
     err_t rc = arr ? ERR_OK : ERR_NOMEM;
 
     while (!rc) {
-        rc = st_step(db, stmt, &row);
+        rc = db_step(db, stmt, &row);
         if (rc || !row)
             break;
         if (json_array_append_new(arr, conv(stmt)))
@@ -286,16 +286,16 @@ static err_t read_list(struct store *st, const char *key, json_t *(*conv)(sqlite
     sqlite3_stmt *s = NULL;
     json_t *list = NULL;
     uint64_t rev = 0;
-    err_t rc = st_read_begin(st, &db);
+    err_t rc = db_read_begin(&st->readers, &db);
 
     if (!rc)
         rc = st_db_revision(st, db, &rev);
     if (!rc)
-        rc = st_prep(db, &s, sql, fmt, a, b, c);
+        rc = db_prep(db, &s, sql, fmt, a, b, c);
     if (!rc)
         rc = collect(db, s, conv, &list);
-    st_done(s);
-    st_read_end(st, db);
+    db_done(s);
+    db_read_end(&st->readers, db);
     if (rc)
         return rc;
     *out = st_wrap(key, list, rev);
@@ -336,13 +336,13 @@ static err_t read_one(struct store *st, const char *key,
     sqlite3 *db = NULL;
     json_t *obj = NULL;
     uint64_t rev = 0;
-    err_t rc = st_read_begin(st, &db);
+    err_t rc = db_read_begin(&st->readers, &db);
 
     if (!rc)
         rc = st_db_revision(st, db, &rev);
     if (!rc)
         rc = view(db, a, b, &obj);
-    st_read_end(st, db);
+    db_read_end(&st->readers, db);
     if (rc)
         return rc;
     *out = st_wrap(key, obj, rev);
@@ -361,9 +361,9 @@ err_t store_reservation_get(struct store *st, const char *ns, const char *name, 
 
 static json_t *allocatable_row(sqlite3_stmt *s)
 {
-    json_t *numa = st_json(s, 2);
-    json_t *d = json_pack("{s:s,s:[s],s:o}", "resourceName", st_text(s, 0), "deviceIds",
-                          st_text(s, 1), "topology", st_topology(numa));
+    json_t *numa = db_json(s, 2);
+    json_t *d = json_pack("{s:s,s:[s],s:o}", "resourceName", db_text(s, 0), "deviceIds",
+                          db_text(s, 1), "topology", st_topology(numa));
 
     json_decref(numa);
     return d;
@@ -397,7 +397,7 @@ err_t store_allocatable(struct store *st, json_t **out)
 
 static json_t *stats_row(sqlite3_stmt *s)
 {
-    return json_pack("{s:s,s:s,s:I}", "resource", st_text(s, 0), "health", st_text(s, 1), "count",
+    return json_pack("{s:s,s:s,s:I}", "resource", db_text(s, 0), "health", db_text(s, 1), "count",
                      (json_int_t)sqlite3_column_int64(s, 2));
 }
 
@@ -408,30 +408,30 @@ err_t store_stats(struct store *st, json_t **out)
     json_t *devs = NULL, *o;
     int64_t pods = 0, bound = 0;
     bool row;
-    err_t rc = st_read_begin(st, &db);
+    err_t rc = db_read_begin(&st->readers, &db);
 
     if (!rc)
-        rc = st_prep(db, &s,
+        rc = db_prep(db, &s,
                      "SELECT (SELECT count(*) FROM pods),"
                      "(SELECT count(*) FROM bindings WHERE pod<>'')",
                      NULL);
     if (!rc)
-        rc = st_step(db, s, &row);
+        rc = db_step(db, s, &row);
     if (!rc && row) {
         pods = sqlite3_column_int64(s, 0);
         bound = sqlite3_column_int64(s, 1);
     }
-    st_done(s);
+    db_done(s);
     s = NULL;
     if (!rc)
-        rc = st_prep(db, &s,
+        rc = db_prep(db, &s,
                      "SELECT resource,health,count(*) FROM devices GROUP BY resource,health "
                      "ORDER BY resource,health",
                      NULL);
     if (!rc)
         rc = collect(db, s, stats_row, &devs);
-    st_done(s);
-    st_read_end(st, db);
+    db_done(s);
+    db_read_end(&st->readers, db);
     if (rc)
         return rc;
     o = json_pack("{s:I,s:I,s:o,s:I,s:I,s:I}", "pods", (json_int_t)pods, "boundDevices",

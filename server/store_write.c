@@ -33,7 +33,7 @@ static const char *key_split(char *key)
 static err_t emit_device(struct store *st, const char *type, const char *resource, const char *id)
 {
     struct jsonw w = JSONW_INIT;
-    err_t rc = st_exec(st->wdb, "UPDATE devices SET revision=? WHERE resource=? AND id=?", "utt",
+    err_t rc = db_exec(st->wdb, "UPDATE devices SET revision=? WHERE resource=? AND id=?", "utt",
                        st_tx_next(st), resource, id);
 
     if (!rc)
@@ -54,9 +54,9 @@ static err_t emit_device_deleted(struct store *st, const char *resource, const c
     if (!rc)
         rc = st_emit_text(st, "DELETED", "Device", "", w.sb.buf, w.sb.len);
     if (!rc)
-        rc = st_exec(st->wdb, "DELETE FROM devices WHERE resource=? AND id=?", "tt", resource, id);
+        rc = db_exec(st->wdb, "DELETE FROM devices WHERE resource=? AND id=?", "tt", resource, id);
     if (!rc)
-        rc = st_exec(st->wdb, "DELETE FROM bindings WHERE resource=? AND device_id=? AND pod=''",
+        rc = db_exec(st->wdb, "DELETE FROM bindings WHERE resource=? AND device_id=? AND pod=''",
                      "tt", resource, id);
     jsonw_release(&w);
     return rc;
@@ -139,7 +139,7 @@ static const struct devseen *devseen_find(const struct devseen *l, const char *r
 /* Put the row 's' (devrow_get()'s columns) in front of '*l'. */
 static err_t devseen_add(struct devseen **l, const char *resource, const char *id, sqlite3_stmt *s)
 {
-    const char *v[6] = {resource, id, st_text(s, 0), st_text(s, 2), st_text(s, 6), st_text(s, 5)};
+    const char *v[6] = {resource, id, db_text(s, 0), db_text(s, 2), db_text(s, 6), db_text(s, 5)};
     size_t len[6], n = 0, i;
     struct devseen *e;
     char *at, *resv = NULL, *slash;
@@ -178,7 +178,7 @@ static err_t devrow_get(struct store *st, const char *resource, const char *id, 
 {
     sqlite3_stmt *s = NULL;
     bool row = false;
-    err_t rc = st_prep(st->wdb, &s,
+    err_t rc = db_prep(st->wdb, &s,
                        "SELECT d.health,d.removed,d.numa,b.namespace||'/'||b.pod,b.container,"
                        "r.namespace||'/'||r.pod,d.properties FROM devices d LEFT JOIN bindings b "
                        "ON b.resource=d.resource AND b.device_id=d.id AND b.pod<>'' LEFT JOIN "
@@ -188,19 +188,19 @@ static err_t devrow_get(struct store *st, const char *resource, const char *id, 
 
     memset(d, 0, sizeof(*d));
     if (!rc)
-        rc = st_step(st->wdb, s, &row);
+        rc = db_step(st->wdb, s, &row);
     if (!rc && row) {
         d->found = true;
-        str_copy(d->health, sizeof(d->health), st_text(s, 0));
+        str_copy(d->health, sizeof(d->health), db_text(s, 0));
         d->removed = sqlite3_column_int(s, 1) != 0;
-        str_copy(d->holder, sizeof(d->holder), st_text(s, 3));
-        str_copy(d->container, sizeof(d->container), st_text(s, 4));
-        str_copy(d->reserved, sizeof(d->reserved), st_text(s, 5));
+        str_copy(d->holder, sizeof(d->holder), db_text(s, 3));
+        str_copy(d->container, sizeof(d->container), db_text(s, 4));
+        str_copy(d->reserved, sizeof(d->reserved), db_text(s, 5));
         if (seen)
             rc = devseen_add(seen, resource, id, s);
-        d->numa = st_json(s, 2);
+        d->numa = db_json(s, 2);
     }
-    st_done(s);
+    db_done(s);
     return rc;
 }
 
@@ -217,13 +217,13 @@ static err_t holder_get(struct store *st, const char *table, const char *resourc
     snprintf(sql, sizeof(sql),
              "SELECT namespace||'/'||pod FROM %s WHERE resource=? AND device_id=? AND pod<>''",
              table);
-    rc = st_prep(st->wdb, &s, sql, "tt", resource, id);
+    rc = db_prep(st->wdb, &s, sql, "tt", resource, id);
     who[0] = '\0';
     if (!rc)
-        rc = st_step(st->wdb, s, &row);
+        rc = db_step(st->wdb, s, &row);
     if (!rc && row)
-        str_copy(who, cap, st_text(s, 0));
-    st_done(s);
+        str_copy(who, cap, db_text(s, 0));
+    db_done(s);
     return rc;
 }
 
@@ -236,14 +236,14 @@ static err_t map_rows(struct store *st, sqlite3_stmt *s, json_t *map)
     err_t rc = ERR_OK;
 
     while (s && !rc) {
-        rc = st_step(st->wdb, s, &row);
+        rc = db_step(st->wdb, s, &row);
         if (rc || !row)
             break;
-        dev_key(key, st_text(s, 0), st_text(s, 1));
-        if (json_object_set_new(map, key, json_string(st_text(s, 2))))
+        dev_key(key, db_text(s, 0), db_text(s, 1));
+        if (json_object_set_new(map, key, json_string(db_text(s, 2))))
             rc = ERR_NOMEM;
     }
-    st_done(s);
+    db_done(s);
     return rc;
 }
 
@@ -266,7 +266,7 @@ static err_t pod_reserved(struct store *st, const char *ns, const char *name, js
     err_t rc = map ? ERR_OK : ERR_NOMEM;
 
     if (!rc)
-        rc = st_prep(st->wdb, &s,
+        rc = db_prep(st->wdb, &s,
                      "SELECT resource,device_id,'' FROM reserved WHERE namespace=? AND pod=?", "tt",
                      ns, name);
     if (!rc)
@@ -486,7 +486,7 @@ static err_t resv_refresh(struct store *st, const char *ns, const char *name)
         rc = resv_compute(st, ns, name, json_object_get(r, "containers"), &state, msg, sizeof(msg));
     if (!rc && (strcmp(state, json_string_value(json_object_get(r, "state"))) != 0 ||
                 strcmp(msg, json_string_value(json_object_get(r, "message"))) != 0)) {
-        rc = st_exec(st->wdb,
+        rc = db_exec(st->wdb,
                      "UPDATE reservations SET state=?,message=?,revision=? WHERE namespace=? AND "
                      "name=?",
                      "ttutt", state, msg, st_tx_next(st), ns, name);
@@ -503,15 +503,15 @@ err_t st_resv_refresh_all(struct store *st)
     json_t *keys = json_array(), *k;
     size_t i;
     bool row;
-    err_t rc = st_prep(st->wdb, &s, "SELECT namespace,name FROM reservations", NULL);
+    err_t rc = db_prep(st->wdb, &s, "SELECT namespace,name FROM reservations", NULL);
 
     while (!rc) {
-        rc = st_step(st->wdb, s, &row);
+        rc = db_step(st->wdb, s, &row);
         if (rc || !row)
             break;
-        json_array_append_new(keys, json_pack("[s,s]", st_text(s, 0), st_text(s, 1)));
+        json_array_append_new(keys, json_pack("[s,s]", db_text(s, 0), db_text(s, 1)));
     }
-    st_done(s);
+    db_done(s);
     json_array_foreach(keys, i, k) {
         if (!rc)
             rc = resv_refresh(st, json_string_value(json_array_get(k, 0)),
@@ -573,25 +573,25 @@ static err_t put_one_device(struct store *st, const char *resource, const json_t
     err_t rc = numa && props ? ERR_OK : ERR_NOMEM;
 
     if (!rc)
-        rc = st_prep(st->wdb, &s,
+        rc = db_prep(st->wdb, &s,
                      "SELECT health=? AND numa=? AND properties=?, removed FROM devices "
                      "WHERE resource=? AND id=?",
                      "ttttt", health, numa, props, resource, id);
     if (!rc)
-        rc = st_step(st->wdb, s, &row);
+        rc = db_step(st->wdb, s, &row);
     if (!rc && row) {
         same = sqlite3_column_int(s, 0) != 0;
         removed = sqlite3_column_int(s, 1) != 0;
     }
-    st_done(s);
+    db_done(s);
     if (!rc && same && removed) {
         /* a removed device, still held, registered again as it is listed:
          * registered again, and nothing a reader sees changed (no event) */
-        rc = st_exec(st->wdb, "UPDATE devices SET removed=0 WHERE resource=? AND id=?", "tt",
+        rc = db_exec(st->wdb, "UPDATE devices SET removed=0 WHERE resource=? AND id=?", "tt",
                      resource, id);
         *changed = true;
     } else if (!rc && !same) {
-        rc = st_exec(st->wdb,
+        rc = db_exec(st->wdb,
                      "INSERT INTO devices(resource,id,health,numa,properties,removed,revision) "
                      "VALUES(?,?,?,?,?,0,?) ON CONFLICT(resource,id) DO UPDATE SET "
                      "health=excluded.health,numa=excluded.numa,properties=excluded.properties,"
@@ -614,16 +614,16 @@ static err_t drop_missing(struct store *st, const char *resource, const json_t *
     struct devrow d;
     size_t i;
     bool row;
-    err_t rc = st_prep(st->wdb, &s, "SELECT id FROM devices WHERE resource=?", "t", resource);
+    err_t rc = db_prep(st->wdb, &s, "SELECT id FROM devices WHERE resource=?", "t", resource);
 
     while (!rc) {
-        rc = st_step(st->wdb, s, &row);
+        rc = db_step(st->wdb, s, &row);
         if (rc || !row)
             break;
-        if (!json_object_get(keep, st_text(s, 0)))
-            json_array_append_new(gone, json_string(st_text(s, 0)));
+        if (!json_object_get(keep, db_text(s, 0)))
+            json_array_append_new(gone, json_string(db_text(s, 0)));
     }
-    st_done(s);
+    db_done(s);
     json_array_foreach(gone, i, v) {
         const char *id = json_string_value(v);
 
@@ -637,7 +637,7 @@ static err_t drop_missing(struct store *st, const char *resource, const json_t *
             rc = emit_device_deleted(st, resource, id);
             *changed = true;
         } else if (!d.removed || strcmp(d.health, "Unhealthy") != 0) {
-            rc = st_exec(st->wdb,
+            rc = db_exec(st->wdb,
                          "UPDATE devices SET removed=1,health='Unhealthy' WHERE resource=? AND "
                          "id=?",
                          "tt", resource, id);
@@ -657,18 +657,18 @@ static err_t devices_of(struct store *st, const char *resource, json_t **out)
     sqlite3_stmt *s = NULL;
     json_t *arr = json_array(), *d;
     bool row;
-    err_t rc = st_prep(st->wdb, &s, "SELECT id FROM devices WHERE resource=? ORDER BY id", "t",
+    err_t rc = db_prep(st->wdb, &s, "SELECT id FROM devices WHERE resource=? ORDER BY id", "t",
                        resource);
 
     while (!rc) {
-        rc = st_step(st->wdb, s, &row);
+        rc = db_step(st->wdb, s, &row);
         if (rc || !row)
             break;
-        rc = st_device_json(st->wdb, resource, st_text(s, 0), &d);
+        rc = st_device_json(st->wdb, resource, db_text(s, 0), &d);
         if (!rc)
             json_array_append_new(arr, d);
     }
-    st_done(s);
+    db_done(s);
     if (rc) {
         json_decref(arr);
         return rc;
@@ -702,7 +702,7 @@ static err_t resource_put_run(struct store *st, void *args, json_t **list)
     if (!rc)
         rc = drop_missing(st, resource, keep, changed);
     if (!rc)
-        rc = st_exec(st->wdb,
+        rc = db_exec(st->wdb,
                      "INSERT OR REPLACE INTO resources(name,ttl_ms,refreshed_ms,expired) "
                      "VALUES(?,?,?,0)",
                      "tuu", resource, a->ttl_ms, clock_wall_ms());
@@ -744,7 +744,7 @@ static err_t set_health_run(struct store *st, void *args, json_t **obj)
         rc = ERR_NOTFOUND;
     }
     if (!rc && strcmp(d.health, health) != 0) {
-        rc = st_exec(st->wdb, "UPDATE devices SET health=? WHERE resource=? AND id=?", "ttt",
+        rc = db_exec(st->wdb, "UPDATE devices SET health=? WHERE resource=? AND id=?", "ttt",
                      health, resource, id);
         if (!rc)
             rc = emit_device(st, "MODIFIED", resource, id);
@@ -782,17 +782,17 @@ static err_t expire_run(struct store *st, void *ctx)
 
     *expired = 0;
     if (!rc)
-        rc = st_prep(st->wdb, &s,
+        rc = db_prep(st->wdb, &s,
                      "SELECT name FROM resources WHERE ttl_ms>0 AND expired=0 AND "
                      "refreshed_ms+ttl_ms<?",
                      "u", now_ms);
     while (!rc) {
-        rc = st_step(st->wdb, s, &row);
+        rc = db_step(st->wdb, s, &row);
         if (rc || !row)
             break;
-        json_array_append_new(lapsed, json_string(st_text(s, 0)));
+        json_array_append_new(lapsed, json_string(db_text(s, 0)));
     }
-    st_done(s);
+    db_done(s);
     json_array_foreach(lapsed, i, v) {
         const char *res = json_string_value(v);
 
@@ -800,7 +800,7 @@ static err_t expire_run(struct store *st, void *ctx)
             break;
         log_warn("heartbeat of resource '%s' lapsed; its devices are now Unhealthy", res);
         (*expired)++;
-        rc = st_exec(st->wdb, "UPDATE resources SET expired=1 WHERE name=?", "t", res);
+        rc = db_exec(st->wdb, "UPDATE resources SET expired=1 WHERE name=?", "t", res);
         if (!rc)
             rc = devices_of(st, res, &ids);
         json_array_foreach(ids, j, v) {
@@ -808,7 +808,7 @@ static err_t expire_run(struct store *st, void *ctx)
 
             if (rc || strcmp(json_string_value(json_object_get(v, "health")), "Healthy") != 0)
                 continue;
-            rc = st_exec(st->wdb, "UPDATE devices SET health='Unhealthy' WHERE resource=? AND id=?",
+            rc = db_exec(st->wdb, "UPDATE devices SET health='Unhealthy' WHERE resource=? AND id=?",
                          "tt", res, id);
             if (!rc)
                 rc = emit_device(st, "MODIFIED", res, id);
@@ -948,11 +948,11 @@ static void rebound_cols(struct devtext *t, const struct devseen *seen, sqlite3_
         t->resv_name = seen->resv_name;
         return;
     }
-    t->health = st_text(s, 0);
-    t->numa = st_text(s, 1);
-    t->properties = st_text(s, 2);
-    t->resv_ns = st_text_or_null(s, 4);
-    t->resv_name = st_text(s, 5);
+    t->health = db_text(s, 0);
+    t->numa = db_text(s, 1);
+    t->properties = db_text(s, 2);
+    t->resv_ns = db_text_or_null(s, 4);
+    t->resv_name = db_text(s, 5);
 }
 
 /* Its bindings row for the device's new holder: the pod 'by', in
@@ -963,14 +963,14 @@ static err_t rebound_row(struct store *st, const char *resource, const char *id,
                          const struct pod_key *by, const char *container, bool gone)
 {
     if (by)
-        return st_exec(st->wdb,
+        return db_exec(st->wdb,
                        "INSERT OR REPLACE INTO bindings(resource,device_id,namespace,pod,container,"
                        "revision) VALUES(?,?,?,?,?,?)",
                        "tttttu", resource, id, by->ns, by->name, container, st_tx_next(st));
     if (gone)
-        return st_exec(st->wdb, "DELETE FROM bindings WHERE resource=? AND device_id=?", "tt",
+        return db_exec(st->wdb, "DELETE FROM bindings WHERE resource=? AND device_id=?", "tt",
                        resource, id);
-    return st_exec(st->wdb,
+    return db_exec(st->wdb,
                    "UPDATE bindings SET namespace='',pod='',container='',revision=? WHERE "
                    "resource=? AND device_id=?",
                    "utt", st_tx_next(st), resource, id);
@@ -986,12 +986,12 @@ static err_t rebound_read(struct store *st, const char *resource, const char *id
     *row = seen != NULL;
     if (seen)
         return ERR_OK;
-    rc = st_prep(st->wdb, s,
+    rc = db_prep(st->wdb, s,
                  "SELECT health,numa,properties,removed,r.namespace,r.pod FROM devices d LEFT "
                  "JOIN reserved r ON r.resource=d.resource AND r.device_id=d.id WHERE "
                  "d.resource=? AND d.id=?",
                  "tt", resource, id);
-    return rc ? rc : st_step(st->wdb, *s, row);
+    return rc ? rc : db_step(st->wdb, *s, row);
 }
 
 /* The device's object for its event into 'w' (done): its columns from the
@@ -1040,11 +1040,11 @@ static err_t emit_rebound(struct store *st, const char *resource, const char *id
         rc = rebound_row(st, resource, id, by, container, gone);
     if (!rc && row)
         rc = rebound_text(st, &w, resource, id, by, container, seen, s);
-    st_done(s);
+    db_done(s);
     if (!rc && row)
         rc = st_emit_text(st, gone ? "DELETED" : "MODIFIED", "Device", "", w.sb.buf, w.sb.len);
     if (!rc && row && gone)
-        rc = st_exec(st->wdb, "DELETE FROM devices WHERE resource=? AND id=?", "tt", resource, id);
+        rc = db_exec(st->wdb, "DELETE FROM devices WHERE resource=? AND id=?", "tt", resource, id);
     jsonw_release(&w);
     return rc;
 }
@@ -1143,15 +1143,15 @@ static err_t held_by(struct store *st, const char *ns, const char *name, const c
     err_t rc;
 
     str_copy(k, sizeof(k), key);
-    rc = st_prep(st->wdb, &s,
+    rc = db_prep(st->wdb, &s,
                  "SELECT container FROM bindings WHERE resource=? AND device_id=? AND "
                  "namespace=? AND pod=?",
                  "tttt", k, key_split(k), ns, name);
     if (!rc)
-        rc = st_step(st->wdb, s, &row);
-    if (!rc && row && json_object_set_new(map, key, json_string(st_text(s, 0))))
+        rc = db_step(st->wdb, s, &row);
+    if (!rc && row && json_object_set_new(map, key, json_string(db_text(s, 0))))
         rc = ERR_NOMEM;
-    st_done(s);
+    db_done(s);
     return rc;
 }
 
@@ -1177,7 +1177,7 @@ static err_t pod_bound(struct store *st, const char *ns, const char *name, const
         nl = strchr(at, '\n');
         len = nl ? (size_t)(nl - at) : strlen(at);
         if (len >= sizeof(key) || !memchr(at, '|', len)) {
-            rc = st_dberr(NULL, SQLITE_CORRUPT, "read a pod's device keys");
+            rc = db_err(NULL, SQLITE_CORRUPT, "read a pod's device keys");
             break;
         }
         memcpy(key, at, len);
@@ -1185,7 +1185,7 @@ static err_t pod_bound(struct store *st, const char *ns, const char *name, const
         rc = held_by(st, ns, name, key, map);
     }
     if (!rc && !keys)
-        rc = st_prep(st->wdb, &s,
+        rc = db_prep(st->wdb, &s,
                      "SELECT b.resource,b.device_id,b.container FROM json_each(?1) c CROSS "
                      "JOIN json_each(c.value,'$.devices') g CROSS JOIN json_each(g.value,"
                      "'$.deviceIds') i CROSS JOIN bindings b WHERE b.resource=json_extract("
@@ -1229,7 +1229,7 @@ static err_t insert_reserved(struct store *st, const char *container, const char
     const struct owner *o = ctx;
 
     (void)container;
-    return st_exec(st->wdb,
+    return db_exec(st->wdb,
                    "INSERT OR IGNORE INTO reserved(resource,device_id,namespace,pod) "
                    "VALUES(?,?,?,?)",
                    "tttt", resource, id, o->ns, o->name);
@@ -1248,27 +1248,27 @@ static err_t podrow_get(struct store *st, const char *ns, const char *name, stru
 {
     sqlite3_stmt *s = NULL;
     bool row = false;
-    err_t rc = st_prep(st->wdb, &s,
+    err_t rc = db_prep(st->wdb, &s,
                        "SELECT uid,containers,request,revision,device_keys FROM pods WHERE "
                        "namespace=? AND name=?",
                        "tt", ns, name);
 
     memset(p, 0, sizeof(*p));
     if (!rc)
-        rc = st_step(st->wdb, s, &row);
+        rc = db_step(st->wdb, s, &row);
     if (!rc && row) {
         p->found = true;
-        str_copy(p->uid, sizeof(p->uid), st_text(s, 0));
-        p->containers = strdup(st_text(s, 1));
+        str_copy(p->uid, sizeof(p->uid), db_text(s, 0));
+        p->containers = strdup(db_text(s, 1));
         if (sqlite3_column_type(s, 2) != SQLITE_NULL)
-            p->request = strdup(st_text(s, 2));
+            p->request = strdup(db_text(s, 2));
         p->revision = (uint64_t)sqlite3_column_int64(s, 3);
         if (sqlite3_column_type(s, 4) != SQLITE_NULL)
-            p->keys = strdup(st_text(s, 4));
+            p->keys = strdup(db_text(s, 4));
         if (!p->containers || (sqlite3_column_type(s, 4) != SQLITE_NULL && !p->keys))
             rc = ERR_NOMEM;
     }
-    st_done(s);
+    db_done(s);
     return rc;
 }
 
@@ -1317,7 +1317,7 @@ static err_t bind_pod(struct store *st, const char *ns, const char *name, const 
     if (!rc && !(keys = key_lines(after)))
         rc = ERR_NOMEM;
     if (!rc)
-        rc = st_exec(st->wdb,
+        rc = db_exec(st->wdb,
                      "INSERT OR REPLACE INTO pods(namespace,name,uid,containers,request,revision,"
                      "device_keys) VALUES(?,?,?,?,?,?,?)",
                      "tttttut", ns, name, uid, text, request, st_tx_next(st), keys);
@@ -1402,7 +1402,7 @@ static err_t candidates(struct store *st, const char *ns, const char *name, cons
     json_t *ids = json_array(), *numa;
     char key[KEY_MAX];
     bool row;
-    err_t rc = st_prep(
+    err_t rc = db_prep(
         st->wdb, &s,
         "SELECT d.id,d.numa FROM devices d WHERE d.resource=?1 AND d.health='Healthy' AND "
         "d.removed=0 AND NOT EXISTS (SELECT 1 FROM bindings b WHERE b.resource=d.resource AND "
@@ -1412,20 +1412,20 @@ static err_t candidates(struct store *st, const char *ns, const char *name, cons
         "ttt", resource, ns, name);
 
     while (!rc) {
-        rc = st_step(st->wdb, s, &row);
+        rc = db_step(st->wdb, s, &row);
         if (rc || !row)
             break;
-        dev_key(key, resource, st_text(s, 0));
+        dev_key(key, resource, db_text(s, 0));
         if (json_object_get(taken, key))
             continue;
-        numa = st_json(s, 1);
-        json_array_append_new(ids, json_pack("[s,I]", st_text(s, 0),
+        numa = db_json(s, 1);
+        json_array_append_new(ids, json_pack("[s,I]", db_text(s, 0),
                                              json_array_size(numa)
                                                  ? json_integer_value(json_array_get(numa, 0))
                                                  : (json_int_t)ALLOC_NO_NUMA));
         json_decref(numa);
     }
-    st_done(s);
+    db_done(s);
     *n = json_array_size(ids);
     *devs = calloc(*n ? *n : 1, sizeof(**devs));
     if (!rc && !*devs)
@@ -1444,12 +1444,12 @@ static err_t candidates(struct store *st, const char *ns, const char *name, cons
 static err_t resource_known(struct store *st, const char *resource, bool *known)
 {
     sqlite3_stmt *s = NULL;
-    err_t rc = st_prep(st->wdb, &s, "SELECT 1 FROM devices WHERE resource=?1 AND removed=0 LIMIT 1",
+    err_t rc = db_prep(st->wdb, &s, "SELECT 1 FROM devices WHERE resource=?1 AND removed=0 LIMIT 1",
                        "t", resource);
 
     if (!rc)
-        rc = st_step(st->wdb, s, known);
-    st_done(s);
+        rc = db_step(st->wdb, s, known);
+    db_done(s);
     return rc;
 }
 
@@ -1703,7 +1703,7 @@ static err_t release_run(struct store *st, void *ctx)
     if (!rc)
         rc = st_emit(st, "DELETED", "PodResources", o->ns, o->obj);
     if (!rc)
-        rc = st_exec(st->wdb, "DELETE FROM pods WHERE namespace=? AND name=?", "tt", o->ns,
+        rc = db_exec(st->wdb, "DELETE FROM pods WHERE namespace=? AND name=?", "tt", o->ns,
                      o->name);
     if (!rc)
         rc = emit_key_changes(st, before, none, false, /* no 'after': no uid */
@@ -1831,13 +1831,13 @@ static err_t resv_write(struct store *st, const char *ns, const char *name, cons
     err_t rc = pod_reserved(st, ns, name, &before);
 
     if (!rc)
-        rc = st_exec(st->wdb, "DELETE FROM reserved WHERE namespace=? AND pod=?", "tt", ns, name);
+        rc = db_exec(st->wdb, "DELETE FROM reserved WHERE namespace=? AND pod=?", "tt", ns, name);
     if (!rc)
         rc = each_device(st, stored, insert_reserved, &(struct owner){ns, name});
     if (!rc)
         rc = resv_compute(st, ns, name, stored, &state, msg, sizeof(msg));
     if (!rc)
-        rc = st_exec(st->wdb,
+        rc = db_exec(st->wdb,
                      "INSERT OR REPLACE INTO reservations(namespace,name,containers,state,message,"
                      "revision) VALUES(?,?,?,?,?,?)",
                      "tttttu", ns, name, text, state, msg, st_tx_next(st));
@@ -1934,9 +1934,9 @@ static err_t resv_delete_run(struct store *st, void *args, json_t **obj)
     if (!rc)
         rc = pod_reserved(st, ns, name, &before);
     if (!rc)
-        rc = st_exec(st->wdb, "DELETE FROM reserved WHERE namespace=? AND pod=?", "tt", ns, name);
+        rc = db_exec(st->wdb, "DELETE FROM reserved WHERE namespace=? AND pod=?", "tt", ns, name);
     if (!rc)
-        rc = st_exec(st->wdb, "DELETE FROM reservations WHERE namespace=? AND name=?", "tt", ns,
+        rc = db_exec(st->wdb, "DELETE FROM reservations WHERE namespace=? AND name=?", "tt", ns,
                      name);
     if (!rc)
         rc = emit_key_changes(st, before, none, false, NULL);

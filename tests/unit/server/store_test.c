@@ -411,10 +411,10 @@ static void test_open_schema(void)
     {
         int sd = -1;
 
-        CHECK_OK(st_prep(f.st->wdb, &s, "PRAGMA secure_delete", NULL));
+        CHECK_OK(db_prep(f.st->wdb, &s, "PRAGMA secure_delete", NULL));
         if (sqlite3_step(s) == SQLITE_ROW)
             sd = sqlite3_column_int(s, 0);
-        st_done(s);
+        db_done(s);
         s = NULL;
         CHECK_EQ_INT(sd, 0);
     }
@@ -1038,8 +1038,8 @@ static void test_event_text(void)
                      &r));
     json_decref(r);
     /* a NUMA list in a shape jsonx_dumps never writes takes the slow path */
-    CHECK_OK(st_exec(f.st->wdb, "UPDATE devices SET numa=? WHERE id=?", "tt", "[ 3 ,4]", "gpu-3"));
-    CHECK_OK(st_exec(f.st->wdb, "UPDATE devices SET numa=? WHERE id=?", "tt", "[]", "gpu-4"));
+    CHECK_OK(db_exec(f.st->wdb, "UPDATE devices SET numa=? WHERE id=?", "tt", "[ 3 ,4]", "gpu-3"));
+    CHECK_OK(db_exec(f.st->wdb, "UPDATE devices SET numa=? WHERE id=?", "tt", "[]", "gpu-4"));
     for (i = 0; i < ARRAY_SIZE(ids); i++)
         check_device_text(&f, ids[i]);
     CHECK_EQ_INT(st_device_text(f.st->wdb, GPU, "gpu-9", 0, &w), ERR_NOTFOUND);
@@ -1051,15 +1051,15 @@ static void test_event_text(void)
     /* the pod object from its stored columns */
     CHECK_OK(st_pod_json(f.st->wdb, "ns", "a", &obj));
     jsonw_json(&want, obj);
-    CHECK_OK(st_prep(f.st->wdb, &s,
+    CHECK_OK(db_prep(f.st->wdb, &s,
                      "SELECT uid,containers,revision FROM pods WHERE namespace='ns' AND name='a'",
                      ""));
-    CHECK_OK(st_step(f.st->wdb, s, &row));
+    CHECK_OK(db_step(f.st->wdb, s, &row));
     CHECK(row);
     if (row)
-        st_pod_text(&w, "ns", "a", st_text(s, 0), st_text(s, 1),
+        st_pod_text(&w, "ns", "a", db_text(s, 0), db_text(s, 1),
                     (uint64_t)sqlite3_column_int64(s, 2));
-    st_done(s);
+    db_done(s);
     CHECK(w.sb.buf && want.sb.buf && strcmp(w.sb.buf, want.sb.buf) == 0);
     jsonw_release(&w);
     jsonw_release(&want);
@@ -1246,9 +1246,9 @@ static int64_t sql_int(struct fx *f, const char *sql)
     sqlite3_stmt *s = NULL;
     int64_t v = -1;
 
-    if (st_prep(f->st->wdb, &s, sql, NULL) == ERR_OK && sqlite3_step(s) == SQLITE_ROW)
+    if (db_prep(f->st->wdb, &s, sql, NULL) == ERR_OK && sqlite3_step(s) == SQLITE_ROW)
         v = sqlite3_column_int64(s, 0);
-    st_done(s);
+    db_done(s);
     return v;
 }
 
@@ -1323,7 +1323,7 @@ static void test_let_go_rows(void)
                  1);
     /* a row without key lines (schema 2's, the kubelet mirror's): its
      * containers are walked instead */
-    CHECK_OK(st_exec(f.st->wdb, "UPDATE pods SET device_keys=NULL", NULL));
+    CHECK_OK(db_exec(f.st->wdb, "UPDATE pods SET device_keys=NULL", NULL));
     /* gpu-0 let go, gpu-1 kept (no event, row untouched), gpu-2 taken */
     CHECK_OK(bind(&f, "ns", "a",
                   "{\"uid\":\"ua\",\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":"
@@ -1374,11 +1374,11 @@ static void test_let_go_rows(void)
     fx_some_events(&f, 1);
     /* malformed key lines: the write fails and changes nothing */
     rev = store_revision(f.st);
-    CHECK_OK(st_exec(f.st->wdb, "UPDATE pods SET device_keys='nobar' WHERE name='a'", NULL));
+    CHECK_OK(db_exec(f.st->wdb, "UPDATE pods SET device_keys='nobar' WHERE name='a'", NULL));
     CHECK_EQ_INT(release(&f, "ns", "a", NULL), ERR_DB);
     CHECK_EQ_INT(store_revision(f.st), rev);
     CHECK_STREQ(holder(&f, GPU, "gpu-1", b, sizeof(b)), "ns/a/c");
-    CHECK_OK(st_exec(f.st->wdb, "UPDATE pods SET device_keys=? WHERE name='a'", "t",
+    CHECK_OK(db_exec(f.st->wdb, "UPDATE pods SET device_keys=? WHERE name='a'", "t",
                      GPU "|gpu-1\n" GPU "|gpu-2"));
     /* a release lets every device of the pod go, and only those */
     CHECK_OK(release(&f, "ns", "a", NULL));
@@ -1542,10 +1542,10 @@ static void test_ring_head(void)
         n = rings[i];
         for (head = 0; head <= 3 * n + 2; head++) {
             for (len = 1; len <= n; len = len < n && len * 2 > n ? n : len * 2) {
-                CHECK_OK(st_exec(db, "DELETE FROM changes", NULL));
+                CHECK_OK(db_exec(db, "DELETE FROM changes", NULL));
                 lo = head >= len ? head - len + 1 : 1;
                 for (r = lo; head > 0 && r <= head; r++)
-                    CHECK_OK(st_exec(db,
+                    CHECK_OK(db_exec(db,
                                      "INSERT INTO changes(slot,revision,kind,event) "
                                      "VALUES(?,?,'Device','{}')",
                                      "uu", r % n, r));
@@ -1565,7 +1565,7 @@ static void test_ring_head(void)
     }
     CHECK_EQ_INT(bad, 0);
     CHECK(cases > 1000);
-    CHECK_OK(st_exec(db, "DELETE FROM changes", NULL));
+    CHECK_OK(db_exec(db, "DELETE FROM changes", NULL));
     fx_close(&f);
 }
 
@@ -1850,31 +1850,31 @@ static void test_statement_cache(void)
 
     if (fx_open(&f, 100))
         return;
-    CHECK_OK(st_read_begin(f.st, &db));
+    CHECK_OK(db_read_begin(&f.st->readers, &db));
     for (round = 0; round < 2 && db; round++) {
         for (i = 0; i < 300; i++) {
             snprintf(sql, sizeof(sql), "SELECT %d + ?", i);
             row = false;
-            if (st_prep(db, &a, sql, "i", (int64_t)round) == ERR_OK &&
-                st_step(db, a, &row) == ERR_OK && row && sqlite3_column_int(a, 0) == i + round)
+            if (db_prep(db, &a, sql, "i", (int64_t)round) == ERR_OK &&
+                db_step(db, a, &row) == ERR_OK && row && sqlite3_column_int(a, 0) == i + round)
                 ok++;
-            st_done(a);
+            db_done(a);
             a = NULL;
         }
     }
     CHECK_EQ_INT(ok, 600);
     if (db) {
-        CHECK_OK(st_prep(db, &a, "SELECT ?", "i", (int64_t)1));
-        CHECK_OK(st_prep(db, &b, "SELECT ?", "i", (int64_t)2));
+        CHECK_OK(db_prep(db, &a, "SELECT ?", "i", (int64_t)1));
+        CHECK_OK(db_prep(db, &b, "SELECT ?", "i", (int64_t)2));
         CHECK(a != b);
-        CHECK_OK(st_step(db, a, &row));
+        CHECK_OK(db_step(db, a, &row));
         CHECK(row && sqlite3_column_int(a, 0) == 1);
-        CHECK_OK(st_step(db, b, &row));
+        CHECK_OK(db_step(db, b, &row));
         CHECK(row && sqlite3_column_int(b, 0) == 2);
-        st_done(b);
-        st_done(a);
+        db_done(b);
+        db_done(a);
     }
-    st_read_end(f.st, db);
+    db_read_end(&f.st->readers, db);
     fx_close(&f);
 }
 
@@ -1992,7 +1992,7 @@ static err_t drop_op(struct store *st, void *ctx)
         sqlite3_exec(st->wdb, "ROLLBACK;", NULL, NULL, NULL);
         return ERR_IO;
     }
-    return st_exec(st->wdb, "INSERT INTO meta(key,value) VALUES(?,1)", "t", a->key);
+    return db_exec(st->wdb, "INSERT INTO meta(key,value) VALUES(?,1)", "t", a->key);
 }
 
 static void *drop_writer(void *p)
@@ -2011,10 +2011,10 @@ static int meta_has(struct store *st, const char *key)
     err_t rc;
 
     pthread_mutex_lock(&st->wmu);
-    rc = st_prep(st->wdb, &s, "SELECT 1 FROM meta WHERE key=?", "t", key);
+    rc = db_prep(st->wdb, &s, "SELECT 1 FROM meta WHERE key=?", "t", key);
     if (!rc)
-        rc = st_step(st->wdb, s, &row);
-    st_done(s);
+        rc = db_step(st->wdb, s, &row);
+    db_done(s);
     pthread_mutex_unlock(&st->wmu);
     return rc ? -1 : row;
 }
@@ -2074,7 +2074,7 @@ struct first_arg {
 static err_t first_op(struct store *st, void *ctx)
 {
     struct first_arg *a = ctx;
-    err_t rc = st_exec(st->wdb, "INSERT INTO meta(key,value) VALUES(?,1)", "t", a->key);
+    err_t rc = db_exec(st->wdb, "INSERT INTO meta(key,value) VALUES(?,1)", "t", a->key);
 
     if (!rc && a->discard)
         st_write_discard(st);
