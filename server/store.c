@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* store.c - connections, migrations, transactions, the change log and the
- * feed reads. The views are in store_view.c, the writes in store_write.c. */
+/* store.c - opening the store (migrations included) and the group commit.
+ * The views are in store_view.c, the writes in store_write.c. */
 #define LOG_MOD "store"
 #include "../common/common.h"
 #include "../common/clock.h"
-#include "../common/jsonx.h"
-#include "../common/jsonw.h"
 #include "sqlmem.h"
 #include "store_int.h"
 
@@ -63,202 +61,6 @@ static err_t migrate(sqlite3 *db)
     log_info("applied schema migrations %d to %d", ver + 1, n);
     return ERR_OK;
 }
-
-/* ---- the change log: a ring ----
- * Revision r is kept in row r % ring of 'changes' (its slot), ring being the
- * configured history (schema/0002_change_ring.sql): a write overwrites the
- * row 'ring' revisions older in place. Nothing is trimmed, and once the ring
- * is full no page is freed or allocated. (With a DELETE every 64 revisions,
- * the trims, the pages they freed and the header page were 5 of a 16-client
- * batch's 13 WAL pages.)
- *
- * The rows kept are one run of revisions lo..head (head - lo < ring), each
- * in its slot. So the newest is found from a guess: if the guess's slot holds
- * the guess and the next slot does not hold the next revision, the guess is
- * the newest. Else slot 0: without a row there, the run does not wrap and
- * the newest is in the last slot; with one, that row (a multiple of ring)
- * starts the newest lap, and a binary search finds the lap's end. */
-
-#define GUESS_AHEAD 8 /* revisions past the guess tried before the search */
-
-/* Finish a one-column integer query that db_prep() gave 'rc' for: its
- * value in *v, 0 when there is no row. */
-static err_t step_u64(sqlite3 *db, sqlite3_stmt *s, err_t rc, uint64_t *v)
-{
-    bool row = false;
-
-    if (!rc)
-        rc = db_step(db, s, &row);
-    *v = !rc && row ? (uint64_t)sqlite3_column_int64(s, 0) : 0;
-    db_done(s);
-    return rc;
-}
-
-/* The revision in 'slot', 0 when the slot has no row (revisions start at 1). */
-static err_t slot_rev(sqlite3 *db, uint64_t slot, uint64_t *rev)
-{
-    sqlite3_stmt *s = NULL;
-    err_t rc = db_prep(db, &s, "SELECT revision FROM changes WHERE slot=?", "u", slot);
-
-    return step_u64(db, s, rc, rev);
-}
-
-/* The revision in the highest slot, 0 when there is no row. */
-static err_t last_slot_rev(sqlite3 *db, uint64_t *rev)
-{
-    sqlite3_stmt *s = NULL;
-    err_t rc = db_prep(db, &s, "SELECT revision FROM changes ORDER BY slot DESC LIMIT 1", NULL);
-
-    return step_u64(db, s, rc, rev);
-}
-
-/* Whether the head is 'guess' or one of the GUESS_AHEAD revisions after it
- * (the usual case: the revision the store knows, or a few writes on); if
- * so, *found and the head in *head. */
-static err_t head_near(sqlite3 *db, uint64_t ring, uint64_t guess, uint64_t *head, bool *found)
-{
-    uint64_t r = 0;
-    int i;
-    err_t rc = slot_rev(db, guess % ring, &r);
-
-    for (i = 0; !rc && r == guess && i < GUESS_AHEAD; i++, guess++) {
-        rc = slot_rev(db, (guess + 1) % ring, &r);
-        if (!rc && r != guess + 1) {
-            *head = guess;
-            *found = true;
-            break;
-        }
-    }
-    return rc;
-}
-
-/* The head of a log whose slot 0 holds r0 (> 0), which starts the newest
- * lap: slots 0..lo hold that lap (revisions >= r0), hi.. do not. */
-static err_t head_search(sqlite3 *db, uint64_t ring, uint64_t r0, uint64_t *head)
-{
-    uint64_t lo = 0, hi = ring, mid, m, r = r0;
-    err_t rc = ERR_OK;
-
-    while (!rc && hi - lo > 1) {
-        mid = lo + (hi - lo) / 2;
-        rc = slot_rev(db, mid, &m);
-        if (!rc && m >= r0) {
-            lo = mid;
-            r = m;
-        } else {
-            hi = mid;
-        }
-    }
-    if (!rc)
-        *head = r;
-    return rc;
-}
-
-err_t st_ring_head(sqlite3 *db, uint64_t ring, uint64_t guess, uint64_t *head)
-{
-    uint64_t r = 0, r0 = 0;
-    bool found = false;
-    err_t rc = guess > 0 ? head_near(db, ring, guess, head, &found) : ERR_OK;
-
-    if (rc || found)
-        return rc;
-    rc = slot_rev(db, 0, &r0);
-    if (!rc && r0 != 0)
-        return head_search(db, ring, r0, head);
-    if (!rc)
-        rc = last_slot_rev(db, &r);
-    if (!rc)
-        *head = r;
-    return rc;
-}
-
-static err_t meta_get(sqlite3 *db, const char *key, uint64_t *v)
-{
-    sqlite3_stmt *s = NULL;
-    err_t rc = db_prep(db, &s, "SELECT value FROM meta WHERE key=?", "t", key);
-
-    return step_u64(db, s, rc, v);
-}
-
-/* With an empty log, meta.revision: what schema 1 wrote on every commit,
- * never written since (ring_open keeps a log that is behind it empty). */
-err_t st_db_revision(struct store *st, sqlite3 *db, uint64_t *rev)
-{
-    err_t rc = st_ring_head(db, st->history, store_revision(st), rev);
-
-    if (!rc && *rev == 0)
-        rc = meta_get(db, "revision", rev);
-    return rc;
-}
-
-/* Move the log's rows to the slots of a ring of n (ring_open), keeping the
- * revisions after head - n, and record n. The rows move in place, through
- * negative slots, so no two share a slot on the way (the kept revisions are
- * fewer than n apart). */
-static err_t ring_relayout(sqlite3 *db, uint64_t head, uint64_t n)
-{
-    err_t rc = db_exec(db, "DELETE FROM changes WHERE revision<=?", "u", head > n ? head - n : 0);
-
-    if (!rc)
-        rc = db_exec(db, "UPDATE changes SET slot=-1-(revision%?)", "u", n);
-    if (!rc)
-        rc = db_exec(db, "UPDATE changes SET slot=-1-slot", NULL);
-    if (!rc)
-        rc = db_exec(db, "UPDATE meta SET value=? WHERE key='ring'", "u", n);
-    return rc;
-}
-
-/* The log's head at open, laid out as a ring of 'was' slots (0: slot =
- * revision); a log that ends before meta.revision (a schema 1 database) is
- * emptied, and the head is that revision. */
-static err_t ring_open_head(sqlite3 *db, uint64_t was, uint64_t *head)
-{
-    uint64_t floor = 0;
-    /* ring 0 (slot = revision) reads as a ring larger than any revision */
-    err_t e = st_ring_head(db, was ? was : UINT64_MAX, 0, head);
-
-    if (!e)
-        e = meta_get(db, "revision", &floor);
-    if (!e && *head < floor) {
-        e = db_exec(db, "DELETE FROM changes", NULL);
-        *head = floor;
-    }
-    return e;
-}
-
-/* At open, on the write connection: find the revision, and lay the ring out
- * for 'history' slots if it was laid out for another number (or not yet:
- * ring 0, slot = revision, as the migration left it), keeping the newest
- * revisions that fit. A log that ends before meta.revision (a schema 1
- * database) is emptied: the run of revisions must end at the revision. One
- * transaction; it writes nothing when the layout is already right. */
-static err_t ring_open(struct store *st)
-{
-    sqlite3 *db = st->wdb;
-    uint64_t was = 0, head = 0, n = st->history;
-    int rc;
-    err_t e;
-
-    rc = sqlite3_exec(db, "BEGIN IMMEDIATE;", NULL, NULL, NULL);
-    if (rc != SQLITE_OK)
-        return db_err(db, rc, "open the change log");
-    e = meta_get(db, "ring", &was);
-    if (!e)
-        e = ring_open_head(db, was, &head);
-    if (!e && was != n)
-        e = ring_relayout(db, head, n);
-    rc = sqlite3_exec(db, e ? "ROLLBACK;" : "COMMIT;", NULL, NULL, NULL);
-    if (!e && rc != SQLITE_OK)
-        e = db_err(db, rc, "open the change log");
-    if (!e && was != n && (was != 0 || head > 0)) /* not for a new database */
-        log_info("change log laid out as a ring of %" PRIu64 " revisions (was %" PRIu64 ")", n,
-                 was);
-    if (!e)
-        st->rev = head;
-    return e;
-}
-
-static void free_pending_from(struct store *st, size_t from);
 
 /* ---- the checkpointer ----
  * SQLite's automatic checkpoint runs inside the COMMIT that crosses 1000 WAL
@@ -422,8 +224,7 @@ err_t store_open(const struct store_opts *opts, struct store **out)
     pthread_cond_init(&st->ccv, NULL);
     pthread_mutex_init(&st->qmu, NULL);
     pthread_mutex_init(&st->amu, NULL);
-    st->history = opts->history ? opts->history : 1;
-    st->feed = opts->feed;
+    changelog_init(&st->log, opts->history ? opts->history : 1, opts->feed);
     /* The writer's page cache: 256 KiB holds the interior pages every write
      * walks and the rows of a node's worth of pods; the rest is the OS page
      * cache's. */
@@ -431,7 +232,7 @@ err_t store_open(const struct store_opts *opts, struct store **out)
     if (!rc)
         rc = migrate(st->wdb);
     if (!rc)
-        rc = ring_open(st);
+        rc = changelog_open(&st->log, st->wdb);
     if (!rc)
         rc = st_hist_attach(st);
     if (!rc)
@@ -451,8 +252,7 @@ void store_free(struct store *st)
     stop_checkpointer(st);
     db_pool_release(&st->readers);
     db_close(st->wdb); /* rolls back a batch left open; the last close checkpoints */
-    free_pending_from(st, 0);
-    free(st->tx_ev);
+    changelog_release(&st->log);
     free(st->path);
     pthread_mutex_destroy(&st->cmu);
     pthread_cond_destroy(&st->ccv);
@@ -466,13 +266,13 @@ void store_free(struct store *st)
 void store_set_feed(struct store *st, struct feed *feed)
 {
     pthread_mutex_lock(&st->wmu);
-    st->feed = feed;
+    changelog_set_feed(&st->log, feed);
     pthread_mutex_unlock(&st->wmu);
 }
 
 uint64_t store_revision(struct store *st)
 {
-    return __atomic_load_n(&st->rev, __ATOMIC_ACQUIRE);
+    return changelog_revision(&st->log);
 }
 
 void store_release_idle(struct store *st)
@@ -481,18 +281,6 @@ void store_release_idle(struct store *st)
 }
 
 /* ---- write transactions ---- */
-
-/* Free the pending events from index 'from' on. */
-static void free_pending_from(struct store *st, size_t from)
-{
-    size_t i;
-
-    for (i = from; i < st->tx_nev; i++) {
-        free(st->tx_ev[i].ns);
-        free(st->tx_ev[i].line);
-    }
-    st->tx_nev = from;
-}
 
 /* Transaction control on the write connection. */
 static int tx_exec(struct store *st, const char *sql)
@@ -511,7 +299,7 @@ static err_t batch_end(struct store *st, err_t e)
     if (!e && sqlite3_get_autocommit(st->wdb))
         e = ERR_UNAVAIL; /* SQLite rolled the whole transaction back on an error */
     /* No counter is written: the revision is the newest row of the change
-     * log (st_db_revision), a ring that is never trimmed. */
+     * log (changelog.h), a ring that is never trimmed. */
     if (!e) {
         rc = tx_exec(st, "COMMIT");
         if (rc != SQLITE_OK)
@@ -520,17 +308,14 @@ static err_t batch_end(struct store *st, err_t e)
     if (e) {
         if (!sqlite3_get_autocommit(st->wdb))
             sqlite3_exec(st->wdb, "ROLLBACK;", NULL, NULL, NULL);
-        st->tx_rev = st->rev;
+        changelog_abort(&st->log);
     } else {
         if (st->tx_members > 0) {
             __atomic_add_fetch(&st->ncommits, 1, __ATOMIC_RELAXED);
             __atomic_add_fetch(&st->nwrites, st->tx_members, __ATOMIC_RELAXED);
         }
-        __atomic_store_n(&st->rev, st->tx_rev, __ATOMIC_RELEASE);
-        if (st->feed && st->tx_nev)
-            feed_publish(st->feed, st->tx_ev, st->tx_nev);
+        changelog_commit(&st->log);
     }
-    free_pending_from(st, 0);
     st->tx_open = false;
     st->tx_members = 0;
     waiters = st->tx_waiters;
@@ -563,17 +348,15 @@ static err_t member_begin(struct store *st)
         if (rc != SQLITE_OK)
             return db_err(st->wdb, rc, "begin a write transaction");
         st->tx_open = true;
-        st->tx_rev = st->rev;
         st->tx_members = 0;
-        free_pending_from(st, 0);
+        changelog_begin(&st->log);
     } else if ((rc = tx_exec(st, "SAVEPOINT member")) != SQLITE_OK) {
         err_t e = db_err(st->wdb, rc, "begin a write transaction");
 
         batch_end(st, st->tx_members > 0 ? ERR_OK : e);
         return e;
     }
-    st->m_rev = st->tx_rev;
-    st->m_nev = st->tx_nev;
+    st->m_mark = changelog_mark(&st->log);
     st->m_discard = false;
     return ERR_OK;
 }
@@ -593,8 +376,7 @@ static void member_undo(struct store *st)
     } else {
         sqlite3_exec(st->wdb, "ROLLBACK TO member; RELEASE member;", NULL, NULL, NULL);
     }
-    free_pending_from(st, st->m_nev);
-    st->tx_rev = st->m_rev;
+    changelog_undo(&st->log, st->m_mark);
 }
 
 /* Run one queued write as a member; a failed one is rolled back to its
@@ -718,289 +500,4 @@ err_t st_write(struct store *st, err_t (*fn)(struct store *st, void *ctx), void 
     }
     sem_destroy(&me.w.done);
     return me.w.err;
-}
-
-uint64_t st_tx_next(struct store *st)
-{
-    return st->tx_rev + 1;
-}
-
-static err_t push_event(struct store *st, const char *kind, const char *ns, char *line, size_t len)
-{
-    struct feed_event *ev;
-
-    if (st->tx_nev == st->tx_cap) {
-        size_t ncap = st->tx_cap ? st->tx_cap * 2 : 16;
-        struct feed_event *n = realloc(st->tx_ev, ncap * sizeof(*n));
-
-        if (!n)
-            return ERR_NOMEM;
-        st->tx_ev = n;
-        st->tx_cap = ncap;
-    }
-    ev = &st->tx_ev[st->tx_nev];
-    memset(ev, 0, sizeof(*ev));
-    ev->ns = strdup(ns ? ns : "");
-    if (!ev->ns)
-        return ERR_NOMEM;
-    ev->rev = st->tx_rev + 1;
-    str_copy(ev->kind, sizeof(ev->kind), kind);
-    ev->line = line;
-    ev->len = len;
-    st->tx_nev++;
-    return ERR_OK;
-}
-
-/* {"type":T,"kind":K,"revision":N,"object": - the head of an event line. */
-static void event_head(struct jsonw *w, const char *type, const char *kind, uint64_t rev)
-{
-    jsonw_lit(w, "{\"type\":");
-    jsonw_str(w, type);
-    jsonw_lit(w, ",\"kind\":");
-    jsonw_str(w, kind);
-    jsonw_lit(w, ",\"revision\":");
-    jsonw_u64(w, rev);
-    jsonw_lit(w, ",\"object\":");
-}
-
-/* Close the line in 'w' (released), log it and queue it for the feed. */
-static err_t emit_line(struct store *st, const char *kind, const char *ns, struct jsonw *w)
-{
-    uint64_t rev = st->tx_rev + 1;
-    size_t len = 0;
-    char *line;
-    err_t rc;
-
-    jsonw_lit(w, "}\n");
-    line = jsonw_detach(w, &len);
-    if (!line)
-        return ERR_NOMEM;
-    line[len - 1] = '\0';
-    rc = db_exec(st->wdb,
-                 "INSERT OR REPLACE INTO changes(slot,revision,kind,namespace,event) "
-                 "VALUES(?,?,?,?,?)",
-                 "uuttt", rev % st->history, rev, kind, ns ? ns : "", line);
-    line[len - 1] = '\n';
-    if (!rc)
-        rc = push_event(st, kind, ns, line, len);
-    if (rc) {
-        free(line);
-        return rc;
-    }
-    st->tx_rev = rev;
-    return ERR_OK;
-}
-
-err_t st_emit(struct store *st, const char *type, const char *kind, const char *ns, json_t *obj)
-{
-    struct jsonw w = JSONW_INIT;
-
-    event_head(&w, type, kind, st->tx_rev + 1);
-    jsonw_json(&w, obj);
-    return emit_line(st, kind, ns, &w);
-}
-
-err_t st_emit_text(struct store *st, const char *type, const char *kind, const char *ns,
-                   const char *obj, size_t n)
-{
-    struct jsonw w = JSONW_INIT;
-
-    event_head(&w, type, kind, st->tx_rev + 1);
-    jsonw_raw(&w, obj, n);
-    return emit_line(st, kind, ns, &w);
-}
-
-/* ---- feed reads ---- */
-
-static err_t buf_add(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
-{
-    if (*len + n + 1 > *cap) {
-        size_t ncap = *cap ? *cap : 4096;
-        char *nb;
-
-        while (ncap < *len + n + 1)
-            ncap *= 2;
-        nb = realloc(*buf, ncap);
-        if (!nb)
-            return ERR_NOMEM;
-        *buf = nb;
-        *cap = ncap;
-    }
-    memcpy(*buf + *len, s, n);
-    *len += n;
-    return ERR_OK;
-}
-
-err_t store_changes_after(struct store *st, uint64_t *cursor, const struct feed_filter *flt,
-                          size_t limit, char **buf, size_t *len, size_t *cap)
-{
-    sqlite3 *db = NULL;
-    sqlite3_stmt *stmt = NULL;
-    uint64_t cur = *cursor, head = 0, rev;
-    bool row = false;
-    err_t rc = db_read_begin(&st->readers, &db);
-
-    if (!rc)
-        rc = st_db_revision(st, db, &head);
-    if (!rc && (cur > head || (head > st->history && cur < head - st->history)))
-        rc = ERR_GONE; /* ahead of the store, or older than the history */
-    /* Each revision from its slot. A slot holding another revision: the one
-     * asked for was overwritten, or not kept when the ring was laid out. */
-    for (rev = cur + 1; !rc && rev <= head && rev - *cursor <= limit; rev++) {
-        rc = db_prep(db, &stmt, "SELECT revision,kind,namespace,event FROM changes WHERE slot=?",
-                     "u", rev % st->history);
-        if (!rc)
-            rc = db_step(db, stmt, &row);
-        if (!rc && (!row || (uint64_t)sqlite3_column_int64(stmt, 0) != rev))
-            rc = ERR_GONE;
-        if (!rc && feed_match(flt, db_text(stmt, 1), db_text(stmt, 2))) {
-            rc = buf_add(buf, len, cap, db_text(stmt, 3), (size_t)sqlite3_column_bytes(stmt, 3));
-            if (!rc)
-                rc = buf_add(buf, len, cap, "\n", 1);
-        }
-        db_done(stmt);
-        stmt = NULL;
-        if (!rc)
-            cur = rev;
-    }
-    db_read_end(&st->readers, db);
-    if (!rc)
-        *cursor = cur;
-    return rc;
-}
-
-/* Where each ADDED line of a snapshot is in the buffer, and its revision. */
-struct snap_line {
-    uint64_t rev;
-    size_t off, len;
-};
-
-struct snap {
-    char **buf;
-    size_t *len, *cap; /* the caller's growable buffer */
-    struct snap_line *lines;
-    size_t n, room;
-};
-
-/* Append one ADDED line for 'obj' (steals it), and where it is. */
-static err_t snapshot_line(json_t *obj, const char *kind, struct snap *sn)
-{
-    json_int_t rev = json_integer_value(json_object_get(obj, "revision"));
-    json_t *ev = json_pack("{s:s,s:s,s:I,s:o}", "type", "ADDED", "kind", kind, "revision", rev,
-                           "object", obj); /* 'obj' is the line's now */
-    char *line;
-    size_t n = 0, off = *sn->len;
-    err_t rc = ERR_OK;
-
-    if (!ev)
-        return ERR_NOMEM;
-    line = jsonx_dumps_line(ev, &n);
-    json_decref(ev);
-    if (!line)
-        return ERR_NOMEM;
-    if (sn->n == sn->room) {
-        size_t room = sn->room ? 2 * sn->room : 64;
-        struct snap_line *l = realloc(sn->lines, room * sizeof(*l));
-
-        if (l) {
-            sn->lines = l;
-            sn->room = room;
-        } else {
-            rc = ERR_NOMEM;
-        }
-    }
-    if (!rc)
-        rc = buf_add(sn->buf, sn->len, sn->cap, line, n);
-    if (!rc)
-        sn->lines[sn->n++] = (struct snap_line){(uint64_t)rev, off, n};
-    free(line);
-    return rc;
-}
-
-static int cmp_line_rev(const void *a, const void *b)
-{
-    uint64_t x = ((const struct snap_line *)a)->rev, y = ((const struct snap_line *)b)->rev;
-
-    return x < y ? -1 : x > y;
-}
-
-/* Put the snapshot's lines (from sn->lines[0].off on) in revision order, as
- * every event of a watch is (CONTRACT §3): an object's revision is that of
- * its last event, so no two are equal. */
-static err_t snapshot_sort(struct snap *sn)
-{
-    size_t i, from, at = 0;
-    char *tmp;
-
-    for (i = 1; i < sn->n && sn->lines[i - 1].rev <= sn->lines[i].rev; i++)
-        ;
-    if (i >= sn->n)
-        return ERR_OK; /* already in order (or fewer than two) */
-    from = sn->lines[0].off;
-    tmp = malloc(*sn->len - from);
-    if (!tmp)
-        return ERR_NOMEM;
-    qsort(sn->lines, sn->n, sizeof(*sn->lines), cmp_line_rev);
-    for (i = 0; i < sn->n; i++) {
-        memcpy(tmp + at, *sn->buf + sn->lines[i].off, sn->lines[i].len);
-        at += sn->lines[i].len;
-    }
-    memcpy(*sn->buf + from, tmp, at);
-    free(tmp);
-    return ERR_OK;
-}
-
-struct snap_kind {
-    const char *kind; /* the event kind */
-    const char *sql;  /* selects the keys (namespace, name) or (resource, id) */
-    err_t (*view)(sqlite3 *db, const char *a, const char *b, json_t **out);
-    bool namespaced; /* a namespace filter applies */
-};
-
-static const struct snap_kind snap_kinds[] = {
-    {"PodResources", "SELECT namespace,name FROM pods ORDER BY namespace,name", st_pod_json, true},
-    {"Device", "SELECT resource,id FROM devices ORDER BY resource,id", st_device_json, false},
-    {"Reservation", "SELECT namespace,name FROM reservations ORDER BY namespace,name",
-     st_reservation_json, true},
-};
-
-static err_t snapshot_kind(sqlite3 *db, const struct snap_kind *k, const struct feed_filter *flt,
-                           struct snap *sn)
-{
-    sqlite3_stmt *stmt = NULL;
-    json_t *obj;
-    bool row;
-    err_t rc = db_prep(db, &stmt, k->sql, NULL);
-
-    while (!rc) {
-        rc = db_step(db, stmt, &row);
-        if (rc || !row)
-            break;
-        if (!feed_match(flt, k->kind, k->namespaced ? db_text(stmt, 0) : ""))
-            continue;
-        rc = k->view(db, db_text(stmt, 0), db_text(stmt, 1), &obj);
-        if (!rc)
-            rc = snapshot_line(obj, k->kind, sn);
-    }
-    db_done(stmt);
-    return rc;
-}
-
-err_t store_snapshot(struct store *st, const struct feed_filter *flt, char **buf, size_t *len,
-                     size_t *cap, uint64_t *rev)
-{
-    struct snap sn = {buf, len, cap, NULL, 0, 0};
-    sqlite3 *db = NULL;
-    size_t i;
-    err_t rc = db_read_begin(&st->readers, &db);
-
-    if (!rc)
-        rc = st_db_revision(st, db, rev);
-    for (i = 0; !rc && i < ARRAY_SIZE(snap_kinds); i++)
-        rc = snapshot_kind(db, &snap_kinds[i], flt, &sn);
-    db_read_end(&st->readers, db);
-    if (!rc)
-        rc = snapshot_sort(&sn);
-    free(sn.lines);
-    return rc;
 }

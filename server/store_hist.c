@@ -436,7 +436,7 @@ err_t store_device_find(struct store *st, const char *id, const char *resource, 
     err_t rc = db_read_begin(&st->readers, &db);
 
     if (!rc)
-        rc = st_db_revision(st, db, &rev);
+        rc = changelog_db_revision(&st->log, db, &rev);
     if (!rc)
         rc = resources_of(db, id, resource, first, sizeof(first), names, sizeof(names), &n);
     if (!rc && n == 1)

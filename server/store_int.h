@@ -8,6 +8,7 @@
 #include <sqlite3.h>
 
 #include "../common/jsonw.h"
+#include "changelog.h"
 #include "db.h"
 #include "store.h"
 
@@ -47,19 +48,13 @@ struct wop {
  * pool has its own lock (db.h). */
 struct store {
     char *path;                   /* database file */
-    uint64_t history;             /* change-log rows kept */
-    struct feed *feed;            /* borrowed; may be NULL */
     pthread_mutex_t wmu;          /* the writer's lock */
     sqlite3 *wdb;                 /* the write connection */
-    uint64_t rev;                 /* last committed revision */
-    uint64_t tx_rev;              /* revision inside the open write transaction */
-    struct feed_event *tx_ev;     /* events of the open transaction */
-    size_t tx_nev, tx_cap;        /* used and allocated slots of tx_ev */
+    struct changelog log;         /* the change log and the revision (changelog.h) */
     bool tx_open;                 /* a batch (BEGIN IMMEDIATE) is open */
     size_t tx_members;            /* writes in the open batch, done and waiting */
     struct tx_waiter *tx_waiters; /* their answers, posted after the COMMIT */
-    uint64_t m_rev;               /* tx_rev when the current write began */
-    size_t m_nev;                 /* tx_nev when the current write began */
+    struct changelog_mark m_mark; /* the log when the current write began */
     bool m_discard;               /* the current write asked to be rolled back (st_write) */
     bool m_whole;                 /* it opened the batch: no savepoint, the batch is its own */
     pthread_mutex_t qmu;          /* guards the st_write queue: qhead, qtail, combining */
@@ -92,33 +87,18 @@ struct store {
     uint64_t hist_pod_cursor;     /* where the next pruning step looks at hist_pod (under wmu) */
 };
 
-/* The revision as stored in the database (inside a read transaction on
- * 'db'): the newest row of the change log, looked for from store_revision(). */
-err_t st_db_revision(struct store *st, sqlite3 *db, uint64_t *rev) WARN_UNUSED;
-/* The newest revision in a change log laid out as a ring of 'ring' slots
- * (store.c), looked for first at 'guess' and a few after it; 0 when empty. */
-err_t st_ring_head(sqlite3 *db, uint64_t ring, uint64_t guess, uint64_t *head) WARN_UNUSED;
-
 /* Run fn(st, ctx) as one write of a batch and return its result once the
  * batch's COMMIT holds it (or at once when it fails: then nothing of it is
  * kept). Concurrent writes are queued and run back to back by one thread,
  * the combiner, so the write lock never waits for a thread to wake up; fn
  * may run on another thread than the caller's (ctx lives on the caller's
  * stack, which waits). fn reads and writes through st->wdb and records its
- * events with st_emit; it returns an error to be rolled back. */
+ * events with changelog_emit(&st->log, ..); it returns an error to be
+ * rolled back. */
 err_t st_write(struct store *st, err_t (*fn)(struct store *st, void *ctx), void *ctx) WARN_UNUSED;
 /* Inside an st_write function: roll this write back though it succeeded
  * (it found nothing to change); st_write then returns ERR_OK. */
 void st_write_discard(struct store *st);
-/* The revision the next event of this write will take. */
-uint64_t st_tx_next(struct store *st);
-/* Record event 'type' of 'obj' (borrowed; its "revision" must already be
- * st_tx_next()) in the change log and the pending list; takes the revision. */
-err_t st_emit(struct store *st, const char *type, const char *kind, const char *ns,
-              json_t *obj) WARN_UNUSED;
-/* The same for an object already serialised: 'n' bytes of compact JSON. */
-err_t st_emit_text(struct store *st, const char *type, const char *kind, const char *ns,
-                   const char *obj, size_t n) WARN_UNUSED;
 
 /* Re-evaluate every reservation's state inside the open write transaction,
  * emitting Reservation MODIFIED for those that changed (store_write.c). */

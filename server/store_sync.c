@@ -322,10 +322,11 @@ static err_t emit_view(struct sync *s, const char *type, const char *kind, const
     bool pod = strcmp(kind, "PodResources") == 0;
     err_t rc = pod ? st_pod_json(s->st->wdb, a, b, &obj) : st_device_json(s->st->wdb, a, b, &obj);
 
-    if (!rc && json_object_set_new(obj, "revision", json_integer((json_int_t)st_tx_next(s->st))))
+    if (!rc &&
+        json_object_set_new(obj, "revision", json_integer((json_int_t)changelog_next(&s->st->log))))
         rc = ERR_NOMEM;
     if (!rc)
-        rc = st_emit(s->st, type, kind, pod ? a : "", obj);
+        rc = changelog_emit(&s->st->log, type, kind, pod ? a : "", obj);
     if (!rc)
         s->events++;
     json_decref(obj);
@@ -417,7 +418,8 @@ static err_t put_pods(struct sync *s)
         rc = db_exec(s->st->wdb,
                      "INSERT OR REPLACE INTO pods(namespace,name,uid,containers,request,revision) "
                      "VALUES(?,?,'',?,NULL,?)",
-                     "tttu", fld(p, "ns"), fld(p, "name"), fld(p, "text"), st_tx_next(s->st));
+                     "tttu", fld(p, "ns"), fld(p, "name"), fld(p, "text"),
+                     changelog_next(&s->st->log));
         if (!rc)
             rc = emit_view(s, h ? "MODIFIED" : "ADDED", "PodResources", fld(p, "ns"),
                            fld(p, "name"));
@@ -449,7 +451,7 @@ static err_t put_devices(struct sync *s)
                      "health=excluded.health,numa=excluded.numa,removed=excluded.removed,"
                      "revision=excluded.revision",
                      "ttttiu", fld(d, "r"), fld(d, "i"), fld(d, "h"), fld(d, "n"),
-                     (int64_t)json_is_true(json_object_get(d, "x")), st_tx_next(s->st));
+                     (int64_t)json_is_true(json_object_get(d, "x")), changelog_next(&s->st->log));
         if (!rc)
             rc = emit_view(s, h ? "MODIFIED" : "ADDED", "Device", fld(d, "r"), fld(d, "i"));
     }

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* store_view.c - rows to the JSON shapes of CONTRACT §3, and the reads. */
+/* store_view.c - rows to the JSON shapes of CONTRACT §3, and the reads:
+ * lists, single objects, the feed's snapshot and its catch-up from the
+ * change log. No write is here. */
 #define LOG_MOD "store"
 #include "../common/common.h"
+#include "../common/jsonx.h"
+#include "../common/strbuf.h"
 #include "store_int.h"
 
 #include <ctype.h>
@@ -289,7 +293,7 @@ static err_t read_list(struct store *st, const char *key, json_t *(*conv)(sqlite
     err_t rc = db_read_begin(&st->readers, &db);
 
     if (!rc)
-        rc = st_db_revision(st, db, &rev);
+        rc = changelog_db_revision(&st->log, db, &rev);
     if (!rc)
         rc = db_prep(db, &s, sql, fmt, a, b, c);
     if (!rc)
@@ -339,7 +343,7 @@ static err_t read_one(struct store *st, const char *key,
     err_t rc = db_read_begin(&st->readers, &db);
 
     if (!rc)
-        rc = st_db_revision(st, db, &rev);
+        rc = changelog_db_revision(&st->log, db, &rev);
     if (!rc)
         rc = view(db, a, b, &obj);
     db_read_end(&st->readers, db);
@@ -443,4 +447,171 @@ err_t store_stats(struct store *st, json_t **out)
         return ERR_NOMEM;
     *out = o;
     return ERR_OK;
+}
+
+/* ---- the feed's reads ---- */
+
+err_t store_changes_after(struct store *st, uint64_t *cursor, const struct feed_filter *flt,
+                          size_t limit, char **buf, size_t *len, size_t *cap)
+{
+    sqlite3 *db = NULL;
+    err_t rc = db_read_begin(&st->readers, &db);
+
+    if (rc)
+        return rc;
+    rc = changelog_read(&st->log, db, cursor, flt, limit, buf, len, cap);
+    db_read_end(&st->readers, db);
+    return rc;
+}
+
+/* Where each ADDED line of a snapshot is in the buffer, and its revision. */
+struct snap_line {
+    uint64_t rev; /* the object's revision */
+    size_t off;   /* where its line starts in the buffer */
+    size_t len;   /* its bytes, the newline included */
+};
+
+/* A snapshot being written: the caller's buffer and where its lines are. */
+struct snap {
+    struct strbuf sb;        /* the caller's growable buffer, while it is written */
+    struct snap_line *lines; /* the lines appended */
+    size_t n;                /* lines in 'lines' */
+    size_t room;             /* slots allocated in 'lines' */
+};
+
+/* Room for one more line in sn->lines. */
+static err_t snapshot_room(struct snap *sn)
+{
+    size_t room = sn->room ? 2 * sn->room : 64;
+    struct snap_line *l;
+
+    if (sn->n < sn->room)
+        return ERR_OK;
+    l = realloc(sn->lines, room * sizeof(*l));
+    if (!l)
+        return ERR_NOMEM;
+    sn->lines = l;
+    sn->room = room;
+    return ERR_OK;
+}
+
+/* Append one ADDED line for 'obj' (steals it), and where it is. */
+static err_t snapshot_line(json_t *obj, const char *kind, struct snap *sn)
+{
+    json_int_t rev = json_integer_value(json_object_get(obj, "revision"));
+    json_t *ev = json_pack("{s:s,s:s,s:I,s:o}", "type", "ADDED", "kind", kind, "revision", rev,
+                           "object", obj); /* 'obj' is the line's now */
+    char *line = NULL;
+    size_t n = 0, off = sn->sb.len;
+    err_t rc = ERR_NOMEM;
+
+    if (!ev)
+        return ERR_NOMEM;
+    line = jsonx_dumps_line(ev, &n);
+    json_decref(ev);
+    if (!line)
+        goto out;
+    rc = snapshot_room(sn);
+    if (rc)
+        goto out;
+    rc = strbuf_add(&sn->sb, line, n);
+    if (rc)
+        goto out;
+    sn->lines[sn->n++] = (struct snap_line){(uint64_t)rev, off, n};
+out:
+    free(line);
+    return rc;
+}
+
+static int cmp_line_rev(const void *a, const void *b)
+{
+    uint64_t x = ((const struct snap_line *)a)->rev, y = ((const struct snap_line *)b)->rev;
+
+    return x < y ? -1 : x > y;
+}
+
+/* Put the snapshot's lines (from sn->lines[0].off on) in revision order, as
+ * every event of a watch is (CONTRACT §3): an object's revision is that of
+ * its last event, so no two are equal. */
+static err_t snapshot_sort(struct snap *sn)
+{
+    size_t i, from, at = 0;
+    char *tmp;
+
+    for (i = 1; i < sn->n && sn->lines[i - 1].rev <= sn->lines[i].rev; i++)
+        ;
+    if (i >= sn->n)
+        return ERR_OK; /* already in order (or fewer than two) */
+    from = sn->lines[0].off;
+    tmp = malloc(sn->sb.len - from);
+    if (!tmp)
+        return ERR_NOMEM;
+    qsort(sn->lines, sn->n, sizeof(*sn->lines), cmp_line_rev);
+    for (i = 0; i < sn->n; i++) {
+        memcpy(tmp + at, sn->sb.buf + sn->lines[i].off, sn->lines[i].len);
+        at += sn->lines[i].len;
+    }
+    memcpy(sn->sb.buf + from, tmp, at);
+    free(tmp);
+    return ERR_OK;
+}
+
+/* One kind of object a snapshot lists. */
+struct snap_kind {
+    const char *kind; /* the event kind */
+    const char *sql;  /* selects the keys (namespace, name) or (resource, id) */
+    err_t (*view)(sqlite3 *db, const char *a, const char *b, json_t **out); /* the object */
+    bool namespaced; /* a namespace filter applies */
+};
+
+static const struct snap_kind snap_kinds[] = {
+    {"PodResources", "SELECT namespace,name FROM pods ORDER BY namespace,name", st_pod_json, true},
+    {"Device", "SELECT resource,id FROM devices ORDER BY resource,id", st_device_json, false},
+    {"Reservation", "SELECT namespace,name FROM reservations ORDER BY namespace,name",
+     st_reservation_json, true},
+};
+
+static err_t snapshot_kind(sqlite3 *db, const struct snap_kind *k, const struct feed_filter *flt,
+                           struct snap *sn)
+{
+    sqlite3_stmt *stmt = NULL;
+    json_t *obj;
+    bool row;
+    err_t rc = db_prep(db, &stmt, k->sql, NULL);
+
+    while (!rc) {
+        rc = db_step(db, stmt, &row);
+        if (rc || !row)
+            break;
+        if (!feed_match(flt, k->kind, k->namespaced ? db_text(stmt, 0) : ""))
+            continue;
+        rc = k->view(db, db_text(stmt, 0), db_text(stmt, 1), &obj);
+        if (!rc)
+            rc = snapshot_line(obj, k->kind, sn);
+    }
+    db_done(stmt);
+    return rc;
+}
+
+err_t store_snapshot(struct store *st, const struct feed_filter *flt, char **buf, size_t *len,
+                     size_t *cap, uint64_t *rev)
+{
+    struct snap sn = {{*buf, *len, *cap}, NULL, 0, 0};
+    sqlite3 *db = NULL;
+    size_t i;
+    err_t rc = db_read_begin(&st->readers, &db);
+
+    if (rc)
+        return rc;
+    rc = changelog_db_revision(&st->log, db, rev);
+    for (i = 0; !rc && i < ARRAY_SIZE(snap_kinds); i++)
+        rc = snapshot_kind(db, &snap_kinds[i], flt, &sn);
+    db_read_end(&st->readers, db);
+    if (!rc)
+        rc = snapshot_sort(&sn);
+    *buf = sn.sb.buf;
+    *len = sn.sb.len;
+    *cap = sn.sb.cap;
+    free(sn.lines);
+    return rc;
 }

@@ -34,12 +34,12 @@ static err_t emit_device(struct store *st, const char *type, const char *resourc
 {
     struct jsonw w = JSONW_INIT;
     err_t rc = db_exec(st->wdb, "UPDATE devices SET revision=? WHERE resource=? AND id=?", "utt",
-                       st_tx_next(st), resource, id);
+                       changelog_next(&st->log), resource, id);
 
     if (!rc)
         rc = st_device_text(st->wdb, resource, id, 0, &w);
     if (!rc)
-        rc = st_emit_text(st, type, "Device", "", w.sb.buf, w.sb.len);
+        rc = changelog_emit_text(&st->log, type, "Device", "", w.sb.buf, w.sb.len);
     jsonw_release(&w);
     return rc;
 }
@@ -49,10 +49,10 @@ static err_t emit_device(struct store *st, const char *type, const char *resourc
 static err_t emit_device_deleted(struct store *st, const char *resource, const char *id)
 {
     struct jsonw w = JSONW_INIT;
-    err_t rc = st_device_text(st->wdb, resource, id, st_tx_next(st), &w);
+    err_t rc = st_device_text(st->wdb, resource, id, changelog_next(&st->log), &w);
 
     if (!rc)
-        rc = st_emit_text(st, "DELETED", "Device", "", w.sb.buf, w.sb.len);
+        rc = changelog_emit_text(&st->log, "DELETED", "Device", "", w.sb.buf, w.sb.len);
     if (!rc)
         rc = db_exec(st->wdb, "DELETE FROM devices WHERE resource=? AND id=?", "tt", resource, id);
     if (!rc)
@@ -70,10 +70,10 @@ static err_t emit_pod(struct store *st, const char *type, const char *ns, const 
     struct jsonw w = JSONW_INIT;
     err_t rc;
 
-    st_pod_text(&w, ns, name, uid, containers, st_tx_next(st));
+    st_pod_text(&w, ns, name, uid, containers, changelog_next(&st->log));
     rc = jsonw_done(&w);
     if (!rc)
-        rc = st_emit_text(st, type, "PodResources", ns, w.sb.buf, w.sb.len);
+        rc = changelog_emit_text(&st->log, type, "PodResources", ns, w.sb.buf, w.sb.len);
     if (!rc && keep) {
         jsonw_raw(keep, w.sb.buf, w.sb.len);
         rc = jsonw_done(keep);
@@ -88,7 +88,7 @@ static err_t emit_reservation(struct store *st, const char *type, const char *ns
     err_t rc = st_reservation_json(st->wdb, ns, name, &obj);
 
     if (!rc)
-        rc = st_emit(st, type, "Reservation", ns, obj);
+        rc = changelog_emit(&st->log, type, "Reservation", ns, obj);
     json_decref(obj);
     return rc;
 }
@@ -489,7 +489,7 @@ static err_t resv_refresh(struct store *st, const char *ns, const char *name)
         rc = db_exec(st->wdb,
                      "UPDATE reservations SET state=?,message=?,revision=? WHERE namespace=? AND "
                      "name=?",
-                     "ttutt", state, msg, st_tx_next(st), ns, name);
+                     "ttutt", state, msg, changelog_next(&st->log), ns, name);
         if (!rc)
             rc = emit_reservation(st, "MODIFIED", ns, name);
     }
@@ -596,7 +596,7 @@ static err_t put_one_device(struct store *st, const char *resource, const json_t
                      "VALUES(?,?,?,?,?,0,?) ON CONFLICT(resource,id) DO UPDATE SET "
                      "health=excluded.health,numa=excluded.numa,properties=excluded.properties,"
                      "removed=0",
-                     "tttttu", resource, id, health, numa, props, st_tx_next(st));
+                     "tttttu", resource, id, health, numa, props, changelog_next(&st->log));
         if (!rc)
             rc = emit_device(st, row ? "MODIFIED" : "ADDED", resource, id);
         *changed = true;
@@ -966,14 +966,15 @@ static err_t rebound_row(struct store *st, const char *resource, const char *id,
         return db_exec(st->wdb,
                        "INSERT OR REPLACE INTO bindings(resource,device_id,namespace,pod,container,"
                        "revision) VALUES(?,?,?,?,?,?)",
-                       "tttttu", resource, id, by->ns, by->name, container, st_tx_next(st));
+                       "tttttu", resource, id, by->ns, by->name, container,
+                       changelog_next(&st->log));
     if (gone)
         return db_exec(st->wdb, "DELETE FROM bindings WHERE resource=? AND device_id=?", "tt",
                        resource, id);
     return db_exec(st->wdb,
                    "UPDATE bindings SET namespace='',pod='',container='',revision=? WHERE "
                    "resource=? AND device_id=?",
-                   "utt", st_tx_next(st), resource, id);
+                   "utt", changelog_next(&st->log), resource, id);
 }
 
 /* The device's row for its event ('row': whether there is one), read into
@@ -1007,7 +1008,7 @@ static err_t rebound_text(struct store *st, struct jsonw *w, const char *resourc
         .holder_name = by ? by->name : NULL,
         .holder_uid = by ? by->uid : NULL,
         .holder_container = container,
-        .revision = st_tx_next(st),
+        .revision = changelog_next(&st->log),
     };
 
     rebound_cols(&t, seen, s);
@@ -1042,7 +1043,8 @@ static err_t emit_rebound(struct store *st, const char *resource, const char *id
         rc = rebound_text(st, &w, resource, id, by, container, seen, s);
     db_done(s);
     if (!rc && row)
-        rc = st_emit_text(st, gone ? "DELETED" : "MODIFIED", "Device", "", w.sb.buf, w.sb.len);
+        rc = changelog_emit_text(&st->log, gone ? "DELETED" : "MODIFIED", "Device", "", w.sb.buf,
+                                 w.sb.len);
     if (!rc && row && gone)
         rc = db_exec(st->wdb, "DELETE FROM devices WHERE resource=? AND id=?", "tt", resource, id);
     jsonw_release(&w);
@@ -1320,7 +1322,7 @@ static err_t bind_pod(struct store *st, const char *ns, const char *name, const 
         rc = db_exec(st->wdb,
                      "INSERT OR REPLACE INTO pods(namespace,name,uid,containers,request,revision,"
                      "device_keys) VALUES(?,?,?,?,?,?,?)",
-                     "tttttut", ns, name, uid, text, request, st_tx_next(st), keys);
+                     "tttttut", ns, name, uid, text, request, changelog_next(&st->log), keys);
     if (!rc)
         rc = emit_pod(st, p.found ? "MODIFIED" : "ADDED", ns, name, uid, text, podtext);
     if (!rc)
@@ -1698,10 +1700,11 @@ static err_t release_run(struct store *st, void *ctx)
         rc = pod_bound(st, o->ns, o->name, p.keys, p.containers, &before);
     if (!rc)
         rc = st_pod_json(st->wdb, o->ns, o->name, &o->obj);
-    if (!rc && json_object_set_new(o->obj, "revision", json_integer((json_int_t)st_tx_next(st))))
+    if (!rc &&
+        json_object_set_new(o->obj, "revision", json_integer((json_int_t)changelog_next(&st->log))))
         rc = ERR_NOMEM;
     if (!rc)
-        rc = st_emit(st, "DELETED", "PodResources", o->ns, o->obj);
+        rc = changelog_emit(&st->log, "DELETED", "PodResources", o->ns, o->obj);
     if (!rc)
         rc = db_exec(st->wdb, "DELETE FROM pods WHERE namespace=? AND name=?", "tt", o->ns,
                      o->name);
@@ -1840,7 +1843,7 @@ static err_t resv_write(struct store *st, const char *ns, const char *name, cons
         rc = db_exec(st->wdb,
                      "INSERT OR REPLACE INTO reservations(namespace,name,containers,state,message,"
                      "revision) VALUES(?,?,?,?,?,?)",
-                     "tttttu", ns, name, text, state, msg, st_tx_next(st));
+                     "tttttu", ns, name, text, state, msg, changelog_next(&st->log));
     if (!rc)
         rc = emit_reservation(st, exists ? "MODIFIED" : "ADDED", ns, name);
     if (!rc)
@@ -1927,10 +1930,11 @@ static err_t resv_delete_run(struct store *st, void *args, json_t **obj)
                  ns, name, was, a->rev);
         rc = ERR_CONFLICT;
     }
-    if (!rc && json_object_set_new(*obj, "revision", json_integer((json_int_t)st_tx_next(st))))
+    if (!rc &&
+        json_object_set_new(*obj, "revision", json_integer((json_int_t)changelog_next(&st->log))))
         rc = ERR_NOMEM;
     if (!rc)
-        rc = st_emit(st, "DELETED", "Reservation", ns, *obj);
+        rc = changelog_emit(&st->log, "DELETED", "Reservation", ns, *obj);
     if (!rc)
         rc = pod_reserved(st, ns, name, &before);
     if (!rc)

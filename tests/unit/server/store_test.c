@@ -1523,7 +1523,7 @@ static void test_changes_after(void)
     fx_close(&f);
 }
 
-/* st_ring_head against every layout the ring can have: ring sizes 1..16,
+/* changelog_head against every layout the ring can have: ring sizes 1..16,
  * heads 0..3 rings on, a full run or a shorter one (a ring laid out anew),
  * and every guess from 0 to past the head. */
 static void test_ring_head(void)
@@ -1551,7 +1551,7 @@ static void test_ring_head(void)
                                      "uu", r % n, r));
                 for (guess = 0; guess <= head + n + 2; guess++) {
                     got = 999999;
-                    CHECK_OK(st_ring_head(db, n, guess, &got));
+                    CHECK_OK(changelog_head(db, n, guess, &got));
                     cases++;
                     if (got != head && bad++ < 5)
                         printf("# ring %" PRIu64 " run %" PRIu64 "..%" PRIu64 " guess %" PRIu64
