@@ -92,7 +92,7 @@ static void fn_ms(sqlite3_context *cx, int argc, sqlite3_value **argv)
 
     (void)argc;
     (void)argv;
-    sqlite3_result_int64(cx, (sqlite3_int64)st->m_ms);
+    sqlite3_result_int64(cx, (sqlite3_int64)st->commit.now_ms);
 }
 
 /* podres_hist_id(table): the next interval id, from_ms * 1024 or the id
@@ -101,15 +101,15 @@ static void fn_ms(sqlite3_context *cx, int argc, sqlite3_value **argv)
 static void fn_id(sqlite3_context *cx, int argc, sqlite3_value **argv)
 {
     struct store *st = sqlite3_user_data(cx);
-    uint64_t id = st->m_ms << 10;
+    uint64_t id = st->commit.now_ms << 10;
     int t = sqlite3_value_int(argv[0]) != 0;
 
     (void)argc;
-    if (id <= st->hist_id)
-        id = st->hist_id + 1;
-    st->hist_id = id;
-    if (st->hist_rows[t] >= 0)
-        st->hist_rows[t]++;
+    if (id <= st->hist.last_id)
+        id = st->hist.last_id + 1;
+    st->hist.last_id = id;
+    if (st->hist.rows[t] >= 0)
+        st->hist.rows[t]++;
     sqlite3_result_int64(cx, (sqlite3_int64)id);
 }
 
@@ -117,17 +117,17 @@ static err_t last_id(struct store *st)
 {
     sqlite3_stmt *s = NULL;
     bool row = false;
-    err_t rc = db_prep(st->wdb, &s,
+    err_t rc = db_prep(st->commit.db, &s,
                        "SELECT max(ifnull((SELECT max(id) FROM hist_bind),0),"
                        "ifnull((SELECT max(id) FROM hist_health),0))",
                        NULL);
 
     if (!rc)
-        rc = db_step(st->wdb, s, &row);
+        rc = db_step(st->commit.db, s, &row);
     if (!rc && row)
-        st->hist_id = (uint64_t)sqlite3_column_int64(s, 0);
+        st->hist.last_id = (uint64_t)sqlite3_column_int64(s, 0);
     db_done(s);
-    st->m_ms = st->hist_id >> 10; /* times never go back across a restart */
+    st->commit.now_ms = st->hist.last_id >> 10; /* times never go back across a restart */
     return rc;
 }
 
@@ -135,17 +135,18 @@ err_t st_hist_attach(struct store *st)
 {
     int rc;
 
-    st->hist_rows[0] = st->hist_rows[1] = -1;
+    st->hist.rows[0] = st->hist.rows[1] = -1;
     if (!ST_HIST_TRIGGERS)
         return last_id(st);
-    rc = sqlite3_create_function(st->wdb, "podres_hist_ms", 0, SQLITE_UTF8, st, fn_ms, NULL, NULL);
+    rc = sqlite3_create_function(st->commit.db, "podres_hist_ms", 0, SQLITE_UTF8, st, fn_ms, NULL,
+                                 NULL);
     if (rc == SQLITE_OK)
-        rc = sqlite3_create_function(st->wdb, "podres_hist_id", 1, SQLITE_UTF8, st, fn_id, NULL,
-                                     NULL);
+        rc = sqlite3_create_function(st->commit.db, "podres_hist_id", 1, SQLITE_UTF8, st, fn_id,
+                                     NULL, NULL);
     if (rc == SQLITE_OK)
-        rc = sqlite3_exec(st->wdb, triggers_sql, NULL, NULL, NULL);
+        rc = sqlite3_exec(st->commit.db, triggers_sql, NULL, NULL, NULL);
     if (rc != SQLITE_OK)
-        return db_err(st->wdb, rc, "set up the history triggers");
+        return db_err(st->commit.db, rc, "set up the history triggers");
     return last_id(st);
 }
 
@@ -491,19 +492,19 @@ static err_t prune_table(struct store *st, struct prune_op *o, int t)
     int n;
     err_t rc = ERR_OK;
 
-    if (st->hist_rows[t] < 0 && o->counted[t] >= 0)
-        st->hist_rows[t] = o->counted[t];
-    if (o->max_rows && st->hist_rows[t] > (int64_t)o->max_rows)
-        over = st->hist_rows[t] - (int64_t)o->max_rows;
+    if (st->hist.rows[t] < 0 && o->counted[t] >= 0)
+        st->hist.rows[t] = o->counted[t];
+    if (o->max_rows && st->hist.rows[t] > (int64_t)o->max_rows)
+        over = st->hist.rows[t] - (int64_t)o->max_rows;
     if (over > 0)
-        rc = db_exec(st->wdb, prune_cap_sql[t], "i", over < PRUNE_ROWS ? over : PRUNE_ROWS);
+        rc = db_exec(st->commit.db, prune_cap_sql[t], "i", over < PRUNE_ROWS ? over : PRUNE_ROWS);
     if (!rc && over <= 0)
-        rc = db_exec(st->wdb, prune_age_sql[t], "ii", o->cut_ms, (int64_t)PRUNE_ROWS);
+        rc = db_exec(st->commit.db, prune_age_sql[t], "ii", o->cut_ms, (int64_t)PRUNE_ROWS);
     if (rc)
         return rc;
-    n = sqlite3_changes(st->wdb);
-    if (st->hist_rows[t] >= 0)
-        st->hist_rows[t] -= n;
+    n = sqlite3_changes(st->commit.db);
+    if (st->hist.rows[t] >= 0)
+        st->hist.rows[t] -= n;
     o->more = o->more || n == PRUNE_ROWS;
     return ERR_OK;
 }
@@ -513,26 +514,26 @@ static err_t prune_pods(struct store *st)
 {
     sqlite3_stmt *s = NULL;
     bool row = false;
-    err_t rc = db_prep(st->wdb, &s,
+    err_t rc = db_prep(st->commit.db, &s,
                        "SELECT max(id),count(*) FROM (SELECT id FROM hist_pod WHERE id>?1 ORDER "
                        "BY id LIMIT ?2)",
-                       "ii", (int64_t)st->hist_pod_cursor, (int64_t)PRUNE_PODS);
+                       "ii", (int64_t)st->hist.pod_cursor, (int64_t)PRUNE_PODS);
     int64_t hi = 0, n = 0;
 
     if (!rc)
-        rc = db_step(st->wdb, s, &row);
+        rc = db_step(st->commit.db, s, &row);
     if (!rc && row) {
         hi = sqlite3_column_int64(s, 0);
         n = sqlite3_column_int64(s, 1);
     }
     db_done(s);
     if (!rc && n > 0)
-        rc = db_exec(st->wdb,
+        rc = db_exec(st->commit.db,
                      "DELETE FROM hist_pod WHERE id>?1 AND id<=?2 AND NOT EXISTS (SELECT 1 FROM "
                      "hist_bind b WHERE b.pod=hist_pod.id)",
-                     "ii", (int64_t)st->hist_pod_cursor, hi);
+                     "ii", (int64_t)st->hist.pod_cursor, hi);
     if (!rc)
-        st->hist_pod_cursor = n < PRUNE_PODS ? 0 : (uint64_t)hi;
+        st->hist.pod_cursor = n < PRUNE_PODS ? 0 : (uint64_t)hi;
     return rc;
 }
 
@@ -540,14 +541,14 @@ static err_t prune_pods(struct store *st)
 static err_t prune_run(struct store *st, void *ctx)
 {
     struct prune_op *o = ctx;
-    sqlite3_int64 before = sqlite3_total_changes64(st->wdb);
+    sqlite3_int64 before = sqlite3_total_changes64(st->commit.db);
     err_t rc = prune_table(st, o, 0);
 
     if (!rc)
         rc = prune_table(st, o, 1);
     if (!rc)
         rc = prune_pods(st);
-    if (!rc && sqlite3_total_changes64(st->wdb) == before)
+    if (!rc && sqlite3_total_changes64(st->commit.db) == before)
         st_write_discard(st);
     return rc;
 }
@@ -581,7 +582,7 @@ err_t store_history_prune(struct store *st, int64_t now_ms, uint64_t retention_m
     err_t rc = ERR_OK;
 
     for (t = 0; !rc && max_rows && t < 2; t++) {
-        if (__atomic_load_n(&st->hist_rows[t], __ATOMIC_RELAXED) < 0)
+        if (__atomic_load_n(&st->hist.rows[t], __ATOMIC_RELAXED) < 0)
             rc = count_rows(st, t, &o.counted[t]);
     }
     if (!rc)

@@ -1,90 +1,40 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* store_int.h - what store.c shares with store_write.c and store_view.c;
- * nothing outside the store includes it. */
+/* store_int.h - the store's own contract between its files: struct store,
+ * made of its parts (the write connection and group commit, the change
+ * log, the read pool, the history's counters, what the kubelet gave beside
+ * its devices), and the calls the store's files make to each other.
+ * Nothing outside the store includes it. */
 #ifndef PODRES_STORE_INT_H
 #define PODRES_STORE_INT_H
 #include <pthread.h>
-#include <semaphore.h>
 #include <sqlite3.h>
 
 #include "../common/jsonw.h"
 #include "changelog.h"
+#include "commit.h"
 #include "db.h"
 #include "store.h"
 
-#define BATCH_MAX 64      /* writes at most in one group commit */
-#define COMBINE_BATCHES 2 /* batches a combiner runs in a row before it hands over */
-
-/* A write's answer, given after the COMMIT of its batch (on its stack). */
-struct tx_waiter {
-    struct tx_waiter *next;
-    err_t err;  /* the batch's result */
-    sem_t done; /* posted by whoever ended the batch, after 'err' is set */
+/* The history's state on the write connection (store_hist.c). */
+struct store_hist {
+    uint64_t last_id;    /* the last interval id given (writer's lock) */
+    int64_t rows[2];     /* rows of hist_bind, hist_health for the cap; -1 not counted yet
+                            (writer's lock; read atomically) */
+    uint64_t pod_cursor; /* where the next pruning step looks at hist_pod (writer's lock) */
 };
 
-/* A write queued for the combiner (st_write), on its caller's stack. */
-struct wop {
-    err_t (*fn)(struct store *st, void *ctx); /* the write, run by the combiner */
-    void *ctx;                                /* its arguments and results */
-    struct tx_waiter w;                       /* its answer, posted on w.done */
-    bool lead;                                /* posted to run the queue, not answered */
-    struct wop *next;                         /* queue order */
-};
-
-/* Group commit (st_write): every write is a function run inside a batch,
- * one BEGIN IMMEDIATE .. COMMIT, each write after the batch's first as a
- * SAVEPOINT. Writes queue on 'qmu'; the first in an empty queue is the
- * combiner: it takes 'wmu', runs the queued writes back to back (at most
- * BATCH_MAX), commits once and posts each member's answer. Writes queued
- * meanwhile (during the COMMIT's sync) are its next batch, up to
- * COMBINE_BATCHES batches in a row; then the first write still queued is
- * woken to combine. A write is acknowledged only after
- * the COMMIT that holds it; a failed member rolls back to its savepoint (the
- * first, the batch it opened), is answered at once and leaves the others in.
- *
- * Lock: 'wmu' guards the write connection and every tx_* and m_* field (the
- * combiner holds it); 'qmu' the queue of writes. Never take 'wmu' while
- * holding 'qmu'. 'rev' is written under wmu and read atomically. The read
- * pool has its own lock (db.h). */
+/* Locks, in the order they are taken: the writer's (commit.h: commit.mu,
+ * then commit.qmu), then the read pool's (db.h) or 'amu', each alone. A
+ * write holds the writer's lock throughout and may take a read connection
+ * only outside it. */
 struct store {
-    char *path;                   /* database file */
-    pthread_mutex_t wmu;          /* the writer's lock */
-    sqlite3 *wdb;                 /* the write connection */
-    struct changelog log;         /* the change log and the revision (changelog.h) */
-    bool tx_open;                 /* a batch (BEGIN IMMEDIATE) is open */
-    size_t tx_members;            /* writes in the open batch, done and waiting */
-    struct tx_waiter *tx_waiters; /* their answers, posted after the COMMIT */
-    struct changelog_mark m_mark; /* the log when the current write began */
-    bool m_discard;               /* the current write asked to be rolled back (st_write) */
-    bool m_whole;                 /* it opened the batch: no savepoint, the batch is its own */
-    pthread_mutex_t qmu;          /* guards the st_write queue: qhead, qtail, combining */
-    struct wop *qhead, *qtail;    /* writes waiting for a combiner */
-    bool combining;               /* a combiner runs (or is woken to), its COMMITs included */
-    uint64_t nheirs;              /* combiners woken to run a queue (atomic; for tests) */
-    pthread_mutex_t cmu;          /* the checkpointer's lock: ckpt_want, ckpt_stop */
-    pthread_cond_t ccv;           /* wakes the checkpointer */
-    pthread_t ckpt_thread;        /* the checkpointer (store.c) */
-    bool ckpt_started;            /* ckpt_thread runs */
-    bool ckpt_want;               /* the WAL has CKPT_FRAMES frames or more */
-    bool ckpt_stop;               /* store_free() is waiting for it */
-    bool ckpt_failing;            /* the last checkpoint failed (logged once) */
-    uint64_t nckpts;              /* checkpoints done, either way (atomic) */
-    uint64_t nckpts_commit;       /* of those, on the write connection (atomic; tests) */
-    uint64_t ckpt_next;           /* WAL frames at which to wake it next (under wmu) */
-    uint64_t ckpt_seen;           /* WAL frames after the last COMMIT (under wmu) */
-    bool ckpt_due;                /* on_wal asked for a checkpoint after this batch (wmu) */
-    bool ckpt_must;               /* ... and the WAL is past CKPT_FRAMES_MAX (wmu) */
-    uint64_t ncommits;            /* COMMITs of batches with writes (atomic) */
-    uint64_t nwrites;             /* writes those COMMITs held (atomic) */
-    pthread_mutex_t amu;          /* guards alloc_rest */
-    json_t *alloc_rest;           /* {"cpuIds","memory"} the kubelet last gave, or NULL */
-    struct db_pool readers;       /* the read connections (db.h) */
-    uint64_t m_ms;                /* wall-clock ms of the current write, never less than the
-                                     last one's: history times (under wmu) */
-    uint64_t hist_id;             /* the last history interval id given (under wmu) */
-    int64_t hist_rows[2];         /* rows of hist_bind, hist_health for the cap; -1 not counted
-                                     yet (under wmu; read atomically) */
-    uint64_t hist_pod_cursor;     /* where the next pruning step looks at hist_pod (under wmu) */
+    char *path;             /* the database file; new */
+    struct changelog log;   /* the change log and the revision (changelog.h) */
+    struct commit commit;   /* the write connection and group commit (commit.h) */
+    struct db_pool readers; /* the read connections (db.h) */
+    struct store_hist hist; /* the history's ids and row counts */
+    pthread_mutex_t amu;    /* guards alloc_rest */
+    json_t *alloc_rest;     /* {"cpuIds","memory"} the kubelet last gave, or NULL */
 };
 
 /* Run fn(st, ctx) as one write of a batch and return its result once the
@@ -92,7 +42,7 @@ struct store {
  * kept). Concurrent writes are queued and run back to back by one thread,
  * the combiner, so the write lock never waits for a thread to wake up; fn
  * may run on another thread than the caller's (ctx lives on the caller's
- * stack, which waits). fn reads and writes through st->wdb and records its
+ * stack, which waits). fn reads and writes through st->commit.db and records its
  * events with changelog_emit(&st->log, ..); it returns an error to be
  * rolled back. */
 err_t st_write(struct store *st, err_t (*fn)(struct store *st, void *ctx), void *ctx) WARN_UNUSED;

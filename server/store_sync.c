@@ -261,7 +261,7 @@ static err_t build_want(struct sync *s, const json_t *snap)
 
 static err_t load_have(struct sync *s)
 {
-    sqlite3 *db = s->st->wdb;
+    sqlite3 *db = s->st->commit.db;
     sqlite3_stmt *q = NULL;
     char key[SYNC_KEY_MAX];
     bool row;
@@ -320,7 +320,8 @@ static err_t emit_view(struct sync *s, const char *type, const char *kind, const
 {
     json_t *obj = NULL;
     bool pod = strcmp(kind, "PodResources") == 0;
-    err_t rc = pod ? st_pod_json(s->st->wdb, a, b, &obj) : st_device_json(s->st->wdb, a, b, &obj);
+    err_t rc = pod ? st_pod_json(s->st->commit.db, a, b, &obj)
+                   : st_device_json(s->st->commit.db, a, b, &obj);
 
     if (!rc &&
         json_object_set_new(obj, "revision", json_integer((json_int_t)changelog_next(&s->st->log))))
@@ -344,7 +345,7 @@ static err_t drop_pods(struct sync *s)
             continue;
         rc = emit_view(s, "DELETED", "PodResources", fld(p, "ns"), fld(p, "name"));
         if (!rc)
-            rc = db_exec(s->st->wdb, "DELETE FROM pods WHERE namespace=? AND name=?", "tt",
+            rc = db_exec(s->st->commit.db, "DELETE FROM pods WHERE namespace=? AND name=?", "tt",
                          fld(p, "ns"), fld(p, "name"));
     }
     return rc;
@@ -365,15 +366,15 @@ static err_t rebind(struct sync *s)
     json_object_foreach(s->have_bind, key, v) {
         if (rc || same_owner(v, json_object_get(s->want_bind, key)))
             continue;
-        rc = db_exec(s->st->wdb, "DELETE FROM bindings WHERE resource=? AND device_id=?", "tt",
-                     fld(v, "r"), fld(v, "i"));
+        rc = db_exec(s->st->commit.db, "DELETE FROM bindings WHERE resource=? AND device_id=?",
+                     "tt", fld(v, "r"), fld(v, "i"));
         if (!rc && json_object_set_new(s->touched, key, json_true()))
             rc = ERR_NOMEM;
     }
     json_object_foreach(s->want_bind, key, v) {
         if (rc || same_owner(v, json_object_get(s->have_bind, key)))
             continue;
-        rc = db_exec(s->st->wdb,
+        rc = db_exec(s->st->commit.db,
                      "INSERT OR REPLACE INTO bindings(resource,device_id,namespace,pod,"
                      "container) VALUES(?,?,?,?,?)",
                      "ttttt", fld(v, "r"), fld(v, "i"), fld(v, "ns"), fld(v, "pod"), fld(v, "c"));
@@ -394,10 +395,10 @@ static err_t drop_devices(struct sync *s)
             continue;
         rc = emit_view(s, "DELETED", "Device", fld(d, "r"), fld(d, "i"));
         if (!rc)
-            rc = db_exec(s->st->wdb, "DELETE FROM devices WHERE resource=? AND id=?", "tt",
+            rc = db_exec(s->st->commit.db, "DELETE FROM devices WHERE resource=? AND id=?", "tt",
                          fld(d, "r"), fld(d, "i"));
         if (!rc) /* a let-go row left by the write API */
-            rc = db_exec(s->st->wdb,
+            rc = db_exec(s->st->commit.db,
                          "DELETE FROM bindings WHERE resource=? AND device_id=? AND "
                          "pod=''",
                          "tt", fld(d, "r"), fld(d, "i"));
@@ -415,7 +416,7 @@ static err_t put_pods(struct sync *s)
         h = json_object_get(s->have_pods, key);
         if (rc || (h && fld(h, "uid")[0] == '\0' && strcmp(fld(h, "text"), fld(p, "text")) == 0))
             continue;
-        rc = db_exec(s->st->wdb,
+        rc = db_exec(s->st->commit.db,
                      "INSERT OR REPLACE INTO pods(namespace,name,uid,containers,request,revision) "
                      "VALUES(?,?,'',?,NULL,?)",
                      "tttu", fld(p, "ns"), fld(p, "name"), fld(p, "text"),
@@ -445,7 +446,7 @@ static err_t put_devices(struct sync *s)
             rc = ERR_NOMEM;
         if (rc || (h && same_device(d, h) && !json_object_get(s->touched, key)))
             continue;
-        rc = db_exec(s->st->wdb,
+        rc = db_exec(s->st->commit.db,
                      "INSERT INTO devices(resource,id,health,numa,properties,removed,revision) "
                      "VALUES(?,?,?,?,'{}',?,?) ON CONFLICT(resource,id) DO UPDATE SET "
                      "health=excluded.health,numa=excluded.numa,removed=excluded.removed,"

@@ -407,6 +407,7 @@ static json_t *stats_row(sqlite3_stmt *s)
 
 err_t store_stats(struct store *st, json_t **out)
 {
+    struct commit_counts n;
     sqlite3 *db = NULL;
     sqlite3_stmt *s = NULL;
     json_t *devs = NULL, *o;
@@ -438,11 +439,10 @@ err_t store_stats(struct store *st, json_t **out)
     db_read_end(&st->readers, db);
     if (rc)
         return rc;
+    commit_counts(&st->commit, &n);
     o = json_pack("{s:I,s:I,s:o,s:I,s:I,s:I}", "pods", (json_int_t)pods, "boundDevices",
-                  (json_int_t)bound, "devices", devs, "commits",
-                  (json_int_t)__atomic_load_n(&st->ncommits, __ATOMIC_RELAXED), "writes",
-                  (json_int_t)__atomic_load_n(&st->nwrites, __ATOMIC_RELAXED), "checkpoints",
-                  (json_int_t)__atomic_load_n(&st->nckpts, __ATOMIC_RELAXED));
+                  (json_int_t)bound, "devices", devs, "commits", (json_int_t)n.commits, "writes",
+                  (json_int_t)n.writes, "checkpoints", (json_int_t)n.checkpoints);
     if (!o)
         return ERR_NOMEM;
     *out = o;

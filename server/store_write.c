@@ -33,11 +33,11 @@ static const char *key_split(char *key)
 static err_t emit_device(struct store *st, const char *type, const char *resource, const char *id)
 {
     struct jsonw w = JSONW_INIT;
-    err_t rc = db_exec(st->wdb, "UPDATE devices SET revision=? WHERE resource=? AND id=?", "utt",
-                       changelog_next(&st->log), resource, id);
+    err_t rc = db_exec(st->commit.db, "UPDATE devices SET revision=? WHERE resource=? AND id=?",
+                       "utt", changelog_next(&st->log), resource, id);
 
     if (!rc)
-        rc = st_device_text(st->wdb, resource, id, 0, &w);
+        rc = st_device_text(st->commit.db, resource, id, 0, &w);
     if (!rc)
         rc = changelog_emit_text(&st->log, type, "Device", "", w.sb.buf, w.sb.len);
     jsonw_release(&w);
@@ -49,15 +49,17 @@ static err_t emit_device(struct store *st, const char *type, const char *resourc
 static err_t emit_device_deleted(struct store *st, const char *resource, const char *id)
 {
     struct jsonw w = JSONW_INIT;
-    err_t rc = st_device_text(st->wdb, resource, id, changelog_next(&st->log), &w);
+    err_t rc = st_device_text(st->commit.db, resource, id, changelog_next(&st->log), &w);
 
     if (!rc)
         rc = changelog_emit_text(&st->log, "DELETED", "Device", "", w.sb.buf, w.sb.len);
     if (!rc)
-        rc = db_exec(st->wdb, "DELETE FROM devices WHERE resource=? AND id=?", "tt", resource, id);
+        rc = db_exec(st->commit.db, "DELETE FROM devices WHERE resource=? AND id=?", "tt", resource,
+                     id);
     if (!rc)
-        rc = db_exec(st->wdb, "DELETE FROM bindings WHERE resource=? AND device_id=? AND pod=''",
-                     "tt", resource, id);
+        rc = db_exec(st->commit.db,
+                     "DELETE FROM bindings WHERE resource=? AND device_id=? AND pod=''", "tt",
+                     resource, id);
     jsonw_release(&w);
     return rc;
 }
@@ -85,7 +87,7 @@ static err_t emit_pod(struct store *st, const char *type, const char *ns, const 
 static err_t emit_reservation(struct store *st, const char *type, const char *ns, const char *name)
 {
     json_t *obj = NULL;
-    err_t rc = st_reservation_json(st->wdb, ns, name, &obj);
+    err_t rc = st_reservation_json(st->commit.db, ns, name, &obj);
 
     if (!rc)
         rc = changelog_emit(&st->log, type, "Reservation", ns, obj);
@@ -178,7 +180,7 @@ static err_t devrow_get(struct store *st, const char *resource, const char *id, 
 {
     sqlite3_stmt *s = NULL;
     bool row = false;
-    err_t rc = db_prep(st->wdb, &s,
+    err_t rc = db_prep(st->commit.db, &s,
                        "SELECT d.health,d.removed,d.numa,b.namespace||'/'||b.pod,b.container,"
                        "r.namespace||'/'||r.pod,d.properties FROM devices d LEFT JOIN bindings b "
                        "ON b.resource=d.resource AND b.device_id=d.id AND b.pod<>'' LEFT JOIN "
@@ -188,7 +190,7 @@ static err_t devrow_get(struct store *st, const char *resource, const char *id, 
 
     memset(d, 0, sizeof(*d));
     if (!rc)
-        rc = db_step(st->wdb, s, &row);
+        rc = db_step(st->commit.db, s, &row);
     if (!rc && row) {
         d->found = true;
         str_copy(d->health, sizeof(d->health), db_text(s, 0));
@@ -217,10 +219,10 @@ static err_t holder_get(struct store *st, const char *table, const char *resourc
     snprintf(sql, sizeof(sql),
              "SELECT namespace||'/'||pod FROM %s WHERE resource=? AND device_id=? AND pod<>''",
              table);
-    rc = db_prep(st->wdb, &s, sql, "tt", resource, id);
+    rc = db_prep(st->commit.db, &s, sql, "tt", resource, id);
     who[0] = '\0';
     if (!rc)
-        rc = db_step(st->wdb, s, &row);
+        rc = db_step(st->commit.db, s, &row);
     if (!rc && row)
         str_copy(who, cap, db_text(s, 0));
     db_done(s);
@@ -236,7 +238,7 @@ static err_t map_rows(struct store *st, sqlite3_stmt *s, json_t *map)
     err_t rc = ERR_OK;
 
     while (s && !rc) {
-        rc = db_step(st->wdb, s, &row);
+        rc = db_step(st->commit.db, s, &row);
         if (rc || !row)
             break;
         dev_key(key, db_text(s, 0), db_text(s, 1));
@@ -266,7 +268,7 @@ static err_t pod_reserved(struct store *st, const char *ns, const char *name, js
     err_t rc = map ? ERR_OK : ERR_NOMEM;
 
     if (!rc)
-        rc = db_prep(st->wdb, &s,
+        rc = db_prep(st->commit.db, &s,
                      "SELECT resource,device_id,'' FROM reserved WHERE namespace=? AND pod=?", "tt",
                      ns, name);
     if (!rc)
@@ -444,7 +446,7 @@ static err_t resv_compute(struct store *st, const char *ns, const char *name,
 {
     json_t *pod = NULL, *want = NULL, *have = NULL;
     char a[300], b[300];
-    err_t rc = st_pod_json(st->wdb, ns, name, &pod);
+    err_t rc = st_pod_json(st->commit.db, ns, name, &pod);
 
     msg[0] = '\0';
     if (rc == ERR_NOTFOUND) {
@@ -478,7 +480,7 @@ static err_t resv_refresh(struct store *st, const char *ns, const char *name)
     json_t *r = NULL;
     const char *state = "Pending";
     char msg[700];
-    err_t rc = st_reservation_json(st->wdb, ns, name, &r);
+    err_t rc = st_reservation_json(st->commit.db, ns, name, &r);
 
     if (rc == ERR_NOTFOUND)
         return ERR_OK;
@@ -486,7 +488,7 @@ static err_t resv_refresh(struct store *st, const char *ns, const char *name)
         rc = resv_compute(st, ns, name, json_object_get(r, "containers"), &state, msg, sizeof(msg));
     if (!rc && (strcmp(state, json_string_value(json_object_get(r, "state"))) != 0 ||
                 strcmp(msg, json_string_value(json_object_get(r, "message"))) != 0)) {
-        rc = db_exec(st->wdb,
+        rc = db_exec(st->commit.db,
                      "UPDATE reservations SET state=?,message=?,revision=? WHERE namespace=? AND "
                      "name=?",
                      "ttutt", state, msg, changelog_next(&st->log), ns, name);
@@ -503,10 +505,10 @@ err_t st_resv_refresh_all(struct store *st)
     json_t *keys = json_array(), *k;
     size_t i;
     bool row;
-    err_t rc = db_prep(st->wdb, &s, "SELECT namespace,name FROM reservations", NULL);
+    err_t rc = db_prep(st->commit.db, &s, "SELECT namespace,name FROM reservations", NULL);
 
     while (!rc) {
-        rc = db_step(st->wdb, s, &row);
+        rc = db_step(st->commit.db, s, &row);
         if (rc || !row)
             break;
         json_array_append_new(keys, json_pack("[s,s]", db_text(s, 0), db_text(s, 1)));
@@ -573,12 +575,12 @@ static err_t put_one_device(struct store *st, const char *resource, const json_t
     err_t rc = numa && props ? ERR_OK : ERR_NOMEM;
 
     if (!rc)
-        rc = db_prep(st->wdb, &s,
+        rc = db_prep(st->commit.db, &s,
                      "SELECT health=? AND numa=? AND properties=?, removed FROM devices "
                      "WHERE resource=? AND id=?",
                      "ttttt", health, numa, props, resource, id);
     if (!rc)
-        rc = db_step(st->wdb, s, &row);
+        rc = db_step(st->commit.db, s, &row);
     if (!rc && row) {
         same = sqlite3_column_int(s, 0) != 0;
         removed = sqlite3_column_int(s, 1) != 0;
@@ -587,11 +589,11 @@ static err_t put_one_device(struct store *st, const char *resource, const json_t
     if (!rc && same && removed) {
         /* a removed device, still held, registered again as it is listed:
          * registered again, and nothing a reader sees changed (no event) */
-        rc = db_exec(st->wdb, "UPDATE devices SET removed=0 WHERE resource=? AND id=?", "tt",
+        rc = db_exec(st->commit.db, "UPDATE devices SET removed=0 WHERE resource=? AND id=?", "tt",
                      resource, id);
         *changed = true;
     } else if (!rc && !same) {
-        rc = db_exec(st->wdb,
+        rc = db_exec(st->commit.db,
                      "INSERT INTO devices(resource,id,health,numa,properties,removed,revision) "
                      "VALUES(?,?,?,?,?,0,?) ON CONFLICT(resource,id) DO UPDATE SET "
                      "health=excluded.health,numa=excluded.numa,properties=excluded.properties,"
@@ -614,10 +616,10 @@ static err_t drop_missing(struct store *st, const char *resource, const json_t *
     struct devrow d;
     size_t i;
     bool row;
-    err_t rc = db_prep(st->wdb, &s, "SELECT id FROM devices WHERE resource=?", "t", resource);
+    err_t rc = db_prep(st->commit.db, &s, "SELECT id FROM devices WHERE resource=?", "t", resource);
 
     while (!rc) {
-        rc = db_step(st->wdb, s, &row);
+        rc = db_step(st->commit.db, s, &row);
         if (rc || !row)
             break;
         if (!json_object_get(keep, db_text(s, 0)))
@@ -637,7 +639,7 @@ static err_t drop_missing(struct store *st, const char *resource, const json_t *
             rc = emit_device_deleted(st, resource, id);
             *changed = true;
         } else if (!d.removed || strcmp(d.health, "Unhealthy") != 0) {
-            rc = db_exec(st->wdb,
+            rc = db_exec(st->commit.db,
                          "UPDATE devices SET removed=1,health='Unhealthy' WHERE resource=? AND "
                          "id=?",
                          "tt", resource, id);
@@ -657,14 +659,14 @@ static err_t devices_of(struct store *st, const char *resource, json_t **out)
     sqlite3_stmt *s = NULL;
     json_t *arr = json_array(), *d;
     bool row;
-    err_t rc = db_prep(st->wdb, &s, "SELECT id FROM devices WHERE resource=? ORDER BY id", "t",
-                       resource);
+    err_t rc = db_prep(st->commit.db, &s, "SELECT id FROM devices WHERE resource=? ORDER BY id",
+                       "t", resource);
 
     while (!rc) {
-        rc = db_step(st->wdb, s, &row);
+        rc = db_step(st->commit.db, s, &row);
         if (rc || !row)
             break;
-        rc = st_device_json(st->wdb, resource, db_text(s, 0), &d);
+        rc = st_device_json(st->commit.db, resource, db_text(s, 0), &d);
         if (!rc)
             json_array_append_new(arr, d);
     }
@@ -702,7 +704,7 @@ static err_t resource_put_run(struct store *st, void *args, json_t **list)
     if (!rc)
         rc = drop_missing(st, resource, keep, changed);
     if (!rc)
-        rc = db_exec(st->wdb,
+        rc = db_exec(st->commit.db,
                      "INSERT OR REPLACE INTO resources(name,ttl_ms,refreshed_ms,expired) "
                      "VALUES(?,?,?,0)",
                      "tuu", resource, a->ttl_ms, clock_wall_ms());
@@ -744,7 +746,7 @@ static err_t set_health_run(struct store *st, void *args, json_t **obj)
         rc = ERR_NOTFOUND;
     }
     if (!rc && strcmp(d.health, health) != 0) {
-        rc = db_exec(st->wdb, "UPDATE devices SET health=? WHERE resource=? AND id=?", "ttt",
+        rc = db_exec(st->commit.db, "UPDATE devices SET health=? WHERE resource=? AND id=?", "ttt",
                      health, resource, id);
         if (!rc)
             rc = emit_device(st, "MODIFIED", resource, id);
@@ -752,7 +754,7 @@ static err_t set_health_run(struct store *st, void *args, json_t **obj)
             rc = st_resv_refresh_all(st);
     }
     if (!rc)
-        rc = st_device_json(st->wdb, resource, id, obj);
+        rc = st_device_json(st->commit.db, resource, id, obj);
     return rc;
 }
 
@@ -782,12 +784,12 @@ static err_t expire_run(struct store *st, void *ctx)
 
     *expired = 0;
     if (!rc)
-        rc = db_prep(st->wdb, &s,
+        rc = db_prep(st->commit.db, &s,
                      "SELECT name FROM resources WHERE ttl_ms>0 AND expired=0 AND "
                      "refreshed_ms+ttl_ms<?",
                      "u", now_ms);
     while (!rc) {
-        rc = db_step(st->wdb, s, &row);
+        rc = db_step(st->commit.db, s, &row);
         if (rc || !row)
             break;
         json_array_append_new(lapsed, json_string(db_text(s, 0)));
@@ -800,7 +802,7 @@ static err_t expire_run(struct store *st, void *ctx)
             break;
         log_warn("heartbeat of resource '%s' lapsed; its devices are now Unhealthy", res);
         (*expired)++;
-        rc = db_exec(st->wdb, "UPDATE resources SET expired=1 WHERE name=?", "t", res);
+        rc = db_exec(st->commit.db, "UPDATE resources SET expired=1 WHERE name=?", "t", res);
         if (!rc)
             rc = devices_of(st, res, &ids);
         json_array_foreach(ids, j, v) {
@@ -808,8 +810,9 @@ static err_t expire_run(struct store *st, void *ctx)
 
             if (rc || strcmp(json_string_value(json_object_get(v, "health")), "Healthy") != 0)
                 continue;
-            rc = db_exec(st->wdb, "UPDATE devices SET health='Unhealthy' WHERE resource=? AND id=?",
-                         "tt", res, id);
+            rc = db_exec(st->commit.db,
+                         "UPDATE devices SET health='Unhealthy' WHERE resource=? AND id=?", "tt",
+                         res, id);
             if (!rc)
                 rc = emit_device(st, "MODIFIED", res, id);
         }
@@ -963,15 +966,15 @@ static err_t rebound_row(struct store *st, const char *resource, const char *id,
                          const struct pod_key *by, const char *container, bool gone)
 {
     if (by)
-        return db_exec(st->wdb,
+        return db_exec(st->commit.db,
                        "INSERT OR REPLACE INTO bindings(resource,device_id,namespace,pod,container,"
                        "revision) VALUES(?,?,?,?,?,?)",
                        "tttttu", resource, id, by->ns, by->name, container,
                        changelog_next(&st->log));
     if (gone)
-        return db_exec(st->wdb, "DELETE FROM bindings WHERE resource=? AND device_id=?", "tt",
+        return db_exec(st->commit.db, "DELETE FROM bindings WHERE resource=? AND device_id=?", "tt",
                        resource, id);
-    return db_exec(st->wdb,
+    return db_exec(st->commit.db,
                    "UPDATE bindings SET namespace='',pod='',container='',revision=? WHERE "
                    "resource=? AND device_id=?",
                    "utt", changelog_next(&st->log), resource, id);
@@ -987,12 +990,12 @@ static err_t rebound_read(struct store *st, const char *resource, const char *id
     *row = seen != NULL;
     if (seen)
         return ERR_OK;
-    rc = db_prep(st->wdb, s,
+    rc = db_prep(st->commit.db, s,
                  "SELECT health,numa,properties,removed,r.namespace,r.pod FROM devices d LEFT "
                  "JOIN reserved r ON r.resource=d.resource AND r.device_id=d.id WHERE "
                  "d.resource=? AND d.id=?",
                  "tt", resource, id);
-    return rc ? rc : db_step(st->wdb, *s, row);
+    return rc ? rc : db_step(st->commit.db, *s, row);
 }
 
 /* The device's object for its event into 'w' (done): its columns from the
@@ -1046,7 +1049,8 @@ static err_t emit_rebound(struct store *st, const char *resource, const char *id
         rc = changelog_emit_text(&st->log, gone ? "DELETED" : "MODIFIED", "Device", "", w.sb.buf,
                                  w.sb.len);
     if (!rc && row && gone)
-        rc = db_exec(st->wdb, "DELETE FROM devices WHERE resource=? AND id=?", "tt", resource, id);
+        rc = db_exec(st->commit.db, "DELETE FROM devices WHERE resource=? AND id=?", "tt", resource,
+                     id);
     jsonw_release(&w);
     return rc;
 }
@@ -1145,12 +1149,12 @@ static err_t held_by(struct store *st, const char *ns, const char *name, const c
     err_t rc;
 
     str_copy(k, sizeof(k), key);
-    rc = db_prep(st->wdb, &s,
+    rc = db_prep(st->commit.db, &s,
                  "SELECT container FROM bindings WHERE resource=? AND device_id=? AND "
                  "namespace=? AND pod=?",
                  "tttt", k, key_split(k), ns, name);
     if (!rc)
-        rc = db_step(st->wdb, s, &row);
+        rc = db_step(st->commit.db, s, &row);
     if (!rc && row && json_object_set_new(map, key, json_string(db_text(s, 0))))
         rc = ERR_NOMEM;
     db_done(s);
@@ -1187,7 +1191,7 @@ static err_t pod_bound(struct store *st, const char *ns, const char *name, const
         rc = held_by(st, ns, name, key, map);
     }
     if (!rc && !keys)
-        rc = db_prep(st->wdb, &s,
+        rc = db_prep(st->commit.db, &s,
                      "SELECT b.resource,b.device_id,b.container FROM json_each(?1) c CROSS "
                      "JOIN json_each(c.value,'$.devices') g CROSS JOIN json_each(g.value,"
                      "'$.deviceIds') i CROSS JOIN bindings b WHERE b.resource=json_extract("
@@ -1231,7 +1235,7 @@ static err_t insert_reserved(struct store *st, const char *container, const char
     const struct owner *o = ctx;
 
     (void)container;
-    return db_exec(st->wdb,
+    return db_exec(st->commit.db,
                    "INSERT OR IGNORE INTO reserved(resource,device_id,namespace,pod) "
                    "VALUES(?,?,?,?)",
                    "tttt", resource, id, o->ns, o->name);
@@ -1250,14 +1254,14 @@ static err_t podrow_get(struct store *st, const char *ns, const char *name, stru
 {
     sqlite3_stmt *s = NULL;
     bool row = false;
-    err_t rc = db_prep(st->wdb, &s,
+    err_t rc = db_prep(st->commit.db, &s,
                        "SELECT uid,containers,request,revision,device_keys FROM pods WHERE "
                        "namespace=? AND name=?",
                        "tt", ns, name);
 
     memset(p, 0, sizeof(*p));
     if (!rc)
-        rc = db_step(st->wdb, s, &row);
+        rc = db_step(st->commit.db, s, &row);
     if (!rc && row) {
         p->found = true;
         str_copy(p->uid, sizeof(p->uid), db_text(s, 0));
@@ -1319,7 +1323,7 @@ static err_t bind_pod(struct store *st, const char *ns, const char *name, const 
     if (!rc && !(keys = key_lines(after)))
         rc = ERR_NOMEM;
     if (!rc)
-        rc = db_exec(st->wdb,
+        rc = db_exec(st->commit.db,
                      "INSERT OR REPLACE INTO pods(namespace,name,uid,containers,request,revision,"
                      "device_keys) VALUES(?,?,?,?,?,?,?)",
                      "tttttut", ns, name, uid, text, request, changelog_next(&st->log), keys);
@@ -1343,7 +1347,7 @@ out:
 
 static err_t pod_result(struct store *st, const char *ns, const char *name, json_t **obj)
 {
-    return st_pod_json(st->wdb, ns, name, obj);
+    return st_pod_json(st->commit.db, ns, name, obj);
 }
 
 struct bind_op {
@@ -1405,7 +1409,7 @@ static err_t candidates(struct store *st, const char *ns, const char *name, cons
     char key[KEY_MAX];
     bool row;
     err_t rc = db_prep(
-        st->wdb, &s,
+        st->commit.db, &s,
         "SELECT d.id,d.numa FROM devices d WHERE d.resource=?1 AND d.health='Healthy' AND "
         "d.removed=0 AND NOT EXISTS (SELECT 1 FROM bindings b WHERE b.resource=d.resource AND "
         "b.device_id=d.id AND b.pod<>'' AND NOT (b.namespace=?2 AND b.pod=?3)) AND NOT EXISTS "
@@ -1414,7 +1418,7 @@ static err_t candidates(struct store *st, const char *ns, const char *name, cons
         "ttt", resource, ns, name);
 
     while (!rc) {
-        rc = db_step(st->wdb, s, &row);
+        rc = db_step(st->commit.db, s, &row);
         if (rc || !row)
             break;
         dev_key(key, resource, db_text(s, 0));
@@ -1446,11 +1450,12 @@ static err_t candidates(struct store *st, const char *ns, const char *name, cons
 static err_t resource_known(struct store *st, const char *resource, bool *known)
 {
     sqlite3_stmt *s = NULL;
-    err_t rc = db_prep(st->wdb, &s, "SELECT 1 FROM devices WHERE resource=?1 AND removed=0 LIMIT 1",
-                       "t", resource);
+    err_t rc = db_prep(st->commit.db, &s,
+                       "SELECT 1 FROM devices WHERE resource=?1 AND removed=0 LIMIT 1", "t",
+                       resource);
 
     if (!rc)
-        rc = db_step(st->wdb, s, known);
+        rc = db_step(st->commit.db, s, known);
     db_done(s);
     return rc;
 }
@@ -1519,7 +1524,7 @@ static err_t plan(struct store *st, const char *ns, const char *name, const json
     json_t *resv = NULL, *res = json_array(), *taken = json_object(), *c, *g = NULL, *devs, *v;
     const char *rname;
     size_t i;
-    err_t rc = st_reservation_json(st->wdb, ns, name, &resv);
+    err_t rc = st_reservation_json(st->commit.db, ns, name, &resv);
 
     if (rc == ERR_OK) {
         json_array_foreach(json_object_get(resv, "containers"), i, c) {
@@ -1699,14 +1704,14 @@ static err_t release_run(struct store *st, void *ctx)
     if (!rc)
         rc = pod_bound(st, o->ns, o->name, p.keys, p.containers, &before);
     if (!rc)
-        rc = st_pod_json(st->wdb, o->ns, o->name, &o->obj);
+        rc = st_pod_json(st->commit.db, o->ns, o->name, &o->obj);
     if (!rc &&
         json_object_set_new(o->obj, "revision", json_integer((json_int_t)changelog_next(&st->log))))
         rc = ERR_NOMEM;
     if (!rc)
         rc = changelog_emit(&st->log, "DELETED", "PodResources", o->ns, o->obj);
     if (!rc)
-        rc = db_exec(st->wdb, "DELETE FROM pods WHERE namespace=? AND name=?", "tt", o->ns,
+        rc = db_exec(st->commit.db, "DELETE FROM pods WHERE namespace=? AND name=?", "tt", o->ns,
                      o->name);
     if (!rc)
         rc = emit_key_changes(st, before, none, false, /* no 'after': no uid */
@@ -1834,13 +1839,14 @@ static err_t resv_write(struct store *st, const char *ns, const char *name, cons
     err_t rc = pod_reserved(st, ns, name, &before);
 
     if (!rc)
-        rc = db_exec(st->wdb, "DELETE FROM reserved WHERE namespace=? AND pod=?", "tt", ns, name);
+        rc = db_exec(st->commit.db, "DELETE FROM reserved WHERE namespace=? AND pod=?", "tt", ns,
+                     name);
     if (!rc)
         rc = each_device(st, stored, insert_reserved, &(struct owner){ns, name});
     if (!rc)
         rc = resv_compute(st, ns, name, stored, &state, msg, sizeof(msg));
     if (!rc)
-        rc = db_exec(st->wdb,
+        rc = db_exec(st->commit.db,
                      "INSERT OR REPLACE INTO reservations(namespace,name,containers,state,message,"
                      "revision) VALUES(?,?,?,?,?,?)",
                      "tttttu", ns, name, text, state, msg, changelog_next(&st->log));
@@ -1877,7 +1883,7 @@ static err_t resv_put_run(struct store *st, void *args, json_t **obj)
     if (!rc && !text)
         rc = ERR_NOMEM;
     if (!rc) {
-        rc = st_reservation_json(st->wdb, ns, name, &old);
+        rc = st_reservation_json(st->commit.db, ns, name, &old);
         if (rc == ERR_NOTFOUND)
             rc = ERR_OK;
     }
@@ -1890,7 +1896,7 @@ static err_t resv_put_run(struct store *st, void *args, json_t **obj)
     else if (!rc)
         rc = resv_refresh(st, ns, name);
     if (!rc)
-        rc = st_reservation_json(st->wdb, ns, name, obj);
+        rc = st_reservation_json(st->commit.db, ns, name, obj);
     json_decref(stored);
     json_decref(old);
     free(text);
@@ -1919,7 +1925,7 @@ static err_t resv_delete_run(struct store *st, void *args, json_t **obj)
     struct resv_delete *a = args;
     const char *ns = a->ns, *name = a->name;
     json_t *before = NULL, *none = json_object();
-    err_t rc = none ? st_reservation_json(st->wdb, ns, name, obj) : ERR_NOMEM;
+    err_t rc = none ? st_reservation_json(st->commit.db, ns, name, obj) : ERR_NOMEM;
     uint64_t was = rc ? 0 : (uint64_t)json_integer_value(json_object_get(*obj, "revision"));
 
     if (rc == ERR_NOTFOUND)
@@ -1938,10 +1944,11 @@ static err_t resv_delete_run(struct store *st, void *args, json_t **obj)
     if (!rc)
         rc = pod_reserved(st, ns, name, &before);
     if (!rc)
-        rc = db_exec(st->wdb, "DELETE FROM reserved WHERE namespace=? AND pod=?", "tt", ns, name);
-    if (!rc)
-        rc = db_exec(st->wdb, "DELETE FROM reservations WHERE namespace=? AND name=?", "tt", ns,
+        rc = db_exec(st->commit.db, "DELETE FROM reserved WHERE namespace=? AND pod=?", "tt", ns,
                      name);
+    if (!rc)
+        rc = db_exec(st->commit.db, "DELETE FROM reservations WHERE namespace=? AND name=?", "tt",
+                     ns, name);
     if (!rc)
         rc = emit_key_changes(st, before, none, false, NULL);
     json_decref(before);

@@ -411,7 +411,7 @@ static void test_open_schema(void)
     {
         int sd = -1;
 
-        CHECK_OK(db_prep(f.st->wdb, &s, "PRAGMA secure_delete", NULL));
+        CHECK_OK(db_prep(f.st->commit.db, &s, "PRAGMA secure_delete", NULL));
         if (sqlite3_step(s) == SQLITE_ROW)
             sd = sqlite3_column_int(s, 0);
         db_done(s);
@@ -999,9 +999,9 @@ static void check_device_text(struct fx *f, const char *id)
     struct jsonw w = JSONW_INIT, want = JSONW_INIT;
     json_t *obj = NULL;
 
-    CHECK_OK(st_device_json(f->st->wdb, GPU, id, &obj));
+    CHECK_OK(st_device_json(f->st->commit.db, GPU, id, &obj));
     jsonw_json(&want, obj);
-    CHECK_OK(st_device_text(f->st->wdb, GPU, id, 0, &w));
+    CHECK_OK(st_device_text(f->st->commit.db, GPU, id, 0, &w));
     CHECK(w.sb.buf && want.sb.buf && strcmp(w.sb.buf, want.sb.buf) == 0);
     if (w.sb.buf && want.sb.buf && strcmp(w.sb.buf, want.sb.buf) != 0)
         fprintf(stderr, "# text %s\n# json %s\n", w.sb.buf, want.sb.buf);
@@ -1038,23 +1038,24 @@ static void test_event_text(void)
                      &r));
     json_decref(r);
     /* a NUMA list in a shape jsonx_dumps never writes takes the slow path */
-    CHECK_OK(db_exec(f.st->wdb, "UPDATE devices SET numa=? WHERE id=?", "tt", "[ 3 ,4]", "gpu-3"));
-    CHECK_OK(db_exec(f.st->wdb, "UPDATE devices SET numa=? WHERE id=?", "tt", "[]", "gpu-4"));
+    CHECK_OK(
+        db_exec(f.st->commit.db, "UPDATE devices SET numa=? WHERE id=?", "tt", "[ 3 ,4]", "gpu-3"));
+    CHECK_OK(db_exec(f.st->commit.db, "UPDATE devices SET numa=? WHERE id=?", "tt", "[]", "gpu-4"));
     for (i = 0; i < ARRAY_SIZE(ids); i++)
         check_device_text(&f, ids[i]);
-    CHECK_EQ_INT(st_device_text(f.st->wdb, GPU, "gpu-9", 0, &w), ERR_NOTFOUND);
+    CHECK_EQ_INT(st_device_text(f.st->commit.db, GPU, "gpu-9", 0, &w), ERR_NOTFOUND);
     /* a DELETED event's revision stands in for the row's */
-    CHECK_OK(st_device_text(f.st->wdb, GPU, "gpu-1", 987, &w));
+    CHECK_OK(st_device_text(f.st->commit.db, GPU, "gpu-1", 987, &w));
     CHECK(w.sb.buf && strstr(w.sb.buf, ",\"revision\":987}") != NULL);
     jsonw_release(&w);
 
     /* the pod object from its stored columns */
-    CHECK_OK(st_pod_json(f.st->wdb, "ns", "a", &obj));
+    CHECK_OK(st_pod_json(f.st->commit.db, "ns", "a", &obj));
     jsonw_json(&want, obj);
-    CHECK_OK(db_prep(f.st->wdb, &s,
+    CHECK_OK(db_prep(f.st->commit.db, &s,
                      "SELECT uid,containers,revision FROM pods WHERE namespace='ns' AND name='a'",
                      ""));
-    CHECK_OK(db_step(f.st->wdb, s, &row));
+    CHECK_OK(db_step(f.st->commit.db, s, &row));
     CHECK(row);
     if (row)
         st_pod_text(&w, "ns", "a", db_text(s, 0), db_text(s, 1),
@@ -1093,7 +1094,7 @@ static void check_device_events(struct fx *f, char *out, size_t cap)
         }
         obj += strlen("\"object\":");
         if (strcmp(json_string_value(json_object_get(ev, "kind")), "Device") == 0) {
-            rc = st_device_text(f->st->wdb, res, id, 0, &w);
+            rc = st_device_text(f->st->commit.db, res, id, 0, &w);
             if (strcmp(type, "DELETED") == 0) {
                 CHECK_EQ_INT(rc, ERR_NOTFOUND);
                 CHECK(json_is_null(json_object_get(o, "holder")));
@@ -1246,7 +1247,7 @@ static int64_t sql_int(struct fx *f, const char *sql)
     sqlite3_stmt *s = NULL;
     int64_t v = -1;
 
-    if (db_prep(f->st->wdb, &s, sql, NULL) == ERR_OK && sqlite3_step(s) == SQLITE_ROW)
+    if (db_prep(f->st->commit.db, &s, sql, NULL) == ERR_OK && sqlite3_step(s) == SQLITE_ROW)
         v = sqlite3_column_int64(s, 0);
     db_done(s);
     return v;
@@ -1323,7 +1324,7 @@ static void test_let_go_rows(void)
                  1);
     /* a row without key lines (schema 2's, the kubelet mirror's): its
      * containers are walked instead */
-    CHECK_OK(db_exec(f.st->wdb, "UPDATE pods SET device_keys=NULL", NULL));
+    CHECK_OK(db_exec(f.st->commit.db, "UPDATE pods SET device_keys=NULL", NULL));
     /* gpu-0 let go, gpu-1 kept (no event, row untouched), gpu-2 taken */
     CHECK_OK(bind(&f, "ns", "a",
                   "{\"uid\":\"ua\",\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":"
@@ -1374,11 +1375,11 @@ static void test_let_go_rows(void)
     fx_some_events(&f, 1);
     /* malformed key lines: the write fails and changes nothing */
     rev = store_revision(f.st);
-    CHECK_OK(db_exec(f.st->wdb, "UPDATE pods SET device_keys='nobar' WHERE name='a'", NULL));
+    CHECK_OK(db_exec(f.st->commit.db, "UPDATE pods SET device_keys='nobar' WHERE name='a'", NULL));
     CHECK_EQ_INT(release(&f, "ns", "a", NULL), ERR_DB);
     CHECK_EQ_INT(store_revision(f.st), rev);
     CHECK_STREQ(holder(&f, GPU, "gpu-1", b, sizeof(b)), "ns/a/c");
-    CHECK_OK(db_exec(f.st->wdb, "UPDATE pods SET device_keys=? WHERE name='a'", "t",
+    CHECK_OK(db_exec(f.st->commit.db, "UPDATE pods SET device_keys=? WHERE name='a'", "t",
                      GPU "|gpu-1\n" GPU "|gpu-2"));
     /* a release lets every device of the pod go, and only those */
     CHECK_OK(release(&f, "ns", "a", NULL));
@@ -1537,7 +1538,7 @@ static void test_ring_head(void)
 
     if (fx_open(&f, 100))
         return;
-    db = f.st->wdb;
+    db = f.st->commit.db;
     for (i = 0; i < ARRAY_SIZE(rings); i++) {
         n = rings[i];
         for (head = 0; head <= 3 * n + 2; head++) {
@@ -1937,9 +1938,9 @@ static void *gc_writer(void *p)
 }
 
 /* Two thirds of them succeed: more than a combiner's batches in a row
- * (COMBINE_BATCHES full batches of BATCH_MAX members), so the first
+ * (COMMIT_COMBINE full batches of COMMIT_BATCH_MAX members), so the first
  * combiner runs that many and one heir the rest */
-#define CB_THREADS (COMBINE_BATCHES * BATCH_MAX * 3 / 2 + 60)
+#define CB_THREADS (COMMIT_COMBINE * COMMIT_BATCH_MAX * 3 / 2 + 60)
 
 struct cb_arg {
     struct store *st;
@@ -1962,13 +1963,13 @@ static void *cb_writer(void *p)
 
 static size_t queued(struct store *st)
 {
-    struct wop *op;
+    struct commit_op *op;
     size_t n = 0;
 
-    pthread_mutex_lock(&st->qmu);
-    for (op = st->qhead; op; op = op->next)
+    pthread_mutex_lock(&st->commit.qmu);
+    for (op = st->commit.qhead; op; op = op->next)
         n++;
-    pthread_mutex_unlock(&st->qmu);
+    pthread_mutex_unlock(&st->commit.qmu);
     return n;
 }
 
@@ -1989,10 +1990,10 @@ static err_t drop_op(struct store *st, void *ctx)
     struct drop_arg *a = ctx;
 
     if (!a->key) {
-        sqlite3_exec(st->wdb, "ROLLBACK;", NULL, NULL, NULL);
+        sqlite3_exec(st->commit.db, "ROLLBACK;", NULL, NULL, NULL);
         return ERR_IO;
     }
-    return db_exec(st->wdb, "INSERT INTO meta(key,value) VALUES(?,1)", "t", a->key);
+    return db_exec(st->commit.db, "INSERT INTO meta(key,value) VALUES(?,1)", "t", a->key);
 }
 
 static void *drop_writer(void *p)
@@ -2010,12 +2011,12 @@ static int meta_has(struct store *st, const char *key)
     bool row = false;
     err_t rc;
 
-    pthread_mutex_lock(&st->wmu);
-    rc = db_prep(st->wdb, &s, "SELECT 1 FROM meta WHERE key=?", "t", key);
+    pthread_mutex_lock(&st->commit.mu);
+    rc = db_prep(st->commit.db, &s, "SELECT 1 FROM meta WHERE key=?", "t", key);
     if (!rc)
-        rc = db_step(st->wdb, s, &row);
+        rc = db_step(st->commit.db, s, &row);
     db_done(s);
-    pthread_mutex_unlock(&st->wmu);
+    pthread_mutex_unlock(&st->commit.mu);
     return rc ? -1 : row;
 }
 
@@ -2029,14 +2030,14 @@ static void run_queued(struct store *st, void *(*fn)(void *), void *args, size_t
     int i, j;
 
     CHECK(n <= (int)ARRAY_SIZE(th));
-    pthread_mutex_lock(&st->wmu);
+    pthread_mutex_lock(&st->commit.mu);
     for (i = 0; i < n && i < (int)ARRAY_SIZE(th); i++) {
         CHECK_OK(pthread_create(&th[i], NULL, fn, (char *)args + (size_t)i * size));
         for (j = 0; j < 2000 && queued(st) < (size_t)i + 1; j++)
             usleep(1000);
     }
     CHECK_EQ_INT(queued(st), n);
-    pthread_mutex_unlock(&st->wmu);
+    pthread_mutex_unlock(&st->commit.mu);
     while (i-- > 0)
         pthread_join(th[i], NULL);
 }
@@ -2074,7 +2075,7 @@ struct first_arg {
 static err_t first_op(struct store *st, void *ctx)
 {
     struct first_arg *a = ctx;
-    err_t rc = db_exec(st->wdb, "INSERT INTO meta(key,value) VALUES(?,1)", "t", a->key);
+    err_t rc = db_exec(st->commit.db, "INSERT INTO meta(key,value) VALUES(?,1)", "t", a->key);
 
     if (!rc && a->discard)
         st_write_discard(st);
@@ -2107,7 +2108,7 @@ static void test_first_member(void)
     for (i = 0; i < 4; i++)
         a[i] = (struct first_arg){f.st, keys[i], i == 0 || i == 3 ? ERR_CONFLICT : ERR_OK, i == 1,
                                   ERR_OK};
-    commits0 = f.st->ncommits;
+    commits0 = f.st->commit.ncommits;
     run_queued(f.st, first_writer, a, sizeof(a[0]), 4);
     CHECK_EQ_INT(a[0].rc, ERR_CONFLICT);
     CHECK_OK(a[1].rc);
@@ -2117,10 +2118,10 @@ static void test_first_member(void)
     CHECK_EQ_INT(meta_has(f.st, "b"), 0);
     CHECK_EQ_INT(meta_has(f.st, "c"), 1);
     CHECK_EQ_INT(meta_has(f.st, "d"), 0);
-    CHECK_EQ_INT(f.st->ncommits - commits0, 1);
-    pthread_mutex_lock(&f.st->wmu);
-    open_tx = !sqlite3_get_autocommit(f.st->wdb) || f.st->tx_open;
-    pthread_mutex_unlock(&f.st->wmu);
+    CHECK_EQ_INT(f.st->commit.ncommits - commits0, 1);
+    pthread_mutex_lock(&f.st->commit.mu);
+    open_tx = !sqlite3_get_autocommit(f.st->commit.db) || f.st->commit.open;
+    pthread_mutex_unlock(&f.st->commit.mu);
     CHECK_EQ_INT(open_tx, 0);
     /* a lone failing write, then a lone good one */
     a[0].key = "e";
@@ -2159,10 +2160,10 @@ static void test_combiner(void)
     CHECK_OK(gc_bind(f.st, "holder", "held", NULL));
     fx_some_events(&f, 1);
     rev0 = store_revision(f.st);
-    heirs0 = f.st->nheirs;
-    commits0 = f.st->ncommits;
+    heirs0 = f.st->commit.nheirs;
+    commits0 = f.st->commit.ncommits;
 
-    pthread_mutex_lock(&f.st->wmu);
+    pthread_mutex_lock(&f.st->commit.mu);
     for (t = 0; t < CB_THREADS; t++) {
         args[t] = (struct cb_arg){.st = f.st, .t = t};
         CHECK_OK(pthread_create(&th[t], NULL, cb_writer, &args[t]));
@@ -2170,17 +2171,17 @@ static void test_combiner(void)
     for (i = 0; i < 2000 && queued(f.st) < CB_THREADS; i++)
         usleep(1000);
     CHECK_EQ_INT(queued(f.st), CB_THREADS);
-    pthread_mutex_unlock(&f.st->wmu);
+    pthread_mutex_unlock(&f.st->commit.mu);
     /* a device write, while the queue runs */
     CHECK_OK(put_devices(&f, GPU, FOUR_GPUS, NULL));
     for (t = 0; t < CB_THREADS; t++)
         pthread_join(th[t], NULL);
 
-    /* the first combiner ran COMBINE_BATCHES full batches without handing
+    /* the first combiner ran COMMIT_COMBINE full batches without handing
      * over, then woke exactly one heir for the rest (and the device write,
      * unless that came after, on its own) */
-    CHECK_EQ_INT(f.st->nheirs - heirs0, 1);
-    CHECK(f.st->ncommits - commits0 >= 3 && f.st->ncommits - commits0 <= 4);
+    CHECK_EQ_INT(f.st->commit.nheirs - heirs0, 1);
+    CHECK(f.st->commit.ncommits - commits0 >= 3 && f.st->commit.ncommits - commits0 <= 4);
     for (t = 0; t < CB_THREADS; t++) {
         if (t % 3 == 0) {
             CHECK_EQ_INT(args[t].rc, ERR_CONFLICT);
@@ -2325,10 +2326,10 @@ static void on_publish_ckpt(void *ctx)
 {
     struct ckpt_seen *c = ctx;
 
-    if (!c->st->ckpt_due)
+    if (!c->st->commit.ckpt.due)
         return;
     c->due++;
-    c->done_then = __atomic_load_n(&c->st->nckpts_commit, __ATOMIC_RELAXED);
+    c->done_then = __atomic_load_n(&c->st->commit.ckpt.ndone_here, __ATOMIC_RELAXED);
 }
 
 /* One writer at a time: after the batch that takes the WAL past 1000 frames
@@ -2364,14 +2365,15 @@ static void test_checkpoint_in_commit(void)
         snprintf(name, sizeof(name), "s-%d", i);
         CHECK_OK(gc_bind(f.st, name, name, NULL));
         if (seen.due) /* that write's checkpoint came after its events */
-            CHECK(__atomic_load_n(&f.st->nckpts_commit, __ATOMIC_RELAXED) > seen.done_then);
+            CHECK(__atomic_load_n(&f.st->commit.ckpt.ndone_here, __ATOMIC_RELAXED) >
+                  seen.done_then);
     }
     CHECK(seen.due >= 1);
-    CHECK(!f.st->ckpt_due);
-    CHECK(__atomic_load_n(&f.st->nckpts_commit, __ATOMIC_RELAXED) >= 1);
+    CHECK(!f.st->commit.ckpt.due);
+    CHECK(__atomic_load_n(&f.st->commit.ckpt.ndone_here, __ATOMIC_RELAXED) >= 1);
     CHECK_OK(store_stats(f.st, &stats));
     CHECK_EQ_INT(json_integer_value(json_object_get(stats, "checkpoints")),
-                 (int)__atomic_load_n(&f.st->nckpts_commit, __ATOMIC_RELAXED));
+                 (int)__atomic_load_n(&f.st->commit.ckpt.ndone_here, __ATOMIC_RELAXED));
     json_decref(stats);
     CHECK_EQ_INT(store_revision(f.st), rev0 + 400 * 2); /* each: the pod, its device */
     fx_close(&f);
