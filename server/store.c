@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* store.c - opening and freeing the store: its parts (db.h, changelog.h,
  * commit.h), the schema migrations, and the store's writes run through the
- * group commit. The views are in store_view.c, the writes in store_write.c. */
+ * group commit. The reads are in store_view.c and store_hist.c, the writes
+ * in store_devices.c, store_pods.c, store_resv.c and store_sync.c. */
 #define LOG_MOD "store"
 #include "../common/common.h"
 #include "store_int.h"

@@ -5,10 +5,11 @@
  * figures of /metrics. The triggers are TEMP triggers of the write
  * connection, so every write path (the API's, the kubelet mirror's) records
  * its intervals without code of its own, and a sqlite3 shell on a copy of
- * the database writes no history. Not the change log (store.c). */
+ * the database writes no history. Not the change log (changelog.h). */
 #define LOG_MOD "store"
 #include "../common/common.h"
 #include "store_int.h"
+#include "store_view.h"
 
 #include <inttypes.h>
 
@@ -85,7 +86,7 @@ static const char triggers_sql[] =
     CLOSE("hist_health", "OLD.resource", "OLD.id") "END;";
 /* clang-format on */
 
-/* podres_hist_ms(): the time of the current write (store.c, member_begin). */
+/* podres_hist_ms(): the time of the current write (commit.h, now_ms). */
 static void fn_ms(sqlite3_context *cx, int argc, sqlite3_value **argv)
 {
     struct store *st = sqlite3_user_data(cx);

@@ -9,7 +9,6 @@
 #include <pthread.h>
 #include <sqlite3.h>
 
-#include "../common/jsonw.h"
 #include "changelog.h"
 #include "commit.h"
 #include "db.h"
@@ -50,8 +49,10 @@ err_t st_write(struct store *st, err_t (*fn)(struct store *st, void *ctx), void 
  * (it found nothing to change); st_write then returns ERR_OK. */
 void st_write_discard(struct store *st);
 
-/* Re-evaluate every reservation's state inside the open write transaction,
- * emitting Reservation MODIFIED for those that changed (store_write.c). */
+/* Reservations (store_resv.c), inside a write: re-evaluate the state of
+ * the reservation of pod ns/name (none: nothing to do), or of every
+ * reservation, emitting Reservation MODIFIED for each whose state changed. */
+err_t st_resv_refresh(struct store *st, const char *ns, const char *name) WARN_UNUSED;
 err_t st_resv_refresh_all(struct store *st) WARN_UNUSED;
 
 /* History (store_hist.c): register the functions and TEMP triggers on the
@@ -64,32 +65,5 @@ err_t st_resv_refresh_all(struct store *st) WARN_UNUSED;
 #define ST_HIST_TRIGGERS 1
 #endif
 err_t st_hist_attach(struct store *st) WARN_UNUSED;
-
-/* Views (store_view.c), usable on any connection. */
-json_t *st_topology(const json_t *numa_ids);
-err_t st_device_json(sqlite3 *db, const char *resource, const char *id, json_t **out) WARN_UNUSED;
-err_t st_pod_json(sqlite3 *db, const char *ns, const char *name, json_t **out) WARN_UNUSED;
-/* A device object's fields as stored: numa and properties are the stored
- * JSON text; a NULL holder_ns / resv_ns is no holder / no reservation. */
-struct devtext {
-    const char *resource, *id, *health, *numa, *properties;
-    const char *holder_ns, *holder_name, *holder_uid, *holder_container;
-    const char *resv_ns, *resv_name;
-    uint64_t revision;
-};
-/* Append the text of the device object 'd' (st_device_json()'s shape). */
-void st_devtext(struct jsonw *w, const struct devtext *d);
-/* The text of st_device_json()'s object, byte for byte what serialising it
- * gives, appended to 'w' without building a json_t: the write path's events.
- * A 'rev' other than 0 stands in for the row's revision (a DELETED event). */
-err_t st_device_text(sqlite3 *db, const char *resource, const char *id, uint64_t rev,
-                     struct jsonw *w) WARN_UNUSED;
-/* The text of a pod object (st_pod_json()'s shape) from its column values;
- * 'containers' is the stored canonical JSON. */
-void st_pod_text(struct jsonw *w, const char *ns, const char *name, const char *uid,
-                 const char *containers, uint64_t rev);
-err_t st_reservation_json(sqlite3 *db, const char *ns, const char *name, json_t **out) WARN_UNUSED;
-/* {key: list, "revision": rev} wrapper; steals 'list'. NULL if out of memory. */
-json_t *st_wrap(const char *key, json_t *list, uint64_t rev);
 
 #endif

@@ -10,6 +10,7 @@
 #include "../common/common.h"
 #include "../common/jsonx.h"
 #include "store_int.h"
+#include "store_view.h"
 
 #define NAME_MAX_LEN 1024 /* longest name or id accepted from a snapshot */
 #define SYNC_KEY_MAX (3 * NAME_MAX_LEN + 4)

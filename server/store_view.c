@@ -7,6 +7,7 @@
 #include "../common/jsonx.h"
 #include "../common/strbuf.h"
 #include "store_int.h"
+#include "store_view.h"
 
 #include <ctype.h>
 

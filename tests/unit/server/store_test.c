@@ -9,6 +9,7 @@
 #include "../../../server/feed.h"
 #include "../../../server/store.h"
 #include "../../../server/store_int.h"
+#include "../../../server/store_view.h"
 #include "../../../server/validate.h"
 #include "../test.h"
 
@@ -1798,10 +1799,10 @@ static void test_persistence(void)
     fx_close(&f);
 }
 
-/* Regression (was a bug): binding an existing pod again with the same uid but
- * a device that is held elsewhere (or unknown) crashes: bind_pod() in
- * server/store_write.c:788 runs strcmp(p.containers, text) with text == NULL
- * because resolve_containers() failed. Expected: ERR_CONFLICT, nothing changed. */
+/* Binding an existing pod again with the same uid but a device that is held
+ * elsewhere (or unknown) fails in resolve_containers() (server/store_pods.c)
+ * before bind_pod() compares the stored containers with the new ones:
+ * ERR_CONFLICT (or ERR_UNPROCESSABLE), nothing changed. */
 static void test_rebind_same_uid_conflict(void)
 {
     struct fx f;
