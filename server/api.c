@@ -30,10 +30,10 @@ __attribute__((format(printf, 3, 4))) static err_t fail(struct api_req *r, err_t
 }
 
 /* Copy a store error's message, or a default one. */
-static err_t store_fail(struct api_req *r, err_t rc, const char *msg)
+static err_t store_fail(struct api_req *r, err_t rc, const struct error *e)
 {
-    if (msg[0])
-        snprintf(r->msg, sizeof(r->msg), "%s", msg);
+    if (e->msg[0])
+        snprintf(r->msg, sizeof(r->msg), "%s", e->msg);
     else if (rc == ERR_NOSPACE)
         snprintf(r->msg, sizeof(r->msg), "the database disk is full; the write was not applied");
     else if (rc == ERR_UNAVAIL)
@@ -282,8 +282,8 @@ static err_t get_reservation(struct api_req *r, struct api_resp *out)
 
 static err_t put_devices(struct api_req *r, struct api_resp *out)
 {
+    char res[600];
     struct error e = {0};
-    char res[600], msg[API_MSG_MAX] = "";
     json_t *body = NULL, *devs = NULL, *j = NULL;
     uint64_t ttl = 0;
     bool changed;
@@ -297,9 +297,9 @@ static err_t put_devices(struct api_req *r, struct api_resp *out)
             fail(r, rc, "%s", e.msg);
     }
     if (!rc) {
-        rc = store_resource_put(r->api->store, res, devs, ttl, msg, sizeof(msg), &j, &changed);
+        rc = store_resource_put(r->api->store, res, devs, ttl, &e, &j, &changed);
         if (rc)
-            store_fail(r, rc, msg);
+            store_fail(r, rc, &e);
     }
     json_decref(body);
     json_decref(devs);
@@ -308,8 +308,8 @@ static err_t put_devices(struct api_req *r, struct api_resp *out)
 
 static err_t patch_device(struct api_req *r, struct api_resp *out)
 {
+    char res[600];
     struct error e = {0};
-    char res[600], msg[API_MSG_MAX] = "";
     json_t *body = NULL, *j = NULL;
     const char *health = NULL;
     err_t rc = resource_of(r, res, sizeof(res));
@@ -324,9 +324,9 @@ static err_t patch_device(struct api_req *r, struct api_resp *out)
             fail(r, rc, "%s", e.msg);
     }
     if (!rc) {
-        rc = store_device_set_health(r->api->store, res, r->seg[5], health, msg, sizeof(msg), &j);
+        rc = store_device_set_health(r->api->store, res, r->seg[5], health, &e, &j);
         if (rc)
-            store_fail(r, rc, msg);
+            store_fail(r, rc, &e);
     }
     json_decref(body);
     return rc ? rc : ok_json(out, 200, j);
@@ -335,10 +335,9 @@ static err_t patch_device(struct api_req *r, struct api_resp *out)
 static err_t put_pod(struct api_req *r, struct api_resp *out)
 {
     struct error e = {0};
-    char msg[API_MSG_MAX] = "";
+    struct store_outcome did = {false, false};
     json_t *body = NULL, *containers = NULL;
     const char *uid = "";
-    bool created = false, changed;
     err_t rc = pod_names(r, r->seg[2], r->seg[4]);
 
     if (!rc)
@@ -349,25 +348,24 @@ static err_t put_pod(struct api_req *r, struct api_resp *out)
             fail(r, rc, "%s", e.msg);
     }
     if (!rc) {
-        rc = store_pod_bind(r->api->store, r->seg[2], r->seg[4], uid, containers, msg, sizeof(msg),
-                            &out->text, &out->text_len, &created, &changed);
+        rc = store_pod_bind(r->api->store, &(struct store_pod){r->seg[2], r->seg[4], uid},
+                            containers, &e, &out->text, &out->text_len, &did);
         if (rc)
-            store_fail(r, rc, msg);
+            store_fail(r, rc, &e);
     }
     json_decref(body);
     json_decref(containers);
     if (!rc)
-        out->status = created ? 201 : 200;
+        out->status = did.created ? 201 : 200;
     return rc;
 }
 
 static err_t post_allocate(struct api_req *r, struct api_resp *out)
 {
     struct error e = {0};
-    char msg[API_MSG_MAX] = "";
+    struct store_outcome did = {false, false};
     json_t *body = NULL, *req = NULL, *j = NULL;
     const char *uid = "";
-    bool created = false, changed;
     err_t rc = pod_names(r, r->seg[2], r->seg[4]);
 
     if (!rc)
@@ -378,14 +376,14 @@ static err_t post_allocate(struct api_req *r, struct api_resp *out)
             fail(r, rc, "%s", e.msg);
     }
     if (!rc) {
-        rc = store_pod_allocate(r->api->store, r->seg[2], r->seg[4], uid, req, msg, sizeof(msg), &j,
-                                &created, &changed);
+        rc = store_pod_allocate(r->api->store, &(struct store_pod){r->seg[2], r->seg[4], uid}, req,
+                                &e, &j, &did);
         if (rc)
-            store_fail(r, rc, msg);
+            store_fail(r, rc, &e);
     }
     json_decref(body);
     json_decref(req);
-    return rc ? rc : ok_json(out, created ? 201 : 200, j);
+    return rc ? rc : ok_json(out, did.created ? 201 : 200, j);
 }
 
 /* A DELETE's preconditions: ?uid= and those of a DeleteOptions body. */
@@ -413,7 +411,7 @@ static err_t delete_options(struct api_req *r, bool has_uid, struct del_opts *d)
 
 static err_t delete_pod(struct api_req *r, struct api_resp *out)
 {
-    char msg[API_MSG_MAX] = "";
+    struct error e = {0};
     struct del_opts d = {api_arg(r, "uid"), 0, NULL};
     json_t *j = NULL;
     err_t rc = pod_names(r, r->seg[2], r->seg[4]);
@@ -423,10 +421,10 @@ static err_t delete_pod(struct api_req *r, struct api_resp *out)
     if (!rc)
         rc = delete_options(r, true, &d);
     if (!rc) {
-        rc = store_pod_release(r->api->store, r->seg[2], r->seg[4], d.uid, d.rev, msg, sizeof(msg),
-                               &j);
+        rc = store_pod_release(r->api->store, &(struct store_pod){r->seg[2], r->seg[4], d.uid},
+                               d.rev, &e, &j);
         if (rc)
-            store_fail(r, rc, msg);
+            store_fail(r, rc, &e);
     }
     json_decref(d.body);
     return rc ? rc : ok_json(out, 200, j);
@@ -435,9 +433,8 @@ static err_t delete_pod(struct api_req *r, struct api_resp *out)
 static err_t put_reservation(struct api_req *r, struct api_resp *out)
 {
     struct error e = {0};
-    char msg[API_MSG_MAX] = "";
+    struct store_outcome did = {false, false};
     json_t *body = NULL, *containers = NULL, *j = NULL;
-    bool created = false, changed;
     err_t rc = pod_names(r, r->seg[2], r->seg[3]);
 
     if (!rc)
@@ -448,19 +445,18 @@ static err_t put_reservation(struct api_req *r, struct api_resp *out)
             fail(r, rc, "%s", e.msg);
     }
     if (!rc) {
-        rc = store_reservation_put(r->api->store, r->seg[2], r->seg[3], containers, msg,
-                                   sizeof(msg), &j, &created, &changed);
+        rc = store_reservation_put(r->api->store, r->seg[2], r->seg[3], containers, &e, &j, &did);
         if (rc)
-            store_fail(r, rc, msg);
+            store_fail(r, rc, &e);
     }
     json_decref(body);
     json_decref(containers);
-    return rc ? rc : ok_json(out, created ? 201 : 200, j);
+    return rc ? rc : ok_json(out, did.created ? 201 : 200, j);
 }
 
 static err_t delete_reservation(struct api_req *r, struct api_resp *out)
 {
-    char msg[API_MSG_MAX] = "";
+    struct error e = {0};
     struct del_opts d = {NULL, 0, NULL};
     json_t *j = NULL;
     err_t rc = pod_names(r, r->seg[2], r->seg[3]);
@@ -468,10 +464,9 @@ static err_t delete_reservation(struct api_req *r, struct api_resp *out)
     if (!rc)
         rc = delete_options(r, false, &d);
     if (!rc) {
-        rc = store_reservation_delete(r->api->store, r->seg[2], r->seg[3], d.rev, msg, sizeof(msg),
-                                      &j);
+        rc = store_reservation_delete(r->api->store, r->seg[2], r->seg[3], d.rev, &e, &j);
         if (rc)
-            store_fail(r, rc, msg);
+            store_fail(r, rc, &e);
     }
     json_decref(d.body);
     return rc ? rc : ok_json(out, 200, j);

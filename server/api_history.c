@@ -182,7 +182,7 @@ err_t api_device_get(struct api_req *r, struct api_resp *out)
 {
     struct args a = {.n = 0};
     const char *res = NULL;
-    char msg[API_MSG_MAX] = "";
+    struct error e = {0};
     json_t *j = NULL;
     size_t i;
     err_t rc;
@@ -205,9 +205,9 @@ err_t api_device_get(struct api_req *r, struct api_resp *out)
         snprintf(r->msg, sizeof(r->msg), "device id \"%.300s\" is invalid", r->seg[2]);
         return ERR_UNPROCESSABLE;
     }
-    rc = store_device_find(r->api->store, r->seg[2], res, msg, sizeof(msg), &j);
+    rc = store_device_find(r->api->store, r->seg[2], res, &e, &j);
     if (rc) {
-        snprintf(r->msg, sizeof(r->msg), "%s", msg);
+        snprintf(r->msg, sizeof(r->msg), "%s", e.msg);
         return rc;
     }
     out->status = 200;

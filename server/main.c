@@ -80,7 +80,7 @@ static err_t make_parent_dir(const char *path)
 static err_t load_static_devices(struct store *st, const json_t *devices)
 {
     json_t *e, *out = NULL;
-    char msg[512] = "";
+    struct error err = {0};
     bool changed;
     size_t i;
     err_t rc = ERR_OK;
@@ -88,12 +88,12 @@ static err_t load_static_devices(struct store *st, const json_t *devices)
     json_array_foreach(devices, i, e) {
         const char *res = json_string_value(json_object_get(e, "resourceName"));
 
-        rc = store_resource_put(st, res, json_object_get(e, "devices"), 0, msg, sizeof(msg), &out,
-                                &changed);
+        rc = store_resource_put(st, res, json_object_get(e, "devices"), 0, &err, &out, &changed);
         json_decref(out);
         out = NULL;
         if (rc) {
-            log_err("cannot load static devices of '%s': %s", res, msg[0] ? msg : err_str(rc));
+            log_err("cannot load static devices of '%s': %s", res,
+                    err.msg[0] ? err.msg : err_str(rc));
             return rc;
         }
     }

@@ -8,10 +8,11 @@
  * Thread-safe.
  *
  * Writes take already-validated input (see validate.h). On failure they
- * change nothing and write a one-line reason into 'msg' (for the Status
- * body): ERR_NOTFOUND, ERR_CONFLICT (held, reserved, not enough devices),
- * ERR_UNPROCESSABLE (unknown device), ERR_NOSPACE (disk full), ERR_UNAVAIL
- * (database busy), ERR_DB. Results are new JSON objects: json_decref() them. */
+ * change nothing and, where they can say why, fill 'e' (errorf(); the
+ * Status message): ERR_NOTFOUND, ERR_CONFLICT (held, reserved, not enough
+ * devices), ERR_UNPROCESSABLE (unknown device); ERR_NOSPACE (disk full),
+ * ERR_UNAVAIL (database busy) and ERR_DB leave it as it was. 'e' may be
+ * NULL. Results are new JSON objects: json_decref() them. */
 #ifndef PODRES_STORE_H
 #define PODRES_STORE_H
 #include <jansson.h>
@@ -84,44 +85,56 @@ err_t store_changes_after(struct store *st, uint64_t *cursor, const struct feed_
                           size_t limit, char **buf, size_t *len, size_t *cap) WARN_UNUSED;
 
 /* ---- writes ---- */
+/* The pod a write names: its namespace and name, and the uid a bind or an
+ * allocate gives it, or a release requires (NULL: any). Borrowed. */
+struct store_pod {
+    const char *ns;   /* namespace */
+    const char *name; /* name */
+    const char *uid;  /* uid */
+};
+
+/* What a write did, once it succeeded. */
+struct store_outcome {
+    bool created; /* a new object (for a pod, also a new uid) */
+    bool changed; /* false when the same state was there already */
+};
+
 /* Replace the device set of 'resource'. 'devices' is the array
  * validate_devices_put() builds: {"id","health","numa":[ids],"properties"}; ttl_ms 0 = no
  * heartbeat. *out = {"devices":[...],"revision":N}; *changed false when nothing did. */
 err_t store_resource_put(struct store *st, const char *resource, const json_t *devices,
-                         uint64_t ttl_ms, char *msg, size_t cap, json_t **out,
-                         bool *changed) WARN_UNUSED;
+                         uint64_t ttl_ms, struct error *e, json_t **out, bool *changed) WARN_UNUSED;
 /* Set one device's health. *out = {"device":{...},"revision":N}. */
 err_t store_device_set_health(struct store *st, const char *resource, const char *id,
-                              const char *health, char *msg, size_t cap, json_t **out) WARN_UNUSED;
+                              const char *health, struct error *e, json_t **out) WARN_UNUSED;
 /* Record a pod binding; 'containers' is the validated array of
- * {"name","devices":[{"resourceName","deviceIds"}],"cpuIds","memory"}.
- * *out = {"podResources":{...},"revision":N} as compact JSON text (new:
- * free() it; *len bytes), written without a json_t: this is the hot write.
- * *created true for a new pod (or a new uid), *changed false when the same
- * binding was already there. */
-err_t store_pod_bind(struct store *st, const char *ns, const char *name, const char *uid,
-                     const json_t *containers, char *msg, size_t cap, char **out, size_t *len,
-                     bool *created, bool *changed) WARN_UNUSED;
+ * {"name","devices":[{"resourceName","deviceIds"}],"cpuIds","memory"} and
+ * pod->uid is required. *out = {"podResources":{...},"revision":N} as
+ * compact JSON text (new: free() it; *len bytes), written without a
+ * json_t: this is the hot write. did->created for a new pod (or a new
+ * uid); did->changed false when the same binding was already there. */
+err_t store_pod_bind(struct store *st, const struct store_pod *pod, const json_t *containers,
+                     struct error *e, char **out, size_t *len,
+                     struct store_outcome *did) WARN_UNUSED;
 /* Choose devices and bind; 'request' is the validated array of
- * {"name","requests":{resource:count}}. Same uid and request again: the
- * same answer, *changed false. */
-err_t store_pod_allocate(struct store *st, const char *ns, const char *name, const char *uid,
-                         const json_t *request, char *msg, size_t cap, json_t **out, bool *created,
-                         bool *changed) WARN_UNUSED;
-/* Release a pod's devices. Preconditions: uid (NULL = any) and rev, the
- * pod's revision (0 = any). ERR_NOTFOUND; ERR_CONFLICT when one fails.
+ * {"name","requests":{resource:count}} and pod->uid is required. Same uid
+ * and request again: the same answer, did->changed false. */
+err_t store_pod_allocate(struct store *st, const struct store_pod *pod, const json_t *request,
+                         struct error *e, json_t **out, struct store_outcome *did) WARN_UNUSED;
+/* Release a pod's devices. Preconditions: pod->uid (NULL = any) and rev,
+ * the pod's revision (0 = any). ERR_NOTFOUND; ERR_CONFLICT when one fails.
  * *out = {"podResources":{last state},"revision":N}. */
-err_t store_pod_release(struct store *st, const char *ns, const char *name, const char *uid,
-                        uint64_t rev, char *msg, size_t cap, json_t **out) WARN_UNUSED;
-/* Pre-assign devices; 'containers' as for bind (devices only).
- * *out = {"reservation":{...},"revision":N}. */
+err_t store_pod_release(struct store *st, const struct store_pod *pod, uint64_t rev,
+                        struct error *e, json_t **out) WARN_UNUSED;
+/* Pre-assign devices to pod ns/name; 'containers' as for bind (devices
+ * only). *out = {"reservation":{...},"revision":N}. */
 err_t store_reservation_put(struct store *st, const char *ns, const char *name,
-                            const json_t *containers, char *msg, size_t cap, json_t **out,
-                            bool *created, bool *changed) WARN_UNUSED;
+                            const json_t *containers, struct error *e, json_t **out,
+                            struct store_outcome *did) WARN_UNUSED;
 /* Delete a reservation; precondition rev, its revision (0 = any): else
  * ERR_CONFLICT. ERR_NOTFOUND. *out = {"reservation":{last state},"revision":N}. */
 err_t store_reservation_delete(struct store *st, const char *ns, const char *name, uint64_t rev,
-                               char *msg, size_t cap, json_t **out) WARN_UNUSED;
+                               struct error *e, json_t **out) WARN_UNUSED;
 /* Mark devices of resources whose heartbeat lapsed before 'now_ms' (wall
  * clock) Unhealthy. *expired counts the resources that lapsed. */
 err_t store_expire_ttls(struct store *st, uint64_t now_ms, int *expired) WARN_UNUSED;
@@ -165,9 +178,9 @@ err_t store_usage(struct store *st, const struct histq *q, int64_t now_ms,
                   json_t **out) WARN_UNUSED;
 /* One device by id, of 'resource' (NULL: of any): {"device":{...},"revision":N}.
  * ERR_NOTFOUND; ERR_CONFLICT when several resources have a device 'id'
- * ('msg' names them). */
-err_t store_device_find(struct store *st, const char *id, const char *resource, char *msg,
-                        size_t cap, json_t **out) WARN_UNUSED;
+ * ('e' names them). */
+err_t store_device_find(struct store *st, const char *id, const char *resource, struct error *e,
+                        json_t **out) WARN_UNUSED;
 /* One pruning step, a write of its own that holds the writer a few
  * milliseconds: drops closed intervals beyond 'max_rows' per table (0: no
  * cap; the oldest first), else up to a few hundred that ended before

@@ -398,10 +398,15 @@ err_t store_usage(struct store *st, const struct histq *q, int64_t now_ms, json_
 
 /* ---- one device ---- */
 
-/* The resources that have a device 'id' (and are 'resource', if given):
- * *n of them, their names joined in 'names'. */
-static err_t resources_of(sqlite3 *db, const char *id, const char *resource, char *first,
-                          size_t fcap, char *names, size_t cap, int *n)
+/* The resources that have a device of one id. */
+struct owners {
+    int n;           /* how many */
+    char first[512]; /* the first by name */
+    char names[512]; /* all their names, joined by ", " (cut to fit) */
+};
+
+/* The resources that have a device 'id' (and are 'resource', if given). */
+static err_t resources_of(sqlite3 *db, const char *id, const char *resource, struct owners *o)
 {
     sqlite3_stmt *s = NULL;
     bool row;
@@ -411,52 +416,60 @@ static err_t resources_of(sqlite3 *db, const char *id, const char *resource, cha
                        "ORDER BY resource",
                        "tt", id, resource);
 
-    *n = 0;
-    names[0] = '\0';
+    o->n = 0;
+    o->names[0] = '\0';
     while (!rc) {
         rc = db_step(db, s, &row);
         if (rc || !row)
             break;
-        if (*n == 0)
-            str_copy(first, fcap, db_text(s, 0));
-        used = strlen(names);
-        snprintf(names + used, cap - used, "%s%s", *n ? ", " : "", db_text(s, 0));
-        (*n)++;
+        if (o->n == 0)
+            str_copy(o->first, sizeof(o->first), db_text(s, 0));
+        used = strlen(o->names);
+        snprintf(o->names + used, sizeof(o->names) - used, "%s%s", o->n ? ", " : "", db_text(s, 0));
+        o->n++;
     }
     db_done(s);
     return rc;
 }
 
-err_t store_device_find(struct store *st, const char *id, const char *resource, char *msg,
-                        size_t cap, json_t **out)
+/* In one read transaction: the revision, the resources with a device
+ * 'id', and that device's object (*dev, new) when there is exactly one. */
+static err_t device_find(struct store *st, const char *id, const char *resource, struct owners *o,
+                         uint64_t *rev, json_t **dev)
 {
     sqlite3 *db = NULL;
-    char first[512], names[512];
-    json_t *dev = NULL;
-    uint64_t rev = 0;
-    int n = 0;
     err_t rc = db_read_begin(&st->readers, &db);
 
+    if (rc)
+        return rc;
+    rc = changelog_db_revision(&st->log, db, rev);
     if (!rc)
-        rc = changelog_db_revision(&st->log, db, &rev);
-    if (!rc)
-        rc = resources_of(db, id, resource, first, sizeof(first), names, sizeof(names), &n);
-    if (!rc && n == 1)
-        rc = st_device_json(db, first, id, &dev);
+        rc = resources_of(db, id, resource, o);
+    if (!rc && o->n == 1)
+        rc = st_device_json(db, o->first, id, dev);
     db_read_end(&st->readers, db);
-    if (!rc && n == 0) {
-        snprintf(msg, cap, "device %.200s not found%s%.200s", id, resource ? " in " : "",
-                 resource ? resource : "");
-        rc = ERR_NOTFOUND;
-    }
-    if (!rc && n > 1) {
-        snprintf(msg, cap, "device %.200s is a device of %d resources (%.300s): add ?resource=", id,
-                 n, names);
-        rc = ERR_CONFLICT;
-    }
-    if (!rc && !(*out = st_wrap("device", dev, rev)))
-        rc = ERR_NOMEM;
     return rc;
+}
+
+err_t store_device_find(struct store *st, const char *id, const char *resource, struct error *e,
+                        json_t **out)
+{
+    struct owners o;
+    json_t *dev = NULL;
+    uint64_t rev = 0;
+    err_t rc = device_find(st, id, resource, &o, &rev, &dev);
+
+    if (rc)
+        return rc;
+    if (o.n == 0)
+        return errorf(e, ERR_NOTFOUND, "device %.200s not found%s%.200s", id,
+                      resource ? " in " : "", resource ? resource : "");
+    if (o.n > 1)
+        return errorf(e, ERR_CONFLICT,
+                      "device %.200s is a device of %d resources (%.300s): add ?resource=", id, o.n,
+                      o.names);
+    *out = st_wrap("device", dev, rev);
+    return *out ? ERR_OK : ERR_NOMEM;
 }
 
 /* ---- pruning ---- */

@@ -30,11 +30,10 @@ static void put_devices(struct store *st, const char *body)
 {
     json_t *b = json_loads(body, 0, NULL), *devs = NULL, *out = NULL;
     uint64_t ttl = 0;
-    char msg[256];
     bool ch;
 
     CHECK_OK(validate_devices_put(b, &devs, &ttl, NULL));
-    CHECK_OK(store_resource_put(st, GPU, devs, ttl, msg, sizeof(msg), &out, &ch));
+    CHECK_OK(store_resource_put(st, GPU, devs, ttl, NULL, &out, &ch));
     json_decref(out);
     json_decref(devs);
     json_decref(b);
@@ -42,11 +41,11 @@ static void put_devices(struct store *st, const char *body)
 
 static void bind(struct store *st, const char *name, const char *uid, const char *dev)
 {
-    char body[256], msg[256], *text = NULL;
+    char body[256], *text = NULL;
     json_t *b, *cs = NULL;
     const char *u = NULL;
     size_t len;
-    bool cr, ch;
+    struct store_outcome did;
 
     snprintf(body, sizeof(body),
              "{\"uid\":\"%s\",\"containers\":[{\"name\":\"main\",\"devices\":[{\"resourceName\":"
@@ -54,7 +53,7 @@ static void bind(struct store *st, const char *name, const char *uid, const char
              uid, dev);
     b = json_loads(body, 0, NULL);
     CHECK_OK(validate_pod_put(b, &u, &cs, NULL));
-    CHECK_OK(store_pod_bind(st, "ml", name, u, cs, msg, sizeof(msg), &text, &len, &cr, &ch));
+    CHECK_OK(store_pod_bind(st, &(struct store_pod){"ml", name, u}, cs, NULL, &text, &len, &did));
     free(text);
     json_decref(cs);
     json_decref(b);
@@ -62,10 +61,9 @@ static void bind(struct store *st, const char *name, const char *uid, const char
 
 static void release(struct store *st, const char *name)
 {
-    char msg[256];
     json_t *out = NULL;
 
-    CHECK_OK(store_pod_release(st, "ml", name, NULL, 0, msg, sizeof(msg), &out));
+    CHECK_OK(store_pod_release(st, &(struct store_pod){"ml", name, NULL}, 0, NULL, &out));
     json_decref(out);
 }
 
@@ -187,13 +185,13 @@ static void test_device_find(void)
 {
     struct store *st = open_store();
     json_t *j = NULL;
-    char msg[256] = "";
+    struct error e = {0};
 
-    CHECK_OK(store_device_find(st, "gpu-0", NULL, msg, sizeof(msg), &j));
+    CHECK_OK(store_device_find(st, "gpu-0", NULL, &e, &j));
     CHECK_STREQ(json_string_value(json_object_get(json_object_get(j, "device"), "id")), "gpu-0");
     json_decref(j);
-    CHECK_EQ_INT(store_device_find(st, "gpu-9", NULL, msg, sizeof(msg), &j), ERR_NOTFOUND);
-    CHECK(strstr(msg, "gpu-9") != NULL);
+    CHECK_EQ_INT(store_device_find(st, "gpu-9", NULL, &e, &j), ERR_NOTFOUND);
+    CHECK(strstr(e.msg, "gpu-9") != NULL);
     store_free(st);
 }
 

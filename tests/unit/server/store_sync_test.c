@@ -287,8 +287,10 @@ static void test_pod_listed_twice(void)
 static void test_after_api_mode(void)
 {
     struct fx f;
-    char ev[2048], msg[256];
-    bool changed = false, created = false;
+    char ev[2048];
+    struct error e = {0};
+    struct store_outcome did;
+    bool changed = false;
     json_t *b, *devs = NULL, *cs = NULL, *out = NULL;
     const char *uid = NULL;
     char *text = NULL;
@@ -298,8 +300,7 @@ static void test_after_api_mode(void)
     fx_open(&f);
     b = json_loads("{\"devices\":[{\"id\":\"g0\"},{\"id\":\"g1\"}]}", 0, NULL);
     CHECK_OK(validate_devices_put(b, &devs, &ttl, NULL));
-    CHECK_OK(
-        store_resource_put(f.st, "example.com/gpu", devs, 0, msg, sizeof(msg), &out, &changed));
+    CHECK_OK(store_resource_put(f.st, "example.com/gpu", devs, 0, &e, &out, &changed));
     json_decref(out);
     json_decref(devs);
     json_decref(b);
@@ -307,13 +308,12 @@ static void test_after_api_mode(void)
                    "\"example.com/gpu\",\"deviceIds\":[\"g0\",\"g1\"]}]}]}",
                    0, NULL);
     CHECK_OK(validate_pod_put(b, &uid, &cs, NULL));
-    CHECK_OK(store_pod_bind(f.st, "api", "p", uid, cs, msg, sizeof(msg), &text, &len, &created,
-                            &changed));
+    CHECK_OK(store_pod_bind(f.st, &(struct store_pod){"api", "p", uid}, cs, &e, &text, &len, &did));
     free(text);
     json_decref(cs);
     json_decref(b);
     out = NULL;
-    CHECK_OK(store_pod_release(f.st, "api", "p", NULL, 0, msg, sizeof(msg), &out));
+    CHECK_OK(store_pod_release(f.st, &(struct store_pod){"api", "p", NULL}, 0, &e, &out));
     json_decref(out);
     events(&f, ev, sizeof(ev));
     /* now the kubelet's view: g0 held by ml/a, g1 not listed any more */

@@ -38,7 +38,8 @@ struct fx {
     uint64_t last_rev; /* revision of the last event seen */
     char *buf;         /* feed buffer */
     size_t len, cap;   /* its use and size */
-    char msg[512];     /* the last write's message */
+    char msg[512];     /* the last validation's message */
+    struct error err;  /* the last write's error */
 };
 
 static void fx_attach_feed(struct fx *f)
@@ -196,7 +197,7 @@ static err_t put_devices(struct fx *f, const char *resource, const char *body, b
 
     CHECK_OK(rc);
     if (!rc)
-        rc = store_resource_put(f->st, resource, devs, ttl, f->msg, sizeof(f->msg), &out, &ch);
+        rc = store_resource_put(f->st, resource, devs, ttl, &f->err, &out, &ch);
     if (!rc) {
         CHECK(json_is_array(json_object_get(out, "devices")));
         CHECK_EQ_INT(json_integer_value(json_object_get(out, "revision")), store_revision(f->st));
@@ -215,16 +216,16 @@ static err_t bind(struct fx *f, const char *ns, const char *name, const char *bo
 {
     json_t *b = J(body), *cs = NULL, *out = NULL;
     const char *uid = NULL;
-    bool cr = false, ch = false;
+    struct store_outcome did = {false, false};
     char *text = NULL;
     size_t len = 0;
     err_t rc = validate_pod_put(b, &uid, &cs, NULL);
 
     CHECK_OK(rc);
-    f->msg[0] = '\0';
+    f->err = (struct error){0};
     if (!rc)
-        rc = store_pod_bind(f->st, ns, name, uid, cs, f->msg, sizeof(f->msg), &text, &len, &cr,
-                            &ch);
+        rc = store_pod_bind(f->st, &(struct store_pod){ns, name, uid}, cs, &f->err, &text, &len,
+                            &did);
     if (!rc) {
         /* the answer is compact JSON text of exactly 'len' bytes */
         CHECK(text != NULL && strlen(text) == len);
@@ -238,9 +239,9 @@ static err_t bind(struct fx *f, const char *ns, const char *name, const char *bo
             *pod = json_incref(json_object_get(out, "podResources"));
     }
     if (created)
-        *created = cr;
+        *created = did.created;
     if (changed)
-        *changed = ch;
+        *changed = did.changed;
     json_decref(out);
     json_decref(cs);
     json_decref(b);
@@ -252,22 +253,23 @@ static err_t allocate(struct fx *f, const char *ns, const char *name, const char
 {
     json_t *b = J(body), *req = NULL, *out = NULL;
     const char *uid = NULL;
-    bool cr = false, ch = false;
+    struct store_outcome did = {false, false};
     err_t rc = validate_allocate(b, &uid, &req, NULL);
 
     CHECK_OK(rc);
-    f->msg[0] = '\0';
+    f->err = (struct error){0};
     if (!rc)
-        rc = store_pod_allocate(f->st, ns, name, uid, req, f->msg, sizeof(f->msg), &out, &cr, &ch);
+        rc = store_pod_allocate(f->st, &(struct store_pod){ns, name, uid}, req, &f->err, &out,
+                                &did);
     if (!rc) {
         CHECK_EQ_INT(json_integer_value(json_object_get(out, "revision")), store_revision(f->st));
         if (pod)
             *pod = json_incref(json_object_get(out, "podResources"));
     }
     if (created)
-        *created = cr;
+        *created = did.created;
     if (changed)
-        *changed = ch;
+        *changed = did.changed;
     json_decref(out);
     json_decref(req);
     json_decref(b);
@@ -278,13 +280,13 @@ static err_t reserve(struct fx *f, const char *ns, const char *name, const char 
                      json_t **resv)
 {
     json_t *b = J(body), *cs = NULL, *out = NULL;
-    bool cr = false, ch = false;
+    struct store_outcome did = {false, false};
     err_t rc = validate_reservation(b, &cs, NULL);
 
     CHECK_OK(rc);
-    f->msg[0] = '\0';
+    f->err = (struct error){0};
     if (!rc)
-        rc = store_reservation_put(f->st, ns, name, cs, f->msg, sizeof(f->msg), &out, &cr, &ch);
+        rc = store_reservation_put(f->st, ns, name, cs, &f->err, &out, &did);
     if (!rc && resv)
         *resv = json_incref(json_object_get(out, "reservation"));
     json_decref(out);
@@ -298,8 +300,8 @@ static err_t release(struct fx *f, const char *ns, const char *name, const char 
     json_t *out = NULL;
     err_t rc;
 
-    f->msg[0] = '\0';
-    rc = store_pod_release(f->st, ns, name, uid, 0, f->msg, sizeof(f->msg), &out);
+    f->err = (struct error){0};
+    rc = store_pod_release(f->st, &(struct store_pod){ns, name, uid}, 0, &f->err, &out);
     if (!rc)
         CHECK(json_is_object(json_object_get(out, "podResources")));
     json_decref(out);
@@ -483,16 +485,14 @@ static void test_register(void)
     {
         json_t *out = NULL, *list = NULL;
 
-        CHECK_OK(
-            store_device_set_health(f.st, NIC, "nic-0", "Unhealthy", f.msg, sizeof(f.msg), &out));
+        CHECK_OK(store_device_set_health(f.st, NIC, "nic-0", "Unhealthy", &f.err, &out));
         CHECK_STREQ(json_string_value(json_object_get(json_object_get(out, "device"), "health")),
                     "Unhealthy");
         json_decref(out);
         out = NULL;
-        CHECK_EQ_INT(
-            store_device_set_health(f.st, NIC, "nic-9", "Unhealthy", f.msg, sizeof(f.msg), &out),
-            ERR_NOTFOUND);
-        CHECK(strstr(f.msg, "nic-9") != NULL);
+        CHECK_EQ_INT(store_device_set_health(f.st, NIC, "nic-9", "Unhealthy", &f.err, &out),
+                     ERR_NOTFOUND);
+        CHECK(strstr(f.err.msg, "nic-9") != NULL);
         CHECK(out == NULL);
         CHECK_EQ_INT(fx_events(&f, ev, sizeof(ev)), 2);
         CHECK_STREQ(ev, "ADDED Device nic-0;MODIFIED Device nic-0");
@@ -604,8 +604,8 @@ static void test_bind(void)
                       "\"resourceName\":\"" GPU "\",\"deviceIds\":[\"gpu-1\",\"gpu-2\"]}]}]}",
                       NULL, NULL, NULL),
                  ERR_CONFLICT);
-    CHECK(strstr(f.msg, "default/a") != NULL);
-    CHECK(strstr(f.msg, "gpu-2") != NULL);
+    CHECK(strstr(f.err.msg, "default/a") != NULL);
+    CHECK(strstr(f.err.msg, "gpu-2") != NULL);
     CHECK_EQ_INT(store_revision(f.st), rev);
     CHECK_STREQ(holder(&f, GPU, "gpu-1", b, sizeof(b)), "-");
     CHECK_EQ_INT(store_pod_get(f.st, "other", "b", &pod), ERR_NOTFOUND);
@@ -616,7 +616,7 @@ static void test_bind(void)
                       "\"resourceName\":\"" GPU "\",\"deviceIds\":[\"gpu-9\"]}]}]}",
                       NULL, NULL, NULL),
                  ERR_UNPROCESSABLE);
-    CHECK(strstr(f.msg, "gpu-9") != NULL);
+    CHECK(strstr(f.err.msg, "gpu-9") != NULL);
     CHECK_EQ_INT(bind(&f, "other", "b",
                       "{\"uid\":\"u2\",\"containers\":[{\"name\":\"c\",\"devices\":[{"
                       "\"resourceName\":\"vendor.io/fpga\",\"deviceIds\":[\"gpu-1\"]}]}]}",
@@ -726,9 +726,9 @@ static void test_allocate(void)
                           "\":1}},{\"name\":\"b\",\"requests\":{\"" GPU "\":2}}]}",
                           NULL, NULL, NULL),
                  ERR_CONFLICT);
-    CHECK(strstr(f.msg, "requested 2") != NULL);
-    CHECK(strstr(f.msg, "available 1") != NULL);
-    CHECK(strstr(f.msg, GPU) != NULL);
+    CHECK(strstr(f.err.msg, "requested 2") != NULL);
+    CHECK(strstr(f.err.msg, "available 1") != NULL);
+    CHECK(strstr(f.err.msg, GPU) != NULL);
     CHECK_EQ_INT(store_revision(f.st), rev);
     CHECK_STREQ(holder(&f, NIC, "nic-1", b, sizeof(b)), "-");
     CHECK_EQ_INT(store_pod_get(f.st, "default", "y", &p2), ERR_NOTFOUND);
@@ -862,7 +862,7 @@ static void test_reservations(void)
                       "\"resourceName\":\"" GPU "\",\"deviceIds\":[\"gpu-1\"]}]}]}",
                       NULL, NULL, NULL),
                  ERR_CONFLICT);
-    CHECK(strstr(f.msg, "ns/r") != NULL);
+    CHECK(strstr(f.err.msg, "ns/r") != NULL);
 
     /* the pod's own allocate uses its reservation as written */
     CHECK_OK(allocate(&f, "ns", "r",
@@ -883,7 +883,7 @@ static void test_reservations(void)
                          "\",\"deviceIds\":[\"gpu-2\"]}]}]}",
                          NULL),
                  ERR_CONFLICT);
-    CHECK(strstr(f.msg, "ns/other") != NULL);
+    CHECK(strstr(f.err.msg, "ns/other") != NULL);
     /* ... or reserved for another pod */
     CHECK_EQ_INT(reserve(&f, "ns", "late",
                          "{\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":\"" GPU
@@ -921,8 +921,7 @@ static void test_reservations(void)
     {
         json_t *out = NULL;
 
-        CHECK_OK(
-            store_device_set_health(f.st, GPU, "gpu-0", "Unhealthy", f.msg, sizeof(f.msg), &out));
+        CHECK_OK(store_device_set_health(f.st, GPU, "gpu-0", "Unhealthy", &f.err, &out));
         json_decref(out);
     }
     CHECK_STREQ(resv_state(&f, "ns", "z", b, sizeof(b)), "Conflict");
@@ -933,11 +932,10 @@ static void test_reservations(void)
     {
         json_t *out = NULL;
 
-        CHECK_OK(store_reservation_delete(f.st, "ns", "z", 0, f.msg, sizeof(f.msg), &out));
+        CHECK_OK(store_reservation_delete(f.st, "ns", "z", 0, &f.err, &out));
         json_decref(out);
         out = NULL;
-        CHECK_EQ_INT(store_reservation_delete(f.st, "ns", "z", 0, f.msg, sizeof(f.msg), &out),
-                     ERR_NOTFOUND);
+        CHECK_EQ_INT(store_reservation_delete(f.st, "ns", "z", 0, &f.err, &out), ERR_NOTFOUND);
     }
     CHECK_STREQ(resv_state(&f, "ns", "z", b, sizeof(b)), "missing");
     {
@@ -979,9 +977,9 @@ static void test_release(void)
         return;
     rev = store_revision(f.st);
     CHECK_EQ_INT(release(&f, "ns", "nobody", NULL), ERR_NOTFOUND);
-    CHECK(strstr(f.msg, "ns/nobody") != NULL);
+    CHECK(strstr(f.err.msg, "ns/nobody") != NULL);
     CHECK_EQ_INT(release(&f, "ns", "a", "other-uid"), ERR_CONFLICT);
-    CHECK(strstr(f.msg, "ua") != NULL);
+    CHECK(strstr(f.err.msg, "ua") != NULL);
     CHECK_EQ_INT(store_revision(f.st), rev);
     CHECK_STREQ(holder(&f, GPU, "gpu-0", b, sizeof(b)), "ns/a/c");
     CHECK_OK(release(&f, "ns", "a", "ua"));
@@ -1271,7 +1269,7 @@ static void test_removed_unhealthy_device(void)
 
     if (fx_bound_a(&f, "[\"gpu-3\"]"))
         return;
-    CHECK_OK(store_device_set_health(f.st, GPU, "gpu-3", "Unhealthy", f.msg, sizeof(f.msg), &out));
+    CHECK_OK(store_device_set_health(f.st, GPU, "gpu-3", "Unhealthy", &f.err, &out));
     json_decref(out);
     fx_some_events(&f, 1);
     rev = store_revision(f.st);
@@ -1364,7 +1362,7 @@ static void test_let_go_rows(void)
                      "{\"containers\":[{\"name\":\"c\",\"devices\":[{"
                      "\"resourceName\":\"" GPU "\",\"deviceIds\":[\"gpu-0\"]}]}]}",
                      NULL));
-    CHECK_OK(store_reservation_delete(f.st, "ns", "r", 0, f.msg, sizeof(f.msg), &list));
+    CHECK_OK(store_reservation_delete(f.st, "ns", "r", 0, &f.err, &list));
     json_decref(list);
     list = NULL;
     CHECK_OK(allocate(&f, "ns", "b",
@@ -1420,7 +1418,7 @@ static void test_ttl(void)
     CHECK_OK(put_devices(&f, GPU, FOUR_GPUS, NULL)); /* no heartbeat */
     CHECK_OK(validate_devices_put(b1, &devs, &ttl, NULL));
     CHECK_EQ_INT(ttl, 2000);
-    CHECK_OK(store_resource_put(f.st, NIC, devs, ttl, f.msg, sizeof(f.msg), &out, &changed));
+    CHECK_OK(store_resource_put(f.st, NIC, devs, ttl, &f.err, &out, &changed));
     json_decref(out);
     CHECK_EQ_INT(fx_events(&f, ev, sizeof(ev)), 6);
 
@@ -1439,7 +1437,7 @@ static void test_ttl(void)
     CHECK_EQ_INT(fx_events(&f, ev, sizeof(ev)), 0);
     /* the next PUT (heartbeat) makes them Healthy again */
     out = NULL;
-    CHECK_OK(store_resource_put(f.st, NIC, devs, ttl, f.msg, sizeof(f.msg), &out, &changed));
+    CHECK_OK(store_resource_put(f.st, NIC, devs, ttl, &f.err, &out, &changed));
     json_decref(out);
     CHECK(changed);
     CHECK_STREQ(health(&f, NIC, "nic-0", b, sizeof(b)), "Healthy");
@@ -1734,8 +1732,7 @@ static void test_snapshot(void)
     {
         json_t *out = NULL;
 
-        CHECK_OK(
-            store_device_set_health(f.st, GPU, "gpu-0", "Unhealthy", f.msg, sizeof(f.msg), &out));
+        CHECK_OK(store_device_set_health(f.st, GPU, "gpu-0", "Unhealthy", &f.err, &out));
         json_decref(out);
     }
     len = 0;
@@ -1826,7 +1823,7 @@ static void test_rebind_same_uid_conflict(void)
                       "\"resourceName\":\"" GPU "\",\"deviceIds\":[\"gpu-1\"]}]}]}",
                       NULL, NULL, NULL),
                  ERR_CONFLICT);
-    CHECK(strstr(f.msg, "ns/b") != NULL);
+    CHECK(strstr(f.err.msg, "ns/b") != NULL);
     CHECK_EQ_INT(bind(&f, "ns", "a",
                       "{\"uid\":\"ua\",\"containers\":[{\"name\":\"c\",\"devices\":[{"
                       "\"resourceName\":\"" GPU "\",\"deviceIds\":[\"gpu-9\"]}]}]}",
@@ -1895,10 +1892,11 @@ struct gc_arg {
 
 static err_t gc_bind(struct store *st, const char *name, const char *dev, uint64_t *rev)
 {
-    char body[256], msg[256];
+    char body[256];
+    struct error e = {0};
+    struct store_outcome did;
     json_t *b, *cs = NULL, *out = NULL;
     const char *uid = NULL;
-    bool cr = false, ch = false;
     char *text = NULL;
     size_t len = 0;
     err_t rc;
@@ -1910,7 +1908,7 @@ static err_t gc_bind(struct store *st, const char *name, const char *dev, uint64
     b = json_loads(body, 0, NULL);
     rc = b ? validate_pod_put(b, &uid, &cs, NULL) : ERR_NOMEM;
     if (!rc)
-        rc = store_pod_bind(st, "gc", name, uid, cs, msg, sizeof(msg), &text, &len, &cr, &ch);
+        rc = store_pod_bind(st, &(struct store_pod){"gc", name, uid}, cs, &e, &text, &len, &did);
     if (!rc)
         out = json_loadb(text, len, 0, NULL);
     free(text);
