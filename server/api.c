@@ -514,7 +514,7 @@ static err_t get_readyz(struct api_req *r, struct api_resp *out)
 
 static err_t render_gauges(struct api *api, struct strbuf *sb)
 {
-    json_t *stats = NULL, *d;
+    struct store_stats stats;
     size_t i;
     err_t rc = store_stats(api->store, &stats);
 
@@ -540,21 +540,14 @@ static err_t render_gauges(struct api *api, struct strbuf *sb)
             "# TYPE podresd_watchers gauge\npodresd_watchers %ld\n"
             "# HELP podresd_devices Devices by resource and health.\n"
             "# TYPE podresd_devices gauge\n",
-            (long long)json_integer_value(json_object_get(stats, "pods")),
-            (long long)json_integer_value(json_object_get(stats, "boundDevices")),
-            (unsigned long long)store_revision(api->store),
-            (long long)json_integer_value(json_object_get(stats, "commits")),
-            (long long)json_integer_value(json_object_get(stats, "writes")),
-            (long long)json_integer_value(json_object_get(stats, "checkpoints")),
-            feed_watchers(api->feed));
-    json_array_foreach(json_object_get(stats, "devices"), i, d) {
-        if (!rc)
-            rc = strbuf_printf(sb, "podresd_devices{resource=\"%s\",health=\"%s\"} %lld\n",
-                               json_string_value(json_object_get(d, "resource")),
-                               json_string_value(json_object_get(d, "health")),
-                               (long long)json_integer_value(json_object_get(d, "count")));
-    }
-    json_decref(stats);
+            (long long)stats.pods, (long long)stats.bound_devices,
+            (unsigned long long)store_revision(api->store), (long long)stats.commits,
+            (long long)stats.writes, (long long)stats.checkpoints, feed_watchers(api->feed));
+    for (i = 0; !rc && i < stats.ndevices; i++)
+        rc = strbuf_printf(sb, "podresd_devices{resource=\"%s\",health=\"%s\"} %lld\n",
+                           stats.devices[i].resource, stats.devices[i].health,
+                           (long long)stats.devices[i].count);
+    store_stats_release(&stats);
     return rc;
 }
 

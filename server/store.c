@@ -103,7 +103,8 @@ void store_free(struct store *st)
     commit_release(&st->commit);
     changelog_release(&st->log);
     pthread_mutex_destroy(&st->amu);
-    json_decref(st->alloc_rest);
+    json_decref(st->cpu_ids);
+    json_decref(st->memory);
     free(st->path);
     free(st);
 }

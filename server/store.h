@@ -63,12 +63,28 @@ err_t store_reservation_get(struct store *st, const char *ns, const char *name,
  * schema, statements and lookaside memory, ~250 KiB); for an idle moment after
  * a burst of readers. Their fds go back to SQLite, which reuses them. */
 void store_release_idle(struct store *st);
-/* For /metrics: {"pods":N,"boundDevices":N,"devices":[{"resource","health","count"}],
- * "commits":N,"writes":N,"checkpoints":N}: COMMITs of write batches since
- * open, the writes they held (writes/commits is the mean group-commit size),
- * and the WAL checkpoints done since open (in a COMMIT or on the store's
- * checkpoint thread). */
-err_t store_stats(struct store *st, json_t **out) WARN_UNUSED;
+/* The devices of one resource in one health (store_stats). */
+struct store_dev_count {
+    char *resource;  /* the resource; the stats' own */
+    char health[16]; /* Healthy or Unhealthy */
+    int64_t count;   /* how many */
+};
+
+/* What /metrics shows of the store. */
+struct store_stats {
+    int64_t pods;                    /* pods with a recorded binding */
+    int64_t bound_devices;           /* devices bound to a container */
+    struct store_dev_count *devices; /* by resource, then health; 'ndevices' of them */
+    size_t ndevices;                 /* entries in 'devices' */
+    uint64_t commits;                /* COMMITs of write batches since open */
+    uint64_t writes;                 /* the writes they held (writes/commits: the mean batch) */
+    uint64_t checkpoints;            /* WAL checkpoints since open, in a COMMIT or on the
+                                        store's checkpoint thread */
+};
+
+/* Fill *out; release it with store_stats_release(), also on failure. */
+err_t store_stats(struct store *st, struct store_stats *out) WARN_UNUSED;
+void store_stats_release(struct store_stats *s); /* an unused struct is fine */
 
 /* ---- the change feed ---- */
 /* ADDED lines for every current object matching 'flt' appended to *buf

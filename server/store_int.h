@@ -32,8 +32,9 @@ struct store {
     struct commit commit;   /* the write connection and group commit (commit.h) */
     struct db_pool readers; /* the read connections (db.h) */
     struct store_hist hist; /* the history's ids and row counts */
-    pthread_mutex_t amu;    /* guards alloc_rest */
-    json_t *alloc_rest;     /* {"cpuIds","memory"} the kubelet last gave, or NULL */
+    pthread_mutex_t amu;    /* guards cpu_ids and memory */
+    json_t *cpu_ids;        /* the kubelet's last allocatable CPU ids (an array), or NULL */
+    json_t *memory;         /* its last allocatable memory (an array), or NULL */
 };
 
 /* Run fn(st, ctx) as one write of a batch and return its result once the

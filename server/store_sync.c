@@ -522,14 +522,15 @@ static err_t sync_run(struct store *st, void *ctx)
  * them again at every poll (readiness waits for the first). */
 static void alloc_rest_set(struct store *st, const json_t *snap)
 {
-    json_t *rest = json_pack("{s:O?,s:O?}", "cpuIds", json_object_get(snap, "cpuIds"), "memory",
-                             json_object_get(snap, "memory"));
+    json_t *cpu_ids = json_object_get(snap, "cpuIds"), *memory = json_object_get(snap, "memory");
 
-    if (!rest)
-        return; /* out of memory: the last ones stay */
+    cpu_ids = json_is_array(cpu_ids) ? json_incref(cpu_ids) : NULL;
+    memory = json_is_array(memory) ? json_incref(memory) : NULL;
     pthread_mutex_lock(&st->amu);
-    json_decref(st->alloc_rest);
-    st->alloc_rest = rest;
+    json_decref(st->cpu_ids);
+    json_decref(st->memory);
+    st->cpu_ids = cpu_ids;
+    st->memory = memory;
     pthread_mutex_unlock(&st->amu);
 }
 

@@ -374,80 +374,121 @@ static json_t *allocatable_row(sqlite3_stmt *s)
     return d;
 }
 
-/* An array of 'rest' (new reference), or a new empty one. */
-static json_t *rest_part(json_t *rest, const char *key)
+/* A copy of 'arr' (NULL: none yet), or a new empty array; under st->amu. */
+static json_t *rest_copy(const json_t *arr)
 {
-    json_t *v = json_object_get(rest, key);
-
-    return json_is_array(v) ? json_incref(v) : json_array();
+    return arr ? json_deep_copy(arr) : json_array();
 }
 
 err_t store_allocatable(struct store *st, json_t **out)
 {
-    json_t *rest;
+    json_t *cpu_ids, *memory;
     err_t rc = read_list(st, "devices", allocatable_row,
                          "SELECT resource,id,numa FROM devices WHERE health='Healthy' AND "
                          "removed=0 ORDER BY resource,id",
                          NULL, NULL, NULL, NULL, out);
 
+    if (rc)
+        return rc;
+    /* none in api mode, or before the kubelet's first answer */
     pthread_mutex_lock(&st->amu);
-    rest = json_deep_copy(st->alloc_rest); /* NULL: none (api mode, or no sync yet) */
+    cpu_ids = rest_copy(st->cpu_ids);
+    memory = rest_copy(st->memory);
     pthread_mutex_unlock(&st->amu);
-    if (!rc && (json_object_set_new(*out, "cpuIds", rest_part(rest, "cpuIds")) ||
-                json_object_set_new(*out, "memory", rest_part(rest, "memory"))))
-        rc = ERR_NOMEM;
-    json_decref(rest);
+    if (json_object_set_new(*out, "cpuIds", cpu_ids) ||
+        json_object_set_new(*out, "memory", memory)) {
+        json_decref(*out);
+        return ERR_NOMEM;
+    }
+    return ERR_OK;
+}
+
+/* Append the (resource, health, count) rows of 's' to out->devices. */
+static err_t stats_devices(sqlite3 *db, sqlite3_stmt *s, struct store_stats *out)
+{
+    size_t room = 0;
+    bool row;
+    err_t rc;
+
+    for (;;) {
+        rc = db_step(db, s, &row);
+        if (rc || !row)
+            return rc;
+        if (out->ndevices == room) {
+            struct store_dev_count *d;
+
+            room = room ? 2 * room : 8;
+            d = realloc(out->devices, room * sizeof(*d));
+            if (!d)
+                return ERR_NOMEM;
+            out->devices = d;
+        }
+        out->devices[out->ndevices].resource = strdup(db_text(s, 0));
+        if (!out->devices[out->ndevices].resource)
+            return ERR_NOMEM;
+        str_copy(out->devices[out->ndevices].health, sizeof(out->devices->health), db_text(s, 1));
+        out->devices[out->ndevices++].count = sqlite3_column_int64(s, 2);
+    }
+}
+
+/* The counts of one read transaction on 'db'. */
+static err_t stats_read(sqlite3 *db, struct store_stats *out)
+{
+    sqlite3_stmt *s = NULL;
+    bool row = false;
+    err_t rc = db_prep(db, &s,
+                       "SELECT (SELECT count(*) FROM pods),"
+                       "(SELECT count(*) FROM bindings WHERE pod<>'')",
+                       NULL);
+
+    if (rc)
+        return rc;
+    rc = db_step(db, s, &row);
+    if (!rc && row) {
+        out->pods = sqlite3_column_int64(s, 0);
+        out->bound_devices = sqlite3_column_int64(s, 1);
+    }
+    db_done(s);
+    if (rc)
+        return rc;
+    rc = db_prep(db, &s,
+                 "SELECT resource,health,count(*) FROM devices GROUP BY resource,health "
+                 "ORDER BY resource,health",
+                 NULL);
+    if (rc)
+        return rc;
+    rc = stats_devices(db, s, out);
+    db_done(s);
     return rc;
 }
 
-static json_t *stats_row(sqlite3_stmt *s)
-{
-    return json_pack("{s:s,s:s,s:I}", "resource", db_text(s, 0), "health", db_text(s, 1), "count",
-                     (json_int_t)sqlite3_column_int64(s, 2));
-}
-
-err_t store_stats(struct store *st, json_t **out)
+err_t store_stats(struct store *st, struct store_stats *out)
 {
     struct commit_counts n;
     sqlite3 *db = NULL;
-    sqlite3_stmt *s = NULL;
-    json_t *devs = NULL, *o;
-    int64_t pods = 0, bound = 0;
-    bool row;
-    err_t rc = db_read_begin(&st->readers, &db);
+    err_t rc;
 
-    if (!rc)
-        rc = db_prep(db, &s,
-                     "SELECT (SELECT count(*) FROM pods),"
-                     "(SELECT count(*) FROM bindings WHERE pod<>'')",
-                     NULL);
-    if (!rc)
-        rc = db_step(db, s, &row);
-    if (!rc && row) {
-        pods = sqlite3_column_int64(s, 0);
-        bound = sqlite3_column_int64(s, 1);
-    }
-    db_done(s);
-    s = NULL;
-    if (!rc)
-        rc = db_prep(db, &s,
-                     "SELECT resource,health,count(*) FROM devices GROUP BY resource,health "
-                     "ORDER BY resource,health",
-                     NULL);
-    if (!rc)
-        rc = collect(db, s, stats_row, &devs);
-    db_done(s);
-    db_read_end(&st->readers, db);
+    memset(out, 0, sizeof(*out));
+    rc = db_read_begin(&st->readers, &db);
     if (rc)
         return rc;
+    rc = stats_read(db, out);
+    db_read_end(&st->readers, db);
     commit_counts(&st->commit, &n);
-    o = json_pack("{s:I,s:I,s:o,s:I,s:I,s:I}", "pods", (json_int_t)pods, "boundDevices",
-                  (json_int_t)bound, "devices", devs, "commits", (json_int_t)n.commits, "writes",
-                  (json_int_t)n.writes, "checkpoints", (json_int_t)n.checkpoints);
-    if (!o)
-        return ERR_NOMEM;
-    *out = o;
-    return ERR_OK;
+    out->commits = n.commits;
+    out->writes = n.writes;
+    out->checkpoints = n.checkpoints;
+    return rc;
+}
+
+void store_stats_release(struct store_stats *s)
+{
+    size_t i;
+
+    for (i = 0; i < s->ndevices; i++)
+        free(s->devices[i].resource);
+    free(s->devices);
+    memset(s, 0, sizeof(*s));
 }
 
 /* ---- the feed's reads ---- */

@@ -523,6 +523,7 @@ static void test_bind(void)
     char ev[1024], b[128], s[256];
     bool created = false, changed = false;
     json_t *pod = NULL, *list = NULL;
+    struct store_stats stats;
     uint64_t rev;
 
     if (fx_open(&f, 100))
@@ -650,10 +651,10 @@ static void test_bind(void)
     CHECK_OK(store_devices_list(f.st, GPU, NULL, true, &list));
     CHECK_EQ_INT(json_array_size(json_object_get(list, "devices")), 1); /* gpu-3 */
     json_decref(list);
-    CHECK_OK(store_stats(f.st, &list));
-    CHECK_EQ_INT(json_integer_value(json_object_get(list, "pods")), 3);
-    CHECK_EQ_INT(json_integer_value(json_object_get(list, "boundDevices")), 3);
-    json_decref(list);
+    CHECK_OK(store_stats(f.st, &stats));
+    CHECK_EQ_INT(stats.pods, 3);
+    CHECK_EQ_INT(stats.bound_devices, 3);
+    store_stats_release(&stats);
 
     /* a new uid for the same pod replaces the old instance */
     CHECK_OK(
@@ -1313,7 +1314,8 @@ static void test_let_go_rows(void)
 {
     struct fx f;
     char ev[1024], b[128];
-    json_t *d, *list = NULL, *stats = NULL;
+    json_t *d, *list = NULL;
+    struct store_stats stats;
     uint64_t rev;
 
     if (fx_bound_a(&f, "[\"gpu-0\",\"gpu-1\"]"))
@@ -1349,9 +1351,8 @@ static void test_let_go_rows(void)
     json_decref(list);
     list = NULL;
     CHECK_OK(store_stats(f.st, &stats));
-    CHECK_EQ_INT(json_integer_value(json_object_get(stats, "boundDevices")), 2);
-    json_decref(stats);
-    stats = NULL;
+    CHECK_EQ_INT(stats.bound_devices, 2);
+    store_stats_release(&stats);
     /* the pods list by resource finds ns/a, not a pod named by a let-go row */
     CHECK_OK(store_pods_list(f.st, NULL, GPU, &list));
     CHECK_EQ_INT(json_array_size(json_object_get(list, "podResources")), 1);
@@ -2219,7 +2220,8 @@ static void test_group_commit(void)
     struct gc_arg args[GC_THREADS];
     pthread_t th[GC_THREADS];
     struct strbuf body = STRBUF_INIT;
-    json_t *stats = NULL, *pod;
+    struct store_stats stats;
+    json_t *pod;
     uint64_t rev0, cur = 0, chain = 0;
     char *buf = NULL, *text, sum[64], name[32], b[64];
     size_t len = 0, cap = 0;
@@ -2259,13 +2261,11 @@ static void test_group_commit(void)
     /* each bind: the pod plus its device's holder change */
     fx_some_events(&f, 2 * GC_THREADS * GC_EACH);
     CHECK_OK(store_stats(f.st, &stats));
-    CHECK(json_integer_value(json_object_get(stats, "writes")) >= GC_THREADS * GC_EACH);
-    printf("# group commit: %lld writes in %lld commits\n",
-           (long long)json_integer_value(json_object_get(stats, "writes")),
-           (long long)json_integer_value(json_object_get(stats, "commits")));
-    CHECK(json_integer_value(json_object_get(stats, "commits")) <
-          json_integer_value(json_object_get(stats, "writes")));
-    json_decref(stats);
+    CHECK(stats.writes >= GC_THREADS * GC_EACH);
+    printf("# group commit: %llu writes in %llu commits\n", (unsigned long long)stats.writes,
+           (unsigned long long)stats.commits);
+    CHECK(stats.commits < stats.writes);
+    store_stats_release(&stats);
     /* 200 more writes, each its own COMMIT of several pages: over 1000 WAL
      * frames, so a checkpoint has run (or the thread's soon will) */
     for (i = 0; i < 200; i++) {
@@ -2274,10 +2274,9 @@ static void test_group_commit(void)
     }
     fx_some_events(&f, 400);
     for (i = 0; i < 100; i++) {
-        stats = NULL;
         CHECK_OK(store_stats(f.st, &stats));
-        t = (int)json_integer_value(json_object_get(stats, "checkpoints"));
-        json_decref(stats);
+        t = (int)stats.checkpoints;
+        store_stats_release(&stats);
         if (t > 0)
             break;
         usleep(50 * 1000);
@@ -2342,7 +2341,7 @@ static void test_checkpoint_in_commit(void)
     struct ckpt_seen seen = {0};
     struct fx f;
     struct strbuf body = STRBUF_INIT;
-    json_t *stats = NULL;
+    struct store_stats stats;
     uint64_t rev0;
     char *text, name[32];
     size_t len = 0;
@@ -2371,9 +2370,9 @@ static void test_checkpoint_in_commit(void)
     CHECK(!f.st->commit.ckpt.due);
     CHECK(__atomic_load_n(&f.st->commit.ckpt.ndone_here, __ATOMIC_RELAXED) >= 1);
     CHECK_OK(store_stats(f.st, &stats));
-    CHECK_EQ_INT(json_integer_value(json_object_get(stats, "checkpoints")),
+    CHECK_EQ_INT(stats.checkpoints,
                  (int)__atomic_load_n(&f.st->commit.ckpt.ndone_here, __ATOMIC_RELAXED));
-    json_decref(stats);
+    store_stats_release(&stats);
     CHECK_EQ_INT(store_revision(f.st), rev0 + 400 * 2); /* each: the pod, its device */
     fx_close(&f);
 }
