@@ -3,35 +3,192 @@
  * devices (a snapshot built by source_kubelet.c) diffed against the tables
  * in one write transaction. Only real changes are written and emitted; with
  * none the transaction is rolled back, so a steady kubelet costs no disk
- * write and no revision. Reservations are left alone. Keys of the in-memory
- * sets are "a\x1fb" (the snapshot has no control characters; see
- * source_kubelet.c). */
+ * write and no revision. Reservations are left alone. Rows are keyed
+ * "a\x1fb" (the snapshot has no control characters; see source_kubelet.c)
+ * and compared in the order they were first seen, which is the order of
+ * the events. */
 #define LOG_MOD "store"
 #include "../common/common.h"
 #include "../common/jsonx.h"
 #include "store_int.h"
 #include "store_view.h"
 
+#include <assert.h>
+
 #define NAME_MAX_LEN 1024 /* longest name or id accepted from a snapshot */
 #define SYNC_KEY_MAX (3 * NAME_MAX_LEN + 4)
 
-/* The wanted state and the stored one, as objects keyed like the tables. */
+/* One pod, device or binding, wanted or stored, as the reconcile compares
+ * it. Its strings are copies in one block ('mem'). */
+struct srow {
+    char *mem;       /* the key and the strings below; new */
+    const char *key; /* "ns\x1fname" (pod) or "resource\x1fid" (device, binding) */
+    union {
+        struct {
+            const char *ns, *name; /* the pod */
+            const char *uid;       /* stored: its uid */
+            const char *text;      /* its containers' canonical text */
+            json_t *containers;    /* wanted: its containers; new */
+        } pod;
+        struct {
+            const char *res, *id; /* the device */
+            const char *health;   /* Healthy or Unhealthy */
+            const char *numa;     /* NUMA ids as JSON text; "" (wanted, removed, no
+                                     topology given): what it has stored */
+            bool removed;         /* bound but not allocatable */
+        } dev;
+        struct {
+            const char *res, *id;             /* the device */
+            const char *ns, *pod, *container; /* its holder */
+        } bind;
+    };
+};
+
+/* Rows in the order they were first put, found by key. */
+struct stable {
+    struct srow *rows; /* the rows */
+    size_t n;          /* rows used */
+    size_t room;       /* rows allocated */
+    json_t *index;     /* key -> its place in 'rows' (an integer) */
+};
+
+/* The wanted state and the stored one, keyed like the tables. */
 struct sync {
-    struct store *st;  /* the store, inside the write transaction */
-    json_t *want_pods; /* key -> {"ns","name","containers","text"} */
-    json_t *want_devs; /* key -> {"r","i","h","n","x"} health, numa text, removed */
-    json_t *want_bind; /* key -> owner "ns\x1fname\x1fcontainer" */
-    json_t *have_pods; /* key -> {"ns","name","uid","text"} */
-    json_t *have_devs; /* key -> {"r","i","h","n","x"} */
-    json_t *have_bind; /* key -> owner */
-    json_t *touched;   /* device keys whose holder changed */
-    size_t events;     /* events emitted so far */
+    struct store *st;        /* the store, inside the write transaction */
+    struct stable want_pods; /* the kubelet's pods */
+    struct stable want_devs; /* its devices: allocatable, or bound and not */
+    struct stable want_bind; /* its bindings */
+    struct stable have_pods; /* the stored pods */
+    struct stable have_devs; /* the stored devices */
+    struct stable have_bind; /* the stored bindings (not the let-go rows) */
+    struct stable touched;   /* devices whose holder changed (the key only) */
+    size_t events;           /* events emitted so far */
 };
 
 static void key2(char *key, const char *a, const char *b)
 {
     snprintf(key, SYNC_KEY_MAX, "%s\x1f%s", a, b);
 }
+
+/* ---- rows and tables ---- */
+
+#define SROW_STRINGS_MAX 5 /* strings of a row, its key aside */
+
+/* Give 'r' the key 'key' and copies of the 'n' strings 'vals' in one new
+ * block: *dst[k] points at the copy of vals[k]. Frees the block it had. */
+static err_t srow_fill(struct srow *r, const char *key, size_t n, const char *const *vals,
+                       const char **const *dst)
+{
+    size_t len[SROW_STRINGS_MAX], klen = strlen(key) + 1, total = klen, k;
+    char *mem, *at;
+
+    assert(n <= SROW_STRINGS_MAX);
+    for (k = 0; k < n; k++)
+        total += (len[k] = strlen(vals[k])) + 1;
+    mem = malloc(total);
+    if (!mem)
+        return ERR_NOMEM;
+    r->key = memcpy(mem, key, klen);
+    at = mem + klen;
+    for (k = 0; k < n; k++) {
+        *dst[k] = memcpy(at, vals[k], len[k] + 1);
+        at += len[k] + 1;
+    }
+    free(r->mem);
+    r->mem = mem;
+    return ERR_OK;
+}
+
+static err_t stable_init(struct stable *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->index = json_object();
+    return t->index ? ERR_OK : ERR_NOMEM;
+}
+
+/* Free the rows; the pods' containers with them. */
+static void stable_release(struct stable *t, bool pods)
+{
+    size_t i;
+
+    for (i = 0; i < t->n; i++) {
+        if (pods)
+            json_decref(t->rows[i].pod.containers);
+        free(t->rows[i].mem);
+    }
+    free(t->rows);
+    json_decref(t->index);
+}
+
+/* The row of 'key', or NULL. Valid till the next stable_slot(). */
+static struct srow *stable_get(const struct stable *t, const char *key)
+{
+    json_t *at = json_object_get(t->index, key);
+
+    return at ? &t->rows[json_integer_value(at)] : NULL;
+}
+
+/* The row of 'key' to fill (*out): the one there, in its place, or a new
+ * empty one, last. Valid till the next stable_slot(). */
+static err_t stable_slot(struct stable *t, const char *key, struct srow **out)
+{
+    struct srow *r = stable_get(t, key);
+
+    if (r) {
+        *out = r;
+        return ERR_OK;
+    }
+    if (t->n == t->room) {
+        size_t room = t->room ? 2 * t->room : 64;
+
+        r = realloc(t->rows, room * sizeof(*r));
+        if (!r)
+            return ERR_NOMEM;
+        t->rows = r;
+        t->room = room;
+    }
+    if (json_object_set_new(t->index, key, json_integer((json_int_t)t->n)))
+        return ERR_NOMEM;
+    r = &t->rows[t->n++];
+    memset(r, 0, sizeof(*r));
+    *out = r;
+    return ERR_OK;
+}
+
+/* Put a device row of 'key' in 't'. */
+static err_t put_dev(struct stable *t, const char *key, const char *res, const char *id,
+                     const char *health, const char *numa, bool removed)
+{
+    const char *vals[] = {res, id, health, numa};
+    struct srow *r;
+    err_t rc = stable_slot(t, key, &r);
+
+    if (!rc)
+        rc = srow_fill(
+            r, key, 4, vals,
+            (const char **const[]){&r->dev.res, &r->dev.id, &r->dev.health, &r->dev.numa});
+    if (!rc)
+        r->dev.removed = removed;
+    return rc;
+}
+
+/* Put a binding row of 'key' in 't': device res/id held by container 'c'
+ * of pod ns/name. */
+static err_t put_bind(struct stable *t, const char *key, const char *res, const char *id,
+                      const char *ns, const char *name, const char *c)
+{
+    const char *vals[] = {res, id, ns, name, c};
+    struct srow *r;
+    err_t rc = stable_slot(t, key, &r);
+
+    if (rc)
+        return rc;
+    return srow_fill(r, key, 5, vals,
+                     (const char **const[]){&r->bind.res, &r->bind.id, &r->bind.ns, &r->bind.pod,
+                                            &r->bind.container});
+}
+
+/* ---- the wanted state ---- */
 
 /* A non-empty string of at most NAME_MAX_LEN bytes, or NULL. */
 static const char *name_of(const json_t *obj, const char *field)
@@ -70,7 +227,8 @@ static err_t sort_array(json_t *arr, int (*cmp)(const void *, const void *))
     return json_array_size(arr) == n ? ERR_OK : ERR_NOMEM;
 }
 
-/* Sorted unique NUMA ids of a topology {"nodes":[{"ID":n}]}, as JSON text; new. */
+/* Sorted unique NUMA ids of a topology {"nodes":[{"ID":n}]}, as JSON text;
+ * new, or NULL if out of memory. */
 static char *numa_text(const json_t *topology)
 {
     json_t *ids = json_array(), *n, *w;
@@ -98,25 +256,21 @@ static char *numa_text(const json_t *topology)
     return text;
 }
 
-/* ---- the wanted state ---- */
-
 static err_t want_device(struct sync *s, const char *res, const char *id, const char *health,
                          const json_t *topology, bool removed)
 {
     char key[SYNC_KEY_MAX];
     char *numa = numa_text(topology);
-    json_t *d;
+    err_t rc;
 
-    key2(key, res, id);
-    if (numa && removed && strcmp(numa, "[]") == 0)
-        numa[0] = '\0'; /* no topology in the pod: keep what the device had */
-    d = numa ? json_pack("{s:s,s:s,s:s,s:s,s:b}", "r", res, "i", id, "h", health, "n", numa, "x",
-                         removed)
-             : NULL;
-    free(numa);
-    if (!d || json_object_set_new(s->want_devs, key, d))
+    if (!numa)
         return ERR_NOMEM;
-    return ERR_OK;
+    if (removed && strcmp(numa, "[]") == 0)
+        numa[0] = '\0'; /* no topology in the pod: keep what the device had */
+    key2(key, res, id);
+    rc = put_dev(&s->want_devs, key, res, id, health, numa, removed);
+    free(numa);
+    return rc;
 }
 
 static err_t want_allocatable(struct sync *s, const json_t *devices)
@@ -138,23 +292,31 @@ static err_t want_allocatable(struct sync *s, const json_t *devices)
     return ERR_OK;
 }
 
-/* A binding of device res/id to container c of pod ns/name; "o" compares. */
-static json_t *bind_obj(const char *res, const char *id, const char *ns, const char *name,
-                        const char *c)
+/* Device res/id, bound to container 'c' of pod ns/name: its binding (the
+ * first container listing it keeps it), and an Unhealthy device when it is
+ * not allocatable. */
+static err_t want_bound(struct sync *s, const char *ns, const char *name, const char *c,
+                        const char *res, const char *id, const json_t *topology)
 {
-    char owner[SYNC_KEY_MAX];
+    char key[SYNC_KEY_MAX];
+    err_t rc;
 
-    snprintf(owner, sizeof(owner), "%s\x1f%s\x1f%s", ns, name, c);
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "r", res, "i", id, "ns", ns, "pod", name, "c", c,
-                     "o", owner);
+    key2(key, res, id);
+    if (stable_get(&s->want_bind, key)) {
+        log_debug("device %s %s is listed for two containers; kept for the first", res, id);
+        return ERR_OK;
+    }
+    rc = put_bind(&s->want_bind, key, res, id, ns, name, c);
+    if (!rc && !stable_get(&s->want_devs, key))
+        rc = want_device(s, res, id, "Unhealthy", topology, true);
+    return rc;
 }
 
-/* One device group of container 'c' of pod ns/name: sorted ids, bindings,
- * and an Unhealthy device for each bound id that is not allocatable. */
+/* One device group of container 'c' of pod ns/name: its ids sorted in
+ * place, each bound. */
 static err_t want_group(struct sync *s, const char *ns, const char *name, const char *c, json_t *g)
 {
     const char *res = name_of(g, "resourceName"), *id;
-    char key[SYNC_KEY_MAX];
     json_t *ids = json_object_get(g, "deviceIds"), *v;
     size_t i;
     err_t rc = res && json_is_array(ids) ? sort_array(ids, cmp_json_str) : ERR_INVAL;
@@ -165,15 +327,7 @@ static err_t want_group(struct sync *s, const char *ns, const char *name, const 
         id = json_string_value(v);
         if (rc || !id || !id[0] || strlen(id) > NAME_MAX_LEN)
             return rc ? rc : ERR_INVAL;
-        key2(key, res, id);
-        if (json_object_get(s->want_bind, key)) {
-            log_debug("device %s %s is listed for two containers; kept for the first", res, id);
-            continue;
-        }
-        if (json_object_set_new(s->want_bind, key, bind_obj(res, id, ns, name, c)))
-            return ERR_NOMEM;
-        if (!json_object_get(s->want_devs, key))
-            rc = want_device(s, res, id, "Unhealthy", json_object_get(g, "topology"), true);
+        rc = want_bound(s, ns, name, c, res, id, json_object_get(g, "topology"));
     }
     return rc;
 }
@@ -195,28 +349,47 @@ static err_t want_container(struct sync *s, const char *ns, const char *name, js
     return rc;
 }
 
-/* A pod listed twice (an old and a new instance: the List has no uid) is
- * one pod with the containers of both, so that every device bound to it is
- * one it lists: *cs becomes the first's containers followed by its own. */
-static err_t merge_twin(struct sync *s, const char *key, json_t **cs)
+/* Put the wanted pod ns/name of key 'key' with containers 'cs' (stolen). A
+ * pod listed twice (an old and a new instance: the List has no uid) is one
+ * pod with the containers of both, so that every device bound to it is one
+ * it lists: the first's containers followed by these. */
+static err_t put_want_pod(struct sync *s, const char *key, const char *ns, const char *name,
+                          json_t *cs)
 {
-    json_t *prev = json_object_get(json_object_get(s->want_pods, key), "containers");
+    struct srow *r = stable_get(&s->want_pods, key);
+    char *text = NULL;
+    err_t rc = ERR_NOMEM;
 
-    if (!prev)
-        return ERR_OK;
-    if (json_array_extend(prev, *cs))
-        return ERR_NOMEM;
-    json_decref(*cs);
-    *cs = json_incref(prev);
-    return ERR_OK;
+    if (r && json_array_extend(r->pod.containers, cs))
+        goto out;
+    if (r) {
+        json_decref(cs);
+        cs = json_incref(r->pod.containers);
+    }
+    text = jsonx_dumps(cs);
+    if (!text)
+        goto out;
+    rc = stable_slot(&s->want_pods, key, &r);
+    if (!rc)
+        rc = srow_fill(r, key, 3, (const char *[]){ns, name, text},
+                       (const char **const[]){&r->pod.ns, &r->pod.name, &r->pod.text});
+    if (rc)
+        goto out;
+    json_decref(r->pod.containers);
+    r->pod.containers = cs;
+    cs = NULL;
+out:
+    json_decref(cs);
+    free(text);
+    return rc;
 }
 
 /* A pod: its canonical containers and their text. */
 static err_t want_pod(struct sync *s, const json_t *pod)
 {
     const char *ns = name_of(pod, "namespace"), *name = name_of(pod, "name");
-    json_t *cs = json_deep_copy(json_object_get(pod, "containers")), *c, *p = NULL;
-    char key[SYNC_KEY_MAX], *text = NULL;
+    json_t *cs = json_deep_copy(json_object_get(pod, "containers")), *c;
+    char key[SYNC_KEY_MAX];
     size_t i;
     err_t rc = ns && name && json_is_array(cs) ? ERR_OK : ERR_INVAL;
 
@@ -224,21 +397,12 @@ static err_t want_pod(struct sync *s, const json_t *pod)
         if (!rc)
             rc = json_is_object(c) ? want_container(s, ns, name, c) : ERR_INVAL;
     }
-    if (!rc) {
-        key2(key, ns, name);
-        rc = merge_twin(s, key, &cs);
+    if (rc) {
+        json_decref(cs);
+        return rc;
     }
-    if (!rc)
-        text = jsonx_dumps(cs);
-    if (!rc && text)
-        p = json_pack("{s:s,s:s,s:O,s:s}", "ns", ns, "name", name, "containers", cs, "text", text);
-    if (!rc && !p)
-        rc = ERR_NOMEM;
-    if (!rc)
-        rc = json_object_set_new(s->want_pods, key, p) ? ERR_NOMEM : ERR_OK;
-    json_decref(cs);
-    free(text);
-    return rc;
+    key2(key, ns, name);
+    return put_want_pod(s, key, ns, name, cs);
 }
 
 static err_t build_want(struct sync *s, const json_t *snap)
@@ -260,75 +424,92 @@ static err_t build_want(struct sync *s, const json_t *snap)
 
 /* ---- the stored state ---- */
 
-static err_t load_have(struct sync *s)
+/* Each row of 'sql' (no argument) as put(s, q). */
+static err_t load_rows(struct sync *s, const char *sql,
+                       err_t (*put)(struct sync *s, sqlite3_stmt *q))
 {
     sqlite3 *db = s->st->commit.db;
     sqlite3_stmt *q = NULL;
-    char key[SYNC_KEY_MAX];
     bool row;
-    err_t rc = db_prep(db, &q, "SELECT namespace,name,uid,containers FROM pods", NULL);
+    err_t rc = db_prep(db, &q, sql, NULL);
 
-    while (!rc && !(rc = db_step(db, q, &row)) && row) {
-        key2(key, db_text(q, 0), db_text(q, 1));
-        if (json_object_set_new(s->have_pods, key,
-                                json_pack("{s:s,s:s,s:s,s:s}", "ns", db_text(q, 0), "name",
-                                          db_text(q, 1), "uid", db_text(q, 2), "text",
-                                          db_text(q, 3))))
-            rc = ERR_NOMEM;
-    }
-    db_done(q);
-    q = NULL;
-    if (!rc)
-        rc = db_prep(db, &q, "SELECT resource,id,health,numa,removed FROM devices", NULL);
-    while (!rc && !(rc = db_step(db, q, &row)) && row) {
-        key2(key, db_text(q, 0), db_text(q, 1));
-        if (json_object_set_new(s->have_devs, key,
-                                json_pack("{s:s,s:s,s:s,s:s,s:b}", "r", db_text(q, 0), "i",
-                                          db_text(q, 1), "h", db_text(q, 2), "n", db_text(q, 3),
-                                          "x", sqlite3_column_int(q, 4) != 0)))
-            rc = ERR_NOMEM;
-    }
-    db_done(q);
-    q = NULL;
-    if (!rc)
-        rc = db_prep(db, &q,
-                     "SELECT resource,device_id,namespace,pod,container FROM bindings "
-                     "WHERE pod<>''", /* not the let-go devices' rows (schema 3) */
-                     NULL);
-    while (!rc && !(rc = db_step(db, q, &row)) && row) {
-        key2(key, db_text(q, 0), db_text(q, 1));
-        if (json_object_set_new(s->have_bind, key,
-                                bind_obj(db_text(q, 0), db_text(q, 1), db_text(q, 2), db_text(q, 3),
-                                         db_text(q, 4))))
-            rc = ERR_NOMEM;
+    while (!rc) {
+        rc = db_step(db, q, &row);
+        if (rc || !row)
+            break;
+        rc = put(s, q);
     }
     db_done(q);
     return rc;
 }
 
-/* ---- applying the difference ---- */
-
-static const char *fld(const json_t *o, const char *k)
+/* namespace,name,uid,containers */
+static err_t have_pod(struct sync *s, sqlite3_stmt *q)
 {
-    const char *v = json_string_value(json_object_get(o, k));
+    const char *vals[] = {db_text(q, 0), db_text(q, 1), db_text(q, 2), db_text(q, 3)};
+    char key[SYNC_KEY_MAX];
+    struct srow *r;
+    err_t rc;
 
-    return v ? v : "";
+    key2(key, vals[0], vals[1]);
+    rc = stable_slot(&s->have_pods, key, &r);
+    if (rc)
+        return rc;
+    return srow_fill(r, key, 4, vals,
+                     (const char **const[]){&r->pod.ns, &r->pod.name, &r->pod.uid, &r->pod.text});
 }
+
+/* resource,id,health,numa,removed */
+static err_t have_dev(struct sync *s, sqlite3_stmt *q)
+{
+    char key[SYNC_KEY_MAX];
+
+    key2(key, db_text(q, 0), db_text(q, 1));
+    return put_dev(&s->have_devs, key, db_text(q, 0), db_text(q, 1), db_text(q, 2), db_text(q, 3),
+                   sqlite3_column_int(q, 4) != 0);
+}
+
+/* resource,device_id,namespace,pod,container */
+static err_t have_bind(struct sync *s, sqlite3_stmt *q)
+{
+    char key[SYNC_KEY_MAX];
+
+    key2(key, db_text(q, 0), db_text(q, 1));
+    return put_bind(&s->have_bind, key, db_text(q, 0), db_text(q, 1), db_text(q, 2), db_text(q, 3),
+                    db_text(q, 4));
+}
+
+static err_t load_have(struct sync *s)
+{
+    err_t rc = load_rows(s, "SELECT namespace,name,uid,containers FROM pods", have_pod);
+
+    if (!rc)
+        rc = load_rows(s, "SELECT resource,id,health,numa,removed FROM devices", have_dev);
+    if (!rc) /* not the let-go devices' rows (schema 3) */
+        rc = load_rows(s,
+                       "SELECT resource,device_id,namespace,pod,container FROM bindings "
+                       "WHERE pod<>''",
+                       have_bind);
+    return rc;
+}
+
+/* ---- applying the difference ---- */
 
 /* Emit 'type' of the pod ns/name or the device resource/id, after stamping the next revision. */
 static err_t emit_view(struct sync *s, const char *type, const char *kind, const char *a,
                        const char *b)
 {
+    struct store *st = s->st;
     json_t *obj = NULL;
     bool pod = strcmp(kind, "PodResources") == 0;
-    err_t rc = pod ? st_pod_json(s->st->commit.db, a, b, &obj)
-                   : st_device_json(s->st->commit.db, a, b, &obj);
+    err_t rc = pod ? st_pod_json(st->commit.db, a, b, &obj)
+                   : st_device_json(st->commit.db, a, b, &obj);
 
     if (!rc &&
-        json_object_set_new(obj, "revision", json_integer((json_int_t)changelog_next(&s->st->log))))
+        json_object_set_new(obj, "revision", json_integer((json_int_t)changelog_next(&st->log))))
         rc = ERR_NOMEM;
     if (!rc)
-        rc = changelog_emit(&s->st->log, type, kind, pod ? a : "", obj);
+        rc = changelog_emit(&st->log, type, kind, pod ? a : "", obj);
     if (!rc)
         s->events++;
     json_decref(obj);
@@ -337,154 +518,170 @@ static err_t emit_view(struct sync *s, const char *type, const char *kind, const
 
 static err_t drop_pods(struct sync *s)
 {
-    const char *key;
-    json_t *p;
+    const struct srow *p;
+    size_t i;
     err_t rc = ERR_OK;
 
-    json_object_foreach(s->have_pods, key, p) {
-        if (rc || json_object_get(s->want_pods, key))
+    for (i = 0; !rc && i < s->have_pods.n; i++) {
+        p = &s->have_pods.rows[i];
+        if (stable_get(&s->want_pods, p->key))
             continue;
-        rc = emit_view(s, "DELETED", "PodResources", fld(p, "ns"), fld(p, "name"));
+        rc = emit_view(s, "DELETED", "PodResources", p->pod.ns, p->pod.name);
         if (!rc)
             rc = db_exec(s->st->commit.db, "DELETE FROM pods WHERE namespace=? AND name=?", "tt",
-                         fld(p, "ns"), fld(p, "name"));
+                         p->pod.ns, p->pod.name);
     }
     return rc;
 }
 
-static bool same_owner(const json_t *a, const json_t *b)
+static bool same_owner(const struct srow *a, const struct srow *b)
 {
-    return a && b && strcmp(fld(a, "o"), fld(b, "o")) == 0;
+    return a && b && strcmp(a->bind.ns, b->bind.ns) == 0 && strcmp(a->bind.pod, b->bind.pod) == 0 &&
+           strcmp(a->bind.container, b->bind.container) == 0;
+}
+
+/* Note that the holder of device 'key' changed. */
+static err_t touch(struct sync *s, const char *key)
+{
+    struct srow *r;
+    err_t rc = stable_slot(&s->touched, key, &r);
+
+    return rc ? rc : srow_fill(r, key, 0, NULL, NULL);
 }
 
 /* Rewrite the bindings whose owner changed; remember their devices. */
 static err_t rebind(struct sync *s)
 {
-    const char *key;
-    json_t *v;
+    const struct srow *v;
+    size_t i;
     err_t rc = ERR_OK;
 
-    json_object_foreach(s->have_bind, key, v) {
-        if (rc || same_owner(v, json_object_get(s->want_bind, key)))
+    for (i = 0; !rc && i < s->have_bind.n; i++) {
+        v = &s->have_bind.rows[i];
+        if (same_owner(v, stable_get(&s->want_bind, v->key)))
             continue;
         rc = db_exec(s->st->commit.db, "DELETE FROM bindings WHERE resource=? AND device_id=?",
-                     "tt", fld(v, "r"), fld(v, "i"));
-        if (!rc && json_object_set_new(s->touched, key, json_true()))
-            rc = ERR_NOMEM;
+                     "tt", v->bind.res, v->bind.id);
+        if (!rc)
+            rc = touch(s, v->key);
     }
-    json_object_foreach(s->want_bind, key, v) {
-        if (rc || same_owner(v, json_object_get(s->have_bind, key)))
+    for (i = 0; !rc && i < s->want_bind.n; i++) {
+        v = &s->want_bind.rows[i];
+        if (same_owner(v, stable_get(&s->have_bind, v->key)))
             continue;
         rc = db_exec(s->st->commit.db,
                      "INSERT OR REPLACE INTO bindings(resource,device_id,namespace,pod,"
                      "container) VALUES(?,?,?,?,?)",
-                     "ttttt", fld(v, "r"), fld(v, "i"), fld(v, "ns"), fld(v, "pod"), fld(v, "c"));
-        if (!rc && json_object_set_new(s->touched, key, json_true()))
-            rc = ERR_NOMEM;
+                     "ttttt", v->bind.res, v->bind.id, v->bind.ns, v->bind.pod, v->bind.container);
+        if (!rc)
+            rc = touch(s, v->key);
     }
     return rc;
 }
 
 static err_t drop_devices(struct sync *s)
 {
-    const char *key;
-    json_t *d;
+    const struct srow *d;
+    size_t i;
     err_t rc = ERR_OK;
 
-    json_object_foreach(s->have_devs, key, d) {
-        if (rc || json_object_get(s->want_devs, key))
+    for (i = 0; !rc && i < s->have_devs.n; i++) {
+        d = &s->have_devs.rows[i];
+        if (stable_get(&s->want_devs, d->key))
             continue;
-        rc = emit_view(s, "DELETED", "Device", fld(d, "r"), fld(d, "i"));
+        rc = emit_view(s, "DELETED", "Device", d->dev.res, d->dev.id);
         if (!rc)
             rc = db_exec(s->st->commit.db, "DELETE FROM devices WHERE resource=? AND id=?", "tt",
-                         fld(d, "r"), fld(d, "i"));
+                         d->dev.res, d->dev.id);
         if (!rc) /* a let-go row left by the write API */
             rc = db_exec(s->st->commit.db,
-                         "DELETE FROM bindings WHERE resource=? AND device_id=? AND "
-                         "pod=''",
-                         "tt", fld(d, "r"), fld(d, "i"));
+                         "DELETE FROM bindings WHERE resource=? AND device_id=? AND pod=''", "tt",
+                         d->dev.res, d->dev.id);
     }
     return rc;
 }
 
 static err_t put_pods(struct sync *s)
 {
-    const char *key;
-    json_t *p, *h;
+    const struct srow *p, *h;
+    size_t i;
     err_t rc = ERR_OK;
 
-    json_object_foreach(s->want_pods, key, p) {
-        h = json_object_get(s->have_pods, key);
-        if (rc || (h && fld(h, "uid")[0] == '\0' && strcmp(fld(h, "text"), fld(p, "text")) == 0))
+    for (i = 0; !rc && i < s->want_pods.n; i++) {
+        p = &s->want_pods.rows[i];
+        h = stable_get(&s->have_pods, p->key);
+        if (h && h->pod.uid[0] == '\0' && strcmp(h->pod.text, p->pod.text) == 0)
             continue;
         rc = db_exec(s->st->commit.db,
                      "INSERT OR REPLACE INTO pods(namespace,name,uid,containers,request,revision) "
                      "VALUES(?,?,'',?,NULL,?)",
-                     "tttu", fld(p, "ns"), fld(p, "name"), fld(p, "text"),
-                     changelog_next(&s->st->log));
+                     "tttu", p->pod.ns, p->pod.name, p->pod.text, changelog_next(&s->st->log));
         if (!rc)
-            rc = emit_view(s, h ? "MODIFIED" : "ADDED", "PodResources", fld(p, "ns"),
-                           fld(p, "name"));
+            rc = emit_view(s, h ? "MODIFIED" : "ADDED", "PodResources", p->pod.ns, p->pod.name);
     }
     return rc;
 }
 
-static bool same_device(const json_t *a, const json_t *b)
+/* Write wanted device 'd', stored as 'h' (NULL: not stored), whose NUMA
+ * ids are 'numa', and emit its event. */
+static err_t put_device(struct sync *s, const struct srow *d, const struct srow *h,
+                        const char *numa)
 {
-    return strcmp(fld(a, "h"), fld(b, "h")) == 0 && strcmp(fld(a, "n"), fld(b, "n")) == 0 &&
-           json_is_true(json_object_get(a, "x")) == json_is_true(json_object_get(b, "x"));
+    err_t rc = db_exec(s->st->commit.db,
+                       "INSERT INTO devices(resource,id,health,numa,properties,removed,revision) "
+                       "VALUES(?,?,?,?,'{}',?,?) ON CONFLICT(resource,id) DO UPDATE SET "
+                       "health=excluded.health,numa=excluded.numa,removed=excluded.removed,"
+                       "revision=excluded.revision",
+                       "ttttiu", d->dev.res, d->dev.id, d->dev.health, numa,
+                       (int64_t)d->dev.removed, changelog_next(&s->st->log));
+
+    return rc ? rc : emit_view(s, h ? "MODIFIED" : "ADDED", "Device", d->dev.res, d->dev.id);
 }
 
 static err_t put_devices(struct sync *s)
 {
-    const char *key;
-    json_t *d, *h;
+    const struct srow *d, *h;
+    const char *numa;
+    size_t i;
     err_t rc = ERR_OK;
 
-    json_object_foreach(s->want_devs, key, d) {
-        h = json_object_get(s->have_devs, key);
-        if (!fld(d, "n")[0] && json_object_set_new(d, "n", json_string(h ? fld(h, "n") : "[]")))
-            rc = ERR_NOMEM;
-        if (rc || (h && same_device(d, h) && !json_object_get(s->touched, key)))
+    for (i = 0; !rc && i < s->want_devs.n; i++) {
+        d = &s->want_devs.rows[i];
+        h = stable_get(&s->have_devs, d->key);
+        numa = d->dev.numa[0] ? d->dev.numa : h ? h->dev.numa : "[]";
+        if (h && strcmp(d->dev.health, h->dev.health) == 0 && strcmp(numa, h->dev.numa) == 0 &&
+            d->dev.removed == h->dev.removed && !stable_get(&s->touched, d->key))
             continue;
-        rc = db_exec(s->st->commit.db,
-                     "INSERT INTO devices(resource,id,health,numa,properties,removed,revision) "
-                     "VALUES(?,?,?,?,'{}',?,?) ON CONFLICT(resource,id) DO UPDATE SET "
-                     "health=excluded.health,numa=excluded.numa,removed=excluded.removed,"
-                     "revision=excluded.revision",
-                     "ttttiu", fld(d, "r"), fld(d, "i"), fld(d, "h"), fld(d, "n"),
-                     (int64_t)json_is_true(json_object_get(d, "x")), changelog_next(&s->st->log));
-        if (!rc)
-            rc = emit_view(s, h ? "MODIFIED" : "ADDED", "Device", fld(d, "r"), fld(d, "i"));
+        rc = put_device(s, d, h, numa);
     }
     return rc;
 }
 
 static void sync_release(struct sync *s)
 {
-    json_decref(s->want_pods);
-    json_decref(s->want_devs);
-    json_decref(s->want_bind);
-    json_decref(s->have_pods);
-    json_decref(s->have_devs);
-    json_decref(s->have_bind);
-    json_decref(s->touched);
+    stable_release(&s->want_pods, true);
+    stable_release(&s->want_devs, false);
+    stable_release(&s->want_bind, false);
+    stable_release(&s->have_pods, false);
+    stable_release(&s->have_devs, false);
+    stable_release(&s->have_bind, false);
+    stable_release(&s->touched, false);
 }
 
 static err_t sync_init(struct sync *s, struct store *st)
 {
-    json_t **sets[] = {&s->want_pods, &s->want_devs, &s->want_bind, &s->have_pods,
-                       &s->have_devs, &s->have_bind, &s->touched};
+    struct stable *tables[] = {&s->want_pods, &s->want_devs, &s->want_bind, &s->have_pods,
+                               &s->have_devs, &s->have_bind, &s->touched};
     size_t i;
+    err_t rc = ERR_OK;
 
     memset(s, 0, sizeof(*s));
     s->st = st;
-    for (i = 0; i < ARRAY_SIZE(sets); i++) {
-        *sets[i] = json_object();
-        if (!*sets[i])
-            return ERR_NOMEM;
+    for (i = 0; i < ARRAY_SIZE(tables); i++) {
+        if (stable_init(tables[i]))
+            rc = ERR_NOMEM;
     }
-    return ERR_OK;
+    return rc;
 }
 
 /* Inside the transaction: every difference, in event order. */
