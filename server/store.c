@@ -7,8 +7,7 @@
 #include "../common/common.h"
 #include "store_int.h"
 
-#include <inttypes.h>
-#include <stdarg.h>
+#include <assert.h>
 
 /* Generated from schema/NNNN_*.sql by the Makefile; NULL-terminated. */
 extern const char *const store_migrations[];
@@ -28,19 +27,14 @@ int store_schema_version(void)
  * migration leaves it as it was). */
 static err_t migrate(sqlite3 *db)
 {
-    sqlite3_stmt *stmt = NULL;
     char sql[64];
-    int ver = 0, n = store_schema_version(), i, rc;
-    bool row;
-    err_t e = db_prep(db, &stmt, "PRAGMA user_version", NULL);
+    uint64_t v = 0;
+    int ver, n = store_schema_version(), i, rc;
+    err_t e = db_get_u64(db, &v, "PRAGMA user_version", NULL);
 
-    if (!e)
-        e = db_step(db, stmt, &row);
-    if (!e && row)
-        ver = sqlite3_column_int(stmt, 0);
-    db_done(stmt);
     if (e)
         return e;
+    ver = (int)v;
     if (ver > n) {
         log_err("database schema version %d is newer than this podresd (%d)", ver, n);
         return ERR_DB;
@@ -64,9 +58,11 @@ static err_t migrate(sqlite3 *db)
 
 err_t store_open(const struct store_opts *opts, struct store **out)
 {
-    struct store *st = calloc(1, sizeof(*st));
-    err_t rc;
+    struct store *st = NULL;
+    err_t rc = ERR_NOMEM;
 
+    assert(opts && opts->path);
+    st = calloc(1, sizeof(*st));
     if (!st)
         return ERR_NOMEM;
     st->path = strdup(opts->path);
@@ -74,19 +70,26 @@ err_t store_open(const struct store_opts *opts, struct store **out)
         free(st);
         return ERR_NOMEM;
     }
+    /* every part is initialised before anything can fail: store_free()
+     * releases them all */
     changelog_init(&st->log, opts->history ? opts->history : 1, opts->feed);
     commit_init(&st->commit, &st->log);
     db_pool_init(&st->readers, st->path);
     pthread_mutex_init(&st->amu, NULL);
     rc = commit_open(&st->commit, st->path);
-    if (!rc)
-        rc = migrate(st->commit.db);
-    if (!rc)
-        rc = changelog_open(&st->log, st->commit.db);
-    if (!rc)
-        rc = st_hist_attach(st);
-    if (!rc)
-        rc = commit_start(&st->commit, st->path);
+    if (rc)
+        goto out;
+    rc = migrate(st->commit.db);
+    if (rc)
+        goto out;
+    rc = changelog_open(&st->log, st->commit.db);
+    if (rc)
+        goto out;
+    rc = st_hist_attach(st);
+    if (rc)
+        goto out;
+    rc = commit_start(&st->commit, st->path);
+out:
     if (rc) {
         store_free(st);
         return rc;

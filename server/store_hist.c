@@ -114,21 +114,16 @@ static void fn_id(sqlite3_context *cx, int argc, sqlite3_value **argv)
     sqlite3_result_int64(cx, (sqlite3_int64)id);
 }
 
+/* The last interval id given, and the time of writes from it: times never
+ * go back across a restart. */
 static err_t last_id(struct store *st)
 {
-    sqlite3_stmt *s = NULL;
-    bool row = false;
-    err_t rc = db_prep(st->commit.db, &s,
-                       "SELECT max(ifnull((SELECT max(id) FROM hist_bind),0),"
-                       "ifnull((SELECT max(id) FROM hist_health),0))",
-                       NULL);
+    err_t rc = db_get_u64(st->commit.db, &st->hist.last_id,
+                          "SELECT max(ifnull((SELECT max(id) FROM hist_bind),0),"
+                          "ifnull((SELECT max(id) FROM hist_health),0))",
+                          NULL);
 
-    if (!rc)
-        rc = db_step(st->commit.db, s, &row);
-    if (!rc && row)
-        st->hist.last_id = (uint64_t)sqlite3_column_int64(s, 0);
-    db_done(s);
-    st->commit.now_ms = st->hist.last_id >> 10; /* times never go back across a restart */
+    st->commit.now_ms = st->hist.last_id >> 10;
     return rc;
 }
 
@@ -282,10 +277,12 @@ err_t store_history_text(struct store *st, const struct histq *q, char **text, s
     else
         rc = db_prep(db, &s, q->health ? health_sql : by_device_sql, "ttiiui", q->device,
                      q->resource, q->from_ms, q->to_ms, q->after, lim);
-    if (!rc)
-        rc = intervals(db, s, q->health ? health_row : bind_row,
-                       q->sel == HISTQ_AT ? SIZE_MAX : q->limit, &w);
+    if (rc)
+        goto out;
+    rc = intervals(db, s, q->health ? health_row : bind_row,
+                   q->sel == HISTQ_AT ? SIZE_MAX : q->limit, &w);
     db_done(s);
+out:
     db_read_end(&st->readers, db);
     if (rc) {
         jsonw_release(&w);
@@ -365,15 +362,13 @@ err_t store_usage(struct store *st, const struct histq *q, int64_t now_ms, json_
     static json_t *(*const conv[])(sqlite3_stmt *) = {usage_ns, usage_pod, usage_dev};
     sqlite3 *db = NULL;
     sqlite3_stmt *s = NULL;
-    json_t *arr = NULL, *o;
+    json_t *arr = json_array(), *o = json_object();
     bool row;
-    err_t rc = db_read_begin(&st->readers, &db);
+    err_t rc = arr && o ? db_read_begin(&st->readers, &db) : ERR_NOMEM;
 
     if (rc)
-        return rc;
+        goto out;
     rc = db_prep(db, &s, usage_sql[q->by], "iiit", q->from_ms, q->to_ms, now_ms, q->resource);
-    if (!rc && !(arr = json_array()))
-        rc = ERR_NOMEM;
     while (!rc) {
         rc = db_step(db, s, &row);
         if (rc || !row)
@@ -383,11 +378,12 @@ err_t store_usage(struct store *st, const struct histq *q, int64_t now_ms, json_
     }
     db_done(s);
     db_read_end(&st->readers, db);
-    o = rc ? NULL : json_object();
     if (rc)
-        json_decref(arr);
-    else if (json_object_set_new(o, "usage", arr))
-        rc = ERR_NOMEM;
+        goto out;
+    rc = json_object_set_new(o, "usage", arr) ? ERR_NOMEM : ERR_OK;
+    arr = NULL; /* the answer's now, or freed */
+out:
+    json_decref(arr);
     if (rc) {
         json_decref(o);
         return rc;
@@ -528,14 +524,15 @@ static err_t prune_pods(struct store *st)
 {
     sqlite3_stmt *s = NULL;
     bool row = false;
+    int64_t hi = 0, n = 0;
     err_t rc = db_prep(st->commit.db, &s,
                        "SELECT max(id),count(*) FROM (SELECT id FROM hist_pod WHERE id>?1 ORDER "
                        "BY id LIMIT ?2)",
                        "ii", (int64_t)st->hist.pod_cursor, (int64_t)PRUNE_PODS);
-    int64_t hi = 0, n = 0;
 
-    if (!rc)
-        rc = db_step(st->commit.db, s, &row);
+    if (rc)
+        return rc;
+    rc = db_step(st->commit.db, s, &row);
     if (!rc && row) {
         hi = sqlite3_column_int64(s, 0);
         n = sqlite3_column_int64(s, 1);
@@ -558,10 +555,12 @@ static err_t prune_run(struct store *st, void *ctx)
     sqlite3_int64 before = sqlite3_total_changes64(st->commit.db);
     err_t rc = prune_table(st, o, 0);
 
-    if (!rc)
-        rc = prune_table(st, o, 1);
-    if (!rc)
-        rc = prune_pods(st);
+    if (rc)
+        return rc;
+    rc = prune_table(st, o, 1);
+    if (rc)
+        return rc;
+    rc = prune_pods(st);
     if (!rc && sqlite3_total_changes64(st->commit.db) == before)
         st_write_discard(st);
     return rc;
@@ -571,19 +570,15 @@ static err_t prune_run(struct store *st, void *ctx)
 static err_t count_rows(struct store *st, int t, int64_t *n)
 {
     sqlite3 *db = NULL;
-    sqlite3_stmt *s = NULL;
-    bool row = false;
+    uint64_t v = 0;
     err_t rc = db_read_begin(&st->readers, &db);
 
     if (rc)
         return rc;
-    rc = db_prep(db, &s, count_sql[t], NULL);
-    if (!rc)
-        rc = db_step(db, s, &row);
-    if (!rc && row)
-        *n = sqlite3_column_int64(s, 0);
-    db_done(s);
+    rc = db_get_u64(db, &v, count_sql[t], NULL);
     db_read_end(&st->readers, db);
+    if (!rc)
+        *n = (int64_t)v;
     return rc;
 }
 
@@ -595,12 +590,14 @@ err_t store_history_prune(struct store *st, int64_t now_ms, uint64_t retention_m
     int t;
     err_t rc = ERR_OK;
 
-    for (t = 0; !rc && max_rows && t < 2; t++) {
-        if (__atomic_load_n(&st->hist.rows[t], __ATOMIC_RELAXED) < 0)
-            rc = count_rows(st, t, &o.counted[t]);
+    for (t = 0; max_rows && t < 2; t++) {
+        if (__atomic_load_n(&st->hist.rows[t], __ATOMIC_RELAXED) >= 0)
+            continue;
+        rc = count_rows(st, t, &o.counted[t]);
+        if (rc)
+            return rc;
     }
-    if (!rc)
-        rc = st_write(st, prune_run, &o);
+    rc = st_write(st, prune_run, &o);
     if (!rc)
         *more = o.more;
     return rc;

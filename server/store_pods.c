@@ -848,13 +848,16 @@ static err_t release_run(struct store *st, void *ctx)
     if (rc)
         goto out;
     rc = release_check(o, &p);
-    if (!rc)
-        rc = pod_bound(st, pod->ns, pod->name, p.keys, p.containers, &before);
-    if (!rc)
-        rc = release_pod(st, o);
-    if (!rc) /* no 'after': no uid */
-        rc = st_emit_key_changes(st, before, none, false,
-                                 &(struct pod_key){pod->ns, pod->name, NULL, NULL});
+    if (rc)
+        goto out;
+    rc = pod_bound(st, pod->ns, pod->name, p.keys, p.containers, &before);
+    if (rc)
+        goto out;
+    rc = release_pod(st, o);
+    if (rc)
+        goto out;
+    rc = st_emit_key_changes(st, before, none, false, /* no 'after': no uid */
+                             &(struct pod_key){pod->ns, pod->name, NULL, NULL});
     if (!rc)
         rc = st_resv_refresh(st, pod->ns, pod->name);
 out:

@@ -393,23 +393,28 @@ static err_t resv_write(struct store *st, const struct store_pod *pod, const jso
     struct resv_state rs;
     err_t rc = pod_reserved(st, pod->ns, pod->name, &before);
 
-    if (!rc)
-        rc = db_exec(st->commit.db, "DELETE FROM reserved WHERE namespace=? AND pod=?", "tt",
-                     pod->ns, pod->name);
-    if (!rc)
-        rc = st_each_device(st, stored, insert_reserved, &owner);
-    if (!rc)
-        rc = resv_compute(st, pod->ns, pod->name, stored, &rs);
+    if (rc)
+        goto out;
+    rc = db_exec(st->commit.db, "DELETE FROM reserved WHERE namespace=? AND pod=?", "tt", pod->ns,
+                 pod->name);
+    if (rc)
+        goto out;
+    rc = st_each_device(st, stored, insert_reserved, &owner);
+    if (rc)
+        goto out;
+    rc = resv_compute(st, pod->ns, pod->name, stored, &rs);
     if (rc)
         goto out;
     rc = db_exec(st->commit.db,
                  "INSERT OR REPLACE INTO reservations(namespace,name,containers,state,message,"
                  "revision) VALUES(?,?,?,?,?,?)",
                  "tttttu", pod->ns, pod->name, text, rs.state, rs.msg, changelog_next(&st->log));
-    if (!rc)
-        rc = emit_reservation(st, exists ? "MODIFIED" : "ADDED", pod->ns, pod->name);
-    if (!rc)
-        rc = pod_reserved(st, pod->ns, pod->name, &after);
+    if (rc)
+        goto out;
+    rc = emit_reservation(st, exists ? "MODIFIED" : "ADDED", pod->ns, pod->name);
+    if (rc)
+        goto out;
+    rc = pod_reserved(st, pod->ns, pod->name, &after);
     if (!rc)
         rc = st_emit_key_changes(st, before, after, false, NULL);
 out:
@@ -519,16 +524,20 @@ static err_t resv_delete_run(struct store *st, void *args, json_t **obj)
     json_t *before = NULL, *none = json_object();
     err_t rc = none ? resv_deleted(st, a, obj) : ERR_NOMEM;
 
-    if (!rc)
-        rc = pod_reserved(st, a->ns, a->name, &before);
-    if (!rc)
-        rc = db_exec(st->commit.db, "DELETE FROM reserved WHERE namespace=? AND pod=?", "tt", a->ns,
-                     a->name);
-    if (!rc)
-        rc = db_exec(st->commit.db, "DELETE FROM reservations WHERE namespace=? AND name=?", "tt",
-                     a->ns, a->name);
+    if (rc)
+        goto out;
+    rc = pod_reserved(st, a->ns, a->name, &before);
+    if (rc)
+        goto out;
+    rc = db_exec(st->commit.db, "DELETE FROM reserved WHERE namespace=? AND pod=?", "tt", a->ns,
+                 a->name);
+    if (rc)
+        goto out;
+    rc = db_exec(st->commit.db, "DELETE FROM reservations WHERE namespace=? AND name=?", "tt",
+                 a->ns, a->name);
     if (!rc)
         rc = st_emit_key_changes(st, before, none, false, NULL);
+out:
     json_decref(before);
     json_decref(none);
     return rc;

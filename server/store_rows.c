@@ -28,30 +28,32 @@ err_t st_emit_device(struct store *st, const char *type, const char *resource, c
     err_t rc = db_exec(st->commit.db, "UPDATE devices SET revision=? WHERE resource=? AND id=?",
                        "utt", changelog_next(&st->log), resource, id);
 
-    if (!rc)
-        rc = st_device_text(st->commit.db, resource, id, 0, &w);
+    if (rc)
+        return rc;
+    rc = st_device_text(st->commit.db, resource, id, 0, &w);
     if (!rc)
         rc = changelog_emit_text(&st->log, type, "Device", "", w.sb.buf, w.sb.len);
     jsonw_release(&w);
     return rc;
 }
 
-/* Emit DELETED with the last state of an unbound device, then remove its
- * row and its let-go bindings row, if any. */
 err_t st_emit_device_deleted(struct store *st, const char *resource, const char *id)
 {
     struct jsonw w = JSONW_INIT;
     err_t rc = st_device_text(st->commit.db, resource, id, changelog_next(&st->log), &w);
 
-    if (!rc)
-        rc = changelog_emit_text(&st->log, "DELETED", "Device", "", w.sb.buf, w.sb.len);
-    if (!rc)
-        rc = db_exec(st->commit.db, "DELETE FROM devices WHERE resource=? AND id=?", "tt", resource,
-                     id);
-    if (!rc)
-        rc = db_exec(st->commit.db,
-                     "DELETE FROM bindings WHERE resource=? AND device_id=? AND pod=''", "tt",
-                     resource, id);
+    if (rc)
+        goto out;
+    rc = changelog_emit_text(&st->log, "DELETED", "Device", "", w.sb.buf, w.sb.len);
+    if (rc)
+        goto out;
+    rc = db_exec(st->commit.db, "DELETE FROM devices WHERE resource=? AND id=?", "tt", resource,
+                 id);
+    if (rc)
+        goto out;
+    rc = db_exec(st->commit.db, "DELETE FROM bindings WHERE resource=? AND device_id=? AND pod=''",
+                 "tt", resource, id);
+out:
     jsonw_release(&w);
     return rc;
 }
@@ -110,8 +112,6 @@ static err_t devseen_add(struct devseen **l, const char *resource, const char *i
     return ERR_OK;
 }
 
-/* A device's row, with its holder and reservation; with 'seen', the row is
- * also kept there (devseen_add). */
 err_t st_devrow_get(struct store *st, const char *resource, const char *id, struct devrow *d,
                     struct devseen **seen)
 {
@@ -126,19 +126,21 @@ err_t st_devrow_get(struct store *st, const char *resource, const char *id, stru
                        "tt", resource, id);
 
     memset(d, 0, sizeof(*d));
-    if (!rc)
-        rc = db_step(st->commit.db, s, &row);
-    if (!rc && row) {
-        d->found = true;
-        str_copy(d->health, sizeof(d->health), db_text(s, 0));
-        d->removed = sqlite3_column_int(s, 1) != 0;
-        str_copy(d->holder, sizeof(d->holder), db_text(s, 3));
-        str_copy(d->container, sizeof(d->container), db_text(s, 4));
-        str_copy(d->reserved, sizeof(d->reserved), db_text(s, 5));
-        if (seen)
-            rc = devseen_add(seen, resource, id, s);
-        d->numa = db_json(s, 2);
-    }
+    if (rc)
+        return rc;
+    rc = db_step(st->commit.db, s, &row);
+    if (rc || !row)
+        goto out;
+    d->found = true;
+    str_copy(d->health, sizeof(d->health), db_text(s, 0));
+    d->removed = sqlite3_column_int(s, 1) != 0;
+    str_copy(d->holder, sizeof(d->holder), db_text(s, 3));
+    str_copy(d->container, sizeof(d->container), db_text(s, 4));
+    str_copy(d->reserved, sizeof(d->reserved), db_text(s, 5));
+    d->numa = db_json(s, 2);
+    if (seen)
+        rc = devseen_add(seen, resource, id, s);
+out:
     db_done(s);
     return rc;
 }
@@ -380,18 +382,24 @@ static err_t emit_rebound(struct store *st, const char *resource, const char *id
     bool row, gone;
     err_t rc = rebound_read(st, resource, id, seen, &s, &row);
 
+    if (rc)
+        goto out;
     gone = !by && (!row || sqlite3_column_int(s, 3) != 0);
-    if (!rc)
-        rc = rebound_row(st, resource, id, by, container, gone);
-    if (!rc && row)
-        rc = rebound_text(st, &w, resource, id, by, container, seen, s);
+    rc = rebound_row(st, resource, id, by, container, gone);
+    if (rc || !row)
+        goto out;
+    rc = rebound_text(st, &w, resource, id, by, container, seen, s);
     db_done(s);
-    if (!rc && row)
-        rc = changelog_emit_text(&st->log, gone ? "DELETED" : "MODIFIED", "Device", "", w.sb.buf,
-                                 w.sb.len);
-    if (!rc && row && gone)
+    s = NULL;
+    if (rc)
+        goto out;
+    rc = changelog_emit_text(&st->log, gone ? "DELETED" : "MODIFIED", "Device", "", w.sb.buf,
+                             w.sb.len);
+    if (!rc && gone)
         rc = db_exec(st->commit.db, "DELETE FROM devices WHERE resource=? AND id=?", "tt", resource,
                      id);
+out:
+    db_done(s);
     jsonw_release(&w);
     return rc;
 }

@@ -505,13 +505,16 @@ static err_t emit_view(struct sync *s, const char *type, const char *kind, const
     err_t rc = pod ? st_pod_json(st->commit.db, a, b, &obj)
                    : st_device_json(st->commit.db, a, b, &obj);
 
-    if (!rc &&
-        json_object_set_new(obj, "revision", json_integer((json_int_t)changelog_next(&st->log))))
+    if (rc)
+        return rc;
+    if (json_object_set_new(obj, "revision", json_integer((json_int_t)changelog_next(&st->log)))) {
         rc = ERR_NOMEM;
-    if (!rc)
-        rc = changelog_emit(&st->log, type, kind, pod ? a : "", obj);
+        goto out;
+    }
+    rc = changelog_emit(&st->log, type, kind, pod ? a : "", obj);
     if (!rc)
         s->events++;
+out:
     json_decref(obj);
     return rc;
 }
@@ -687,18 +690,13 @@ static err_t sync_init(struct sync *s, struct store *st)
 /* Inside the transaction: every difference, in event order. */
 static err_t apply(struct sync *s)
 {
-    err_t rc = load_have(s);
+    static err_t (*const steps[])(struct sync * s) = {load_have,    drop_pods, rebind,
+                                                      drop_devices, put_pods,  put_devices};
+    size_t i;
+    err_t rc = ERR_OK;
 
-    if (!rc)
-        rc = drop_pods(s);
-    if (!rc)
-        rc = rebind(s);
-    if (!rc)
-        rc = drop_devices(s);
-    if (!rc)
-        rc = put_pods(s);
-    if (!rc)
-        rc = put_devices(s);
+    for (i = 0; !rc && i < ARRAY_SIZE(steps); i++)
+        rc = steps[i](s);
     return rc;
 }
 

@@ -55,15 +55,19 @@ static err_t one_row(sqlite3 *db, const char *sql, json_t *(*conv)(sqlite3_stmt 
     bool row = false;
     err_t rc = db_prep(db, &s, sql, "tt", a, b);
 
-    if (!rc)
-        rc = db_step(db, s, &row);
-    if (!rc && !row)
+    if (rc)
+        return rc;
+    rc = db_step(db, s, &row);
+    if (rc)
+        goto out;
+    if (!row) {
         rc = ERR_NOTFOUND;
-    if (!rc) {
-        *out = conv(s);
-        if (!*out)
-            rc = ERR_NOMEM;
+        goto out;
     }
+    *out = conv(s);
+    if (!*out)
+        rc = ERR_NOMEM;
+out:
     db_done(s);
     return rc;
 }
@@ -189,29 +193,31 @@ err_t st_device_text(sqlite3 *db, const char *resource, const char *id, uint64_t
     bool row = false;
     err_t rc = db_prep(db, &s, DEVICE_VIEW_SQL "WHERE d.resource=? AND d.id=?", "tt", resource, id);
 
-    if (!rc)
-        rc = db_step(db, s, &row);
-    if (!rc && !row)
+    if (rc)
+        return rc;
+    rc = db_step(db, s, &row);
+    if (rc)
+        goto out;
+    if (!row) {
         rc = ERR_NOTFOUND;
-    if (!rc) {
-        struct devtext d = {
-            .resource = db_text(s, 0),
-            .id = db_text(s, 1),
-            .health = db_text(s, 2),
-            .numa = db_text(s, 3),
-            .properties = db_text(s, 4),
-            .revision = rev ? rev : (uint64_t)sqlite3_column_int64(s, 5),
-            .holder_ns = db_text_or_null(s, 6),
-            .holder_name = db_text(s, 7),
-            .holder_container = db_text(s, 8),
-            .holder_uid = db_text(s, 9),
-            .resv_ns = db_text_or_null(s, 10),
-            .resv_name = db_text(s, 11),
-        };
-
-        st_devtext(w, &d);
-        rc = jsonw_done(w);
+        goto out;
     }
+    st_devtext(w, &(struct devtext){
+                      .resource = db_text(s, 0),
+                      .id = db_text(s, 1),
+                      .health = db_text(s, 2),
+                      .numa = db_text(s, 3),
+                      .properties = db_text(s, 4),
+                      .revision = rev ? rev : (uint64_t)sqlite3_column_int64(s, 5),
+                      .holder_ns = db_text_or_null(s, 6),
+                      .holder_name = db_text(s, 7),
+                      .holder_container = db_text(s, 8),
+                      .holder_uid = db_text(s, 9),
+                      .resv_ns = db_text_or_null(s, 10),
+                      .resv_name = db_text(s, 11),
+                  });
+    rc = jsonw_done(w);
+out:
     db_done(s);
     return rc;
 }
@@ -282,10 +288,18 @@ static err_t collect(sqlite3 *db, sqlite3_stmt *stmt, json_t *(*conv)(sqlite3_st
     return ERR_OK;
 }
 
-/* One read transaction: revision, then the list from 'sql' bound by 'fmt'. */
-static err_t read_list(struct store *st, const char *key, json_t *(*conv)(sqlite3_stmt *),
-                       const char *sql, const char *fmt, const char *a, const char *b,
-                       const char *c, json_t **out)
+/* A list read: the rows of 'sql' bound to up to three texts (NULL binds
+ * NULL), each converted by 'conv', answered as {key: [...], "revision": N}. */
+struct list_read {
+    const char *key;                  /* the answer's key */
+    json_t *(*conv)(sqlite3_stmt *s); /* a row's object; new, or NULL if out of memory */
+    const char *sql;                  /* the query */
+    const char *fmt;                  /* "t" for each of its arguments, or NULL: none */
+    const char *args[3];              /* its arguments, ?1..?3 */
+};
+
+/* One read transaction: the revision, then the list. */
+static err_t read_list(struct store *st, const struct list_read *q, json_t **out)
 {
     sqlite3 *db = NULL;
     sqlite3_stmt *s = NULL;
@@ -293,44 +307,57 @@ static err_t read_list(struct store *st, const char *key, json_t *(*conv)(sqlite
     uint64_t rev = 0;
     err_t rc = db_read_begin(&st->readers, &db);
 
+    if (rc)
+        return rc;
+    rc = changelog_db_revision(&st->log, db, &rev);
+    if (rc)
+        goto out;
+    rc = db_prep(db, &s, q->sql, q->fmt, q->args[0], q->args[1], q->args[2]);
     if (!rc)
-        rc = changelog_db_revision(&st->log, db, &rev);
-    if (!rc)
-        rc = db_prep(db, &s, sql, fmt, a, b, c);
-    if (!rc)
-        rc = collect(db, s, conv, &list);
+        rc = collect(db, s, q->conv, &list);
     db_done(s);
+out:
     db_read_end(&st->readers, db);
     if (rc)
         return rc;
-    *out = st_wrap(key, list, rev);
+    *out = st_wrap(q->key, list, rev);
     return *out ? ERR_OK : ERR_NOMEM;
 }
 
 err_t store_pods_list(struct store *st, const char *ns, const char *resource, json_t **out)
 {
-    return read_list(st, "podResources", pod_row,
-                     POD_SQL "WHERE (?1 IS NULL OR namespace=?1) AND (?2 IS NULL OR "
-                             "(namespace,name) IN (SELECT namespace,pod FROM bindings WHERE "
-                             "resource=?2)) ORDER BY namespace,name",
-                     "tt", ns, resource, NULL, out);
+    static const char sql[] = POD_SQL
+        "WHERE (?1 IS NULL OR namespace=?1) AND (?2 IS NULL OR (namespace,name) IN "
+        "(SELECT namespace,pod FROM bindings WHERE resource=?2)) ORDER BY namespace,name";
+
+    return read_list(
+        st, &(struct list_read){"podResources", pod_row, sql, "tt", {ns, resource, NULL}}, out);
 }
 
 err_t store_devices_list(struct store *st, const char *resource, const char *health, bool free_only,
                          json_t **out)
 {
-    return read_list(st, "devices", device_row,
-                     DEVICE_VIEW_SQL "WHERE (?1 IS NULL OR d.resource=?1) AND "
-                                     "(?2 IS NULL OR d.health=?2) AND (?3 IS NULL OR "
-                                     "(ifnull(b.pod,'')='' AND r.pod IS NULL)) "
-                                     "ORDER BY d.resource,d.id",
-                     "ttt", resource, health, free_only ? "1" : NULL, out);
+    static const char sql[] = DEVICE_VIEW_SQL "WHERE (?1 IS NULL OR d.resource=?1) AND "
+                                              "(?2 IS NULL OR d.health=?2) AND (?3 IS NULL OR "
+                                              "(ifnull(b.pod,'')='' AND r.pod IS NULL)) "
+                                              "ORDER BY d.resource,d.id";
+
+    return read_list(
+        st,
+        &(struct list_read){
+            "devices", device_row, sql, "ttt", {resource, health, free_only ? "1" : NULL}},
+        out);
 }
 
 err_t store_reservations_list(struct store *st, json_t **out)
 {
-    return read_list(st, "reservations", reservation_row, RESV_SQL "ORDER BY namespace,name", NULL,
-                     NULL, NULL, NULL, out);
+    return read_list(st,
+                     &(struct list_read){"reservations",
+                                         reservation_row,
+                                         RESV_SQL "ORDER BY namespace,name",
+                                         NULL,
+                                         {NULL, NULL, NULL}},
+                     out);
 }
 
 /* The read of one object wrapped as {key: obj, "revision": N}. */
@@ -343,8 +370,9 @@ static err_t read_one(struct store *st, const char *key,
     uint64_t rev = 0;
     err_t rc = db_read_begin(&st->readers, &db);
 
-    if (!rc)
-        rc = changelog_db_revision(&st->log, db, &rev);
+    if (rc)
+        return rc;
+    rc = changelog_db_revision(&st->log, db, &rev);
     if (!rc)
         rc = view(db, a, b, &obj);
     db_read_end(&st->readers, db);
@@ -383,10 +411,14 @@ static json_t *rest_copy(const json_t *arr)
 err_t store_allocatable(struct store *st, json_t **out)
 {
     json_t *cpu_ids, *memory;
-    err_t rc = read_list(st, "devices", allocatable_row,
-                         "SELECT resource,id,numa FROM devices WHERE health='Healthy' AND "
-                         "removed=0 ORDER BY resource,id",
-                         NULL, NULL, NULL, NULL, out);
+    err_t rc = read_list(st,
+                         &(struct list_read){"devices",
+                                             allocatable_row,
+                                             "SELECT resource,id,numa FROM devices WHERE "
+                                             "health='Healthy' AND removed=0 ORDER BY resource,id",
+                                             NULL,
+                                             {NULL, NULL, NULL}},
+                         out);
 
     if (rc)
         return rc;
