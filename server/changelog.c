@@ -262,8 +262,10 @@ err_t changelog_read(struct changelog *cl, sqlite3 *db, uint64_t *cursor,
 {
     struct strbuf sb = {*buf, *len, *cap};
     uint64_t cur = *cursor, head = 0, rev;
-    err_t rc = changelog_db_revision(cl, db, &head);
+    err_t rc;
 
+    assert(*len <= *cap && (*buf || *cap == 0));
+    rc = changelog_db_revision(cl, db, &head);
     if (rc)
         return rc;
     if (cur > head || (head > cl->ring && cur < head - cl->ring))
@@ -395,7 +397,7 @@ err_t changelog_emit(struct changelog *cl, const char *type, const char *kind, c
 {
     struct jsonw w = JSONW_INIT;
 
-    assert(cl->wdb);
+    assert(cl->wdb); /* changelog_open() came first */
     assert((uint64_t)json_integer_value(json_object_get(obj, "revision")) == cl->tx_rev + 1);
     event_head(&w, type, kind, cl->tx_rev + 1);
     jsonw_json(&w, obj);
@@ -407,7 +409,7 @@ err_t changelog_emit_text(struct changelog *cl, const char *type, const char *ki
 {
     struct jsonw w = JSONW_INIT;
 
-    assert(cl->wdb);
+    assert(cl->wdb); /* changelog_open() came first */
     event_head(&w, type, kind, cl->tx_rev + 1);
     jsonw_raw(&w, obj, n);
     return emit_line(cl, kind, ns, &w);

@@ -128,6 +128,9 @@ static err_t member_begin(struct commit *c)
     int rc;
     err_t e;
 
+    /* an open batch holds a write at least: one that fails alone is undone
+     * to its savepoint, one that opened it takes the batch with it */
+    assert(!c->open || c->members > 0);
     c->now_ms = now > c->now_ms ? now : c->now_ms;
     c->whole = !c->open;
     if (c->whole) {
@@ -291,7 +294,7 @@ err_t commit_write(struct commit *c, err_t (*fn)(void *ctx), void *ctx)
     struct commit_op me = {.fn = fn, .ctx = ctx};
     bool lead;
 
-    assert(c->ckpt.started); /* commit_start() came first */
+    assert(fn && c->ckpt.started); /* commit_start() came first */
     sem_init(&me.w.done, 0, 0);
     pthread_mutex_lock(&c->qmu);
     /* 'me' is dequeued (by the combiner) before this returns */

@@ -8,6 +8,8 @@
 #include "store_rows.h"
 #include "store_view.h"
 
+#include <assert.h>
+
 void st_dev_key(char *key, const char *resource, const char *id)
 {
     str_join(key, KEY_MAX, resource, '|', id);
@@ -18,6 +20,7 @@ const char *st_key_split(char *key)
 {
     char *bar = strchr(key, '|');
 
+    assert(bar); /* a key of st_dev_key() */
     *bar = '\0';
     return bar + 1;
 }

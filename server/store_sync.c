@@ -732,8 +732,10 @@ static void alloc_rest_set(struct store *st, const json_t *snap)
 err_t store_kubelet_sync(struct store *st, const json_t *snap, bool *changed)
 {
     struct sync s;
-    err_t rc = sync_init(&s, st);
+    err_t rc;
 
+    assert(snap);
+    rc = sync_init(&s, st);
     *changed = false;
     if (!rc)
         rc = build_want(&s, snap);

@@ -9,6 +9,7 @@
 #include "store_int.h"
 #include "store_view.h"
 
+#include <assert.h>
 #include <ctype.h>
 
 /* A device's revision is the newer of its row's and its bindings row's (schema
@@ -673,8 +674,10 @@ err_t store_snapshot(struct store *st, const struct feed_filter *flt, char **buf
     struct snap sn = {{*buf, *len, *cap}, NULL, 0, 0};
     sqlite3 *db = NULL;
     size_t i;
-    err_t rc = db_read_begin(&st->readers, &db);
+    err_t rc;
 
+    assert(*len <= *cap && (*buf || *cap == 0));
+    rc = db_read_begin(&st->readers, &db);
     if (rc)
         return rc;
     rc = changelog_db_revision(&st->log, db, rev);
