@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* db_test.c - SQLite connections (db.c): the statement cache,
+ * and the database file being its process's (store_fx.h). */
+#include "store_fx.h"
+
+/* The statement cache (db.c): more distinct statements than a
+ * connection caches (the rest are prepared and finalised each time), the
+ * same statement twice at once (nested use gets a second one), and every one
+ * gives the right answer. */
+static void test_statement_cache(void)
+{
+    struct fx f;
+    sqlite3 *db = NULL;
+    sqlite3_stmt *a = NULL, *b = NULL;
+    char sql[64];
+    bool row = false;
+    int i, round, ok = 0;
+
+    if (fx_open(&f, 100))
+        return;
+    CHECK_OK(db_read_begin(&f.st->readers, &db));
+    for (round = 0; round < 2 && db; round++) {
+        for (i = 0; i < 300; i++) {
+            snprintf(sql, sizeof(sql), "SELECT %d + ?", i);
+            row = false;
+            if (db_prep(db, &a, sql, "i", (int64_t)round) == ERR_OK &&
+                db_step(db, a, &row) == ERR_OK && row && sqlite3_column_int(a, 0) == i + round)
+                ok++;
+            db_done(a);
+            a = NULL;
+        }
+    }
+    CHECK_EQ_INT(ok, 600);
+    if (db) {
+        CHECK_OK(db_prep(db, &a, "SELECT ?", "i", (int64_t)1));
+        CHECK_OK(db_prep(db, &b, "SELECT ?", "i", (int64_t)2));
+        CHECK(a != b);
+        CHECK_OK(db_step(db, a, &row));
+        CHECK(row && sqlite3_column_int(a, 0) == 1);
+        CHECK_OK(db_step(db, b, &row));
+        CHECK(row && sqlite3_column_int(b, 0) == 2);
+        db_done(b);
+        db_done(a);
+    }
+    db_read_end(&f.st->readers, db);
+    fx_close(&f);
+}
+
+/* The file is its process's while a store has it open: store_open in
+ * another process fails with ERR_UNAVAIL, and the holder writes on. The
+ * child is forked before the file is opened here: a fork's copy of SQLite's
+ * state would believe it held the file too. */
+static void test_other_process(void)
+{
+    struct fx f;
+    int go[2], status = -1;
+    pid_t pid;
+
+    CHECK(pipe(go) == 0);
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        struct store *st = NULL;
+        struct store_opts o = {.history = 100};
+        char path[128];
+        ssize_t n;
+        err_t rc;
+
+        close(go[1]);
+        n = read(go[0], path, sizeof(path) - 1);
+        if (n <= 0)
+            _exit(3);
+        path[n] = '\0';
+        o.path = path;
+        rc = store_open(&o, &st);
+        _exit(rc == ERR_UNAVAIL && !st ? 0 : rc == ERR_OK ? 1 : 2);
+    }
+    close(go[0]);
+    if (fx_open(&f, 100) == 0)
+        CHECK(write(go[1], f.path, strlen(f.path)) == (ssize_t)strlen(f.path));
+    close(go[1]); /* without a path, the child reads none and exits 3 */
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK_EQ_INT(WEXITSTATUS(status), 0); /* 1: it opened the file; 2: another error */
+    if (!f.st)
+        return;
+    CHECK_OK(put_devices(&f, GPU, FOUR_GPUS, NULL));
+    CHECK_EQ_INT(store_revision(f.st), 4);
+    fx_close(&f);
+}
+TEST_MAIN(quiet, test_statement_cache, test_other_process)
