@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* store.h - podresd's state in SQLite: devices, pod bindings, reservations,
- * the node-wide revision and the change log. The only module that speaks
- * SQL. One write connection behind a mutex (each write is one BEGIN IMMEDIATE
- * transaction holding the state change, its change-log rows and the new
- * revision; a write returns only after COMMIT, then hands its events to the
- * feed hub); reads use pooled connections and short read transactions.
- * Thread-safe.
+ * the node-wide revision and the change log. The store (store*.c, with
+ * db.c, changelog.c, commit.c and checkpoint.c beneath it) is the only part
+ * of podresd that speaks SQL. One write connection, with group commit
+ * (commit.h): concurrent writes share a BEGIN IMMEDIATE transaction that
+ * holds their state changes and change-log rows, so the new revision; a
+ * write returns only after the COMMIT of its batch, which then hands its
+ * events to the feed hub. Reads use pooled connections and short read
+ * transactions (db.h). Thread-safe.
  *
  * Writes take already-validated input (see validate.h). On failure they
  * change nothing and, where they can say why, fill 'e' (errorf(); the

@@ -22,10 +22,10 @@ struct store_hist {
     uint64_t pod_cursor; /* where the next pruning step looks at hist_pod (writer's lock) */
 };
 
-/* Locks, in the order they are taken: the writer's (commit.h: commit.mu,
- * then commit.qmu), then the read pool's (db.h) or 'amu', each alone. A
- * write holds the writer's lock throughout and may take a read connection
- * only outside it. */
+/* Locks: the writer's, in their order (commit.h: 'mu', then 'qmu', then
+ * the checkpointer's and the feed's); the read pool's (db.h); and 'amu'.
+ * The last two are taken alone: never while holding another lock (a write
+ * takes no read connection), and no other is taken while they are held. */
 struct store {
     char *path;             /* the database file; new */
     struct changelog log;   /* the change log and the revision (changelog.h) */
