@@ -10,6 +10,8 @@
 
 #include <assert.h>
 
+/* ---- keys and device events ---- */
+
 void st_dev_key(char *key, const char *resource, const char *id)
 {
     str_join(key, KEY_MAX, resource, '|', id);
@@ -60,6 +62,8 @@ out:
     jsonw_release(&w);
     return rc;
 }
+
+/* ---- device rows ---- */
 
 void st_devseen_free(struct devseen *l)
 {
@@ -150,6 +154,8 @@ out:
 
 /* Add the rows (resource, id, value) of 's' to 'map' as key -> value; 's'
  * (may be NULL: nothing to add) is done with. */
+/* ---- maps of devices, containers arrays ---- */
+
 err_t st_map_rows(struct store *st, sqlite3_stmt *s, json_t *map)
 {
     char key[KEY_MAX];
@@ -284,6 +290,8 @@ err_t st_write_json(struct store *st, const char *key, st_json_body body, void *
     *out = st_wrap(key, o.obj, store_revision(st));
     return *out ? ERR_OK : ERR_NOMEM;
 }
+
+/* ---- devices changing hands ---- */
 
 /* Fill the device's columns of 't' for its event: from the row the write
  * kept ('seen'), else from 's' (emit_rebound's SELECT). */

@@ -21,6 +21,8 @@
     "LEFT JOIN pods p ON p.namespace=b.namespace AND p.name=b.pod "                                \
     "LEFT JOIN reserved r ON r.resource=d.resource AND r.device_id=d.id "
 
+/* ---- objects ---- */
+
 json_t *st_wrap(const char *key, json_t *list, uint64_t rev)
 {
     json_t *o;
@@ -267,6 +269,8 @@ err_t st_reservation_json(sqlite3 *db, const char *a, const char *b, json_t **ou
     return one_row(db, RESV_SQL "WHERE namespace=? AND name=?", reservation_row, a, b, out);
 }
 
+/* ---- lists and objects, each in one read transaction ---- */
+
 /* Run 'stmt' and collect 'conv' of every row into a new array. */
 static err_t collect(sqlite3 *db, sqlite3_stmt *stmt, json_t *(*conv)(sqlite3_stmt *), json_t **out)
 {
@@ -435,6 +439,8 @@ err_t store_allocatable(struct store *st, json_t **out)
     }
     return ERR_OK;
 }
+
+/* ---- /metrics ---- */
 
 /* Append the (resource, health, count) rows of 's' to out->devices. */
 static err_t stats_devices(sqlite3 *db, sqlite3_stmt *s, struct store_stats *out)
