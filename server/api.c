@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* api.c - the REST handlers of CONTRACT §3 (reads, writes, health and
+/* api.c - the REST handlers of docs/API.md (reads, writes, health and
  * metrics) and the route table. The watch stream is in api_watch.c. */
 #define LOG_MOD "api"
 #include "../common/common.h"
@@ -508,7 +508,7 @@ static err_t get_readyz(struct api_req *r, struct api_resp *out)
         ;
     else
         return text(out, 200, "ok");
-    /* every non-2xx answer is a Status (CONTRACT.md, Errors): 503 ServiceUnavailable */
+    /* every non-2xx answer is a Status (docs/API.md, Status codes): 503 ServiceUnavailable */
     return fail(r, ERR_UNAVAIL, "not ready: %s", why.msg);
 }
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* api_history.c - the handlers of CONTRACT §9: GET /v1/history,
+/* api_history.c - the handlers of docs/API.md, History and usage: GET /v1/history,
  * GET /v1/usage (JSON, or CSV for Accept: text/csv) and GET
  * /v1/devices/{id}. The parameters are parsed by histq.c, the queries run
  * in the store. */

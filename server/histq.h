@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* histq.h - the query parameters of GET /v1/history and GET /v1/usage
- * (CONTRACT §9) and RFC 3339 times. Pure: no I/O, thread-safe. Every
+ * (docs/API.md, History and usage) and RFC 3339 times. Pure: no I/O, thread-safe. Every
  * problem is ERR_INVAL (400) with 'e' naming the parameter: an unknown or
  * repeated parameter, a bad value or time, an inverted window, a missing
  * or contradictory selector. Strings in the result are borrowed from the

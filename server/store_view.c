@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* store_view.c - rows to the JSON shapes of CONTRACT §3, and the reads:
+/* store_view.c - rows to the JSON shapes of docs/API.md, and the reads:
  * lists, single objects, the feed's snapshot and its catch-up from the
  * change log. No write is here. */
 #define LOG_MOD "store"
@@ -612,7 +612,7 @@ static int cmp_line_rev(const void *a, const void *b)
 }
 
 /* Put the snapshot's lines (from sn->lines[0].off on) in revision order, as
- * every event of a watch is (CONTRACT §3): an object's revision is that of
+ * every event of a watch is (docs/API.md, Change feed): an object's revision is that of
  * its last event, so no two are equal. */
 static err_t snapshot_sort(struct snap *sn)
 {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* store_view.h - rows as the JSON shapes of CONTRACT §3 (Device,
+/* store_view.h - rows as the JSON shapes of docs/API.md (Device,
  * PodResources, Reservation): as new json_t values, or written as text
  * byte for byte what serialising those values gives (the write path's
  * events and answers, built without a json_t). On any connection, in a
