@@ -2,24 +2,20 @@
 /* metrics.c - fixed-size tables: routes are known at start, status codes
  * are few. */
 #include "../common/common.h"
+#include "../common/prom.h"
 #include "metrics.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 
 #define MAX_CODES 24
-static const double bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-                                0.05,   0.1,   0.25,   0.5,   1,    2.5};
-#define NB ARRAY_SIZE(bounds)
 
 struct route_stats {
     const char *method;         /* label; borrowed */
     const char *path;           /* label; borrowed */
     int codes[MAX_CODES];       /* status codes seen */
     uint64_t counts[MAX_CODES]; /* requests per code */
-    uint64_t buckets[NB];       /* cumulative later; raw per bucket here */
-    uint64_t n;                 /* timed requests */
-    double sum;                 /* seconds */
+    struct prom_hist latency;   /* timed requests, seconds */
 };
 
 /* Lock: 'mu' guards 'stats'; 'events' are atomic. */
@@ -31,16 +27,18 @@ struct metrics {
 };
 
 static const struct {
-    const char *name;   /* podresd_<name>_total */
-    const char *help;   /* its HELP text */
-    const char *labels; /* "{...}" or NULL */
+    const char *name;          /* podresd_<name>_total */
+    const char *help;          /* its HELP text */
+    const char *const *labels; /* label pairs, as prom_sample takes them, or NULL */
 } event_info[METRICS_EVENTS] = {
-    [METRICS_NOMEM] = {"out_of_memory", "Requests answered 503 or connections refused because "
-                                        "an allocation failed."},
-    [METRICS_FD_EXHAUSTED] = {"accept_fd_exhausted", "Accepts that failed for want of a file "
-                                                     "descriptor."},
+    [METRICS_NOMEM] = {"out_of_memory",
+                       "Requests answered 503 or connections refused because an allocation "
+                       "failed.",
+                       NULL},
+    [METRICS_FD_EXHAUSTED] = {"accept_fd_exhausted",
+                              "Accepts that failed for want of a file descriptor.", NULL},
     [METRICS_WATCH_SHED] = {"watch_dropped", "Watch streams ended by podresd, by reason.",
-                            "{reason=\"memory\"}"},
+                            (const char *const[]){"reason", "memory", NULL}},
 };
 
 void metrics_count(struct metrics *m, enum metrics_event e)
@@ -65,6 +63,7 @@ struct metrics *metrics_new(size_t n)
     for (i = 0; i < m->n; i++) {
         m->stats[i].method = "";
         m->stats[i].path = "unmatched";
+        prom_hist_init(&m->stats[i].latency, prom_latency_bounds, PROM_LATENCY_BUCKETS);
     }
     pthread_mutex_init(&m->mu, NULL);
     return m;
@@ -104,110 +103,78 @@ void metrics_observe(struct metrics *m, size_t route, int code, uint64_t us, int
             break;
         }
     }
-    if (timed) {
-        for (i = 0; i < NB; i++) {
-            if (s <= bounds[i]) {
-                r->buckets[i]++;
-                break;
-            }
-        }
-        r->n++;
-        r->sum += s;
-    }
+    if (timed)
+        prom_hist_observe(&r->latency, s);
     pthread_mutex_unlock(&m->mu);
 }
 
-/* One route's latency histogram. */
-static err_t render_histogram(const struct route_stats *r, struct strbuf *sb)
+/* One route's requests by status code. */
+static void render_counts(struct prom *p, const struct route_stats *r)
 {
-    uint64_t cum = 0;
+    char code[16];
     size_t j;
-    err_t rc = ERR_OK;
 
-    for (j = 0; !rc && j < NB; j++) {
-        cum += r->buckets[j];
-        rc = strbuf_printf(
-            sb,
-            "podresd_http_request_duration_seconds_bucket{method=\"%s\",route=\"%s\","
-            "le=\"%g\"} %llu\n",
-            r->method, r->path, bounds[j], (unsigned long long)cum);
+    for (j = 0; j < MAX_CODES && r->codes[j]; j++) {
+        snprintf(code, sizeof(code), "%d", r->codes[j]);
+        prom_sample(
+            p, "podresd_http_requests_total",
+            (const char *const[]){"method", r->method, "route", r->path, "code", code, NULL},
+            "%llu", (unsigned long long)r->counts[j]);
     }
-    if (!rc)
-        rc = strbuf_printf(
-            sb,
-            "podresd_http_request_duration_seconds_bucket{method=\"%s\",route=\"%s\",le=\"+Inf\"}"
-            " %llu\n"
-            "podresd_http_request_duration_seconds_sum{method=\"%s\",route=\"%s\"} %.6f\n"
-            "podresd_http_request_duration_seconds_count{method=\"%s\",route=\"%s\"} %llu\n",
-            r->method, r->path, (unsigned long long)r->n, r->method, r->path, r->sum, r->method,
-            r->path, (unsigned long long)r->n);
-    return rc;
+}
+
+static void render_events(struct metrics *m, struct prom *p)
+{
+    char name[96];
+    size_t i;
+
+    for (i = 0; i < METRICS_EVENTS; i++) {
+        snprintf(name, sizeof(name), "podresd_%s_total", event_info[i].name);
+        prom_help(p, name, "counter", event_info[i].help);
+        prom_sample(p, name, event_info[i].labels, "%llu",
+                    (unsigned long long)atomic_load(&m->events[i]));
+    }
 }
 
 err_t metrics_render(struct metrics *m, struct strbuf *sb)
 {
-    size_t i, j;
-    err_t rc;
+    static const char latency[] = "podresd_http_request_duration_seconds";
+    struct prom p = PROM_INIT(sb);
+    const struct route_stats *r;
+    size_t i;
 
     pthread_mutex_lock(&m->mu);
-    rc = strbuf_printf(sb, "# HELP podresd_http_requests_total HTTP requests by route and code.\n"
-                           "# TYPE podresd_http_requests_total counter\n");
-    for (i = 0; !rc && i < m->n; i++) {
-        const struct route_stats *r = &m->stats[i];
-
-        for (j = 0; !rc && j < MAX_CODES && r->codes[j]; j++)
-            rc = strbuf_printf(
-                sb,
-                "podresd_http_requests_total{method=\"%s\",route=\"%s\",code=\"%d\"} "
-                "%llu\n",
-                r->method, r->path, r->codes[j], (unsigned long long)r->counts[j]);
+    prom_help(&p, "podresd_http_requests_total", "counter", "HTTP requests by route and code.");
+    for (i = 0; i < m->n; i++)
+        render_counts(&p, &m->stats[i]);
+    prom_help(&p, latency, "histogram", "Request latency by route.");
+    for (i = 0; i < m->n; i++) {
+        r = &m->stats[i];
+        if (r->latency.count)
+            prom_hist_render(&p, latency,
+                             (const char *const[]){"method", r->method, "route", r->path, NULL},
+                             &r->latency);
     }
-    if (!rc)
-        rc = strbuf_printf(sb, "# HELP podresd_http_request_duration_seconds Request latency by "
-                               "route.\n# TYPE podresd_http_request_duration_seconds histogram\n");
-    for (i = 0; !rc && i < m->n; i++) {
-        if (m->stats[i].n)
-            rc = render_histogram(&m->stats[i], sb);
-    }
-    for (i = 0; !rc && i < METRICS_EVENTS; i++)
-        rc = strbuf_printf(sb,
-                           "# HELP podresd_%s_total %s\n# TYPE podresd_%s_total counter\n"
-                           "podresd_%s_total%s %llu\n",
-                           event_info[i].name, event_info[i].help, event_info[i].name,
-                           event_info[i].name, event_info[i].labels ? event_info[i].labels : "",
-                           (unsigned long long)atomic_load(&m->events[i]));
+    render_events(m, &p);
     pthread_mutex_unlock(&m->mu);
-    return rc;
+    return p.rc;
 }
 
 /* ---- per-device series (dcgm-exporter style), from store_device_metrics() ---- */
 
-/* 's' as a label value: backslash, quote and line feed escaped. */
-static err_t label(struct strbuf *sb, const char *name, const char *s, bool first)
-{
-    err_t rc = strbuf_printf(sb, "%s%s=\"", first ? "" : ",", name);
-
-    for (; !rc && s && *s; s++) {
-        if (*s == '\\' || *s == '"')
-            rc = strbuf_printf(sb, "\\%c", *s);
-        else if (*s == '\n')
-            rc = strbuf_printf(sb, "\\n");
-        else
-            rc = strbuf_printf(sb, "%c", *s);
-    }
-    return rc ? rc : strbuf_printf(sb, "\"");
-}
-
 /* One series: 'metric'{labels of 'keys' from 'o'} value. */
-static err_t series(struct strbuf *sb, const char *metric, const json_t *o, const char *const *keys,
-                    const char *const *names, double v)
+static void series(struct prom *p, const char *metric, const json_t *o, const char *const *keys,
+                   double v)
 {
-    size_t i;
-    err_t rc = strbuf_printf(sb, "%s{", metric);
+    const char *labels[16];
+    size_t i, n = 0;
 
-    for (i = 0; !rc && keys[i]; i++)
-        rc = label(sb, names[i], json_string_value(json_object_get(o, keys[i])), i == 0);
-    return rc ? rc : strbuf_printf(sb, "} %.15g\n", v);
+    for (i = 0; keys[i] && n + 3 <= ARRAY_SIZE(labels); i++) {
+        labels[n++] = keys[i];
+        labels[n++] = json_string_value(json_object_get(o, keys[i]));
+    }
+    labels[n] = NULL;
+    prom_sample(p, metric, labels, "%.15g", v);
 }
 
 err_t metrics_render_devices(struct strbuf *sb, const json_t *devs)
@@ -216,31 +183,21 @@ err_t metrics_render_devices(struct strbuf *sb, const json_t *devs)
                                              "pod",      "container", NULL};
     static const char *const health_keys[] = {"resource", "device", NULL};
     static const char *const secs_keys[] = {"namespace", "resource", NULL};
+    struct prom p = PROM_INIT(sb);
     const json_t *o;
     size_t i;
-    err_t rc = strbuf_printf(sb, "# HELP podres_device_allocated A device held by a container.\n"
-                                 "# TYPE podres_device_allocated gauge\n");
 
-    json_array_foreach(json_object_get(devs, "allocated"), i, o) {
-        if (!rc)
-            rc = series(sb, "podres_device_allocated", o, alloc_keys, alloc_keys, 1);
-    }
-    if (!rc)
-        rc = strbuf_printf(sb, "# HELP podres_device_healthy 1 when the device is Healthy.\n"
-                               "# TYPE podres_device_healthy gauge\n");
-    json_array_foreach(json_object_get(devs, "healthy"), i, o) {
-        if (!rc)
-            rc = series(sb, "podres_device_healthy", o, health_keys, health_keys,
-                        json_is_true(json_object_get(o, "healthy")));
-    }
-    if (!rc)
-        rc = strbuf_printf(sb, "# HELP podres_device_seconds_total Seconds devices were held, "
-                               "by namespace and resource.\n"
-                               "# TYPE podres_device_seconds_total counter\n");
-    json_array_foreach(json_object_get(devs, "seconds"), i, o) {
-        if (!rc)
-            rc = series(sb, "podres_device_seconds_total", o, secs_keys, secs_keys,
-                        json_number_value(json_object_get(o, "seconds")));
-    }
-    return rc;
+    prom_help(&p, "podres_device_allocated", "gauge", "A device held by a container.");
+    json_array_foreach(json_object_get(devs, "allocated"), i, o)
+        series(&p, "podres_device_allocated", o, alloc_keys, 1);
+    prom_help(&p, "podres_device_healthy", "gauge", "1 when the device is Healthy.");
+    json_array_foreach(json_object_get(devs, "healthy"), i, o)
+        series(&p, "podres_device_healthy", o, health_keys,
+               json_is_true(json_object_get(o, "healthy")));
+    prom_help(&p, "podres_device_seconds_total", "counter",
+              "Seconds devices were held, by namespace and resource.");
+    json_array_foreach(json_object_get(devs, "seconds"), i, o)
+        series(&p, "podres_device_seconds_total", o, secs_keys,
+               json_number_value(json_object_get(o, "seconds")));
+    return p.rc;
 }
