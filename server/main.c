@@ -3,9 +3,8 @@
  * clean shutdown on SIGTERM/SIGINT. exit(1) only for start-up errors. */
 #define LOG_MOD "main"
 #include "../common/common.h"
-#include "../common/mem.h"
-#include "../common/cfg.h"
 #include "../common/clock.h"
+#include "../common/mem.h"
 #include "api.h"
 #include "config.h"
 #include "curlfn.h"
@@ -144,24 +143,22 @@ static err_t start_api(struct daemon *d)
     return api_watch_init(&d->api, (size_t)d->cfg.watch_memory << 20);
 }
 
-static err_t start(struct daemon *d)
+/* The write token, the database, the change feed and the metrics. */
+static err_t open_store(struct daemon *d)
 {
     struct store_opts so = {.path = d->cfg.db, .history = d->cfg.history};
-    struct http_opts ho = {.socket_path = d->cfg.socket,
-                           .listen = d->cfg.listen,
-                           .metrics_listen = d->cfg.metrics_listen,
-                           .conn_limit = 1024,
-                           .timeout_s = 30};
     size_t i;
-    err_t rc = ERR_OK;
+    err_t rc;
 
-    d->kubelet_mode = strcmp(d->cfg.source, "kubelet") == 0;
-    if (d->cfg.write_token_file)
+    if (d->cfg.write_token_file) {
         rc = token_open(d->cfg.write_token_file, &d->token);
-    if (!rc)
-        rc = make_parent_dir(d->cfg.db);
-    if (!rc)
-        rc = store_open(&so, &d->store);
+        if (rc)
+            return rc;
+    }
+    rc = make_parent_dir(d->cfg.db);
+    if (rc)
+        return rc;
+    rc = store_open(&so, &d->store);
     if (rc)
         return rc;
     d->feed = feed_new(d->cfg.history < FEED_RING_MAX ? d->cfg.history : FEED_RING_MAX,
@@ -173,17 +170,36 @@ static err_t start(struct daemon *d)
     for (i = 0; i < api_nroutes; i++)
         metrics_set_label(d->metrics, i, api_routes[i].method, api_routes[i].label);
     store_set_feed(d->store, d->feed);
+    return ERR_OK;
+}
+
+/* Start the parts in order; on a failure the caller's stop() releases what started. */
+static err_t start(struct daemon *d)
+{
+    struct http_opts ho = {.socket_path = d->cfg.socket,
+                           .listen = d->cfg.listen,
+                           .metrics_listen = d->cfg.metrics_listen,
+                           .conn_limit = 1024,
+                           .timeout_s = 30};
+    err_t rc;
+
+    d->kubelet_mode = strcmp(d->cfg.source, "kubelet") == 0;
+    rc = open_store(d);
+    if (rc)
+        return rc;
     rc = d->kubelet_mode ? start_kubelet(d) : load_static_devices(d->store, d->cfg.devices);
     if (rc)
         return rc;
     rc = start_api(d);
-    if (!rc)
-        rc = http_start(&d->api, &ho, &d->http);
-    if (!rc)
-        log_info("serving node '%s' on '%s'%s%s (revision %llu)", d->cfg.node_name, d->cfg.socket,
-                 d->cfg.listen ? " and " : "", d->cfg.listen ? d->cfg.listen : "",
-                 (unsigned long long)store_revision(d->store));
-    return rc;
+    if (rc)
+        return rc;
+    rc = http_start(&d->api, &ho, &d->http);
+    if (rc)
+        return rc;
+    log_info("serving node '%s' on '%s'%s%s (revision %llu)", d->cfg.node_name, d->cfg.socket,
+             d->cfg.listen ? " and " : "", d->cfg.listen ? d->cfg.listen : "",
+             (unsigned long long)store_revision(d->store));
+    return ERR_OK;
 }
 
 static void stop(struct daemon *d)
@@ -218,10 +234,10 @@ static void stop(struct daemon *d)
  * nothing more to drop or the tick's budget is spent. */
 static void prune_history(struct daemon *d)
 {
-    uint64_t t0 = clock_wall_ms();
+    uint64_t t0 = clock_mono_ms();
     bool more = true;
 
-    while (more && clock_wall_ms() - t0 < PRUNE_BUDGET_MS) {
+    while (more && clock_mono_ms() - t0 < PRUNE_BUDGET_MS) {
         if (store_history_prune(d->store, (int64_t)clock_wall_ms(), d->cfg.history_retention_ms,
                                 d->cfg.history_max_intervals, &more)) {
             log_debug("history pruning failed; retrying in a second");
