@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* opts.c - parsing of one setting by its type, and the command line around
- * the table: --help with the defaults, a suggestion for a mistyped flag. */
+/* opts.c - parsing of one setting by its type, and the loading around the
+ * table: defaults, the config file, the command line with --help showing
+ * the defaults and a suggestion for a mistyped flag, and the log set-up. */
 #include "common.h"
 #include "cfg.h"
 #include "opts.h"
+
+#include <assert.h>
+#include <unistd.h>
 
 static const struct opt *find(const struct opt *t, size_t n, const char *key)
 {
@@ -398,4 +402,129 @@ int opts_parse_args(const struct opts_cli *cli, int argc, char **argv, int pass,
         return 2;
     }
     return 0;
+}
+
+/* The default of 't': its environment variable's value when non-empty,
+ * else 'def', else the host's name into 'host' when def_host; or NULL. */
+static const char *default_of(const struct opt *t, char *host, size_t cap)
+{
+    const char *v = t->env ? getenv(t->env) : NULL;
+
+    if (v && *v)
+        return v;
+    if (t->def || !t->def_host)
+        return t->def;
+    if (gethostname(host, cap - 1) != 0)
+        snprintf(host, cap, "localhost");
+    return host;
+}
+
+err_t opts_defaults(const struct opt *t, size_t n, void *base, char *msg, size_t cap)
+{
+    char host[256] = "localhost";
+    const char *v;
+    size_t i;
+    err_t rc;
+
+    for (i = 0; i < n; i++) {
+        v = default_of(&t[i], host, sizeof(host));
+        if (!v)
+            continue;
+        rc = opts_set(t, n, base, t[i].key, v, msg, cap);
+        if (rc)
+            return rc;
+    }
+    return ERR_OK;
+}
+
+err_t opts_load_file(const struct opts_spec *s, void *base, const char *path, char *msg, size_t cap)
+{
+    json_t *doc = NULL;
+    char why[512] = "";
+    err_t rc = cfg_yaml_load(path, &doc, why, sizeof(why));
+
+    if (rc)
+        goto out;
+    if (s->apply)
+        rc = s->apply(base, doc, why, sizeof(why));
+    else
+        rc = opts_apply(s->table, s->n, base, doc, NULL, why, sizeof(why));
+out:
+    json_decref(doc);
+    if (rc)
+        snprintf(msg, cap, "config file '%s': %s", path, why);
+    return rc;
+}
+
+/* The getopt_long table of 's': --config, a value flag for each setting
+ * ('-' for '_'), --once when asked for, --version, --help. */
+struct longs {
+    struct option opt[OPTS_MAX + 5]; /* the table, ending in a zeroed entry */
+    char names[OPTS_MAX][64];        /* the value flags' names */
+};
+
+static void make_longs(const struct opts_spec *s, struct longs *l)
+{
+    size_t i, j, k = 0;
+
+    assert(s->n <= OPTS_MAX);
+    memset(l, 0, sizeof(*l));
+    l->opt[k++] = (struct option){"config", required_argument, NULL, 'c'};
+    for (i = 0; i < s->n; i++) {
+        snprintf(l->names[i], sizeof(l->names[i]), "%s", s->table[i].key);
+        for (j = 0; l->names[i][j]; j++) {
+            if (l->names[i][j] == '_')
+                l->names[i][j] = '-';
+        }
+        l->opt[k++] = (struct option){l->names[i], required_argument, NULL, 0};
+    }
+    if (s->once)
+        l->opt[k++] = (struct option){"once", no_argument, NULL, 'o'};
+    l->opt[k++] = (struct option){"version", no_argument, NULL, 'V'};
+    l->opt[k] = (struct option){"help", no_argument, NULL, 'h'};
+}
+
+/* The config file, when --config named one; a failure is said on stderr. */
+static int load_file(const struct opts_spec *s, void *base, const char *path)
+{
+    char msg[1200];
+
+    if (!path || !opts_load_file(s, base, path, msg, sizeof(msg)))
+        return 0;
+    fprintf(stderr, "%s: %s\n", s->prog, msg);
+    return 2;
+}
+
+/* The text of setting 'key', which the table must have as a string. */
+static const char *str_field(const struct opts_spec *s, const void *base, const char *key)
+{
+    const struct opt *o = find(s->table, s->n, key);
+
+    assert(o && (o->type == OPT_STR || o->type == OPT_ENUM));
+    return *(char *const *)((const char *)base + o->off);
+}
+
+enum opts_next opts_load(const struct opts_spec *s, void *base, int argc, char **argv)
+{
+    struct longs l;
+    const struct opts_cli cli = {s->prog, s->usage, l.opt, s->table, s->n, base};
+    const char *cfgfile = NULL;
+    char msg[512];
+    int r;
+
+    if (opts_defaults(s->table, s->n, base, msg, sizeof(msg))) {
+        fprintf(stderr, "%s: %s\n", s->prog, msg);
+        return OPTS_EXIT_FAIL;
+    }
+    make_longs(s, &l);
+    r = opts_parse_args(&cli, argc, argv, 1, &cfgfile, s->once);
+    if (r == 0)
+        r = load_file(s, base, cfgfile);
+    if (r == 0)
+        r = opts_parse_args(&cli, argc, argv, 2, &cfgfile, s->once);
+    if (r)
+        return r == 1 ? OPTS_EXIT_OK : OPTS_EXIT_FAIL;
+    if (log_setup(str_field(s, base, "log_format"), str_field(s, base, "log_level")))
+        return OPTS_EXIT_FAIL;
+    return OPTS_RUN;
 }

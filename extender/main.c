@@ -6,7 +6,6 @@
 #define LOG_MOD "main"
 #include "../common/common.h"
 #include "../common/clock.h"
-#include "../common/cfg.h"
 #include "../common/jsonx.h"
 #include "../common/mem.h"
 #include "../common/opts.h"
@@ -19,7 +18,6 @@
 #include "bind.h"
 #include "view.h"
 
-#include <getopt.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -46,14 +44,13 @@ struct settings {
 #define OFF(f) offsetof(struct settings, f)
 
 static const struct opt opt_table[] = {
-    {"kubeconfig", OPT_STR, OFF(kubeconfig), NULL, NULL},
-    {"listen", OPT_STR, OFF(listen), NULL, NULL},
-    {"resource", OPT_STR, OFF(resource), NULL, NULL},
-    {"qps", OPT_NUMBER, OFF(qps), NULL, NULL},
-    {"burst", OPT_COUNT, OFF(burst), NULL, NULL},
-    {"assume_timeout", OPT_DURATION, OFF(assume_ms), NULL, NULL},
-    {"log_format", OPT_ENUM, OFF(log_format), "|text|json|", NULL},
-    {"log_level", OPT_ENUM, OFF(log_level), "|err|warn|info|debug|", NULL},
+    {"kubeconfig", OPT_STR, OFF(kubeconfig), .def = NULL},
+    {"listen", OPT_STR, OFF(listen), .def = "127.0.0.1:8888"},
+    {"resource", OPT_STR, OFF(resource), .def = NULL},
+    {"qps", OPT_NUMBER, OFF(qps), .def = "50"},
+    {"burst", OPT_COUNT, OFF(burst), .def = "100"},
+    {"assume_timeout", OPT_DURATION, OFF(assume_ms), .def = "30s"},
+    OPTS_LOG(struct settings),
 };
 #define NOPTS ARRAY_SIZE(opt_table)
 
@@ -63,21 +60,6 @@ static const char usage[] =
     "                       [--log-format text|json] [--log-level LEVEL] [--version] [--help]\n"
     "A kube-scheduler extender: filter, prioritize and bind pods by the free devices\n"
     "of NodeDevices and DeviceBindings (POST <prefix>/filter, /prioritize, /bind).\n";
-
-static const struct option long_opts[] = {
-    {"config", required_argument, NULL, 'c'},
-    {"kubeconfig", required_argument, NULL, 0},
-    {"listen", required_argument, NULL, 0},
-    {"resource", required_argument, NULL, 0},
-    {"qps", required_argument, NULL, 0},
-    {"burst", required_argument, NULL, 0},
-    {"assume-timeout", required_argument, NULL, 0},
-    {"log-format", required_argument, NULL, 0},
-    {"log-level", required_argument, NULL, 0},
-    {"version", no_argument, NULL, 'V'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
 
 /* ---- request metrics ---- */
 
@@ -580,44 +562,11 @@ static err_t start_http(struct extender *x)
 
 /* ---- start-up ---- */
 
-static int defaults(struct settings *set)
+static enum opts_next load_settings(int argc, char **argv, struct extender *x)
 {
-    char msg[128];
-    int bad = 0;
+    const struct opts_spec spec = {"podres-extender", usage, opt_table, NOPTS, NULL, NULL};
 
-    bad |= opts_set(opt_table, NOPTS, set, "listen", "127.0.0.1:8888", msg, sizeof(msg));
-    bad |= opts_set(opt_table, NOPTS, set, "log_format", "text", msg, sizeof(msg));
-    bad |= opts_set(opt_table, NOPTS, set, "log_level", "info", msg, sizeof(msg));
-    set->qps = 50;
-    set->burst = 100;
-    set->assume_ms = 30000;
-    return bad;
-}
-
-static int load_settings(int argc, char **argv, struct extender *x)
-{
-    const struct opts_cli cli = {"podres-extender", usage, long_opts, opt_table, NOPTS, &x->set};
-    const char *cfgfile = NULL;
-    char why[512];
-    json_t *doc = NULL;
-    int r;
-
-    if (defaults(&x->set))
-        return 2;
-    r = opts_parse_args(&cli, argc, argv, 1, &cfgfile, NULL);
-    if (r == 0 && cfgfile) {
-        if (cfg_yaml_load(cfgfile, &doc, why, sizeof(why)) ||
-            opts_apply(opt_table, NOPTS, &x->set, doc, NULL, why, sizeof(why))) {
-            fprintf(stderr, "podres-extender: config file '%s': %s\n", cfgfile, why);
-            r = 2;
-        }
-        json_decref(doc);
-    }
-    if (r == 0)
-        r = opts_parse_args(&cli, argc, argv, 2, &cfgfile, NULL);
-    if (r == 0 && log_setup(x->set.log_format, x->set.log_level))
-        r = 2;
-    return r;
+    return opts_load(&spec, &x->set, argc, argv);
 }
 
 /* --resource R[,R...]: each must be an extended resource name. */
@@ -739,17 +688,17 @@ static void run(struct extender *x, const sigset_t *sigs)
 int main(int argc, char **argv)
 {
     static struct extender x;
+    enum opts_next next;
     sigset_t sigs;
-    int r;
 
     mem_tune();
     fault_init();
     pthread_mutex_init(&x.pool_mu, NULL);
     pthread_mutex_init(&x.rs.mu, NULL);
-    r = load_settings(argc, argv, &x);
-    if (r) {
+    next = load_settings(argc, argv, &x);
+    if (next != OPTS_RUN) {
         teardown(&x);
-        return r == 1 ? 0 : 1;
+        return next == OPTS_EXIT_OK ? 0 : 1;
     }
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* config.c - the option table shared by the YAML file and the flags. */
+/* config.c - podresd's option table and usage, and the static device list of
+ * its config file. */
 #include "../common/common.h"
 #include "../common/cfg.h"
 #include "../common/names.h"
@@ -9,7 +10,6 @@
 #include "validate.h"
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 #define OFF(f) offsetof(struct config, f)
 
@@ -61,55 +61,50 @@ static const char *token_file_ok(const char *path)
     return rc ? why : NULL;
 }
 
+static const char usage[] =
+    "usage: podresd [--config FILE] [--db PATH] [--socket PATH] [--listen HOST:PORT]\n"
+    "               [--metrics-listen HOST:PORT] [--node-name NAME] [--source api|kubelet] [--kubelet-socket PATH]\n"
+    "               [--kubelet-interval DURATION] [--write-token-file PATH] [--history N]\n"
+    "               [--watch-memory MIB] [--history-retention DURATION]\n"
+    "               [--history-max-intervals N]\n"
+    "               [--log-format text|json] [--log-level err|warn|info|debug]\n"
+    "               [--version] [--help]\n"
+    "Serves device bindings as REST/JSON on a unix socket (and loopback TCP);\n"
+    "--metrics-listen serves /metrics, /healthz and /readyz alone on any address.\n"
+    "Flags win over the YAML config file, whose keys are the flag names with '_'.\n";
+
 static const struct opt opts[] = {
-    {"db", OPT_STR, OFF(db), NULL, NULL},
-    {"socket", OPT_STR, OFF(socket), NULL, http_socket_check},
-    {"listen", OPT_STR, OFF(listen), NULL, http_listen_check},
-    {"metrics_listen", OPT_STR, OFF(metrics_listen), NULL, http_metrics_listen_check},
-    {"node_name", OPT_STR, OFF(node_name), NULL, NULL},
-    {"source", OPT_ENUM, OFF(source), "|api|kubelet|", NULL},
-    {"kubelet_socket", OPT_STR, OFF(kubelet_socket), NULL, http_socket_check},
-    {"kubelet_interval", OPT_DURATION, OFF(kubelet_interval_ms), NULL, NULL},
-    {"write_token_file", OPT_STR, OFF(write_token_file), NULL, token_file_ok},
-    {"history", OPT_COUNT, OFF(history), NULL, NULL},
-    {"watch_memory", OPT_COUNT, OFF(watch_memory), NULL, NULL},
-    {"history_retention", OPT_DURATION, OFF(history_retention_ms), NULL, NULL},
-    {"history_max_intervals", OPT_COUNT, OFF(history_max_intervals), NULL, NULL},
-    {"log_format", OPT_ENUM, OFF(log_format), "|text|json|", NULL},
-    {"log_level", OPT_ENUM, OFF(log_level), "|err|warn|info|debug|", NULL},
+    {"db", OPT_STR, OFF(db), .def = "/var/lib/podresd/podresd.db"},
+    {"socket", OPT_STR, OFF(socket), .check = http_socket_check,
+     .def = "/run/podresd/podresd.sock"},
+    {"listen", OPT_STR, OFF(listen), .check = http_listen_check},
+    {"metrics_listen", OPT_STR, OFF(metrics_listen), .check = http_metrics_listen_check},
+    {"node_name", OPT_STR, OFF(node_name), .env = "NODE_NAME", .def_host = true},
+    {"source", OPT_ENUM, OFF(source), "|api|kubelet|", .def = "api"},
+    {"kubelet_socket", OPT_STR, OFF(kubelet_socket), .check = http_socket_check,
+     .def = "/var/lib/kubelet/pod-resources/kubelet.sock"},
+    {"kubelet_interval", OPT_DURATION, OFF(kubelet_interval_ms), .def = "2s"},
+    {"write_token_file", OPT_STR, OFF(write_token_file), .check = token_file_ok},
+    {"history", OPT_COUNT, OFF(history), .def = "10000"},
+    {"watch_memory", OPT_COUNT, OFF(watch_memory), .def = "64"},
+    {"history_retention", OPT_DURATION, OFF(history_retention_ms), .def = "90d"},
+    {"history_max_intervals", OPT_COUNT, OFF(history_max_intervals), .def = "10000000"},
+    OPTS_LOG(struct config),
 };
+
+static err_t apply_file(void *c, const json_t *doc, char *msg, size_t cap)
+{
+    return config_apply(c, doc, msg, cap);
+}
+
+static const struct opts_spec spec = {"podresd", usage, opts, ARRAY_SIZE(opts), NULL, apply_file};
 
 err_t config_init(struct config *c)
 {
-    static const char *const defaults[][2] = {
-        {"db", "/var/lib/podresd/podresd.db"},
-        {"socket", "/run/podresd/podresd.sock"},
-        {"source", "api"},
-        {"kubelet_socket", "/var/lib/kubelet/pod-resources/kubelet.sock"},
-        {"log_format", "text"},
-        {"log_level", "info"},
-    };
-    const char *node = getenv("NODE_NAME");
-    char host[256] = "localhost", msg[128];
-    size_t i;
-    err_t rc = ERR_OK;
+    char msg[512];
 
     memset(c, 0, sizeof(*c));
-    if (!node || !*node) {
-        if (gethostname(host, sizeof(host) - 1) != 0)
-            snprintf(host, sizeof(host), "localhost");
-        node = host;
-    }
-    for (i = 0; !rc && i < ARRAY_SIZE(defaults); i++)
-        rc = opts_set(opts, ARRAY_SIZE(opts), c, defaults[i][0], defaults[i][1], msg, sizeof(msg));
-    if (!rc)
-        rc = opts_set(opts, ARRAY_SIZE(opts), c, "node_name", node, msg, sizeof(msg));
-    c->kubelet_interval_ms = 2000;
-    c->history = 10000;
-    c->watch_memory = 64;
-    c->history_retention_ms = 90ULL * 86400000; /* 90d */
-    c->history_max_intervals = 10000000;
-    return rc;
+    return opts_defaults(opts, ARRAY_SIZE(opts), c, msg, sizeof(msg));
 }
 
 void config_release(struct config *c)
@@ -204,22 +199,11 @@ err_t config_apply(struct config *c, const json_t *doc, char *msg, size_t cap)
 
 err_t config_load(struct config *c, const char *path, char *msg, size_t cap)
 {
-    json_t *doc = NULL;
-    char why[512] = "";
-    err_t rc = cfg_yaml_load(path, &doc, why, sizeof(why));
-
-    if (!rc)
-        rc = config_apply(c, doc, why, sizeof(why));
-    json_decref(doc);
-    if (rc)
-        snprintf(msg, cap, "config file '%s': %s", path, why);
-    return rc;
+    return opts_load_file(&spec, c, path, msg, cap);
 }
 
-int config_parse_args(struct config *c, const struct option *longs, const char *usage, int argc,
-                      char **argv, int pass, const char **cfgfile)
+enum opts_next config_load_args(struct config *c, int argc, char **argv)
 {
-    const struct opts_cli cli = {"podresd", usage, longs, opts, ARRAY_SIZE(opts), c};
-
-    return opts_parse_args(&cli, argc, argv, pass, cfgfile, NULL);
+    memset(c, 0, sizeof(*c));
+    return opts_load(&spec, c, argc, argv);
 }

@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* config.h - podresd's settings: defaults, the YAML file and the flags
- * (flags win). Every key of the file is a flag name with '-' spelled '_'.
- * Not thread-safe; used at start-up only. */
+/* config.h - podresd's settings: its option table (common/opts.h) and the
+ * one key of its config file that is no flag, the static device list.
+ * Every other key of the file is a flag name with '-' spelled '_'. Not
+ * thread-safe; used at start-up only. */
 #ifndef PODRES_CONFIG_H
 #define PODRES_CONFIG_H
-#include <getopt.h>
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "../common/err.h"
+#include "../common/opts.h"
 
 struct config {
     char *db;                       /* database path */
@@ -47,9 +48,8 @@ err_t config_read_token(const char *path, char **out, char *why, size_t cap) WAR
 /* Load and apply a YAML file; 'msg' names the key and the file. */
 err_t config_load(struct config *c, const char *path, char *msg, size_t cap) WARN_UNUSED;
 
-/* The command line (see opts_parse_args in common/opts.h): 0 go on, 1 exit 0,
- * 2 exit 1. */
-int config_parse_args(struct config *c, const struct option *longs, const char *usage, int argc,
-                      char **argv, int pass, const char **cfgfile);
+/* Fill 'c' (from scratch) from the defaults, the config file and the flags,
+ * and set logging up: opts_load. config_release frees it, whatever the answer. */
+enum opts_next config_load_args(struct config *c, int argc, char **argv);
 
 #endif

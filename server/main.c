@@ -15,7 +15,6 @@
 #include "store.h"
 #include "token.h"
 
-#include <getopt.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -25,40 +24,6 @@
  * further behind reads the change log (SQLite) until it catches up. */
 #define FEED_RING_MAX 1024
 #define FEED_RING_BYTES (128 * 1024)
-
-static const char usage[] =
-    "usage: podresd [--config FILE] [--db PATH] [--socket PATH] [--listen HOST:PORT]\n"
-    "               [--metrics-listen HOST:PORT] [--node-name NAME] [--source api|kubelet] [--kubelet-socket PATH]\n"
-    "               [--kubelet-interval DURATION] [--write-token-file PATH] [--history N]\n"
-    "               [--watch-memory MIB] [--history-retention DURATION]\n"
-    "               [--history-max-intervals N]\n"
-    "               [--log-format text|json] [--log-level err|warn|info|debug]\n"
-    "               [--version] [--help]\n"
-    "Serves device bindings as REST/JSON on a unix socket (and loopback TCP);\n"
-    "--metrics-listen serves /metrics, /healthz and /readyz alone on any address.\n"
-    "Flags win over the YAML config file, whose keys are the flag names with '_'.\n";
-
-static const struct option long_opts[] = {
-    {"config", required_argument, NULL, 'c'},
-    {"db", required_argument, NULL, 0},
-    {"socket", required_argument, NULL, 0},
-    {"listen", required_argument, NULL, 0},
-    {"metrics-listen", required_argument, NULL, 0},
-    {"node-name", required_argument, NULL, 0},
-    {"source", required_argument, NULL, 0},
-    {"kubelet-socket", required_argument, NULL, 0},
-    {"kubelet-interval", required_argument, NULL, 0},
-    {"write-token-file", required_argument, NULL, 0},
-    {"history", required_argument, NULL, 0},
-    {"watch-memory", required_argument, NULL, 0},
-    {"history-retention", required_argument, NULL, 0},
-    {"history-max-intervals", required_argument, NULL, 0},
-    {"log-format", required_argument, NULL, 0},
-    {"log-level", required_argument, NULL, 0},
-    {"version", no_argument, NULL, 'V'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
 
 static err_t make_parent_dir(const char *path)
 {
@@ -276,29 +241,17 @@ static void run(struct daemon *d, const sigset_t *sigs)
 int main(int argc, char **argv)
 {
     struct daemon d;
-    const char *cfgfile = NULL;
-    char msg[1024];
+    enum opts_next next;
     sigset_t sigs;
-    int r;
 
     memset(&d, 0, sizeof(d));
     mem_tune(); /* thread per connection: see common/mem.h */
     fault_init();
     umask(027);
-    if (config_init(&d.cfg))
-        return 1;
-    r = config_parse_args(&d.cfg, long_opts, usage, argc, argv, 1, &cfgfile);
-    if (r == 0 && cfgfile && config_load(&d.cfg, cfgfile, msg, sizeof(msg))) {
-        fprintf(stderr, "podresd: %s\n", msg);
-        r = 2;
-    }
-    if (r == 0)
-        r = config_parse_args(&d.cfg, long_opts, usage, argc, argv, 2, &cfgfile);
-    if (r == 0 && log_setup(d.cfg.log_format, d.cfg.log_level))
-        r = 2;
-    if (r) {
+    next = config_load_args(&d.cfg, argc, argv);
+    if (next != OPTS_RUN) {
         config_release(&d.cfg);
-        return r == 1 ? 0 : 1;
+        return next == OPTS_EXIT_OK ? 0 : 1;
     }
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);

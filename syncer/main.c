@@ -7,14 +7,12 @@
 #include "../common/common.h"
 #include "../common/clock.h"
 #include "../common/mem.h"
-#include "../common/cfg.h"
 #include "../common/opts.h"
 #include "dvb.h"
 #include "metrics.h"
 #include "syncer.h"
 #include "worker.h"
 
-#include <getopt.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <signal.h>
@@ -30,19 +28,18 @@ static const char *readable(const char *path)
 }
 
 static const struct opt opt_table[] = {
-    {"node_name", OPT_STR, OFF(node_name), NULL, NULL},
-    {"podresd_socket", OPT_STR, OFF(podresd_socket), NULL, NULL},
-    {"podresd_url", OPT_STR, OFF(podresd_url), NULL, NULL},
-    {"podresd_token_file", OPT_STR, OFF(podresd_token_file), NULL, readable},
-    {"kubeconfig", OPT_STR, OFF(kubeconfig), NULL, NULL},
-    {"qps", OPT_NUMBER, OFF(qps), NULL, NULL},
-    {"burst", OPT_COUNT, OFF(burst), NULL, NULL},
-    {"resync_interval", OPT_DURATION, OFF(resync_ms), NULL, NULL},
-    {"metrics_listen", OPT_STR, OFF(metrics_listen), NULL, NULL},
-    {"reservation_ttl", OPT_DURATION, OFF(reservation_ttl_ms), NULL, NULL},
-    {"inventory_interval", OPT_DURATION, OFF(inventory_ms), NULL, NULL},
-    {"log_format", OPT_ENUM, OFF(log_format), "|text|json|", NULL},
-    {"log_level", OPT_ENUM, OFF(log_level), "|err|warn|info|debug|", NULL},
+    {"node_name", OPT_STR, OFF(node_name), .env = "NODE_NAME", .def_host = true},
+    {"podresd_socket", OPT_STR, OFF(podresd_socket), .def = "/run/podresd/podresd.sock"},
+    {"podresd_url", OPT_STR, OFF(podresd_url), .def = NULL},
+    {"podresd_token_file", OPT_STR, OFF(podresd_token_file), .check = readable},
+    {"kubeconfig", OPT_STR, OFF(kubeconfig), .def = NULL},
+    {"qps", OPT_NUMBER, OFF(qps), .def = "20"},
+    {"burst", OPT_COUNT, OFF(burst), .def = "40"},
+    {"resync_interval", OPT_DURATION, OFF(resync_ms), .def = "5m"},
+    {"metrics_listen", OPT_STR, OFF(metrics_listen), .def = "127.0.0.1:9445"},
+    {"reservation_ttl", OPT_DURATION, OFF(reservation_ttl_ms), .def = "10m"},
+    {"inventory_interval", OPT_DURATION, OFF(inventory_ms), .def = "1s"},
+    OPTS_LOG(struct settings),
 };
 #define NOPTS ARRAY_SIZE(opt_table)
 
@@ -57,27 +54,6 @@ static const char usage[] =
     "Keeps one DeviceBinding per pod with devices, and the node's NodeDevices, in the\n"
     "Kubernetes API server.\n";
 
-static const struct option long_opts[] = {
-    {"config", required_argument, NULL, 'c'},
-    {"node-name", required_argument, NULL, 0},
-    {"podresd-socket", required_argument, NULL, 0},
-    {"podresd-url", required_argument, NULL, 0},
-    {"podresd-token-file", required_argument, NULL, 0},
-    {"kubeconfig", required_argument, NULL, 0},
-    {"qps", required_argument, NULL, 0},
-    {"burst", required_argument, NULL, 0},
-    {"resync-interval", required_argument, NULL, 0},
-    {"metrics-listen", required_argument, NULL, 0},
-    {"reservation-ttl", required_argument, NULL, 0},
-    {"inventory-interval", required_argument, NULL, 0},
-    {"log-format", required_argument, NULL, 0},
-    {"log-level", required_argument, NULL, 0},
-    {"once", no_argument, NULL, 'o'},
-    {"version", no_argument, NULL, 'V'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
-
 /* Resyncs come every --resync-interval give or take this many percent, so
  * that syncers started together (a DaemonSet rollout) do not resync in step.
  * A resync reads the caches, not the API server; the spread is for what a
@@ -86,63 +62,11 @@ static const struct option long_opts[] = {
 
 /* ---- start-up ---- */
 
-static int parse_flags(int argc, char **argv, struct syncer *s, int pass, const char **cfgfile)
+static enum opts_next load_settings(int argc, char **argv, struct syncer *s)
 {
-    const struct opts_cli cli = {"podres-syncer", usage, long_opts, opt_table, NOPTS, &s->set};
+    const struct opts_spec spec = {"podres-syncer", usage, opt_table, NOPTS, &s->once, NULL};
 
-    return opts_parse_args(&cli, argc, argv, pass, cfgfile, &s->once);
-}
-
-static int defaults(struct settings *set)
-{
-    char host[256] = "localhost";
-    const char *node = getenv("NODE_NAME");
-    char msg[128];
-    int bad = 0;
-
-    if (!node || !*node) {
-        if (gethostname(host, sizeof(host) - 1) != 0)
-            snprintf(host, sizeof(host), "localhost");
-        node = host;
-    }
-    bad |= opts_set(opt_table, NOPTS, set, "node_name", node, msg, sizeof(msg));
-    bad |= opts_set(opt_table, NOPTS, set, "podresd_socket", "/run/podresd/podresd.sock", msg,
-                    sizeof(msg));
-    bad |= opts_set(opt_table, NOPTS, set, "metrics_listen", "127.0.0.1:9445", msg, sizeof(msg));
-    bad |= opts_set(opt_table, NOPTS, set, "log_format", "text", msg, sizeof(msg));
-    bad |= opts_set(opt_table, NOPTS, set, "log_level", "info", msg, sizeof(msg));
-    set->qps = 20;
-    set->burst = 40;
-    set->resync_ms = 300000;
-    set->reservation_ttl_ms = 600000;
-    set->inventory_ms = 1000;
-    return bad;
-}
-
-static int load_settings(int argc, char **argv, struct syncer *s)
-{
-    const char *cfgfile = NULL;
-    char msg[1200], why[512];
-    json_t *doc = NULL;
-    int r;
-
-    if (defaults(&s->set))
-        return 2;
-    r = parse_flags(argc, argv, s, 1, &cfgfile);
-    if (r == 0 && cfgfile) {
-        if (cfg_yaml_load(cfgfile, &doc, why, sizeof(why)) ||
-            opts_apply(opt_table, NOPTS, &s->set, doc, NULL, why, sizeof(why))) {
-            snprintf(msg, sizeof(msg), "config file '%s': %s", cfgfile, why);
-            fprintf(stderr, "podres-syncer: %s\n", msg);
-            r = 2;
-        }
-        json_decref(doc);
-    }
-    if (r == 0)
-        r = parse_flags(argc, argv, s, 2, &cfgfile);
-    if (r == 0 && log_setup(s->set.log_format, s->set.log_level))
-        r = 2;
-    return r;
+    return opts_load(&spec, &s->set, argc, argv);
 }
 
 static void escape_query(char *out, size_t cap, const char *name, const char *sel)
@@ -419,6 +343,7 @@ static void teardown(struct syncer *s)
 int main(int argc, char **argv)
 {
     static struct syncer s;
+    enum opts_next next;
     sigset_t sigs;
     int r;
 
@@ -426,12 +351,12 @@ int main(int argc, char **argv)
     fault_init();
     pthread_mutex_init(&s.lag.mu, NULL);
     pthread_mutex_init(&s.wmu, NULL);
-    r = load_settings(argc, argv, &s);
-    if (r) {
+    next = load_settings(argc, argv, &s);
+    if (next != OPTS_RUN) {
         opts_release(opt_table, NOPTS, &s.set);
         pthread_mutex_destroy(&s.wmu);
         pthread_mutex_destroy(&s.lag.mu);
-        return r == 1 ? 0 : 1;
+        return next == OPTS_EXIT_OK ? 0 : 1;
     }
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);

@@ -4,6 +4,9 @@
 #include "../../../common/opts.h"
 #include "../test.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #define CHECK_HAS(msg, part)                                                                       \
     TEST_REPORT(strstr((msg), (part)) != NULL, "\"%s\" lacks \"%s\"", (msg), (part))
 
@@ -23,12 +26,12 @@ static const char *has_colon(const char *v)
 }
 
 static const struct opt table[] = {
-    {"addr", OPT_STR, offsetof(struct settings, addr), NULL, has_colon},
-    {"node_name", OPT_STR, offsetof(struct settings, name), NULL, NULL},
-    {"log_level", OPT_ENUM, offsetof(struct settings, mode), "|debug|info|warn|", NULL},
-    {"resync_period", OPT_DURATION, offsetof(struct settings, resync), NULL, NULL},
-    {"workers", OPT_COUNT, offsetof(struct settings, workers), NULL, NULL},
-    {"qps", OPT_NUMBER, offsetof(struct settings, qps), NULL, NULL},
+    {"addr", OPT_STR, offsetof(struct settings, addr), .check = has_colon},
+    {"node_name", OPT_STR, offsetof(struct settings, name), .def = NULL},
+    {"log_level", OPT_ENUM, offsetof(struct settings, mode), "|debug|info|warn|", .def = NULL},
+    {"resync_period", OPT_DURATION, offsetof(struct settings, resync), .def = NULL},
+    {"workers", OPT_COUNT, offsetof(struct settings, workers), .def = NULL},
+    {"qps", OPT_NUMBER, offsetof(struct settings, qps), .def = NULL},
 };
 
 static err_t set(struct settings *s, const char *key, const char *value, char *msg)
@@ -315,5 +318,219 @@ static void test_format_value(void)
     opts_release(table, ARRAY_SIZE(table), &s);
 }
 
+/* ---- defaults and opts_load ---- */
+
+struct app {
+    char *node;       /* env, else host name */
+    char *sock;       /* a plain default */
+    char *url;        /* no default */
+    uint64_t every;   /* a duration */
+    double qps;       /* a number */
+    char *log_format; /* OPTS_LOG */
+    char *log_level;  /* OPTS_LOG */
+};
+
+#define APP(f) offsetof(struct app, f)
+
+static const struct opt app_table[] = {
+    {"node_name", OPT_STR, APP(node), .env = "OPTS_TEST_NODE", .def_host = true},
+    {"sock", OPT_STR, APP(sock), .def = "/run/x.sock"},
+    {"url", OPT_STR, APP(url), .def = NULL},
+    {"every", OPT_DURATION, APP(every), .def = "5m"},
+    {"qps", OPT_NUMBER, APP(qps), .def = "20"},
+    OPTS_LOG(struct app),
+};
+
+static bool app_once;
+
+static const struct opts_spec app_spec = {
+    "opts-test", "usage: opts-test [flags]\n", app_table, ARRAY_SIZE(app_table), &app_once, NULL};
+
+static void test_defaults(void)
+{
+    struct app a = {0};
+    char msg[256] = "";
+
+    unsetenv("OPTS_TEST_NODE");
+    CHECK_OK(opts_defaults(app_table, ARRAY_SIZE(app_table), &a, msg, sizeof(msg)));
+    CHECK(a.node != NULL && a.node[0] != '\0'); /* the host's name */
+    CHECK_STREQ(a.sock, "/run/x.sock");
+    CHECK(a.url == NULL);
+    CHECK_EQ_INT(a.every, 300000);
+    CHECK(a.qps == 20.0);
+    CHECK_STREQ(a.log_format, "text");
+    CHECK_STREQ(a.log_level, "info");
+    setenv("OPTS_TEST_NODE", "", 1); /* empty: as if unset */
+    CHECK_OK(opts_defaults(app_table, ARRAY_SIZE(app_table), &a, msg, sizeof(msg)));
+    CHECK(a.node != NULL && a.node[0] != '\0');
+    setenv("OPTS_TEST_NODE", "n-env", 1);
+    CHECK_OK(opts_defaults(app_table, ARRAY_SIZE(app_table), &a, msg, sizeof(msg)));
+    CHECK_STREQ(a.node, "n-env");
+    unsetenv("OPTS_TEST_NODE");
+    opts_release(app_table, ARRAY_SIZE(app_table), &a);
+}
+
+static char tmpdir[] = "/tmp/opts_test.XXXXXX";
+
+/* Run opts_load on 'args' (NULL-terminated) with stdout and stderr in
+ * files; their text goes to 'out' and 'err'. */
+static enum opts_next load(struct app *a, const char *const *args, char *out, char *err, size_t cap)
+{
+    char *argv[16], path[2][256], *buf;
+    int argc = 0, saved[2], i, fd;
+    enum opts_next next;
+    size_t n;
+    FILE *f;
+
+    argv[argc++] = (char *)app_spec.prog;
+    while (*args && argc < 15)
+        argv[argc++] = (char *)*args++;
+    argv[argc] = NULL;
+    fflush(stdout);
+    fflush(stderr);
+    for (i = 0; i < 2; i++) {
+        snprintf(path[i], sizeof(path[i]), "%s/%s", tmpdir, i ? "err" : "out");
+        saved[i] = dup(i + 1);
+        fd = open(path[i], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, i + 1);
+        close(fd);
+    }
+    memset(a, 0, sizeof(*a));
+    app_once = false;
+    next = opts_load(&app_spec, a, argc, argv);
+    fflush(stdout);
+    fflush(stderr);
+    for (i = 0; i < 2; i++) {
+        dup2(saved[i], i + 1);
+        close(saved[i]);
+        buf = i ? err : out;
+        f = fopen(path[i], "r");
+        n = f ? fread(buf, 1, cap - 1, f) : 0;
+        buf[n] = '\0';
+        if (f)
+            fclose(f);
+        unlink(path[i]);
+    }
+    return next;
+}
+
+static void write_config(const char *text, char *path, size_t cap)
+{
+    FILE *f;
+
+    snprintf(path, cap, "%s/c.yaml", tmpdir);
+    f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+/* Defaults, then the file, then the flags: the last word wins. */
+static void test_load_order(void)
+{
+    char out[4096], err[4096], cfg[256];
+    struct app a;
+
+    setenv("OPTS_TEST_NODE", "n-env", 1);
+    write_config("node_name: n-file\nsock: /file.sock\nqps: 7\n", cfg, sizeof(cfg));
+    CHECK_EQ_INT(load(&a, (const char *const[]){"--qps", "9", "--config", cfg, "--once", NULL}, out,
+                      err, sizeof(out)),
+                 OPTS_RUN);
+    CHECK_STREQ(a.node, "n-file"); /* the file wins over the environment */
+    CHECK_STREQ(a.sock, "/file.sock");
+    CHECK(a.qps == 9.0); /* the flag wins over the file, wherever it stands */
+    CHECK_EQ_INT(a.every, 300000);
+    CHECK(app_once);
+    CHECK_STREQ(out, "");
+    CHECK_STREQ(err, "");
+    opts_release(app_table, ARRAY_SIZE(app_table), &a);
+    CHECK_EQ_INT(load(&a, (const char *const[]){NULL}, out, err, sizeof(out)), OPTS_RUN);
+    CHECK_STREQ(a.node, "n-env");
+    CHECK(!app_once);
+    opts_release(app_table, ARRAY_SIZE(app_table), &a);
+    unsetenv("OPTS_TEST_NODE");
+    unlink(cfg);
+}
+
+/* --help shows the defaults (not the file's values); --version; neither
+ * reads the file. */
+static void test_load_help(void)
+{
+    char out[4096], err[4096], cfg[256];
+    struct app a;
+
+    setenv("OPTS_TEST_NODE", "n-env", 1);
+    write_config("qps: 7\n", cfg, sizeof(cfg));
+    CHECK_EQ_INT(
+        load(&a, (const char *const[]){"--config", cfg, "--help", NULL}, out, err, sizeof(out)),
+        OPTS_EXIT_OK);
+    CHECK_STREQ(out, "usage: opts-test [flags]\n"
+                     "Defaults:\n"
+                     "  --node-name                n-env\n"
+                     "  --sock                     /run/x.sock\n"
+                     "  --url                      (none)\n"
+                     "  --every                    5m\n"
+                     "  --qps                      20\n"
+                     "  --log-format               text\n"
+                     "  --log-level                info\n");
+    CHECK_STREQ(err, "");
+    opts_release(app_table, ARRAY_SIZE(app_table), &a);
+    CHECK_EQ_INT(load(&a, (const char *const[]){"-V", NULL}, out, err, sizeof(out)), OPTS_EXIT_OK);
+    CHECK_STREQ(out, "opts-test " PODRES_VERSION "\n");
+    opts_release(app_table, ARRAY_SIZE(app_table), &a);
+    unsetenv("OPTS_TEST_NODE");
+    unlink(cfg);
+}
+
+/* What is wrong is said once on stderr, naming the flag, key or file. */
+static void test_load_errors(void)
+{
+    char out[4096], err[4096], cfg[256];
+    struct app a;
+
+    CHECK_EQ_INT(load(&a, (const char *const[]){"--evrey", "1s", NULL}, out, err, sizeof(out)),
+                 OPTS_EXIT_FAIL);
+    CHECK_STREQ(err, "opts-test: unknown flag '--evrey'; did you mean --every?\n");
+    opts_release(app_table, ARRAY_SIZE(app_table), &a);
+    CHECK_EQ_INT(load(&a, (const char *const[]){"--qps", "0", NULL}, out, err, sizeof(out)),
+                 OPTS_EXIT_FAIL);
+    CHECK_STREQ(err, "opts-test: flag --qps: key \"qps\": bad value \"0\"\n");
+    opts_release(app_table, ARRAY_SIZE(app_table), &a);
+    CHECK_EQ_INT(load(&a, (const char *const[]){"--url", NULL}, out, err, sizeof(out)),
+                 OPTS_EXIT_FAIL);
+    CHECK_STREQ(err, "opts-test: flag '--url' needs a value\n");
+    opts_release(app_table, ARRAY_SIZE(app_table), &a);
+    CHECK_EQ_INT(load(&a, (const char *const[]){"stray", NULL}, out, err, sizeof(out)),
+                 OPTS_EXIT_FAIL);
+    CHECK_STREQ(err, "opts-test: unexpected argument 'stray'\nusage: opts-test [flags]\n");
+    opts_release(app_table, ARRAY_SIZE(app_table), &a);
+    write_config("evry: 1s\n", cfg, sizeof(cfg));
+    CHECK_EQ_INT(load(&a, (const char *const[]){"--config", cfg, NULL}, out, err, sizeof(out)),
+                 OPTS_EXIT_FAIL);
+    CHECK(strstr(err, "opts-test: config file '") == err);
+    CHECK_HAS(err, cfg);
+    CHECK_HAS(err, "unknown key \"evry\"; did you mean \"every\"?");
+    opts_release(app_table, ARRAY_SIZE(app_table), &a);
+    unlink(cfg);
+    CHECK_EQ_INT(load(&a, (const char *const[]){"--config", cfg, NULL}, out, err, sizeof(out)),
+                 OPTS_EXIT_FAIL);
+    CHECK_HAS(err, "cannot open");
+    opts_release(app_table, ARRAY_SIZE(app_table), &a);
+    CHECK_STREQ(out, "");
+}
+
+static void setup(void)
+{
+    CHECK(mkdtemp(tmpdir) != NULL);
+}
+
+static void teardown(void)
+{
+    CHECK_OK(rmdir(tmpdir));
+}
+
 TEST_MAIN(test_str, test_check, test_enum, test_duration, test_count, test_number, test_unknown,
-          test_apply, test_suggest, test_format_value)
+          test_apply, test_suggest, test_format_value, setup, test_defaults, test_load_order,
+          test_load_help, test_load_errors, teardown)
