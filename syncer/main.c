@@ -349,7 +349,7 @@ int main(int argc, char **argv)
 
     mem_tune(); /* thread per connection: see common/mem.h */
     fault_init();
-    pthread_mutex_init(&s.lag.mu, NULL);
+    metrics_lag_init(&s.lag);
     pthread_mutex_init(&s.wmu, NULL);
     next = load_settings(argc, argv, &s);
     if (next != OPTS_RUN) {

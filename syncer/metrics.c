@@ -6,6 +6,7 @@
 #define LOG_MOD "main"
 #include "../common/common.h"
 #include "../common/clock.h"
+#include "../common/prom.h"
 #include "../common/strbuf.h"
 #include "metrics.h"
 #include "worker.h"
@@ -21,20 +22,17 @@
 /* ---- the sync-lag histogram ---- */
 
 static const double lag_bounds[] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
-#define NLAG ARRAY_SIZE(lag_bounds)
-_Static_assert(NLAG == LAG_BUCKETS, "syncer.h sizes the buckets");
+
+void metrics_lag_init(struct lag *l)
+{
+    pthread_mutex_init(&l->mu, NULL);
+    prom_hist_init(&l->h, lag_bounds, ARRAY_SIZE(lag_bounds));
+}
 
 void metrics_lag_observe(struct lag *l, double s)
 {
-    size_t i;
-
     pthread_mutex_lock(&l->mu);
-    for (i = 0; i < NLAG && s > lag_bounds[i]; i++)
-        ;
-    if (i < NLAG)
-        l->buckets[i]++;
-    l->n++;
-    l->sum += s;
+    prom_hist_observe(&l->h, s);
     pthread_mutex_unlock(&l->mu);
 }
 
@@ -64,72 +62,62 @@ static bool ready(struct syncer *s, struct error *why)
 }
 
 /* The node-name checks: a Node missing, writes stopped (another syncer). */
-static err_t render_guards(struct syncer *s, struct strbuf *sb)
+static void render_guards(struct syncer *s, struct prom *p)
 {
     int missing = __atomic_load_n(&s->node_missing, __ATOMIC_RELAXED);
 
-    return strbuf_printf(
-        sb,
-        "# HELP podres_syncer_node_missing 1 when the API server has no Node named "
-        "--node-name (a typo?), 0 when it has or before it was asked.\n"
-        "# TYPE podres_syncer_node_missing gauge\npodres_syncer_node_missing %d\n"
-        "# HELP podres_syncer_writes_stopped 1 while writes are stopped because another "
-        "podres-syncer writes this podresd's reservations.\n"
-        "# TYPE podres_syncer_writes_stopped gauge\npodres_syncer_writes_stopped %d\n",
-        missing == 1, (int)fence_stopped(&s->rec.fence, clock_mono_ms(), NULL));
+    prom_metric(p, "podres_syncer_node_missing", "gauge",
+                "1 when the API server has no Node named --node-name (a typo?), 0 when it has or "
+                "before it was asked.",
+                "%d", missing == 1);
+    prom_metric(p, "podres_syncer_writes_stopped", "gauge",
+                "1 while writes are stopped because another podres-syncer writes this podresd's "
+                "reservations.",
+                "%d", (int)fence_stopped(&s->rec.fence, clock_mono_ms(), NULL));
+}
+
+/* Bindings not mirrored, by reason. */
+static void render_skipped(struct syncer *s, struct prom *p)
+{
+    size_t i;
+
+    prom_help(p, "podres_syncer_skipped_total", "counter",
+              "Bindings not mirrored each time one was looked at, by reason (foreign_label: the "
+              "DeviceBinding is labelled for another node, or none; no_pod: no Pod of that name "
+              "on this node; pod_uid_mismatch: the Pod is another instance than podresd's; "
+              "crd_missing: DeviceBindings are not served).");
+    for (i = 0; i < RECONCILE_SKIP_N; i++)
+        prom_sample(
+            p, "podres_syncer_skipped_total",
+            (const char *const[]){"reason", reconcile_skip_name((enum reconcile_skip)i), NULL},
+            "%llu", (unsigned long long)reconcile_skipped(&s->rec, (enum reconcile_skip)i));
 }
 
 static err_t render_metrics(struct syncer *s, struct strbuf *sb)
 {
-    uint64_t cum = 0;
-    size_t i;
-    err_t rc = rest_stats_render(s->stats, sb);
+    struct prom p = PROM_INIT(sb);
 
-    if (!rc)
-        rc = strbuf_printf(
-            sb,
-            "# HELP podres_syncer_queue_depth Keys waiting to be reconciled.\n"
-            "# TYPE podres_syncer_queue_depth gauge\npodres_syncer_queue_depth %zu\n"
-            "# HELP podres_syncer_last_resync_timestamp_seconds Time of the last full resync.\n"
-            "# TYPE podres_syncer_last_resync_timestamp_seconds gauge\n"
-            "podres_syncer_last_resync_timestamp_seconds %lld\n"
-            "# HELP podres_syncer_podresd_revision Last podresd revision seen.\n"
-            "# TYPE podres_syncer_podresd_revision gauge\npodres_syncer_podresd_revision %llu\n"
-            "# HELP podres_syncer_devicebindings DeviceBindings of this node in the cache.\n"
-            "# TYPE podres_syncer_devicebindings gauge\npodres_syncer_devicebindings %zu\n"
-            "# HELP podres_syncer_skipped_total Bindings not mirrored each time one was looked "
-            "at, by reason (foreign_label: the DeviceBinding is labelled for another node, or "
-            "none; no_pod: no Pod of that name on this node; pod_uid_mismatch: the Pod is "
-            "another instance than podresd's; crd_missing: DeviceBindings are not served).\n"
-            "# TYPE podres_syncer_skipped_total counter\n",
-            queue_len(s->queue), (long long)s->last_resync, (unsigned long long)s->feed.revision,
-            cache_size(s->crs));
-    for (i = 0; !rc && i < RECONCILE_SKIP_N; i++)
-        rc = strbuf_printf(sb, "podres_syncer_skipped_total{reason=\"%s\"} %llu\n",
-                           reconcile_skip_name((enum reconcile_skip)i),
-                           (unsigned long long)reconcile_skipped(&s->rec, (enum reconcile_skip)i));
-    if (!rc)
-        rc = strbuf_printf(sb, "# HELP podres_syncer_sync_lag_seconds From a change seen on the "
-                               "node to the API server's acknowledgement.\n"
-                               "# TYPE podres_syncer_sync_lag_seconds histogram\n");
+    p.rc = rest_stats_render(s->stats, sb);
+    prom_metric(&p, "podres_syncer_queue_depth", "gauge", "Keys waiting to be reconciled.", "%zu",
+                queue_len(s->queue));
+    prom_metric(&p, "podres_syncer_last_resync_timestamp_seconds", "gauge",
+                "Time of the last full resync.", "%lld", (long long)s->last_resync);
+    prom_metric(&p, "podres_syncer_podresd_revision", "gauge", "Last podresd revision seen.",
+                "%llu", (unsigned long long)s->feed.revision);
+    prom_metric(&p, "podres_syncer_devicebindings", "gauge",
+                "DeviceBindings of this node in the cache.", "%zu", cache_size(s->crs));
+    render_skipped(s, &p);
+    prom_help(&p, "podres_syncer_sync_lag_seconds", "histogram",
+              "From a change seen on the node to the API server's acknowledgement.");
     pthread_mutex_lock(&s->lag.mu);
-    for (i = 0; !rc && i < NLAG; i++) {
-        cum += s->lag.buckets[i];
-        rc = strbuf_printf(sb, "podres_syncer_sync_lag_seconds_bucket{le=\"%g\"} %llu\n",
-                           lag_bounds[i], (unsigned long long)cum);
-    }
-    if (!rc)
-        rc = strbuf_printf(sb,
-                           "podres_syncer_sync_lag_seconds_bucket{le=\"+Inf\"} %llu\n"
-                           "podres_syncer_sync_lag_seconds_sum %.6f\n"
-                           "podres_syncer_sync_lag_seconds_count %llu\n",
-                           (unsigned long long)s->lag.n, s->lag.sum, (unsigned long long)s->lag.n);
+    prom_hist_render(&p, "podres_syncer_sync_lag_seconds", NULL, &s->lag.h);
     pthread_mutex_unlock(&s->lag.mu);
-    if (!rc)
-        rc = inventory_render(&s->inv, sb);
-    if (!rc)
-        rc = events_render(&s->events, sb);
-    return rc ? rc : render_guards(s, sb);
+    if (!p.rc)
+        p.rc = inventory_render(&s->inv, sb);
+    if (!p.rc)
+        p.rc = events_render(&s->events, sb);
+    render_guards(s, &p);
+    return p.rc;
 }
 
 /* /readyz: 200 "ok", or 503 "not ready: REASON" into 'sb'; 500 when out of

@@ -13,6 +13,8 @@
  * it cannot listen; logged. s->http is the server, stopped by main.c. */
 err_t metrics_start(struct syncer *s) WARN_UNUSED;
 
+/* An empty sync-lag histogram with its lock; before any thread starts. */
+void metrics_lag_init(struct lag *l);
 /* One observation of 's' seconds into the sync-lag histogram 'l'.
  * Thread-safe (l->mu). */
 void metrics_lag_observe(struct lag *l, double s);

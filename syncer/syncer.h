@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "../common/prom.h"
 #include "../kube/cache.h"
 #include "../kube/informer.h"
 #include "../kube/kubeconfig.h"
@@ -42,14 +43,10 @@ struct settings {
     char *log_level;             /* err..debug */
 };
 
-#define LAG_BUCKETS 12 /* the sync-lag histogram's bounds (metrics.c) */
-
-/* Lock: 'mu' guards every other field. */
+/* Lock: 'mu' guards 'h'. */
 struct lag {
     pthread_mutex_t mu;
-    uint64_t buckets[LAG_BUCKETS]; /* per bound, not cumulative */
-    uint64_t n;                    /* observations */
-    double sum;                    /* seconds */
+    struct prom_hist h; /* seconds; bounds in metrics.c */
 };
 
 struct syncer {
