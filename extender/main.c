@@ -9,6 +9,7 @@
 #include "../common/jsonx.h"
 #include "../common/mem.h"
 #include "../common/opts.h"
+#include "../common/prom.h"
 #include "../common/strbuf.h"
 #include "../kube/cache.h"
 #include "../kube/informer.h"
@@ -77,18 +78,22 @@ enum outcome {
 };
 static const char *const verb_names[NVERBS] = {"filter", "prioritize", "bind"};
 static const char *const outcome_names[NOUTCOMES] = {"ok", "error", "bad_request"};
-static const double lat_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-                                    0.05,   0.1,   0.25,   0.5,   1,    2.5};
-#define NLAT ARRAY_SIZE(lat_bounds)
 
 /* Lock: 'mu' guards every other field. */
 struct reqstats {
     pthread_mutex_t mu;
-    uint64_t n[NVERBS][NOUTCOMES];  /* answered requests */
-    uint64_t buckets[NVERBS][NLAT]; /* latency per bound, not cumulative */
-    uint64_t count[NVERBS];         /* latency observations */
-    double sum[NVERBS];             /* seconds */
+    uint64_t n[NVERBS][NOUTCOMES];    /* answered requests */
+    struct prom_hist latency[NVERBS]; /* seconds */
 };
+
+static void reqstats_init(struct reqstats *rs)
+{
+    size_t v;
+
+    pthread_mutex_init(&rs->mu, NULL);
+    for (v = 0; v < NVERBS; v++)
+        prom_hist_init(&rs->latency[v], prom_latency_bounds, PROM_LATENCY_BUCKETS);
+}
 
 /* ---- the daemon ---- */
 
@@ -114,16 +119,9 @@ struct extender {
 
 static void observe(struct reqstats *rs, enum verb v, enum outcome o, double s)
 {
-    size_t i;
-
     pthread_mutex_lock(&rs->mu);
     rs->n[v][o]++;
-    for (i = 0; i < NLAT && s > lat_bounds[i]; i++)
-        ;
-    if (i < NLAT)
-        rs->buckets[v][i]++;
-    rs->count[v]++;
-    rs->sum[v] += s;
+    prom_hist_observe(&rs->latency[v], s);
     pthread_mutex_unlock(&rs->mu);
 }
 
@@ -326,74 +324,50 @@ static err_t render_kube(struct extender *x, struct strbuf *sb)
     return rc;
 }
 
-static err_t render_requests(struct reqstats *rs, struct strbuf *sb)
+static void render_requests(struct reqstats *rs, struct prom *p)
 {
-    err_t rc = strbuf_printf(sb, "# HELP podres_extender_requests_total Extender requests by verb "
-                                 "and outcome (ok, error: answered with an Error, bad_request).\n"
-                                 "# TYPE podres_extender_requests_total counter\n");
-    size_t v, o, i;
-    uint64_t cum;
+    static const char latency[] = "podres_extender_request_duration_seconds";
+    size_t v, o;
 
-    for (v = 0; !rc && v < NVERBS; v++) {
-        for (o = 0; !rc && o < NOUTCOMES; o++)
-            rc = strbuf_printf(sb,
-                               "podres_extender_requests_total{verb=\"%s\",outcome=\"%s\"} "
-                               "%llu\n",
-                               verb_names[v], outcome_names[o], (unsigned long long)rs->n[v][o]);
+    prom_help(p, "podres_extender_requests_total", "counter",
+              "Extender requests by verb and outcome (ok, error: answered with an Error, "
+              "bad_request).");
+    for (v = 0; v < NVERBS; v++) {
+        for (o = 0; o < NOUTCOMES; o++)
+            prom_sample(
+                p, "podres_extender_requests_total",
+                (const char *const[]){"verb", verb_names[v], "outcome", outcome_names[o], NULL},
+                "%llu", (unsigned long long)rs->n[v][o]);
     }
-    if (!rc)
-        rc = strbuf_printf(sb, "# HELP podres_extender_request_duration_seconds Time to answer "
-                               "an extender request.\n"
-                               "# TYPE podres_extender_request_duration_seconds histogram\n");
-    for (v = 0; !rc && v < NVERBS; v++) {
-        for (i = 0, cum = 0; !rc && i < NLAT; i++) {
-            cum += rs->buckets[v][i];
-            rc = strbuf_printf(sb,
-                               "podres_extender_request_duration_seconds_bucket{verb=\"%s\","
-                               "le=\"%g\"} %llu\n",
-                               verb_names[v], lat_bounds[i], (unsigned long long)cum);
-        }
-        if (!rc)
-            rc = strbuf_printf(
-                sb,
-                "podres_extender_request_duration_seconds_bucket{verb=\"%s\",le=\"+Inf\"} %llu\n"
-                "podres_extender_request_duration_seconds_sum{verb=\"%s\"} %.6f\n"
-                "podres_extender_request_duration_seconds_count{verb=\"%s\"} %llu\n",
-                verb_names[v], (unsigned long long)rs->count[v], verb_names[v], rs->sum[v],
-                verb_names[v], (unsigned long long)rs->count[v]);
-    }
-    return rc;
+    prom_help(p, latency, "histogram", "Time to answer an extender request.");
+    for (v = 0; v < NVERBS; v++)
+        prom_hist_render(p, latency, (const char *const[]){"verb", verb_names[v], NULL},
+                         &rs->latency[v]);
 }
 
 static err_t render_metrics(struct extender *x, struct strbuf *sb)
 {
-    err_t rc;
+    struct prom p = PROM_INIT(sb);
 
     pthread_mutex_lock(&x->rs.mu);
-    rc = render_requests(&x->rs, sb);
+    render_requests(&x->rs, &p);
     pthread_mutex_unlock(&x->rs.mu);
-    if (!rc)
-        rc = strbuf_printf(
-            sb,
-            "# HELP podres_extender_binds_total Pods bound.\n"
-            "# TYPE podres_extender_binds_total counter\npodres_extender_binds_total %llu\n"
-            "# HELP podres_extender_bind_failures_total Binds answered with an error.\n"
-            "# TYPE podres_extender_bind_failures_total counter\n"
-            "podres_extender_bind_failures_total %llu\n"
-            "# HELP podres_extender_preassignments_removed_total Pre-assignments taken back "
-            "after the pod's Binding failed.\n"
-            "# TYPE podres_extender_preassignments_removed_total counter\n"
-            "podres_extender_preassignments_removed_total %llu\n"
-            "# HELP podres_extender_nodes Nodes with a NodeDevices.\n"
-            "# TYPE podres_extender_nodes gauge\npodres_extender_nodes %zu\n"
-            "# HELP podres_extender_assumed Pods whose chosen devices are not yet seen in a "
-            "DeviceBinding.\n"
-            "# TYPE podres_extender_assumed gauge\npodres_extender_assumed %zu\n",
-            (unsigned long long)__atomic_load_n(&x->bstats.binds, __ATOMIC_RELAXED),
-            (unsigned long long)__atomic_load_n(&x->bstats.failures, __ATOMIC_RELAXED),
-            (unsigned long long)__atomic_load_n(&x->bstats.removed, __ATOMIC_RELAXED),
-            view_nodes(x->view), view_assumed(x->view));
-    return rc ? rc : render_kube(x, sb);
+    prom_metric(&p, "podres_extender_binds_total", "counter", "Pods bound.", "%llu",
+                (unsigned long long)__atomic_load_n(&x->bstats.binds, __ATOMIC_RELAXED));
+    prom_metric(&p, "podres_extender_bind_failures_total", "counter",
+                "Binds answered with an error.", "%llu",
+                (unsigned long long)__atomic_load_n(&x->bstats.failures, __ATOMIC_RELAXED));
+    prom_metric(&p, "podres_extender_preassignments_removed_total", "counter",
+                "Pre-assignments taken back after the pod's Binding failed.", "%llu",
+                (unsigned long long)__atomic_load_n(&x->bstats.removed, __ATOMIC_RELAXED));
+    prom_metric(&p, "podres_extender_nodes", "gauge", "Nodes with a NodeDevices.", "%zu",
+                view_nodes(x->view));
+    prom_metric(&p, "podres_extender_assumed", "gauge",
+                "Pods whose chosen devices are not yet seen in a DeviceBinding.", "%zu",
+                view_assumed(x->view));
+    if (!p.rc)
+        p.rc = render_kube(x, sb);
+    return p.rc;
 }
 
 /* ---- HTTP ---- */
@@ -694,7 +668,7 @@ int main(int argc, char **argv)
     mem_tune();
     fault_init();
     pthread_mutex_init(&x.pool_mu, NULL);
-    pthread_mutex_init(&x.rs.mu, NULL);
+    reqstats_init(&x.rs);
     next = load_settings(argc, argv, &x);
     if (next != OPTS_RUN) {
         teardown(&x);
