@@ -66,8 +66,7 @@ static bool whole(const json_t *q, long *out)
 }
 
 /* One container's requests into 'reqs' ({R:n}), added to 'totals'. */
-static err_t container_requests(const json_t *c, json_t *reqs, json_t *totals, char *msg,
-                                size_t cap)
+static err_t container_requests(const json_t *c, json_t *reqs, json_t *totals, struct error *e)
 {
     const json_t *res = json_object_get(c, "resources");
     const json_t *lim = json_object_get(res, "limits"), *rq = json_object_get(res, "requests");
@@ -77,19 +76,16 @@ static err_t container_requests(const json_t *c, json_t *reqs, json_t *totals, c
     long v;
 
     for (i = 0; i < ARRAY_SIZE(from); i++) {
-        if (from[i] && !json_is_object(from[i])) {
-            snprintf(msg, cap, "container '%.63s': resources.%s is not an object",
-                     cname ? cname : "?", i ? "requests" : "limits");
-            return ERR_INVAL;
-        }
+        if (from[i] && !json_is_object(from[i]))
+            return errorf(e, ERR_INVAL, "container '%.63s': resources.%s is not an object",
+                          cname ? cname : "?", i ? "requests" : "limits");
         json_object_foreach((json_t *)from[i], r, q) {
             if (!is_extended(r) || json_object_get(reqs, r) || (i == 1 && json_object_get(lim, r)))
                 continue;
-            if (!whole(q, &v)) {
-                snprintf(msg, cap, "container '%.63s': %.316s is not a whole number of devices",
-                         cname ? cname : "?", r);
-                return ERR_INVAL;
-            }
+            if (!whole(q, &v))
+                return errorf(e, ERR_INVAL,
+                              "container '%.63s': %.316s is not a whole number of devices",
+                              cname ? cname : "?", r);
             if (v == 0)
                 continue;
             json_object_set_new(reqs, r, json_integer(v));
@@ -100,8 +96,7 @@ static err_t container_requests(const json_t *c, json_t *reqs, json_t *totals, c
     return ERR_OK;
 }
 
-err_t args_pod_requests(const json_t *pod, json_t **containers, json_t **totals, char *msg,
-                        size_t cap)
+err_t args_pod_requests(const json_t *pod, json_t **containers, json_t **totals, struct error *e)
 {
     const json_t *list = json_object_get(json_object_get(pod, "spec"), "containers"), *c;
     json_t *all = json_array(), *tot = json_object(), *reqs;
@@ -110,23 +105,21 @@ err_t args_pod_requests(const json_t *pod, json_t **containers, json_t **totals,
     size_t i;
 
     if (!all || !tot) {
-        rc = ERR_NOMEM;
+        rc = errorf(e, ERR_NOMEM, "out of memory");
         goto out;
     }
     if (list && !json_is_array(list)) {
-        snprintf(msg, cap, "Pod.spec.containers is not an array");
-        rc = ERR_INVAL;
+        rc = errorf(e, ERR_INVAL, "Pod.spec.containers is not an array");
         goto out;
     }
     json_array_foreach(list, i, c) {
         cname = json_string_value(json_object_get(c, "name"));
         if (!cname || !*cname || strlen(cname) > 63) {
-            snprintf(msg, cap, "Pod.spec.containers[%zu] has no usable name", i);
-            rc = ERR_INVAL;
+            rc = errorf(e, ERR_INVAL, "Pod.spec.containers[%zu] has no usable name", i);
             goto out;
         }
         reqs = json_object();
-        rc = reqs ? container_requests(c, reqs, tot, msg, cap) : ERR_NOMEM;
+        rc = reqs ? container_requests(c, reqs, tot, e) : errorf(e, ERR_NOMEM, "out of memory");
         if (!rc && json_object_size(reqs))
             json_array_append_new(
                 all, jsonx_object("name", json_string(cname), "requests", json_incref(reqs), NULL));
@@ -144,7 +137,7 @@ out:
 }
 
 /* The candidate names: NodeNames, else the names of Nodes.items. */
-static err_t node_names(struct args *a, char *msg, size_t cap)
+static err_t node_names(struct args *a, struct error *e)
 {
     const json_t *nn = json_object_get(a->doc, "NodeNames"), *v;
     const json_t *items = json_object_get(json_object_get(a->doc, "Nodes"), "items");
@@ -152,54 +145,63 @@ static err_t node_names(struct args *a, char *msg, size_t cap)
     size_t i;
 
     a->node_list = !json_is_array(nn);
-    if (!json_is_array(from)) {
-        snprintf(msg, cap, "ExtenderArgs has neither NodeNames nor Nodes.items");
-        return ERR_INVAL;
-    }
+    if (!json_is_array(from))
+        return errorf(e, ERR_INVAL, "ExtenderArgs has neither NodeNames nor Nodes.items");
     a->names = json_array();
     if (!a->names)
-        return ERR_NOMEM;
+        return errorf(e, ERR_NOMEM, "out of memory");
     json_array_foreach(from, i, v) {
         const json_t *s = a->node_list ? json_object_get(json_object_get(v, "metadata"), "name")
                                        : v;
 
-        if (!json_is_string(s)) {
-            snprintf(msg, cap, "%s[%zu] is not a node name",
-                     a->node_list ? "Nodes.items" : "NodeNames", i);
-            return ERR_INVAL;
-        }
+        if (!json_is_string(s))
+            return errorf(e, ERR_INVAL, "%s[%zu] is not a node name",
+                          a->node_list ? "Nodes.items" : "NodeNames", i);
         json_array_append(a->names, (json_t *)s);
     }
     return ERR_OK;
 }
 
-err_t args_parse(const char *body, size_t len, struct args *a, char *msg, size_t cap)
+/* 'len' bytes of JSON into *doc (new). */
+static err_t parse_json(const char *body, size_t len, json_t **doc, struct error *e)
 {
-    const json_t *pod, *md;
-    const char *ns, *name;
+    char why[256] = "";
+    err_t rc = jsonx_parse(body, len, doc, why, sizeof(why));
+
+    return rc ? errorf(e, rc, "%s", why[0] ? why : err_str(rc)) : ERR_OK;
+}
+
+/* The pod's namespace and name, and the candidate nodes. */
+static err_t pod_and_nodes(struct args *a, const json_t *pod, struct error *e)
+{
+    const json_t *md = json_object_get(pod, "metadata");
+    const char *ns = json_string_value(json_object_get(md, "namespace"));
+    const char *name = json_string_value(json_object_get(md, "name"));
+
+    if (!json_is_object(a->doc) || !json_is_object(pod))
+        return errorf(e, ERR_INVAL, "ExtenderArgs has no Pod object");
+    if (!args_is_name(ns) || !args_is_name(name))
+        return errorf(e, ERR_INVAL, "Pod has no valid metadata.namespace and metadata.name");
+    str_copy(a->ns, sizeof(a->ns), ns);
+    str_copy(a->name, sizeof(a->name), name);
+    return node_names(a, e);
+}
+
+err_t args_parse(const char *body, size_t len, struct args *a, struct error *e)
+{
+    const json_t *pod;
     err_t rc;
 
     memset(a, 0, sizeof(*a));
-    rc = jsonx_parse(body, len, &a->doc, msg, cap);
+    rc = parse_json(body, len, &a->doc, e);
     if (rc)
-        return rc;
+        goto out;
     pod = json_object_get(a->doc, "Pod");
-    md = json_object_get(pod, "metadata");
-    ns = json_string_value(json_object_get(md, "namespace"));
-    name = json_string_value(json_object_get(md, "name"));
-    if (!json_is_object(a->doc) || !json_is_object(pod)) {
-        snprintf(msg, cap, "ExtenderArgs has no Pod object");
-        rc = ERR_INVAL;
-    } else if (!args_is_name(ns) || !args_is_name(name)) {
-        snprintf(msg, cap, "Pod has no valid metadata.namespace and metadata.name");
-        rc = ERR_INVAL;
-    } else {
-        str_copy(a->ns, sizeof(a->ns), ns);
-        str_copy(a->name, sizeof(a->name), name);
-        rc = node_names(a, msg, cap);
-    }
-    if (!rc)
-        rc = args_pod_requests(pod, &a->requests, &a->totals, msg, cap);
+    rc = pod_and_nodes(a, pod, e);
+    if (rc)
+        goto out;
+    rc = args_pod_requests(pod, &a->requests, &a->totals, e);
+out:
     if (rc)
         args_release(a);
     return rc;
@@ -215,44 +217,47 @@ void args_release(struct args *a)
 }
 
 /* Field 'key' of 'doc' as a valid name into 'out'. */
-static err_t name_field(const json_t *doc, const char *key, char *out, size_t outcap, char *msg,
-                        size_t cap)
+static err_t name_field(const json_t *doc, const char *key, char *out, size_t cap, struct error *e)
 {
     const char *s = json_string_value(json_object_get(doc, key));
 
-    if (!args_is_name(s)) {
-        snprintf(msg, cap, "ExtenderBindingArgs.%s is %s", key, s ? "not a valid name" : "missing");
-        return ERR_INVAL;
-    }
-    str_copy(out, outcap, s);
+    if (!args_is_name(s))
+        return errorf(e, ERR_INVAL, "ExtenderBindingArgs.%s is %s", key,
+                      s ? "not a valid name" : "missing");
+    str_copy(out, cap, s);
     return ERR_OK;
 }
 
-err_t args_parse_bind(const char *body, size_t len, struct args_bind *b, char *msg, size_t cap)
+err_t args_parse_bind(const char *body, size_t len, struct args_bind *b, struct error *e)
 {
     json_t *doc = NULL;
     const json_t *uid;
-    err_t rc = jsonx_parse(body, len, &doc, msg, cap);
+    err_t rc = parse_json(body, len, &doc, e);
 
     if (rc)
         return rc;
     memset(b, 0, sizeof(*b));
     uid = json_object_get(doc, "PodUID");
     if (!json_is_object(doc)) {
-        snprintf(msg, cap, "ExtenderBindingArgs is not an object");
-        rc = ERR_INVAL;
-    } else if (uid && (!json_is_string(uid) || json_string_length(uid) >= sizeof(b->uid))) {
-        snprintf(msg, cap, "ExtenderBindingArgs.PodUID is not a uid");
-        rc = ERR_INVAL;
+        rc = errorf(e, ERR_INVAL, "ExtenderBindingArgs is not an object");
+        goto out;
     }
-    if (!rc)
-        rc = name_field(doc, "PodNamespace", b->ns, sizeof(b->ns), msg, cap);
-    if (!rc)
-        rc = name_field(doc, "PodName", b->name, sizeof(b->name), msg, cap);
-    if (!rc)
-        rc = name_field(doc, "Node", b->node, sizeof(b->node), msg, cap);
-    if (!rc && uid)
+    if (uid && (!json_is_string(uid) || json_string_length(uid) >= sizeof(b->uid))) {
+        rc = errorf(e, ERR_INVAL, "ExtenderBindingArgs.PodUID is not a uid");
+        goto out;
+    }
+    rc = name_field(doc, "PodNamespace", b->ns, sizeof(b->ns), e);
+    if (rc)
+        goto out;
+    rc = name_field(doc, "PodName", b->name, sizeof(b->name), e);
+    if (rc)
+        goto out;
+    rc = name_field(doc, "Node", b->node, sizeof(b->node), e);
+    if (rc)
+        goto out;
+    if (uid)
         str_copy(b->uid, sizeof(b->uid), json_string_value(uid));
+out:
     json_decref(doc);
     return rc;
 }

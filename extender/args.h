@@ -3,7 +3,7 @@
  * (ExtenderArgs for filter and prioritize, ExtenderBindingArgs for bind, as
  * k8s.io/kube-scheduler/extender/v1 spells them) and a Pod's device
  * requests. Parsing only; no state, thread-safe. Malformed input is
- * ERR_INVAL with 'msg' saying what and where. */
+ * ERR_INVAL with 'e' saying what and where. */
 #ifndef PODRES_ARGS_H
 #define PODRES_ARGS_H
 #include <jansson.h>
@@ -28,7 +28,7 @@ struct args {
 
 /* Parse 'len' bytes of an ExtenderArgs body into 'a' (zeroed by the call).
  * On failure 'a' holds nothing to release. */
-err_t args_parse(const char *body, size_t len, struct args *a, char *msg, size_t cap) WARN_UNUSED;
+err_t args_parse(const char *body, size_t len, struct args *a, struct error *e) WARN_UNUSED;
 void args_release(struct args *a); /* a zeroed struct is fine */
 
 /* A parsed ExtenderBindingArgs. */
@@ -39,15 +39,15 @@ struct args_bind {
     char node[ARGS_NAME_MAX + 1]; /* Node */
 };
 
-err_t args_parse_bind(const char *body, size_t len, struct args_bind *b, char *msg,
-                      size_t cap) WARN_UNUSED;
+err_t args_parse_bind(const char *body, size_t len, struct args_bind *b,
+                      struct error *e) WARN_UNUSED;
 
 /* The extended-resource requests of 'pod's containers (init containers are
  * not pre-assigned): per container its limits, else its requests, of every
  * resource named domain/name outside kubernetes.io, whole numbers above 0.
  * On ERR_OK *containers and *totals are new, as in struct args. */
-err_t args_pod_requests(const json_t *pod, json_t **containers, json_t **totals, char *msg,
-                        size_t cap) WARN_UNUSED;
+err_t args_pod_requests(const json_t *pod, json_t **containers, json_t **totals,
+                        struct error *e) WARN_UNUSED;
 
 /* Whether 's' is a DNS-1123 subdomain of at most ARGS_NAME_MAX bytes (so
  * it goes into a URL path as it is). */

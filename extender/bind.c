@@ -221,7 +221,6 @@ static err_t read_pod(struct rest *k, const struct args_bind *b, char *uid, size
 {
     char path[700];
     json_t *pod = NULL, *totals = NULL;
-    char why[ERROR_MSG_MAX];
     const char *u;
     err_t rc;
 
@@ -235,9 +234,7 @@ static err_t read_pod(struct rest *k, const struct args_bind *b, char *uid, size
         goto out;
     }
     str_copy(uid, uidcap, u);
-    rc = args_pod_requests(pod, requests, &totals, why, sizeof(why));
-    if (rc)
-        errorf(e, rc, "%s", rc == ERR_NOMEM ? "out of memory" : why);
+    rc = args_pod_requests(pod, requests, &totals, e);
 out:
     json_decref(pod);
     json_decref(totals);

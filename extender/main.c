@@ -221,13 +221,12 @@ static struct answer do_filter(struct extender *x, const char *body, size_t len)
 {
     struct args a;
     json_t *fit = NULL, *failed = NULL;
-    char msg[512];
-    err_t rc = args_parse(body, len, &a, msg, sizeof(msg));
     struct error why = {0};
+    err_t rc = args_parse(body, len, &a, &why);
     struct answer ans;
 
     if (rc)
-        return error_answer(rc == ERR_NOMEM ? 500 : 400, OUT_BAD_REQUEST, msg);
+        return error_answer(rc == ERR_NOMEM ? 500 : 400, OUT_BAD_REQUEST, error_msg(&why));
     if (!ready(x, &why)) {
         ans = error_answer(200, OUT_ERROR, why.msg);
     } else if (view_filter(x->view, a.names, a.totals, &fit, &failed)) {
@@ -245,13 +244,12 @@ static struct answer do_prioritize(struct extender *x, const char *body, size_t 
 {
     struct args a;
     json_t *list = NULL;
-    char msg[512];
-    err_t rc = args_parse(body, len, &a, msg, sizeof(msg));
     struct error why = {0};
+    err_t rc = args_parse(body, len, &a, &why);
     struct answer ans;
 
     if (rc)
-        return error_answer(rc == ERR_NOMEM ? 500 : 400, OUT_BAD_REQUEST, msg);
+        return error_answer(rc == ERR_NOMEM ? 500 : 400, OUT_BAD_REQUEST, error_msg(&why));
     if (!ready(x, &why))
         ans = error_answer(503, OUT_ERROR, why.msg); /* a list is the only answer: no Error field */
     else if (view_prioritize(x->view, a.names, a.totals, &list))
@@ -266,12 +264,12 @@ static struct answer do_bind(struct extender *x, const char *body, size_t len)
 {
     struct args_bind b;
     struct error why = {0};
-    char msg[600], full[2048];
+    char full[2048];
     struct rest *k;
-    err_t rc = args_parse_bind(body, len, &b, msg, sizeof(msg));
+    err_t rc = args_parse_bind(body, len, &b, &why);
 
     if (rc)
-        return error_answer(rc == ERR_NOMEM ? 500 : 400, OUT_BAD_REQUEST, msg);
+        return error_answer(rc == ERR_NOMEM ? 500 : 400, OUT_BAD_REQUEST, error_msg(&why));
     if (!ready(x, &why)) {
         snprintf(full, sizeof(full), "podres-extender: cannot bind pod %s/%s: %s", b.ns, b.name,
                  why.msg);

@@ -33,9 +33,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct args a;
     struct args_bind b;
     json_t *fit = NULL, *failed = NULL, *list = NULL, *chosen = NULL;
-    char msg[512];
+    struct error e = {0};
 
-    if (args_parse((const char *)data, size, &a, msg, sizeof(msg)) == ERR_OK) {
+    if (args_parse((const char *)data, size, &a, &e) == ERR_OK) {
         if (view_filter(v, a.names, a.totals, &fit, &failed) == ERR_OK) {
             json_decref(fit);
             json_decref(failed);
@@ -47,6 +47,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         view_unassume(v, "ns/p");
         args_release(&a);
     }
-    (void)args_parse_bind((const char *)data, size, &b, msg, sizeof(msg));
+    (void)args_parse_bind((const char *)data, size, &b, &e);
     return 0;
 }

@@ -17,9 +17,9 @@ static void test_parse_names(void)
 {
     const char body[] = "{\"Pod\":" POD ",\"NodeNames\":[\"n1\",\"n2\"]}";
     struct args a;
-    char msg[256];
+    struct error e = {0};
 
-    CHECK_OK(args_parse(body, strlen(body), &a, msg, sizeof(msg)));
+    CHECK_OK(args_parse(body, strlen(body), &a, &e));
     CHECK_STREQ(a.ns, "ml");
     CHECK_STREQ(a.name, "p");
     CHECK(!a.node_list);
@@ -36,9 +36,9 @@ static void test_parse_nodes(void)
 {
     const char body[] = "{\"Pod\":" POD ",\"Nodes\":{\"items\":[{\"metadata\":{\"name\":\"x\"}}]}}";
     struct args a;
-    char msg[256];
+    struct error e = {0};
 
-    CHECK_OK(args_parse(body, strlen(body), &a, msg, sizeof(msg)));
+    CHECK_OK(args_parse(body, strlen(body), &a, &e));
     CHECK(a.node_list);
     CHECK_STREQ(json_string_value(json_array_get(a.names, 0)), "x");
     args_release(&a);
@@ -58,13 +58,13 @@ static void test_parse_bad(void)
         "\"NodeNames\":[]}",
     };
     struct args a;
-    char msg[256];
+    struct error e = {0};
     size_t i;
 
     for (i = 0; i < ARRAY_SIZE(bad); i++) {
-        msg[0] = '\0';
-        CHECK_EQ_INT(args_parse(bad[i], strlen(bad[i]), &a, msg, sizeof(msg)), ERR_INVAL);
-        CHECK(msg[0] != '\0');
+        e = (struct error){0};
+        CHECK_EQ_INT(args_parse(bad[i], strlen(bad[i]), &a, &e), ERR_INVAL);
+        CHECK(e.msg[0] != '\0');
     }
 }
 
@@ -74,15 +74,15 @@ static void test_parse_bind(void)
         "{\"PodName\":\"p\",\"PodNamespace\":\"ml\",\"PodUID\":\"u-1\",\"Node\":\"n1\"}";
     const char bad[] = "{\"PodName\":\"p\",\"PodNamespace\":\"ml/x\",\"Node\":\"n1\"}";
     struct args_bind b;
-    char msg[256];
+    struct error e = {0};
 
-    CHECK_OK(args_parse_bind(ok, strlen(ok), &b, msg, sizeof(msg)));
+    CHECK_OK(args_parse_bind(ok, strlen(ok), &b, &e));
     CHECK_STREQ(b.name, "p");
     CHECK_STREQ(b.ns, "ml");
     CHECK_STREQ(b.uid, "u-1");
     CHECK_STREQ(b.node, "n1");
-    CHECK_EQ_INT(args_parse_bind(bad, strlen(bad), &b, msg, sizeof(msg)), ERR_INVAL);
-    CHECK(strstr(msg, "PodNamespace") != NULL);
+    CHECK_EQ_INT(args_parse_bind(bad, strlen(bad), &b, &e), ERR_INVAL);
+    CHECK(strstr(error_msg(&e), "PodNamespace") != NULL);
     CHECK(!args_is_name("-a"));
     CHECK(args_is_name("a.b-c"));
 }
