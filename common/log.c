@@ -2,6 +2,7 @@
 /* log.c - formatting and writing of log lines. A whole line is written with
  * one write(2) so lines from threads never interleave. */
 #include "common.h"
+#include "clock.h"
 
 #include <stdarg.h>
 #include <unistd.h>
@@ -11,23 +12,23 @@ static bool json_format;                    /* false: logfmt text */
 
 static const char *level_names[] = {"err", "warn", "info", "debug"};
 
-int log_setup(const char *format, const char *level)
+err_t log_setup(const char *format, const char *level)
 {
     size_t i;
 
     if (format && strcmp(format, "json") == 0)
         json_format = true;
     else if (format && strcmp(format, "text") != 0)
-        return -1;
+        return ERR_INVAL;
     if (!level)
-        return 0;
+        return ERR_OK;
     for (i = 0; i < ARRAY_SIZE(level_names); i++) {
         if (strcmp(level, level_names[i]) == 0) {
             cur_level = (enum log_level)i;
-            return 0;
+            return ERR_OK;
         }
     }
-    return -1;
+    return ERR_INVAL;
 }
 
 bool log_enabled(enum log_level lvl)
@@ -79,6 +80,7 @@ void log_write(enum log_level lvl, const char *mod, const char *fmt, ...)
     char line[2400];
     char when[LOG_TIME_MAX];
     struct timespec now;
+    uint64_t ms;
     size_t n;
     va_list ap;
 
@@ -87,7 +89,8 @@ void log_write(enum log_level lvl, const char *mod, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    clock_gettime(CLOCK_REALTIME, &now);
+    ms = clock_wall_ms();
+    now = (struct timespec){.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000};
     log_time(when, sizeof(when), &now);
     if (json_format)
         n = (size_t)snprintf(line, sizeof(line),

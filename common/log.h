@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <time.h>
 
+#include "err.h"
+
 enum log_level {
     LOG_ERR = 0,
     LOG_WARN,
@@ -27,8 +29,9 @@ enum log_level {
  * "2025-03-04T05:06:07.089Z", into 'buf' of 'cap' (LOG_TIME_MAX) bytes.
  * Returns its length, or 0 (and "" in 'buf') when it does not fit. */
 size_t log_time(char *buf, size_t cap, const struct timespec *ts);
-/* 'format' is "text" or "json"; 'level' is err|warn|info|debug. */
-int log_setup(const char *format, const char *level);
+/* 'format' is "text" or "json"; 'level' is err|warn|info|debug (NULL
+ * keeps either as it is). ERR_INVAL for any other word. */
+err_t log_setup(const char *format, const char *level) WARN_UNUSED;
 bool log_enabled(enum log_level lvl);
 void log_write(enum log_level lvl, const char *mod, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
