@@ -8,8 +8,7 @@
 
 struct yconv {
     yaml_parser_t parser; /* libyaml state */
-    char *msg;            /* error message buffer */
-    size_t cap;           /* its size */
+    struct error *e;      /* what went wrong, and where */
     int depth;            /* current nesting */
 };
 
@@ -17,18 +16,21 @@ static err_t convert(struct yconv *y, yaml_event_t *ev, json_t **out);
 
 static err_t fail(struct yconv *y, const yaml_mark_t *m, const char *what)
 {
-    snprintf(y->msg, y->cap, "line %zu, column %zu: %s", m->line + 1, m->column + 1, what);
-    return ERR_INVAL;
+    return errorf(y->e, ERR_INVAL, "line %zu, column %zu: %s", m->line + 1, m->column + 1, what);
+}
+
+static err_t nomem(struct yconv *y)
+{
+    return errorf(y->e, ERR_NOMEM, "out of memory");
 }
 
 static err_t next_event(struct yconv *y, yaml_event_t *ev)
 {
     if (yaml_parser_parse(&y->parser, ev))
         return ERR_OK;
-    snprintf(y->msg, y->cap, "line %zu, column %zu: %s", y->parser.problem_mark.line + 1,
-             y->parser.problem_mark.column + 1,
-             y->parser.problem ? y->parser.problem : "YAML syntax error");
-    return ERR_INVAL;
+    return errorf(y->e, ERR_INVAL, "line %zu, column %zu: %s", y->parser.problem_mark.line + 1,
+                  y->parser.problem_mark.column + 1,
+                  y->parser.problem ? y->parser.problem : "YAML syntax error");
 }
 
 static json_t *plain_scalar(const char *s, size_t n)
@@ -72,7 +74,7 @@ static err_t sequence(struct yconv *y, json_t **out)
     json_t *arr = json_array();
     yaml_event_t ev;
     json_t *item = NULL;
-    err_t rc = arr ? ERR_OK : ERR_NOMEM;
+    err_t rc = arr ? ERR_OK : nomem(y);
 
     while (!rc) {
         rc = next_event(y, &ev);
@@ -86,7 +88,7 @@ static err_t sequence(struct yconv *y, json_t **out)
         rc = convert(y, &ev, &item);
         yaml_event_delete(&ev);
         if (!rc && json_array_append_new(arr, item))
-            rc = ERR_NOMEM;
+            rc = nomem(y);
     }
     json_decref(arr);
     return rc;
@@ -98,7 +100,7 @@ static err_t mapping(struct yconv *y, json_t **out)
     yaml_event_t ev;
     json_t *val = NULL;
     char key[256];
-    err_t rc = obj ? ERR_OK : ERR_NOMEM;
+    err_t rc = obj ? ERR_OK : nomem(y);
 
     while (!rc) {
         rc = next_event(y, &ev);
@@ -153,102 +155,164 @@ static err_t convert(struct yconv *y, yaml_event_t *ev, json_t **out)
     }
 }
 
-/* Skip STREAM_START and DOCUMENT_START; convert the root; check the end. */
+/* The next event is of 'type'; else 'what' is wrong. */
+static err_t expect(struct yconv *y, yaml_event_type_t type, const char *what)
+{
+    yaml_event_t ev;
+    err_t rc = next_event(y, &ev);
+
+    if (rc)
+        return rc;
+    if (ev.type != type)
+        rc = fail(y, &ev.start_mark, what);
+    yaml_event_delete(&ev);
+    return rc;
+}
+
+/* STREAM_START and DOCUMENT_START, or the end of a stream with no
+ * document (*empty). */
+static err_t document_start(struct yconv *y, bool *empty)
+{
+    yaml_event_t ev;
+    err_t rc;
+    int i;
+
+    *empty = false;
+    for (i = 0; i < 2 && !*empty; i++) {
+        rc = next_event(y, &ev);
+        if (rc)
+            return rc;
+        *empty = ev.type == YAML_STREAM_END_EVENT;
+        yaml_event_delete(&ev);
+    }
+    return ERR_OK;
+}
+
+/* The one document of the stream: its root, then its end and the stream's. */
 static err_t document(struct yconv *y, json_t **out)
 {
     yaml_event_t ev;
     json_t *root = NULL;
-    err_t rc;
-    int i;
+    bool empty;
+    err_t rc = document_start(y, &empty);
 
-    for (i = 0; i < 2; i++) {
-        rc = next_event(y, &ev);
-        if (rc)
-            return rc;
-        if (ev.type == YAML_STREAM_END_EVENT) {
-            yaml_event_delete(&ev);
-            *out = json_object();
-            return *out ? ERR_OK : ERR_NOMEM;
-        }
-        yaml_event_delete(&ev);
-    }
+    if (rc || empty)
+        goto out;
     rc = next_event(y, &ev);
     if (rc)
-        return rc;
+        goto out;
     rc = convert(y, &ev, &root);
     yaml_event_delete(&ev);
     if (rc)
-        return rc;
-    rc = next_event(y, &ev);
-    if (!rc && ev.type != YAML_DOCUMENT_END_EVENT)
-        rc = fail(y, &ev.start_mark, "expected the end of the document");
-    yaml_event_delete(&ev);
-    if (!rc) {
-        rc = next_event(y, &ev);
-        if (!rc) {
-            if (ev.type != YAML_STREAM_END_EVENT)
-                rc = fail(y, &ev.start_mark, "only one YAML document is allowed");
-            yaml_event_delete(&ev);
-        }
-    }
+        goto out;
+    rc = expect(y, YAML_DOCUMENT_END_EVENT, "expected the end of the document");
+    if (rc)
+        goto out;
+    rc = expect(y, YAML_STREAM_END_EVENT, "only one YAML document is allowed");
+out:
     if (rc) {
         json_decref(root);
         return rc;
     }
-    *out = json_is_null(root) ? (json_decref(root), json_object()) : root;
-    return *out ? ERR_OK : ERR_NOMEM;
+    if (!root || json_is_null(root)) {
+        json_decref(root);
+        root = json_object();
+        if (!root)
+            return nomem(y);
+    }
+    *out = root;
+    return ERR_OK;
 }
 
-err_t cfg_yaml_parse(const char *buf, size_t len, json_t **out, char *msg, size_t cap)
+err_t cfg_yaml_parse(const char *buf, size_t len, json_t **out, struct error *e)
 {
-    struct yconv y = {.msg = msg, .cap = cap};
+    struct yconv y = {.e = e};
     err_t rc;
 
     if (!yaml_parser_initialize(&y.parser))
-        return ERR_NOMEM;
+        return errorf(e, ERR_NOMEM, "out of memory");
     yaml_parser_set_input_string(&y.parser, (const unsigned char *)buf, len);
     rc = document(&y, out);
     yaml_parser_delete(&y.parser);
     return rc;
 }
 
-err_t cfg_yaml_load(const char *path, json_t **out, char *msg, size_t cap)
+err_t cfg_yaml_load(const char *path, json_t **out, struct error *e)
 {
     FILE *f = fopen(path, "rb");
     char *buf = NULL;
     size_t n;
-    err_t rc = ERR_IO;
+    err_t rc;
 
-    if (!f) {
-        snprintf(msg, cap, "cannot open: %s", strerror(errno));
-        return ERR_IO;
-    }
+    if (!f)
+        return errorf(e, ERR_IO, "cannot open: %s", strerror(errno));
     buf = malloc(4 << 20);
     if (!buf) {
-        rc = ERR_NOMEM;
+        rc = errorf(e, ERR_NOMEM, "out of memory");
         goto out;
     }
     n = fread(buf, 1, 4 << 20, f);
     if (ferror(f)) {
-        snprintf(msg, cap, "cannot read: %s", strerror(errno));
+        rc = errorf(e, ERR_IO, "cannot read: %s", strerror(errno));
         goto out;
     }
     if (n == 4 << 20) {
-        snprintf(msg, cap, "file is larger than 4 MiB");
-        rc = ERR_INVAL;
+        rc = errorf(e, ERR_INVAL, "file is larger than 4 MiB");
         goto out;
     }
-    rc = cfg_yaml_parse(buf, n, out, msg, cap);
+    rc = cfg_yaml_parse(buf, n, out, e);
 out:
     free(buf);
     fclose(f);
     return rc;
 }
 
+/* The unit at 's' in milliseconds ("ms", "s", "m", "h", "d"), its length
+ * into *len; 0 when 's' starts with none. */
+static uint64_t unit_ms(const char *s, size_t *len)
+{
+    static const struct {
+        const char *name;
+        uint64_t ms;
+    } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(units); i++) {
+        *len = strlen(units[i].name);
+        if (strncmp(s, units[i].name, *len) == 0)
+            return units[i].ms;
+    }
+    return 0;
+}
+
+/* One "<number><unit>" term at *p, in milliseconds into *out; *p moves past
+ * it. Only the 'first' term may start as strtoull allows (white space). */
+static err_t term(const char **p, bool first, uint64_t *out)
+{
+    uint64_t v, mult;
+    size_t len;
+    char *end;
+
+    if (!first && (**p < '0' || **p > '9'))
+        return ERR_INVAL;
+    errno = 0;
+    v = strtoull(*p, &end, 10);
+    if (errno || end == *p)
+        return ERR_INVAL;
+    mult = unit_ms(end, &len);
+    if (!mult || v > UINT64_MAX / mult)
+        return ERR_INVAL;
+    *out = v * mult;
+    *p = end + len;
+    return ERR_OK;
+}
+
 err_t cfg_parse_duration(const char *s, uint64_t *ms)
 {
-    uint64_t total = 0, v, mult;
+    uint64_t total = 0, v;
+    const char *p;
     char *end;
+    bool first;
 
     if (!s || !*s || *s == '-' || *s == '+')
         return ERR_INVAL;
@@ -262,27 +326,11 @@ err_t cfg_parse_duration(const char *s, uint64_t *ms)
         *ms = v * 1000;
         return ERR_OK;
     }
-    for (;;) {
-        if (strncmp(end, "ms", 2) == 0) {
-            mult = 1;
-            end += 2;
-        } else if (*end == 's' || *end == 'm' || *end == 'h' || *end == 'd') {
-            mult = *end == 's' ? 1000 : *end == 'm' ? 60000 : *end == 'h' ? 3600000 : 86400000;
-            end++;
-        } else {
+    for (p = s; *p;) {
+        first = p == s;
+        if (term(&p, first, &v) || v > UINT64_MAX - total)
             return ERR_INVAL;
-        }
-        if (v > (UINT64_MAX - total) / mult)
-            return ERR_INVAL;
-        total += v * mult;
-        if (*end == '\0')
-            break;
-        s = end;
-        if (*s < '0' || *s > '9')
-            return ERR_INVAL;
-        v = strtoull(s, &end, 10);
-        if (errno || end == s)
-            return ERR_INVAL;
+        total += v;
     }
     *ms = total;
     return ERR_OK;

@@ -15,12 +15,12 @@
 /* Parse one YAML document from 'len' bytes. Plain scalars that look like
  * integers, booleans or null become those JSON types; quoted scalars stay
  * strings. An empty document gives an empty object. On ERR_OK *out is new.
- * On ERR_INVAL 'msg' says what and where (line, column). */
-err_t cfg_yaml_parse(const char *buf, size_t len, json_t **out, char *msg, size_t cap) WARN_UNUSED;
+ * On ERR_INVAL 'e' says what and where (line, column). */
+err_t cfg_yaml_parse(const char *buf, size_t len, json_t **out, struct error *e) WARN_UNUSED;
 
 /* Read file 'path' (at most 4 MiB) and parse it as above. ERR_IO when it
- * cannot be read (msg says why). */
-err_t cfg_yaml_load(const char *path, json_t **out, char *msg, size_t cap) WARN_UNUSED;
+ * cannot be read ('e' says why). */
+err_t cfg_yaml_load(const char *path, json_t **out, struct error *e) WARN_UNUSED;
 
 /* "1500ms", "2s", "10m", "1h", "90d", "1m30s" or a bare number of seconds. Result in
  * milliseconds; *ms untouched on failure. */

@@ -7,18 +7,27 @@
 #include "opts.h"
 
 #include <assert.h>
+#include <getopt.h>
 #include <unistd.h>
+
+/* 'key' with every '-' spelled '_', into 'k' of 'cap' bytes. */
+static void underscored(const char *key, char *k, size_t cap)
+{
+    size_t i;
+
+    snprintf(k, cap, "%s", key);
+    for (i = 0; k[i]; i++) {
+        if (k[i] == '-')
+            k[i] = '_';
+    }
+}
 
 static const struct opt *find(const struct opt *t, size_t n, const char *key)
 {
     char k[64];
     size_t i;
 
-    snprintf(k, sizeof(k), "%s", key);
-    for (i = 0; k[i]; i++) {
-        if (k[i] == '-')
-            k[i] = '_';
-    }
+    underscored(key, k, sizeof(k));
     for (i = 0; i < n; i++) {
         if (strcmp(t[i].key, k) == 0)
             return &t[i];
@@ -26,12 +35,12 @@ static const struct opt *find(const struct opt *t, size_t n, const char *key)
     return NULL;
 }
 
-static err_t set_str(char **field, const char *v)
+static err_t set_str(char **field, const char *v, struct error *e)
 {
     char *s = strdup(v);
 
     if (!s)
-        return ERR_NOMEM;
+        return errorf(e, ERR_NOMEM, "out of memory");
     free(*field);
     *field = s;
     return ERR_OK;
@@ -111,80 +120,87 @@ const char *opts_suggest(const char *const *names, size_t n, const char *typo)
 }
 
 /* "unknown key" with the closest key of the table, if one is close. */
-static void unknown_key(const struct opt *t, size_t n, const char *key, char *msg, size_t cap)
+static err_t unknown_key(const struct opt *t, size_t n, const char *key, struct error *e)
 {
-    const char *names[64];
+    const char *names[OPTS_MAX];
     char k[64];
     const char *near;
     size_t i;
 
-    snprintf(k, sizeof(k), "%s", key);
-    for (i = 0; k[i]; i++) {
-        if (k[i] == '-')
-            k[i] = '_';
-    }
+    underscored(key, k, sizeof(k));
     for (i = 0; i < n && i < ARRAY_SIZE(names); i++)
         names[i] = t[i].key;
     near = opts_suggest(names, i, k);
     if (near)
-        snprintf(msg, cap, "unknown key \"%s\"; did you mean \"%s\"?", key, near);
-    else
-        snprintf(msg, cap, "unknown key \"%s\"", key);
+        return errorf(e, ERR_INVAL, "unknown key \"%s\"; did you mean \"%s\"?", key, near);
+    return errorf(e, ERR_INVAL, "unknown key \"%s\"", key);
+}
+
+/* A string setting: non-empty and, when the table says how, checked. */
+static err_t set_string(const struct opt *o, char **field, const char *value, struct error *e)
+{
+    const char *why = *value && o->check ? o->check(value) : NULL;
+
+    if (why)
+        return errorf(e, ERR_INVAL, "key \"%s\": \"%s\": %s", o->key, value, why);
+    if (!*value)
+        return errorf(e, ERR_INVAL, "key \"%s\": bad value \"%s\"", o->key, value);
+    return set_str(field, value, e);
+}
+
+/* One of the choices, whole. */
+static err_t set_enum(const struct opt *o, char **field, const char *value, struct error *e)
+{
+    char pat[80], allowed[160];
+
+    snprintf(pat, sizeof(pat), "|%s|", value);
+    if (*value && !strchr(value, '|') && strstr(o->choices, pat))
+        return set_str(field, value, e);
+    list_choices(o->choices, allowed, sizeof(allowed));
+    return errorf(e, ERR_INVAL, "key \"%s\": bad value \"%s\"; allowed: %s", o->key, value,
+                  allowed);
+}
+
+/* A duration, count or number: false when 'value' is not one in range. */
+static bool set_scalar(const struct opt *o, void *field, const char *value)
+{
+    long long c;
+    uint64_t ms;
+
+    switch (o->type) {
+    case OPT_DURATION:
+        if (cfg_parse_duration(value, &ms) || ms == 0)
+            return false;
+        *(uint64_t *)field = ms;
+        return true;
+    case OPT_COUNT:
+        if (cfg_parse_int(value, 1, 100000000, &c))
+            return false;
+        *(uint64_t *)field = (uint64_t)c;
+        return true;
+    case OPT_NUMBER:
+        return parse_number(value, field);
+    default:
+        return false;
+    }
 }
 
 err_t opts_set(const struct opt *t, size_t n, void *base, const char *key, const char *value,
-               char *msg, size_t cap)
+               struct error *e)
 {
     const struct opt *o = find(t, n, key);
-    const char *why;
     char *field;
-    char pat[80], allowed[160];
-    long long c;
-    uint64_t ms;
-    double d;
 
-    if (!o) {
-        unknown_key(t, n, key, msg, cap);
-        return ERR_INVAL;
-    }
+    if (!o)
+        return unknown_key(t, n, key, e);
     field = (char *)base + o->off;
-    switch (o->type) {
-    case OPT_STR:
-        if (*value && o->check && (why = o->check(value))) {
-            snprintf(msg, cap, "key \"%s\": \"%s\": %s", o->key, value, why);
-            return ERR_INVAL;
-        }
-        if (*value)
-            return set_str((char **)field, value);
-        break;
-    case OPT_ENUM:
-        snprintf(pat, sizeof(pat), "|%s|", value);
-        if (*value && !strchr(value, '|') && strstr(o->choices, pat))
-            return set_str((char **)field, value);
-        list_choices(o->choices, allowed, sizeof(allowed));
-        snprintf(msg, cap, "key \"%s\": bad value \"%s\"; allowed: %s", o->key, value, allowed);
-        return ERR_INVAL;
-    case OPT_DURATION:
-        if (!cfg_parse_duration(value, &ms) && ms > 0) {
-            *(uint64_t *)field = ms;
-            return ERR_OK;
-        }
-        break;
-    case OPT_COUNT:
-        if (!cfg_parse_int(value, 1, 100000000, &c)) {
-            *(uint64_t *)field = (uint64_t)c;
-            return ERR_OK;
-        }
-        break;
-    case OPT_NUMBER:
-        if (parse_number(value, &d)) {
-            *(double *)field = d;
-            return ERR_OK;
-        }
-        break;
-    }
-    snprintf(msg, cap, "key \"%s\": bad value \"%s\"", o->key, value);
-    return ERR_INVAL;
+    if (o->type == OPT_STR)
+        return set_string(o, (char **)field, value, e);
+    if (o->type == OPT_ENUM)
+        return set_enum(o, (char **)field, value, e);
+    if (!set_scalar(o, field, value))
+        return errorf(e, ERR_INVAL, "key \"%s\": bad value \"%s\"", o->key, value);
+    return ERR_OK;
 }
 
 static bool skipped(const char *const *skip, const char *key)
@@ -198,7 +214,7 @@ static bool skipped(const char *const *skip, const char *key)
 
 /* Keys are spelled with _, and a flag's - is taken too: one setting given
  * both ways would be decided by position, so it is refused. */
-static err_t spelled_twice(const json_t *doc, const char *key, char *msg, size_t cap)
+static err_t spelled_twice(const json_t *doc, const char *key, struct error *e)
 {
     const char *other;
     json_t *v;
@@ -211,43 +227,45 @@ static err_t spelled_twice(const json_t *doc, const char *key, char *msg, size_t
              key[i] && (key[i] == other[i] || (strchr("-_", key[i]) && strchr("-_", other[i])));
              i++)
             ;
-        if (!key[i]) {
-            snprintf(msg, cap, "duplicate key \"%s\" (also spelled \"%s\")", key, other);
-            return ERR_INVAL;
-        }
+        if (!key[i])
+            return errorf(e, ERR_INVAL, "duplicate key \"%s\" (also spelled \"%s\")", key, other);
     }
     return ERR_OK;
 }
 
+/* One key of a config file: strings and numbers are taken as the flag's text. */
+static err_t apply_one(const struct opt *t, size_t n, void *base, const char *key, const json_t *v,
+                       struct error *e)
+{
+    char num[64];
+
+    if (json_is_string(v))
+        return opts_set(t, n, base, key, json_string_value(v), e);
+    if (json_is_number(v)) {
+        snprintf(num, sizeof(num), json_is_integer(v) ? "%.0f" : "%g", json_number_value(v));
+        return opts_set(t, n, base, key, num, e);
+    }
+    if (!find(t, n, key))
+        return unknown_key(t, n, key, e);
+    return errorf(e, ERR_INVAL, "key \"%s\": must be a string or a number", key);
+}
+
 err_t opts_apply(const struct opt *t, size_t n, void *base, const json_t *doc,
-                 const char *const *skip, char *msg, size_t cap)
+                 const char *const *skip, struct error *e)
 {
     const char *key;
     json_t *v;
-    char num[64];
     err_t rc;
 
-    if (!json_is_object(doc)) {
-        snprintf(msg, cap, "the document must be a mapping of keys");
-        return ERR_INVAL;
-    }
+    if (!json_is_object(doc))
+        return errorf(e, ERR_INVAL, "the document must be a mapping of keys");
     json_object_foreach((json_t *)doc, key, v) {
         if (skipped(skip, key))
             continue;
-        if ((rc = spelled_twice(doc, key, msg, cap)))
+        rc = spelled_twice(doc, key, e);
+        if (rc)
             return rc;
-        if (json_is_string(v)) {
-            rc = opts_set(t, n, base, key, json_string_value(v), msg, cap);
-        } else if (json_is_number(v)) {
-            snprintf(num, sizeof(num), json_is_integer(v) ? "%.0f" : "%g", json_number_value(v));
-            rc = opts_set(t, n, base, key, num, msg, cap);
-        } else if (!find(t, n, key)) {
-            unknown_key(t, n, key, msg, cap);
-            rc = ERR_INVAL;
-        } else {
-            snprintf(msg, cap, "key \"%s\": must be a string or a number", key);
-            rc = ERR_INVAL;
-        }
+        rc = apply_one(t, n, base, key, v, e);
         if (rc)
             return rc;
     }
@@ -309,101 +327,6 @@ void opts_format_value(const struct opt *t, const void *base, char *buf, size_t 
     }
 }
 
-/* --help: the usage, then every value flag with its default. */
-static void print_help(const struct opts_cli *cli)
-{
-    const struct option *l;
-    const struct opt *o;
-    char v[512];
-
-    fputs(cli->usage, stdout);
-    fputs("Defaults:\n", stdout);
-    for (l = cli->longs; l->name; l++) {
-        o = l->val == 0 ? find(cli->table, cli->n, l->name) : NULL;
-        if (!o)
-            continue;
-        opts_format_value(o, cli->base, v, sizeof(v));
-        printf("  --%-24s %s\n", l->name, v);
-    }
-}
-
-/* An unknown flag or one without its value, with the closest flag. */
-static void bad_flag(const struct opts_cli *cli, int ch, const char *word)
-{
-    const char *names[64], *near;
-    char name[64];
-    size_t n = 0;
-
-    if (ch == ':') {
-        fprintf(stderr, "%s: flag '%s' needs a value\n", cli->prog, word);
-        return;
-    }
-    if (strncmp(word, "--", 2) != 0) {
-        fprintf(stderr, "%s: unknown flag '%s'; see --help\n", cli->prog, word);
-        return;
-    }
-    snprintf(name, sizeof(name), "%.*s", (int)strcspn(word + 2, "="), word + 2);
-    for (; cli->longs[n].name && n < ARRAY_SIZE(names); n++)
-        names[n] = cli->longs[n].name;
-    near = opts_suggest(names, n, name);
-    if (near)
-        fprintf(stderr, "%s: unknown flag '--%s'; did you mean --%s?\n", cli->prog, name, near);
-    else
-        fprintf(stderr, "%s: unknown flag '--%s'; see --help\n", cli->prog, name);
-}
-
-/* One option getopt_long returned: 0 to go on, else opts_parse_args's answer. */
-static int take(const struct opts_cli *cli, int ch, int idx, int pass, const char **cfgfile,
-                bool *once)
-{
-    char msg[512];
-
-    if ((ch == 'h' || ch == 'V') && pass == 1) {
-        if (ch == 'h')
-            print_help(cli);
-        else
-            printf("%s %s\n", cli->prog, PODRES_VERSION);
-        return 1;
-    }
-    if (ch == 'c')
-        *cfgfile = optarg;
-    if (ch == 'o' && once)
-        *once = true;
-    if (ch == 0 && pass == 2 &&
-        opts_set(cli->table, cli->n, cli->base, cli->longs[idx].name, optarg, msg, sizeof(msg))) {
-        fprintf(stderr, "%s: flag --%s: %s\n", cli->prog, cli->longs[idx].name, msg);
-        return 2;
-    }
-    return 0;
-}
-
-int opts_parse_args(const struct opts_cli *cli, int argc, char **argv, int pass,
-                    const char **cfgfile, bool *once)
-{
-    int ch, idx, r;
-
-    optind = 1;
-    opterr = 0;
-    for (;;) {
-        ch = getopt_long(argc, argv, ":c:hV", cli->longs, &idx);
-        if (ch == -1)
-            break;
-        if (ch == '?' || ch == ':') {
-            if (pass == 1)
-                bad_flag(cli, ch, argv[optind - 1 < argc ? optind - 1 : argc - 1]);
-            return 2;
-        }
-        r = take(cli, ch, idx, pass, cfgfile, once);
-        if (r)
-            return r;
-    }
-    if (optind < argc) {
-        fprintf(stderr, "%s: unexpected argument '%s'\n%s", cli->prog, argv[optind], cli->usage);
-        return 2;
-    }
-    return 0;
-}
-
 /* The default of 't': its environment variable's value when non-empty,
  * else 'def', else the host's name into 'host' when def_host; or NULL. */
 static const char *default_of(const struct opt *t, char *host, size_t cap)
@@ -419,7 +342,7 @@ static const char *default_of(const struct opt *t, char *host, size_t cap)
     return host;
 }
 
-err_t opts_defaults(const struct opt *t, size_t n, void *base, char *msg, size_t cap)
+err_t opts_defaults(const struct opt *t, size_t n, void *base, struct error *e)
 {
     char host[256] = "localhost";
     const char *v;
@@ -430,69 +353,158 @@ err_t opts_defaults(const struct opt *t, size_t n, void *base, char *msg, size_t
         v = default_of(&t[i], host, sizeof(host));
         if (!v)
             continue;
-        rc = opts_set(t, n, base, t[i].key, v, msg, cap);
+        rc = opts_set(t, n, base, t[i].key, v, e);
         if (rc)
             return rc;
     }
     return ERR_OK;
 }
 
-err_t opts_load_file(const struct opts_spec *s, void *base, const char *path, char *msg, size_t cap)
+err_t opts_load_file(const struct opts_spec *s, void *base, const char *path, struct error *e)
 {
+    struct error why = {0};
     json_t *doc = NULL;
-    char why[512] = "";
-    err_t rc = cfg_yaml_load(path, &doc, why, sizeof(why));
+    err_t rc = cfg_yaml_load(path, &doc, &why);
 
     if (rc)
         goto out;
     if (s->apply)
-        rc = s->apply(base, doc, why, sizeof(why));
+        rc = s->apply(base, doc, &why);
     else
-        rc = opts_apply(s->table, s->n, base, doc, NULL, why, sizeof(why));
+        rc = opts_apply(s->table, s->n, base, doc, NULL, &why);
 out:
     json_decref(doc);
     if (rc)
-        snprintf(msg, cap, "config file '%s': %s", path, why);
+        errorf(e, rc, "config file '%s': %s", path, error_msg(&why));
     return rc;
 }
 
-/* The getopt_long table of 's': --config, a value flag for each setting
- * ('-' for '_'), --once when asked for, --version, --help. */
-struct longs {
-    struct option opt[OPTS_MAX + 5]; /* the table, ending in a zeroed entry */
-    char names[OPTS_MAX][64];        /* the value flags' names */
+/* ---- the command line ---- */
+
+/* One opts_load's command line: the getopt_long table made from the spec
+ * (--config, a value flag per setting with '-' for '_', --once when asked
+ * for, --version, --help). */
+struct cli {
+    const struct opts_spec *s;         /* borrowed */
+    void *base;                        /* the settings */
+    struct option longs[OPTS_MAX + 5]; /* ending in a zeroed entry */
+    char names[OPTS_MAX][64];          /* the value flags' names */
 };
 
-static void make_longs(const struct opts_spec *s, struct longs *l)
+static void make_longs(struct cli *c)
 {
+    const struct opts_spec *s = c->s;
     size_t i, j, k = 0;
 
     assert(s->n <= OPTS_MAX);
-    memset(l, 0, sizeof(*l));
-    l->opt[k++] = (struct option){"config", required_argument, NULL, 'c'};
+    c->longs[k++] = (struct option){"config", required_argument, NULL, 'c'};
     for (i = 0; i < s->n; i++) {
-        snprintf(l->names[i], sizeof(l->names[i]), "%s", s->table[i].key);
-        for (j = 0; l->names[i][j]; j++) {
-            if (l->names[i][j] == '_')
-                l->names[i][j] = '-';
+        snprintf(c->names[i], sizeof(c->names[i]), "%s", s->table[i].key);
+        for (j = 0; c->names[i][j]; j++) {
+            if (c->names[i][j] == '_')
+                c->names[i][j] = '-';
         }
-        l->opt[k++] = (struct option){l->names[i], required_argument, NULL, 0};
+        c->longs[k++] = (struct option){c->names[i], required_argument, NULL, 0};
     }
     if (s->once)
-        l->opt[k++] = (struct option){"once", no_argument, NULL, 'o'};
-    l->opt[k++] = (struct option){"version", no_argument, NULL, 'V'};
-    l->opt[k] = (struct option){"help", no_argument, NULL, 'h'};
+        c->longs[k++] = (struct option){"once", no_argument, NULL, 'o'};
+    c->longs[k++] = (struct option){"version", no_argument, NULL, 'V'};
+    c->longs[k++] = (struct option){"help", no_argument, NULL, 'h'};
+    c->longs[k] = (struct option){NULL, 0, NULL, 0};
 }
 
-/* The config file, when --config named one; a failure is said on stderr. */
-static int load_file(const struct opts_spec *s, void *base, const char *path)
+/* --help: the usage, then every value flag with its default. */
+static void print_help(const struct cli *c)
 {
-    char msg[1200];
+    char v[512];
+    size_t i;
 
-    if (!path || !opts_load_file(s, base, path, msg, sizeof(msg)))
-        return 0;
-    fprintf(stderr, "%s: %s\n", s->prog, msg);
-    return 2;
+    fputs(c->s->usage, stdout);
+    fputs("Defaults:\n", stdout);
+    for (i = 0; i < c->s->n; i++) {
+        opts_format_value(&c->s->table[i], c->base, v, sizeof(v));
+        printf("  --%-24s %s\n", c->names[i], v);
+    }
+}
+
+/* An unknown flag or one without its value, with the closest flag. */
+static void bad_flag(const struct cli *c, int ch, const char *word)
+{
+    const char *names[OPTS_MAX + 5], *near;
+    const char *prog = c->s->prog;
+    char name[64];
+    size_t n;
+
+    if (ch == ':') {
+        fprintf(stderr, "%s: flag '%s' needs a value\n", prog, word);
+        return;
+    }
+    if (strncmp(word, "--", 2) != 0) {
+        fprintf(stderr, "%s: unknown flag '%s'; see --help\n", prog, word);
+        return;
+    }
+    snprintf(name, sizeof(name), "%.*s", (int)strcspn(word + 2, "="), word + 2);
+    for (n = 0; c->longs[n].name; n++)
+        names[n] = c->longs[n].name;
+    near = opts_suggest(names, n, name);
+    if (near)
+        fprintf(stderr, "%s: unknown flag '--%s'; did you mean --%s?\n", prog, name, near);
+    else
+        fprintf(stderr, "%s: unknown flag '--%s'; see --help\n", prog, name);
+}
+
+/* One option getopt_long returned, in pass 1 (--config, --once, --help,
+ * --version) or pass 2 (the value flags). */
+static enum opts_next take(const struct cli *c, int ch, int idx, int pass, const char **cfgfile)
+{
+    struct error e = {0};
+
+    if ((ch == 'h' || ch == 'V') && pass == 1) {
+        if (ch == 'h')
+            print_help(c);
+        else
+            printf("%s %s\n", c->s->prog, PODRES_VERSION);
+        return OPTS_EXIT_OK;
+    }
+    if (ch == 'c')
+        *cfgfile = optarg;
+    if (ch == 'o' && c->s->once)
+        *c->s->once = true;
+    if (ch == 0 && pass == 2 &&
+        opts_set(c->s->table, c->s->n, c->base, c->longs[idx].name, optarg, &e)) {
+        fprintf(stderr, "%s: flag --%s: %s\n", c->s->prog, c->longs[idx].name, error_msg(&e));
+        return OPTS_EXIT_FAIL;
+    }
+    return OPTS_RUN;
+}
+
+/* One pass over the command line; errors are said in pass 1 only. */
+static enum opts_next parse(const struct cli *c, int argc, char **argv, int pass,
+                            const char **cfgfile)
+{
+    enum opts_next next;
+    int ch, idx;
+
+    optind = 1;
+    opterr = 0;
+    for (;;) {
+        ch = getopt_long(argc, argv, ":c:hV", c->longs, &idx);
+        if (ch == -1)
+            break;
+        if (ch == '?' || ch == ':') {
+            if (pass == 1)
+                bad_flag(c, ch, argv[optind - 1 < argc ? optind - 1 : argc - 1]);
+            return OPTS_EXIT_FAIL;
+        }
+        next = take(c, ch, idx, pass, cfgfile);
+        if (next != OPTS_RUN)
+            return next;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "%s: unexpected argument '%s'\n%s", c->s->prog, argv[optind], c->s->usage);
+        return OPTS_EXIT_FAIL;
+    }
+    return OPTS_RUN;
 }
 
 /* The text of setting 'key', which the table must have as a string. */
@@ -504,26 +516,31 @@ static const char *str_field(const struct opts_spec *s, const void *base, const 
     return *(char *const *)((const char *)base + o->off);
 }
 
+/* Said on stderr: the defaults or the config file failed. */
+static enum opts_next failed(const struct opts_spec *s, const struct error *e)
+{
+    fprintf(stderr, "%s: %s\n", s->prog, error_msg(e));
+    return OPTS_EXIT_FAIL;
+}
+
 enum opts_next opts_load(const struct opts_spec *s, void *base, int argc, char **argv)
 {
-    struct longs l;
-    const struct opts_cli cli = {s->prog, s->usage, l.opt, s->table, s->n, base};
+    struct cli c = {.s = s, .base = base};
+    struct error e = {0};
     const char *cfgfile = NULL;
-    char msg[512];
-    int r;
+    enum opts_next next;
 
-    if (opts_defaults(s->table, s->n, base, msg, sizeof(msg))) {
-        fprintf(stderr, "%s: %s\n", s->prog, msg);
-        return OPTS_EXIT_FAIL;
-    }
-    make_longs(s, &l);
-    r = opts_parse_args(&cli, argc, argv, 1, &cfgfile, s->once);
-    if (r == 0)
-        r = load_file(s, base, cfgfile);
-    if (r == 0)
-        r = opts_parse_args(&cli, argc, argv, 2, &cfgfile, s->once);
-    if (r)
-        return r == 1 ? OPTS_EXIT_OK : OPTS_EXIT_FAIL;
+    if (opts_defaults(s->table, s->n, base, &e))
+        return failed(s, &e);
+    make_longs(&c);
+    next = parse(&c, argc, argv, 1, &cfgfile);
+    if (next != OPTS_RUN)
+        return next;
+    if (cfgfile && opts_load_file(s, base, cfgfile, &e))
+        return failed(s, &e);
+    next = parse(&c, argc, argv, 2, &cfgfile);
+    if (next != OPTS_RUN)
+        return next;
     if (log_setup(str_field(s, base, "log_format"), str_field(s, base, "log_level")))
         return OPTS_EXIT_FAIL;
     return OPTS_RUN;

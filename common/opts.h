@@ -8,7 +8,6 @@
  * --version is a setting. Not thread-safe; start-up only. */
 #ifndef PODRES_OPTS_H
 #define PODRES_OPTS_H
-#include <getopt.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -47,14 +46,14 @@ struct opt {
     {"log_level", OPT_ENUM, offsetof(type, log_level), "|err|warn|info|debug|", .def = "info"}
 /* clang-format on */
 
-/* Set 'key' ('-' or '_' spelling) from 'value'. ERR_INVAL with 'msg' naming
+/* Set 'key' ('-' or '_' spelling) from 'value'. ERR_INVAL with 'e' naming
  * the key when it is unknown or the value bad; the field is then unchanged. */
 err_t opts_set(const struct opt *t, size_t n, void *base, const char *key, const char *value,
-               char *msg, size_t cap) WARN_UNUSED;
+               struct error *e) WARN_UNUSED;
 /* Apply every key of 'doc' (a JSON object from YAML) except those listed in
  * the NULL-terminated 'skip'; strings and numbers are accepted as values. */
 err_t opts_apply(const struct opt *t, size_t n, void *base, const json_t *doc,
-                 const char *const *skip, char *msg, size_t cap) WARN_UNUSED;
+                 const char *const *skip, struct error *e) WARN_UNUSED;
 /* The one of 'names' ('n' of them) closest to 'typo' by edit distance
  * (insert, delete, replace, or swap two neighbours: one edit each), when
  * close enough to be a slip of the keyboard: at most 1 edit for a name of up
@@ -68,7 +67,7 @@ void opts_format_value(const struct opt *t, const void *base, char *buf, size_t 
 /* Free the OPT_STR and OPT_ENUM fields. */
 void opts_release(const struct opt *t, size_t n, void *base);
 /* Set every field of 'base' that has a default (env, def, def_host) to it. */
-err_t opts_defaults(const struct opt *t, size_t n, void *base, char *msg, size_t cap) WARN_UNUSED;
+err_t opts_defaults(const struct opt *t, size_t n, void *base, struct error *e) WARN_UNUSED;
 
 /* A daemon's settings as its command line and config file give them. */
 struct opts_spec {
@@ -79,7 +78,7 @@ struct opts_spec {
     bool *once;              /* set by --once; NULL: there is no --once */
     /* Applies the config file's mapping to 'base'; NULL: opts_apply with
      * the table. For a file that holds more than the flags. */
-    err_t (*apply)(void *base, const json_t *doc, char *msg, size_t cap);
+    err_t (*apply)(void *base, const json_t *doc, struct error *e);
 };
 
 /* What the caller does after opts_load. */
@@ -96,31 +95,9 @@ enum opts_next {
  * mistyped flag is named with the closest one (opts_suggest). Whatever it
  * answers, opts_release frees what 'base' holds. */
 enum opts_next opts_load(const struct opts_spec *s, void *base, int argc, char **argv);
-/* Apply the YAML file 'path' to 'base'; 'msg' names the file and the key:
- * "config file 'PATH': ...". */
-err_t opts_load_file(const struct opts_spec *s, void *base, const char *path, char *msg,
-                     size_t cap) WARN_UNUSED;
-
-/* A daemon's command line: value flags named like the table's keys (with
- * '-'), plus --config FILE ('c'), --help ('h'), --version ('V') and, for the
- * syncer, --once ('o'). */
-struct opts_cli {
-    const char *prog;           /* program name for messages */
-    const char *usage;          /* printed by --help */
-    const struct option *longs; /* getopt_long table; value flags have val 0 */
-    const struct opt *table;    /* the settings */
-    size_t n;                   /* entries of 'table' */
-    void *base;                 /* the settings struct */
-};
-
-/* Pass 1 takes --config (into *cfgfile), --once (into *once, may be NULL),
- * --help and --version; pass 2 applies the value flags (after the config file,
- * so flags win). --help prints 'usage' and then each value flag with its
- * default (the settings' values before the config file). A mistyped long
- * flag is named with the closest one (opts_suggest). Returns 0 to go on, 1
- * when help or the version was printed (exit 0), 2 after printing what is
- * wrong (exit 1). */
-int opts_parse_args(const struct opts_cli *cli, int argc, char **argv, int pass,
-                    const char **cfgfile, bool *once);
+/* Apply the YAML file 'path' to 'base'; 'e' names the file and the key:
+ * "config file 'PATH': ...". ERR_IO when the file cannot be read. */
+err_t opts_load_file(const struct opts_spec *s, void *base, const char *path,
+                     struct error *e) WARN_UNUSED;
 
 #endif

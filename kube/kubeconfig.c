@@ -443,14 +443,13 @@ err_t kubeconfig_parse_sel(const char *text, size_t len, const char *dir,
     struct kubeconfig kc = {0};
     struct error none = {0};
     struct parse p = {.dir = dir, .sel = sel, .e = e ? e : &none};
-    char why[ERROR_MSG_MAX];
     json_t *root = NULL;
     err_t rc;
 
     assert(sel);
-    rc = cfg_yaml_parse(text, len, &root, why, sizeof(why));
+    rc = cfg_yaml_parse(text, len, &root, p.e);
     if (rc)
-        return errorf(e, rc, "%s", why);
+        return rc;
     p.root = root;
     rc = parse_doc(&p, &kc);
     if (rc == ERR_NOTFOUND) {

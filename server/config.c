@@ -2,7 +2,6 @@
 /* config.c - podresd's option table and usage, and the static device list of
  * its config file. */
 #include "../common/common.h"
-#include "../common/cfg.h"
 #include "../common/names.h"
 #include "../common/opts.h"
 #include "config.h"
@@ -13,52 +12,53 @@
 
 #define OFF(f) offsetof(struct config, f)
 
-err_t config_read_token(const char *path, char **out, char *why, size_t cap)
+err_t config_read_token(const char *path, char **out, struct error *e)
 {
     char buf[4096];
     struct stat sb;
     FILE *f = fopen(path, "r");
     size_t n;
+    err_t rc = ERR_OK;
 
     if (!f || fstat(fileno(f), &sb) != 0) {
-        snprintf(why, cap, "%s", strerror(errno));
-        if (f)
-            fclose(f);
-        return ERR_IO;
+        rc = errorf(e, ERR_IO, "%s", strerror(errno));
+        goto out;
     }
     /* As ssh with a private key: a secret others may read is not one. */
     if (sb.st_mode & 077) {
-        snprintf(why, cap,
-                 "permissions %04o are too open: group or others may read or write it; chmod "
-                 "0600 it",
-                 (unsigned)(sb.st_mode & 07777));
-        fclose(f);
-        return ERR_INVAL;
+        rc = errorf(e, ERR_INVAL,
+                    "permissions %04o are too open: group or others may read or write it; chmod "
+                    "0600 it",
+                    (unsigned)(sb.st_mode & 07777));
+        goto out;
     }
     n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
     buf[n] = '\0';
     while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
         buf[--n] = '\0';
     if (n == 0 || strchr(buf, '\n')) {
-        snprintf(why, cap, "must hold one non-empty line (the token)");
-        return ERR_INVAL;
+        rc = errorf(e, ERR_INVAL, "must hold one non-empty line (the token)");
+        goto out;
     }
     *out = strdup(buf);
-    snprintf(why, cap, "out of memory");
-    return *out ? ERR_OK : ERR_NOMEM;
+    if (!*out)
+        rc = errorf(e, ERR_NOMEM, "out of memory");
+out:
+    if (f)
+        fclose(f);
+    return rc;
 }
 
 /* The token is read at start: a file config_read_token refuses stops
  * start-up here, with the key named. Start-up is single-threaded. */
 static const char *token_file_ok(const char *path)
 {
-    static char why[512];
+    static struct error why;
     char *token = NULL;
-    err_t rc = config_read_token(path, &token, why, sizeof(why));
+    err_t rc = config_read_token(path, &token, &why);
 
     free(token);
-    return rc ? why : NULL;
+    return rc ? error_msg(&why) : NULL;
 }
 
 static const char usage[] =
@@ -92,19 +92,17 @@ static const struct opt opts[] = {
     OPTS_LOG(struct config),
 };
 
-static err_t apply_file(void *c, const json_t *doc, char *msg, size_t cap)
+static err_t apply_file(void *c, const json_t *doc, struct error *e)
 {
-    return config_apply(c, doc, msg, cap);
+    return config_apply(c, doc, e);
 }
 
 static const struct opts_spec spec = {"podresd", usage, opts, ARRAY_SIZE(opts), NULL, apply_file};
 
 err_t config_init(struct config *c)
 {
-    char msg[512];
-
     memset(c, 0, sizeof(*c));
-    return opts_defaults(opts, ARRAY_SIZE(opts), c, msg, sizeof(msg));
+    return opts_defaults(opts, ARRAY_SIZE(opts), c, NULL);
 }
 
 void config_release(struct config *c)
@@ -114,92 +112,104 @@ void config_release(struct config *c)
     memset(c, 0, sizeof(*c));
 }
 
-err_t config_set(struct config *c, const char *key, const char *value, char *msg, size_t cap)
+err_t config_set(struct config *c, const char *key, const char *value, struct error *e)
 {
-    return opts_set(opts, ARRAY_SIZE(opts), c, key, value, msg, cap);
+    return opts_set(opts, ARRAY_SIZE(opts), c, key, value, e);
 }
 
 /* Each resource once: a second entry would replace the first's set at
  * start, every start (the first's devices added, then deleted). */
-static err_t unique_resource(const json_t *list, size_t i, const char *res, char *msg, size_t cap)
+static err_t unique_resource(const json_t *list, size_t i, const char *res, struct error *e)
 {
     size_t j;
 
     for (j = 0; j < i; j++) {
         const char *r = json_string_value(json_object_get(json_array_get(list, j), "resourceName"));
 
-        if (r && strcmp(r, res) == 0) {
-            snprintf(msg, cap,
-                     "key \"devices[%zu]\" (%s): the resource is listed already (devices[%zu]); "
-                     "list its devices once",
-                     i, res, j);
-            return ERR_INVAL;
-        }
+        if (r && strcmp(r, res) == 0)
+            return errorf(e, ERR_INVAL,
+                          "key \"devices[%zu]\" (%s): the resource is listed already "
+                          "(devices[%zu]); list its devices once",
+                          i, res, j);
     }
     return ERR_OK;
+}
+
+/* devices[i], {resourceName, devices}, into *out (new) with its devices
+ * validated as a PUT of them would be. */
+static err_t one_resource(const json_t *list, size_t i, json_t **out, struct error *e)
+{
+    const json_t *entry = json_array_get(list, i);
+    const char *res = json_string_value(json_object_get(entry, "resourceName"));
+    json_t *body, *devs = NULL;
+    struct error why = {0};
+    uint64_t ttl;
+    err_t rc;
+
+    if (!json_is_object(entry) || !res || json_object_size(entry) != 2)
+        return errorf(e, ERR_INVAL, "key \"devices[%zu]\": needs exactly resourceName and devices",
+                      i);
+    if (!names_is_resource_name(res))
+        return errorf(e, ERR_INVAL,
+                      "key \"devices[%zu]\" (%s): invalid resource name: use domain/name", i, res);
+    rc = unique_resource(list, i, res, e);
+    if (rc)
+        return rc;
+    body = json_pack("{s:O}", "devices", json_object_get(entry, "devices"));
+    if (!body)
+        return errorf(e, ERR_NOMEM, "out of memory");
+    rc = validate_devices_put(body, &devs, &ttl, &why);
+    json_decref(body);
+    if (rc)
+        return errorf(e, rc == ERR_UNPROCESSABLE ? ERR_INVAL : rc, "key \"devices[%zu]\" (%s): %s",
+                      i, res, error_msg(&why));
+    *out = json_pack("{s:s,s:o}", "resourceName", res, "devices", devs);
+    return *out ? ERR_OK : errorf(e, ERR_NOMEM, "out of memory");
 }
 
 /* devices: [{resourceName, devices: [...]}] -> validated. */
-static err_t static_devices(struct config *c, const json_t *list, char *msg, size_t cap)
+static err_t static_devices(struct config *c, const json_t *list, struct error *e)
 {
-    json_t *out = json_array(), *e, *devs, *body;
-    struct error why = {0};
+    json_t *out = NULL, *entry;
     size_t i;
-    uint64_t ttl;
-    err_t rc = json_is_array(list) ? ERR_OK : ERR_INVAL;
+    err_t rc = ERR_OK;
 
-    if (rc)
-        snprintf(msg, cap, "key \"devices\": must be a list of {resourceName, devices}");
-    json_array_foreach(rc ? NULL : list, i, e) {
-        const char *res = json_string_value(json_object_get(e, "resourceName"));
-
-        if (!json_is_object(e) || !res || json_object_size(e) != 2) {
-            snprintf(msg, cap, "key \"devices[%zu]\": needs exactly resourceName and devices", i);
-            rc = ERR_INVAL;
-            break;
+    if (!json_is_array(list))
+        return errorf(e, ERR_INVAL, "key \"devices\": must be a list of {resourceName, devices}");
+    out = json_array();
+    if (!out)
+        return errorf(e, ERR_NOMEM, "out of memory");
+    for (i = 0; i < json_array_size(list); i++) {
+        rc = one_resource(list, i, &entry, e);
+        if (rc)
+            goto out;
+        if (json_array_append_new(out, entry)) {
+            rc = errorf(e, ERR_NOMEM, "out of memory");
+            goto out;
         }
-        if (!names_is_resource_name(res)) {
-            snprintf(msg, cap,
-                     "key \"devices[%zu]\" (%s): invalid resource name: use "
-                     "domain/name",
-                     i, res);
-            rc = ERR_INVAL;
-            break;
-        }
-        if ((rc = unique_resource(list, i, res, msg, cap)))
-            break;
-        body = json_pack("{s:O}", "devices", json_object_get(e, "devices"));
-        rc = body ? validate_devices_put(body, &devs, &ttl, &why) : ERR_NOMEM;
-        json_decref(body);
-        if (rc) {
-            snprintf(msg, cap, "key \"devices[%zu]\" (%s): %s", i, res, why.msg);
-            break;
-        }
-        json_array_append_new(out, json_pack("{s:s,s:o}", "resourceName", res, "devices", devs));
-    }
-    if (rc) {
-        json_decref(out);
-        return rc == ERR_UNPROCESSABLE ? ERR_INVAL : rc;
     }
     json_decref(c->devices);
     c->devices = out;
-    return ERR_OK;
-}
-
-err_t config_apply(struct config *c, const json_t *doc, char *msg, size_t cap)
-{
-    static const char *const skip[] = {"devices", NULL};
-    const json_t *devices = json_object_get(doc, "devices");
-    err_t rc = opts_apply(opts, ARRAY_SIZE(opts), c, doc, skip, msg, cap);
-
-    if (!rc && devices)
-        rc = static_devices(c, devices, msg, cap);
+    out = NULL;
+out:
+    json_decref(out);
     return rc;
 }
 
-err_t config_load(struct config *c, const char *path, char *msg, size_t cap)
+err_t config_apply(struct config *c, const json_t *doc, struct error *e)
 {
-    return opts_load_file(&spec, c, path, msg, cap);
+    static const char *const skip[] = {"devices", NULL};
+    const json_t *devices = json_object_get(doc, "devices");
+    err_t rc = opts_apply(opts, ARRAY_SIZE(opts), c, doc, skip, e);
+
+    if (rc || !devices)
+        return rc;
+    return static_devices(c, devices, e);
+}
+
+err_t config_load(struct config *c, const char *path, struct error *e)
+{
+    return opts_load_file(&spec, c, path, e);
 }
 
 enum opts_next config_load_args(struct config *c, int argc, char **argv)

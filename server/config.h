@@ -31,22 +31,21 @@ struct config {
     json_t *devices;                /* static [{"resourceName","devices":[validated]}]; new */
 };
 
-/* Fill defaults ($NODE_NAME, else the host name). */
+/* Fill 'c' with the defaults ($NODE_NAME, else the host name, for node_name). */
 err_t config_init(struct config *c) WARN_UNUSED;
 void config_release(struct config *c);
 /* Set 'key' (flag spelling with '-' or '_') from a string value. ERR_INVAL
- * with 'msg' naming the key when unknown or bad. */
-err_t config_set(struct config *c, const char *key, const char *value, char *msg,
-                 size_t cap) WARN_UNUSED;
-/* Apply a parsed YAML document (an object). 'msg' names the key. */
-err_t config_apply(struct config *c, const json_t *doc, char *msg, size_t cap) WARN_UNUSED;
+ * with 'e' naming the key when unknown or bad. */
+err_t config_set(struct config *c, const char *key, const char *value, struct error *e) WARN_UNUSED;
+/* Apply a parsed YAML document (an object). 'e' names the key. */
+err_t config_apply(struct config *c, const json_t *doc, struct error *e) WARN_UNUSED;
 /* The write token in 'path': its one non-empty line, trailing white space
  * dropped (*out new; never log it). A file that group or others may read or
  * write is refused (ERR_INVAL), as is one without such a line; one that
- * cannot be read is ERR_IO. The reason goes to 'why'. */
-err_t config_read_token(const char *path, char **out, char *why, size_t cap) WARN_UNUSED;
-/* Load and apply a YAML file; 'msg' names the key and the file. */
-err_t config_load(struct config *c, const char *path, char *msg, size_t cap) WARN_UNUSED;
+ * cannot be read is ERR_IO. 'e' says why. */
+err_t config_read_token(const char *path, char **out, struct error *e) WARN_UNUSED;
+/* Load and apply a YAML file; 'e' names the key and the file. */
+err_t config_load(struct config *c, const char *path, struct error *e) WARN_UNUSED;
 
 /* Fill 'c' (from scratch) from the defaults, the config file and the flags,
  * and set logging up: opts_load. config_release frees it, whatever the answer. */

@@ -23,7 +23,7 @@ struct token {
 err_t token_open(const char *path, struct token **out)
 {
     struct token *t = calloc(1, sizeof(*t));
-    char why[512];
+    struct error e = {0};
     err_t rc = ERR_NOMEM;
 
     assert(path && out);
@@ -34,9 +34,9 @@ err_t token_open(const char *path, struct token **out)
     if (!t->path)
         goto out;
     t->seen_ok = stat(path, &t->seen) == 0;
-    rc = config_read_token(path, &t->value, why, sizeof(why));
+    rc = config_read_token(path, &t->value, &e);
     if (rc) {
-        log_err("write token file '%s': %s", path, why);
+        log_err("write token file '%s': %s", path, error_msg(&e));
         goto out;
     }
     *out = t;
@@ -77,6 +77,7 @@ static void warn_once(struct token *t, const char *why)
 static void refresh(struct token *t)
 {
     struct stat sb;
+    struct error e = {0};
     char why[512], *value = NULL;
 
     if (stat(t->path, &sb) != 0) {
@@ -89,8 +90,8 @@ static void refresh(struct token *t)
         return;
     t->seen = sb;
     t->seen_ok = true;
-    if (config_read_token(t->path, &value, why, sizeof(why))) {
-        warn_once(t, why);
+    if (config_read_token(t->path, &value, &e)) {
+        warn_once(t, error_msg(&e));
         return;
     }
     if (strcmp(value, t->value) != 0)

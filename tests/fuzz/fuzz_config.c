@@ -11,22 +11,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct config c;
-    char msg[512] = "";
+    struct error e = {0};
     json_t *doc = NULL;
     err_t rc;
 
-    rc = cfg_yaml_parse((const char *)data, size, &doc, msg, sizeof(msg));
+    rc = cfg_yaml_parse((const char *)data, size, &doc, &e);
     if (rc != ERR_OK && rc != ERR_INVAL && rc != ERR_NOMEM)
         abort();
-    if (rc == ERR_INVAL && msg[0] == '\0')
+    if (rc != e.code || (rc == ERR_INVAL && e.msg[0] == '\0'))
         abort();
     if (rc)
         return 0;
     memset(&c, 0, sizeof(c));
     if (config_init(&c) == ERR_OK) {
-        msg[0] = '\0';
-        rc = config_apply(&c, doc, msg, sizeof(msg));
-        if (rc == ERR_INVAL && msg[0] == '\0')
+        e = (struct error){0};
+        rc = config_apply(&c, doc, &e);
+        if (rc != e.code || (rc == ERR_INVAL && e.msg[0] == '\0'))
             abort();
         config_release(&c);
     }

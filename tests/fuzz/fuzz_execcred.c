@@ -28,11 +28,10 @@ static void fuzz_block(const char *text, size_t len)
 {
     struct execcred_cfg *c = NULL;
     json_t *doc = NULL;
-    char msg[256] = "";
     struct error e = {0};
     err_t rc;
 
-    if (cfg_yaml_parse(text, len, &doc, msg, sizeof(msg)))
+    if (cfg_yaml_parse(text, len, &doc, &e))
         return;
     rc = execcred_cfg_parse(doc, "/nonexistent", &c, &e);
     if (rc == ERR_INVAL && e.msg[0] == '\0')

@@ -6,9 +6,15 @@
 
 #include <unistd.h>
 
+/* cfg_yaml_parse with its message copied to 'msg'. */
 static err_t parse(const char *yaml, json_t **out, char *msg, size_t cap)
 {
-    return cfg_yaml_parse(yaml, strlen(yaml), out, msg, cap);
+    struct error e = {0};
+    err_t rc = cfg_yaml_parse(yaml, strlen(yaml), out, &e);
+
+    str_copy(msg, cap, e.msg);
+    CHECK_EQ_INT(e.code, rc);
+    return rc;
 }
 
 static void test_yaml_scalars(void)
@@ -113,7 +119,8 @@ static void test_yaml_refusals(void)
 
 static void test_yaml_load(void)
 {
-    char dir[] = "/tmp/cfg_test.XXXXXX", path[256], msg[256] = "";
+    char dir[] = "/tmp/cfg_test.XXXXXX", path[256];
+    struct error e = {0};
     json_t *doc = NULL;
     FILE *f;
 
@@ -125,16 +132,16 @@ static void test_yaml_load(void)
         fputs("history: 5\nsource: api\n", f);
         fclose(f);
     }
-    CHECK_OK(cfg_yaml_load(path, &doc, msg, sizeof(msg)));
+    CHECK_OK(cfg_yaml_load(path, &doc, &e));
     CHECK_EQ_INT(json_integer_value(json_object_get(doc, "history")), 5);
     CHECK_STREQ(json_string_value(json_object_get(doc, "source")), "api");
     json_decref(doc);
     doc = NULL;
     unlink(path);
-    msg[0] = '\0';
-    CHECK_EQ_INT(cfg_yaml_load(path, &doc, msg, sizeof(msg)), ERR_IO);
+    CHECK_EQ_INT(cfg_yaml_load(path, &doc, &e), ERR_IO);
     CHECK(doc == NULL);
-    CHECK(msg[0] != '\0');
+    CHECK_EQ_INT(e.code, ERR_IO);
+    CHECK(strstr(e.msg, "cannot open") != NULL);
     rmdir(dir);
 }
 

@@ -34,9 +34,15 @@ static const struct opt table[] = {
     {"qps", OPT_NUMBER, offsetof(struct settings, qps), .def = NULL},
 };
 
+/* opts_set with its message copied to 'msg' (256 bytes). */
 static err_t set(struct settings *s, const char *key, const char *value, char *msg)
 {
-    return opts_set(table, ARRAY_SIZE(table), s, key, value, msg, 256);
+    struct error e = {0};
+    err_t rc = opts_set(table, ARRAY_SIZE(table), s, key, value, &e);
+
+    str_copy(msg, 256, e.msg);
+    CHECK_EQ_INT(e.code, rc);
+    return rc;
 }
 
 static void test_str(void)
@@ -194,13 +200,13 @@ static void test_apply(void)
 {
     struct settings s = {0};
     const char *const skip[] = {"kubeconfig", "listen", NULL};
-    char msg[256];
+    struct error e = {0};
     json_t *doc = json_pack("{s:s,s:s,s:s,s:i,s:f,s:s,s:i}", "node-name", "n7", "log_level", "warn",
                             "resync_period", "10s", "workers", 8, "qps", 2.5, "kubeconfig", "/x",
                             "listen", 99);
 
     CHECK(doc != NULL);
-    CHECK_OK(opts_apply(table, ARRAY_SIZE(table), &s, doc, skip, msg, sizeof(msg)));
+    CHECK_OK(opts_apply(table, ARRAY_SIZE(table), &s, doc, skip, &e));
     CHECK_STREQ(s.name, "n7");
     CHECK_STREQ(s.mode, "warn");
     CHECK_EQ_INT(s.resync, 10000);
@@ -210,52 +216,52 @@ static void test_apply(void)
 
     /* one setting spelled both ways: refused, whichever comes first */
     doc = json_pack("{s:s,s:s}", "node_name", "a", "node-name", "b");
-    CHECK_EQ_INT(opts_apply(table, ARRAY_SIZE(table), &s, doc, skip, msg, sizeof(msg)), ERR_INVAL);
-    CHECK(strstr(msg, "duplicate key") != NULL);
+    CHECK_EQ_INT(opts_apply(table, ARRAY_SIZE(table), &s, doc, skip, &e), ERR_INVAL);
+    CHECK(strstr(e.msg, "duplicate key") != NULL);
     json_decref(doc);
 
     /* numbers for durations (seconds) and numbers */
     doc = json_pack("{s:i,s:i}", "resync_period", 30, "qps", 50);
-    CHECK_OK(opts_apply(table, ARRAY_SIZE(table), &s, doc, NULL, msg, sizeof(msg)));
+    CHECK_OK(opts_apply(table, ARRAY_SIZE(table), &s, doc, NULL, &e));
     CHECK_EQ_INT(s.resync, 30000);
     CHECK(s.qps == 50.0);
     json_decref(doc);
 
     /* a skipped key is not applied without the skip list */
     doc = json_pack("{s:s}", "kubeconfig", "/x");
-    msg[0] = '\0';
-    CHECK_EQ_INT(opts_apply(table, ARRAY_SIZE(table), &s, doc, NULL, msg, sizeof(msg)), ERR_INVAL);
-    CHECK_HAS(msg, "kubeconfig");
+    e = (struct error){0};
+    CHECK_EQ_INT(opts_apply(table, ARRAY_SIZE(table), &s, doc, NULL, &e), ERR_INVAL);
+    CHECK_HAS(e.msg, "kubeconfig");
     json_decref(doc);
 
     /* a bad number leaves the field */
     doc = json_pack("{s:i}", "workers", 0);
-    CHECK_EQ_INT(opts_apply(table, ARRAY_SIZE(table), &s, doc, NULL, msg, sizeof(msg)), ERR_INVAL);
+    CHECK_EQ_INT(opts_apply(table, ARRAY_SIZE(table), &s, doc, NULL, &e), ERR_INVAL);
     CHECK_EQ_INT(s.workers, 8);
     json_decref(doc);
 
     /* neither string nor number */
     doc = json_pack("{s:b}", "workers", 1);
-    msg[0] = '\0';
-    CHECK_EQ_INT(opts_apply(table, ARRAY_SIZE(table), &s, doc, NULL, msg, sizeof(msg)), ERR_INVAL);
-    CHECK_HAS(msg, "workers");
-    CHECK_HAS(msg, "string or a number");
+    e = (struct error){0};
+    CHECK_EQ_INT(opts_apply(table, ARRAY_SIZE(table), &s, doc, NULL, &e), ERR_INVAL);
+    CHECK_HAS(e.msg, "workers");
+    CHECK_HAS(e.msg, "string or a number");
     json_decref(doc);
     doc = json_pack("{s:[]}", "nosuch", 1);
-    msg[0] = '\0';
-    CHECK_EQ_INT(opts_apply(table, ARRAY_SIZE(table), &s, doc, NULL, msg, sizeof(msg)), ERR_INVAL);
-    CHECK_HAS(msg, "unknown key");
+    e = (struct error){0};
+    CHECK_EQ_INT(opts_apply(table, ARRAY_SIZE(table), &s, doc, NULL, &e), ERR_INVAL);
+    CHECK_HAS(e.msg, "unknown key");
     json_decref(doc);
 
     /* not a mapping */
     doc = json_array();
-    CHECK_EQ_INT(opts_apply(table, ARRAY_SIZE(table), &s, doc, NULL, msg, sizeof(msg)), ERR_INVAL);
+    CHECK_EQ_INT(opts_apply(table, ARRAY_SIZE(table), &s, doc, NULL, &e), ERR_INVAL);
     json_decref(doc);
-    CHECK_EQ_INT(opts_apply(table, ARRAY_SIZE(table), &s, NULL, NULL, msg, sizeof(msg)), ERR_INVAL);
+    CHECK_EQ_INT(opts_apply(table, ARRAY_SIZE(table), &s, NULL, NULL, &e), ERR_INVAL);
 
     /* an empty mapping changes nothing */
     doc = json_object();
-    CHECK_OK(opts_apply(table, ARRAY_SIZE(table), &s, doc, skip, msg, sizeof(msg)));
+    CHECK_OK(opts_apply(table, ARRAY_SIZE(table), &s, doc, skip, &e));
     CHECK_STREQ(s.name, "n7");
     json_decref(doc);
 
@@ -349,10 +355,10 @@ static const struct opts_spec app_spec = {
 static void test_defaults(void)
 {
     struct app a = {0};
-    char msg[256] = "";
+    struct error e = {0};
 
     unsetenv("OPTS_TEST_NODE");
-    CHECK_OK(opts_defaults(app_table, ARRAY_SIZE(app_table), &a, msg, sizeof(msg)));
+    CHECK_OK(opts_defaults(app_table, ARRAY_SIZE(app_table), &a, &e));
     CHECK(a.node != NULL && a.node[0] != '\0'); /* the host's name */
     CHECK_STREQ(a.sock, "/run/x.sock");
     CHECK(a.url == NULL);
@@ -361,10 +367,10 @@ static void test_defaults(void)
     CHECK_STREQ(a.log_format, "text");
     CHECK_STREQ(a.log_level, "info");
     setenv("OPTS_TEST_NODE", "", 1); /* empty: as if unset */
-    CHECK_OK(opts_defaults(app_table, ARRAY_SIZE(app_table), &a, msg, sizeof(msg)));
+    CHECK_OK(opts_defaults(app_table, ARRAY_SIZE(app_table), &a, &e));
     CHECK(a.node != NULL && a.node[0] != '\0');
     setenv("OPTS_TEST_NODE", "n-env", 1);
-    CHECK_OK(opts_defaults(app_table, ARRAY_SIZE(app_table), &a, msg, sizeof(msg)));
+    CHECK_OK(opts_defaults(app_table, ARRAY_SIZE(app_table), &a, &e));
     CHECK_STREQ(a.node, "n-env");
     unsetenv("OPTS_TEST_NODE");
     opts_release(app_table, ARRAY_SIZE(app_table), &a);

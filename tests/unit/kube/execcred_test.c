@@ -18,7 +18,7 @@
 static err_t cfg_of(const char *text, const char *dir, struct execcred_cfg **out, struct error *e)
 {
     json_t *doc = NULL;
-    err_t rc = cfg_yaml_parse(text, strlen(text), &doc, e->msg, sizeof(e->msg));
+    err_t rc = cfg_yaml_parse(text, strlen(text), &doc, e);
 
     if (!rc)
         rc = execcred_cfg_parse(doc, dir, out, e);

@@ -83,14 +83,15 @@ static void test_nodes_and_pods(void)
 
 static void test_documents(void)
 {
-    char *s = rendered(RENDER_NODE, RENDER_JSON, node_rows, false, 0), msg[256] = "";
+    char *s = rendered(RENDER_NODE, RENDER_JSON, node_rows, false, 0);
+    struct error e = {0};
     json_t *doc = json_loads(s, 0, NULL), *back = NULL;
 
     CHECK(json_is_array(json_object_get(doc, "items")));
     CHECK_EQ_INT(json_array_size(json_object_get(doc, "items")), 2);
     free(s);
     s = rendered(RENDER_NODE, RENDER_YAML, node_rows, false, 0);
-    CHECK_OK(cfg_yaml_parse(s, strlen(s), &back, msg, sizeof(msg)));
+    CHECK_OK(cfg_yaml_parse(s, strlen(s), &back, &e));
     CHECK(json_equal(doc, back));
     free(s);
     json_decref(doc);

@@ -12,11 +12,11 @@ static void round_trip(const char *text)
 {
     struct strbuf sb = STRBUF_INIT;
     json_t *in = json_loads(text, 0, NULL), *back = NULL;
-    char msg[256] = "";
+    struct error e = {0};
 
     CHECK(in != NULL);
     CHECK_OK(yamlout_write(in, &sb));
-    CHECK_OK(cfg_yaml_parse(sb.buf ? sb.buf : "", sb.len, &back, msg, sizeof(msg)));
+    CHECK_OK(cfg_yaml_parse(sb.buf ? sb.buf : "", sb.len, &back, &e));
     TEST_REPORT(json_equal(in, back), "round trip of %s gave:\n%s", text, sb.buf);
     json_decref(in);
     json_decref(back);

@@ -53,98 +53,98 @@ static void test_defaults(void)
 static void test_set(void)
 {
     struct config c;
-    char msg[256] = "", token[512], longpath[200];
+    struct error e = {0};
+    char token[512], longpath[200];
 
     CHECK_OK(config_init(&c));
-    CHECK_OK(config_set(&c, "node-name", "n1", msg, sizeof(msg)));
+    CHECK_OK(config_set(&c, "node-name", "n1", &e));
     CHECK_STREQ(c.node_name, "n1");
-    CHECK_OK(config_set(&c, "node_name", "n2", msg, sizeof(msg)));
+    CHECK_OK(config_set(&c, "node_name", "n2", &e));
     CHECK_STREQ(c.node_name, "n2");
-    CHECK_OK(config_set(&c, "listen", "127.0.0.1:9444", msg, sizeof(msg)));
+    CHECK_OK(config_set(&c, "listen", "127.0.0.1:9444", &e));
     CHECK_STREQ(c.listen, "127.0.0.1:9444");
     write_file("token", "secret\n", token, sizeof(token));
     CHECK_OK(chmod(token, 0600));
-    CHECK_OK(config_set(&c, "write-token-file", token, msg, sizeof(msg)));
+    CHECK_OK(config_set(&c, "write-token-file", token, &e));
     CHECK_STREQ(c.write_token_file, token);
-    CHECK_OK(config_set(&c, "source", "kubelet", msg, sizeof(msg)));
+    CHECK_OK(config_set(&c, "source", "kubelet", &e));
     CHECK_STREQ(c.source, "kubelet");
-    CHECK_OK(config_set(&c, "kubelet-interval", "1500ms", msg, sizeof(msg)));
+    CHECK_OK(config_set(&c, "kubelet-interval", "1500ms", &e));
     CHECK_EQ_INT(c.kubelet_interval_ms, 1500);
-    CHECK_OK(config_set(&c, "kubelet_interval", "1m30s", msg, sizeof(msg)));
+    CHECK_OK(config_set(&c, "kubelet_interval", "1m30s", &e));
     CHECK_EQ_INT(c.kubelet_interval_ms, 90000);
-    CHECK_OK(config_set(&c, "history", "5", msg, sizeof(msg)));
+    CHECK_OK(config_set(&c, "history", "5", &e));
     CHECK_EQ_INT(c.history, 5);
-    CHECK_OK(config_set(&c, "log-format", "json", msg, sizeof(msg)));
+    CHECK_OK(config_set(&c, "log-format", "json", &e));
     CHECK_STREQ(c.log_format, "json");
-    CHECK_OK(config_set(&c, "log_level", "debug", msg, sizeof(msg)));
+    CHECK_OK(config_set(&c, "log_level", "debug", &e));
     CHECK_STREQ(c.log_level, "debug");
-    CHECK_OK(config_set(&c, "db", "/tmp/x.db", msg, sizeof(msg)));
+    CHECK_OK(config_set(&c, "db", "/tmp/x.db", &e));
     CHECK_STREQ(c.db, "/tmp/x.db");
 
-    msg[0] = '\0';
-    CHECK_EQ_INT(config_set(&c, "colour", "red", msg, sizeof(msg)), ERR_INVAL);
-    CHECK(strstr(msg, "colour") != NULL);
-    msg[0] = '\0';
-    CHECK_EQ_INT(config_set(&c, "source", "docker", msg, sizeof(msg)), ERR_INVAL);
-    CHECK(strstr(msg, "source") != NULL && strstr(msg, "docker") != NULL);
+    e = (struct error){0};
+    CHECK_EQ_INT(config_set(&c, "colour", "red", &e), ERR_INVAL);
+    CHECK(strstr(e.msg, "colour") != NULL);
+    e = (struct error){0};
+    CHECK_EQ_INT(config_set(&c, "source", "docker", &e), ERR_INVAL);
+    CHECK(strstr(e.msg, "source") != NULL && strstr(e.msg, "docker") != NULL);
     CHECK_STREQ(c.source, "kubelet");
-    CHECK_EQ_INT(config_set(&c, "source", "api|kubelet", msg, sizeof(msg)), ERR_INVAL);
-    CHECK_EQ_INT(config_set(&c, "source", "", msg, sizeof(msg)), ERR_INVAL);
-    CHECK_EQ_INT(config_set(&c, "log-level", "trace", msg, sizeof(msg)), ERR_INVAL);
-    CHECK_EQ_INT(config_set(&c, "log-format", "xml", msg, sizeof(msg)), ERR_INVAL);
-    msg[0] = '\0';
-    CHECK_EQ_INT(config_set(&c, "kubelet-interval", "-3s", msg, sizeof(msg)), ERR_INVAL);
-    CHECK(strstr(msg, "kubelet_interval") != NULL);
-    CHECK_EQ_INT(config_set(&c, "kubelet-interval", "soon", msg, sizeof(msg)), ERR_INVAL);
-    CHECK_EQ_INT(config_set(&c, "kubelet-interval", "0s", msg, sizeof(msg)), ERR_INVAL);
-    msg[0] = '\0';
-    CHECK_EQ_INT(config_set(&c, "history", "0", msg, sizeof(msg)), ERR_INVAL);
-    CHECK(strstr(msg, "history") != NULL);
-    CHECK_EQ_INT(config_set(&c, "history", "-1", msg, sizeof(msg)), ERR_INVAL);
-    CHECK_EQ_INT(config_set(&c, "history", "ten", msg, sizeof(msg)), ERR_INVAL);
-    CHECK_EQ_INT(config_set(&c, "history", "1000000000", msg, sizeof(msg)), ERR_INVAL);
+    CHECK_EQ_INT(config_set(&c, "source", "api|kubelet", &e), ERR_INVAL);
+    CHECK_EQ_INT(config_set(&c, "source", "", &e), ERR_INVAL);
+    CHECK_EQ_INT(config_set(&c, "log-level", "trace", &e), ERR_INVAL);
+    CHECK_EQ_INT(config_set(&c, "log-format", "xml", &e), ERR_INVAL);
+    e = (struct error){0};
+    CHECK_EQ_INT(config_set(&c, "kubelet-interval", "-3s", &e), ERR_INVAL);
+    CHECK(strstr(e.msg, "kubelet_interval") != NULL);
+    CHECK_EQ_INT(config_set(&c, "kubelet-interval", "soon", &e), ERR_INVAL);
+    CHECK_EQ_INT(config_set(&c, "kubelet-interval", "0s", &e), ERR_INVAL);
+    e = (struct error){0};
+    CHECK_EQ_INT(config_set(&c, "history", "0", &e), ERR_INVAL);
+    CHECK(strstr(e.msg, "history") != NULL);
+    CHECK_EQ_INT(config_set(&c, "history", "-1", &e), ERR_INVAL);
+    CHECK_EQ_INT(config_set(&c, "history", "ten", &e), ERR_INVAL);
+    CHECK_EQ_INT(config_set(&c, "history", "1000000000", &e), ERR_INVAL);
     CHECK_EQ_INT(c.history, 5);
-    CHECK_EQ_INT(config_set(&c, "db", "", msg, sizeof(msg)), ERR_INVAL);
+    CHECK_EQ_INT(config_set(&c, "db", "", &e), ERR_INVAL);
     CHECK_STREQ(c.db, "/tmp/x.db");
 
     /* listen: a loopback HOST:PORT, the port all digits, 0..65535 */
-    CHECK_OK(config_set(&c, "listen", "[::1]:0", msg, sizeof(msg)));
-    CHECK_OK(config_set(&c, "listen", "localhost:65535", msg, sizeof(msg)));
+    CHECK_OK(config_set(&c, "listen", "[::1]:0", &e));
+    CHECK_OK(config_set(&c, "listen", "localhost:65535", &e));
     CHECK_STREQ(c.listen, "localhost:65535");
     static const char *const bad_listen[] = {"127.0.0.1:abc", "127.0.0.1:",      "127.0.0.1:80x",
                                              "127.0.0.1:-1",  "127.0.0.1:65536", "127.0.0.1:123456",
                                              "0.0.0.0:9444",  "10.0.0.1:9444",   "[::]:9444",
                                              "9444",          "nonsense",        ":9444"};
     for (size_t i = 0; i < ARRAY_SIZE(bad_listen); i++) {
-        msg[0] = '\0';
-        CHECK_EQ_INT(config_set(&c, "listen", bad_listen[i], msg, sizeof(msg)), ERR_INVAL);
-        CHECK(strstr(msg, "\"listen\"") != NULL && strstr(msg, bad_listen[i]) != NULL);
+        e = (struct error){0};
+        CHECK_EQ_INT(config_set(&c, "listen", bad_listen[i], &e), ERR_INVAL);
+        CHECK(strstr(e.msg, "\"listen\"") != NULL && strstr(e.msg, bad_listen[i]) != NULL);
     }
     CHECK_STREQ(c.listen, "localhost:65535");
     /* a token file that cannot be read, a socket path too long for sun_path */
-    msg[0] = '\0';
-    CHECK_EQ_INT(config_set(&c, "write-token-file", "/nonexistent/token", msg, sizeof(msg)),
-                 ERR_INVAL);
-    CHECK(strstr(msg, "write_token_file") != NULL && strstr(msg, "No such file") != NULL);
+    e = (struct error){0};
+    CHECK_EQ_INT(config_set(&c, "write-token-file", "/nonexistent/token", &e), ERR_INVAL);
+    CHECK(strstr(e.msg, "write_token_file") != NULL && strstr(e.msg, "No such file") != NULL);
     CHECK_STREQ(c.write_token_file, token);
     /* one that group or others may read: refused, naming the file and mode */
     CHECK_OK(chmod(token, 0640));
-    msg[0] = '\0';
-    CHECK_EQ_INT(config_set(&c, "write-token-file", token, msg, sizeof(msg)), ERR_INVAL);
-    CHECK(strstr(msg, "write_token_file") != NULL && strstr(msg, "0640") != NULL &&
-          strstr(msg, token) != NULL);
+    e = (struct error){0};
+    CHECK_EQ_INT(config_set(&c, "write-token-file", token, &e), ERR_INVAL);
+    CHECK(strstr(e.msg, "write_token_file") != NULL && strstr(e.msg, "0640") != NULL &&
+          strstr(e.msg, token) != NULL);
     CHECK_OK(chmod(token, 0600));
     memset(longpath, 'a', sizeof(longpath) - 1);
     longpath[0] = '/';
     longpath[sizeof(longpath) - 1] = '\0';
-    msg[0] = '\0';
-    CHECK_EQ_INT(config_set(&c, "socket", longpath, msg, sizeof(msg)), ERR_INVAL);
-    CHECK(strstr(msg, "\"socket\"") != NULL && strstr(msg, "too long") != NULL);
+    e = (struct error){0};
+    CHECK_EQ_INT(config_set(&c, "socket", longpath, &e), ERR_INVAL);
+    CHECK(strstr(e.msg, "\"socket\"") != NULL && strstr(e.msg, "too long") != NULL);
     longpath[107] = '\0'; /* 107 bytes and the NUL fill sun_path */
-    CHECK_OK(config_set(&c, "socket", longpath, msg, sizeof(msg)));
+    CHECK_OK(config_set(&c, "socket", longpath, &e));
     longpath[107] = 'a'; /* 108: one too many */
     longpath[108] = '\0';
-    CHECK_EQ_INT(config_set(&c, "socket", longpath, msg, sizeof(msg)), ERR_INVAL);
+    CHECK_EQ_INT(config_set(&c, "socket", longpath, &e), ERR_INVAL);
     config_release(&c);
     CHECK_OK(unlink(token));
 }
@@ -152,7 +152,8 @@ static void test_set(void)
 static void test_load(void)
 {
     struct config c;
-    char path[512], msg[512] = "", *s;
+    struct error e = {0};
+    char path[512], *s;
 
     write_file("good.yaml",
                "db: var/podresd.db\n"
@@ -174,7 +175,7 @@ static void test_load(void)
                "      - {id: nic-0, health: Unhealthy}\n",
                path, sizeof(path));
     CHECK_OK(config_init(&c));
-    CHECK_OK(config_load(&c, path, msg, sizeof(msg)));
+    CHECK_OK(config_load(&c, path, &e));
     CHECK_STREQ(c.db, "var/podresd.db");
     CHECK_STREQ(c.socket, "var/podresd.sock");
     CHECK_STREQ(c.listen, "127.0.0.1:9444");
@@ -196,30 +197,30 @@ static void test_load(void)
     /* an unknown key: the message names the key and the file */
     write_file("bad-key.yaml", "history: 5\nlisten_port: 9\n", path, sizeof(path));
     CHECK_OK(config_init(&c));
-    msg[0] = '\0';
-    CHECK_EQ_INT(config_load(&c, path, msg, sizeof(msg)), ERR_INVAL);
-    CHECK(strstr(msg, "listen_port") != NULL);
-    CHECK(strstr(msg, path) != NULL);
+    e = (struct error){0};
+    CHECK_EQ_INT(config_load(&c, path, &e), ERR_INVAL);
+    CHECK(strstr(e.msg, "listen_port") != NULL);
+    CHECK(strstr(e.msg, path) != NULL);
     config_release(&c);
     unlink(path);
 
     /* a bad value */
     write_file("bad-value.yaml", "history: 0\n", path, sizeof(path));
     CHECK_OK(config_init(&c));
-    msg[0] = '\0';
-    CHECK_EQ_INT(config_load(&c, path, msg, sizeof(msg)), ERR_INVAL);
-    CHECK(strstr(msg, "history") != NULL);
-    CHECK(strstr(msg, path) != NULL);
+    e = (struct error){0};
+    CHECK_EQ_INT(config_load(&c, path, &e), ERR_INVAL);
+    CHECK(strstr(e.msg, "history") != NULL);
+    CHECK(strstr(e.msg, path) != NULL);
     config_release(&c);
     unlink(path);
 
     /* a value of the wrong type */
     write_file("bad-type.yaml", "log_level: [info]\n", path, sizeof(path));
     CHECK_OK(config_init(&c));
-    msg[0] = '\0';
-    CHECK_EQ_INT(config_load(&c, path, msg, sizeof(msg)), ERR_INVAL);
-    CHECK(strstr(msg, "log_level") != NULL);
-    CHECK(strstr(msg, path) != NULL);
+    e = (struct error){0};
+    CHECK_EQ_INT(config_load(&c, path, &e), ERR_INVAL);
+    CHECK(strstr(e.msg, "log_level") != NULL);
+    CHECK(strstr(e.msg, path) != NULL);
     config_release(&c);
     unlink(path);
 
@@ -229,10 +230,10 @@ static void test_load(void)
                "      - {id: gpu-0}\n      - {id: gpu-0}\n",
                path, sizeof(path));
     CHECK_OK(config_init(&c));
-    msg[0] = '\0';
-    CHECK_EQ_INT(config_load(&c, path, msg, sizeof(msg)), ERR_INVAL);
-    CHECK(strstr(msg, "devices[0]") != NULL);
-    CHECK(strstr(msg, path) != NULL);
+    e = (struct error){0};
+    CHECK_EQ_INT(config_load(&c, path, &e), ERR_INVAL);
+    CHECK(strstr(e.msg, "devices[0]") != NULL);
+    CHECK(strstr(e.msg, path) != NULL);
     CHECK(c.devices == NULL);
     config_release(&c);
     unlink(path);
@@ -241,48 +242,48 @@ static void test_load(void)
                "devices:\n  - resourceName: example.com/gpu\n    devices: []\n    extra: 1\n", path,
                sizeof(path));
     CHECK_OK(config_init(&c));
-    msg[0] = '\0';
-    CHECK_EQ_INT(config_load(&c, path, msg, sizeof(msg)), ERR_INVAL);
-    CHECK(strstr(msg, "devices[0]") != NULL);
+    e = (struct error){0};
+    CHECK_EQ_INT(config_load(&c, path, &e), ERR_INVAL);
+    CHECK(strstr(e.msg, "devices[0]") != NULL);
     config_release(&c);
     unlink(path);
 
     /* YAML syntax errors and missing files name the file */
     write_file("bad-yaml.yaml", "a: [1\n", path, sizeof(path));
     CHECK_OK(config_init(&c));
-    msg[0] = '\0';
-    CHECK_EQ_INT(config_load(&c, path, msg, sizeof(msg)), ERR_INVAL);
-    CHECK(strstr(msg, path) != NULL && strstr(msg, "line") != NULL);
+    e = (struct error){0};
+    CHECK_EQ_INT(config_load(&c, path, &e), ERR_INVAL);
+    CHECK(strstr(e.msg, path) != NULL && strstr(e.msg, "line") != NULL);
     unlink(path);
-    msg[0] = '\0';
-    CHECK_EQ_INT(config_load(&c, path, msg, sizeof(msg)), ERR_IO);
-    CHECK(strstr(msg, path) != NULL);
+    e = (struct error){0};
+    CHECK_EQ_INT(config_load(&c, path, &e), ERR_IO);
+    CHECK(strstr(e.msg, path) != NULL);
     config_release(&c);
 }
 
 static void test_apply(void)
 {
     struct config c;
-    char msg[256] = "";
+    struct error e = {0};
     json_t *doc = json_pack("{s:i,s:s}", "history", 42, "log-level", "err");
 
     CHECK_OK(config_init(&c));
-    CHECK_OK(config_apply(&c, doc, msg, sizeof(msg)));
+    CHECK_OK(config_apply(&c, doc, &e));
     CHECK_EQ_INT(c.history, 42);
     CHECK_STREQ(c.log_level, "err");
     json_decref(doc);
     doc = json_array();
-    CHECK_EQ_INT(config_apply(&c, doc, msg, sizeof(msg)), ERR_INVAL);
+    CHECK_EQ_INT(config_apply(&c, doc, &e), ERR_INVAL);
     json_decref(doc);
     doc = json_pack("{s:b}", "db", 1);
-    msg[0] = '\0';
-    CHECK_EQ_INT(config_apply(&c, doc, msg, sizeof(msg)), ERR_INVAL);
-    CHECK(strstr(msg, "db") != NULL);
+    e = (struct error){0};
+    CHECK_EQ_INT(config_apply(&c, doc, &e), ERR_INVAL);
+    CHECK(strstr(e.msg, "db") != NULL);
     json_decref(doc);
     doc = json_pack("{s:s}", "devices", "none");
-    msg[0] = '\0';
-    CHECK_EQ_INT(config_apply(&c, doc, msg, sizeof(msg)), ERR_INVAL);
-    CHECK(strstr(msg, "devices") != NULL);
+    e = (struct error){0};
+    CHECK_EQ_INT(config_apply(&c, doc, &e), ERR_INVAL);
+    CHECK(strstr(e.msg, "devices") != NULL);
     json_decref(doc);
     config_release(&c);
 }
@@ -292,13 +293,13 @@ static void test_apply(void)
 static void test_static_devices_bad_resource(void)
 {
     struct config c;
-    char msg[256] = "";
+    struct error e = {0};
     json_t *doc = json_loads(
         "{\"devices\":[{\"resourceName\":\"gpu\",\"devices\":[{\"id\":\"a\"}]}]}", 0, NULL);
 
     CHECK_OK(config_init(&c));
-    CHECK_EQ_INT(config_apply(&c, doc, msg, sizeof(msg)), ERR_INVAL);
-    CHECK(strstr(msg, "gpu") != NULL);
+    CHECK_EQ_INT(config_apply(&c, doc, &e), ERR_INVAL);
+    CHECK(strstr(e.msg, "gpu") != NULL);
     json_decref(doc);
     config_release(&c);
 }
