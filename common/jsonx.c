@@ -6,21 +6,20 @@
 
 #include <stdarg.h>
 
-err_t jsonx_parse(const char *buf, size_t len, json_t **out, char *msg, size_t cap)
+err_t jsonx_parse(const char *buf, size_t len, json_t **out, struct error *e)
 {
     json_error_t jerr;
     json_t *v;
 
     if (fault_alloc_fails())
-        return ERR_NOMEM;
+        return errorf(e, ERR_NOMEM, "out of memory");
     v = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!v) {
         if (jerr.position == 0 && len == 0)
-            snprintf(msg, cap, "request body is empty; expected a JSON object");
-        else
-            snprintf(msg, cap, "malformed JSON at line %d, column %d: %s", jerr.line, jerr.column,
-                     strstr(jerr.text, "JSON_ALLOW_NUL") ? "a string holds \\u0000" : jerr.text);
-        return ERR_INVAL;
+            return errorf(e, ERR_INVAL, "request body is empty; expected a JSON object");
+        return errorf(e, ERR_INVAL, "malformed JSON at line %d, column %d: %s", jerr.line,
+                      jerr.column,
+                      strstr(jerr.text, "JSON_ALLOW_NUL") ? "a string holds \\u0000" : jerr.text);
     }
     *out = v;
     return ERR_OK;
@@ -108,8 +107,8 @@ json_t *jsonx_object(const char *key, json_t *value, ...)
     return obj;
 }
 
-err_t jsonx_check_keys(const json_t *obj, const char *const *allowed, const char *where, char *msg,
-                       size_t cap)
+err_t jsonx_check_keys(const json_t *obj, const char *const *allowed, const char *where,
+                       struct error *e)
 {
     const char *key;
     json_t *val;
@@ -125,11 +124,9 @@ err_t jsonx_check_keys(const json_t *obj, const char *const *allowed, const char
                 break;
             }
         }
-        if (!ok) {
-            snprintf(msg, cap, "unknown field \"%s%s%s\"", where ? where : "", where ? "." : "",
-                     key);
-            return ERR_INVAL;
-        }
+        if (!ok)
+            return errorf(e, ERR_INVAL, "unknown field \"%s%s%s\"", where ? where : "",
+                          where ? "." : "", key);
     }
     return ERR_OK;
 }

@@ -8,14 +8,14 @@
 #include "err.h"
 
 /* Parse 'len' bytes of JSON (one value, objects or arrays at top level
- * allowed). On ERR_OK *out is new. On ERR_INVAL 'msg' (of 'cap' bytes) says
- * what is wrong and where. */
-err_t jsonx_parse(const char *buf, size_t len, json_t **out, char *msg, size_t cap) WARN_UNUSED;
+ * allowed). On ERR_OK *out is new. On ERR_INVAL 'e' says what is wrong and
+ * where ('e' may be NULL). */
+err_t jsonx_parse(const char *buf, size_t len, json_t **out, struct error *e) WARN_UNUSED;
 
-/* ERR_INVAL and the name in 'msg' when 'obj' has a key not in the
- * NULL-terminated 'allowed' list. */
-err_t jsonx_check_keys(const json_t *obj, const char *const *allowed, const char *where, char *msg,
-                       size_t cap) WARN_UNUSED;
+/* ERR_INVAL and the name in 'e' (may be NULL) when 'obj' has a key not in
+ * the NULL-terminated 'allowed' list. */
+err_t jsonx_check_keys(const json_t *obj, const char *const *allowed, const char *where,
+                       struct error *e) WARN_UNUSED;
 
 /* A new object of the key/value pairs up to a NULL key: what
  * json_pack("{s:o,s:o,...}") builds, without parsing a format (validation

@@ -162,15 +162,6 @@ static err_t node_names(struct args *a, struct error *e)
     return ERR_OK;
 }
 
-/* 'len' bytes of JSON into *doc (new). */
-static err_t parse_json(const char *body, size_t len, json_t **doc, struct error *e)
-{
-    char why[256] = "";
-    err_t rc = jsonx_parse(body, len, doc, why, sizeof(why));
-
-    return rc ? errorf(e, rc, "%s", why[0] ? why : err_str(rc)) : ERR_OK;
-}
-
 /* The pod's namespace and name, and the candidate nodes. */
 static err_t pod_and_nodes(struct args *a, const json_t *pod, struct error *e)
 {
@@ -193,7 +184,7 @@ err_t args_parse(const char *body, size_t len, struct args *a, struct error *e)
     err_t rc;
 
     memset(a, 0, sizeof(*a));
-    rc = parse_json(body, len, &a->doc, e);
+    rc = jsonx_parse(body, len, &a->doc, e);
     if (rc)
         goto out;
     pod = json_object_get(a->doc, "Pod");
@@ -232,7 +223,7 @@ err_t args_parse_bind(const char *body, size_t len, struct args_bind *b, struct 
 {
     json_t *doc = NULL;
     const json_t *uid;
-    err_t rc = parse_json(body, len, &doc, e);
+    err_t rc = jsonx_parse(body, len, &doc, e);
 
     if (rc)
         return rc;

@@ -24,7 +24,8 @@ __attribute__((format(printf, 3, 4))) static err_t fail(struct api_req *r, err_t
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
+    vsnprintf(r->err.msg, sizeof(r->err.msg), fmt, ap);
+    r->err.code = rc;
     va_end(ap);
     return rc;
 }
@@ -33,11 +34,11 @@ __attribute__((format(printf, 3, 4))) static err_t fail(struct api_req *r, err_t
 static err_t store_fail(struct api_req *r, err_t rc, const struct error *e)
 {
     if (e->msg[0])
-        snprintf(r->msg, sizeof(r->msg), "%s", e->msg);
+        errorf(&r->err, rc, "%s", e->msg);
     else if (rc == ERR_NOSPACE)
-        snprintf(r->msg, sizeof(r->msg), "the database disk is full; the write was not applied");
+        errorf(&r->err, rc, "the database disk is full; the write was not applied");
     else if (rc == ERR_UNAVAIL)
-        snprintf(r->msg, sizeof(r->msg), "the database is busy; retry");
+        errorf(&r->err, rc, "the database is busy; retry");
     return rc;
 }
 
@@ -50,7 +51,7 @@ static err_t ok_json(struct api_resp *out, int status, json_t *j)
 
 static err_t parse_body(struct api_req *r, json_t **body)
 {
-    err_t rc = jsonx_parse(r->body, r->body_len, body, r->msg, sizeof(r->msg));
+    err_t rc = jsonx_parse(r->body, r->body_len, body, &r->err);
 
     if (!rc && !json_is_object(*body)) {
         json_decref(*body);
@@ -216,7 +217,7 @@ static err_t get_pod(struct api_req *r, struct api_resp *out)
     if (!rc)
         rc = store_pod_get(r->api->store, r->seg[2], r->seg[4], &j);
     if (rc == ERR_NOTFOUND)
-        snprintf(r->msg, sizeof(r->msg), "pod %.200s/%.300s not found", r->seg[2], r->seg[4]);
+        errorf(&r->err, rc, "pod %.200s/%.300s not found", r->seg[2], r->seg[4]);
     return rc ? rc : ok_json(out, 200, j);
 }
 
@@ -273,8 +274,7 @@ static err_t get_reservation(struct api_req *r, struct api_resp *out)
     if (!rc)
         rc = store_reservation_get(r->api->store, r->seg[2], r->seg[3], &j);
     if (rc == ERR_NOTFOUND)
-        snprintf(r->msg, sizeof(r->msg), "reservation %.200s/%.300s not found", r->seg[2],
-                 r->seg[3]);
+        errorf(&r->err, rc, "reservation %.200s/%.300s not found", r->seg[2], r->seg[3]);
     return rc ? rc : ok_json(out, 200, j);
 }
 

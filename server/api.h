@@ -20,7 +20,6 @@ struct token;
 struct watch_cache;
 
 #define API_MAX_SEGS 8
-#define API_MSG_MAX 1024
 
 /* Shared by every request; read-only after start except where noted. */
 struct api {
@@ -48,7 +47,7 @@ struct api_req {
     size_t nseg;                   /* how many */
     const char *body;              /* request body (NUL-terminated) or NULL */
     size_t body_len;               /* its length */
-    char msg[API_MSG_MAX];         /* the Status message on failure */
+    struct error err;              /* the Status message on failure */
 };
 
 /* What a handler answers on ERR_OK: a JSON body, or a ready response. */

@@ -45,12 +45,11 @@ static err_t parse_query(struct api_req *r, bool usage, struct histq *q)
 
     MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, arg_cb, &a);
     if (a.many) {
-        snprintf(r->msg, sizeof(r->msg), "the query has more than %d parameters", ARGS_MAX);
-        return ERR_INVAL;
+        return errorf(&r->err, ERR_INVAL, "the query has more than %d parameters", ARGS_MAX);
     }
     rc = histq_parse(a.keys, a.vals, a.n, usage, q, &e);
     if (rc)
-        snprintf(r->msg, sizeof(r->msg), "%s", e.msg);
+        errorf(&r->err, rc, "%s", e.msg);
     return rc;
 }
 
@@ -190,24 +189,21 @@ err_t api_device_get(struct api_req *r, struct api_resp *out)
     MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, arg_cb, &a);
     for (i = 0; i < a.n || a.many; i++) {
         if (a.many || i > 0 || strcmp(a.keys[i], "resource") != 0) {
-            snprintf(r->msg, sizeof(r->msg), "query parameter \"%.100s\" is unknown or repeated",
-                     a.many ? "..." : a.keys[i]);
-            return ERR_INVAL;
+            return errorf(&r->err, ERR_INVAL, "query parameter \"%.100s\" is unknown or repeated",
+                          a.many ? "..." : a.keys[i]);
         }
     }
     res = a.n ? a.vals[0] : NULL;
     if (a.n && (!res || !names_is_resource_name(res))) {
-        snprintf(r->msg, sizeof(r->msg), "query resource=\"%.300s\" is not a valid resource name",
-                 res ? res : "");
-        return ERR_INVAL;
+        return errorf(&r->err, ERR_INVAL, "query resource=\"%.300s\" is not a valid resource name",
+                      res ? res : "");
     }
     if (!names_is_device_id(r->seg[2])) {
-        snprintf(r->msg, sizeof(r->msg), "device id \"%.300s\" is invalid", r->seg[2]);
-        return ERR_UNPROCESSABLE;
+        return errorf(&r->err, ERR_UNPROCESSABLE, "device id \"%.300s\" is invalid", r->seg[2]);
     }
     rc = store_device_find(r->api->store, r->seg[2], res, &e, &j);
     if (rc) {
-        snprintf(r->msg, sizeof(r->msg), "%s", e.msg);
+        errorf(&r->err, rc, "%s", e.msg);
         return rc;
     }
     out->status = 200;

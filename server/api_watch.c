@@ -442,8 +442,7 @@ static err_t parse_query(struct api_req *r, struct watcher *w, bool *has_since)
     unsigned long long v;
 
     if (since && rv) {
-        snprintf(r->msg, sizeof(r->msg), "give since or resourceVersion, not both");
-        return ERR_INVAL;
+        return errorf(&r->err, ERR_INVAL, "give since or resourceVersion, not both");
     }
     if (rv && strcmp(rv, "0") != 0) /* "0": from anything, as a list from the cache */
         since = rv;
@@ -452,28 +451,24 @@ static err_t parse_query(struct api_req *r, struct watcher *w, bool *has_since)
         errno = 0;
         v = strtoull(since, &end, 10);
         if (errno || *end || !isdigit((unsigned char)since[0])) { /* not " 5", "+5" */
-            snprintf(r->msg, sizeof(r->msg), "query %s=\"%.100s\" must be a revision",
-                     since == rv ? "resourceVersion" : "since", since);
-            return ERR_INVAL;
+            return errorf(&r->err, ERR_INVAL, "query %s=\"%.100s\" must be a revision",
+                          since == rv ? "resourceVersion" : "since", since);
         }
         w->cursor = v;
     }
     if (kind && strcmp(kind, "PodResources") != 0 && strcmp(kind, "Device") != 0 &&
         strcmp(kind, "Reservation") != 0) {
-        snprintf(r->msg, sizeof(r->msg),
-                 "query kind=\"%.100s\" must be PodResources, Device or Reservation", kind);
-        return ERR_INVAL;
+        return errorf(&r->err, ERR_INVAL,
+                      "query kind=\"%.100s\" must be PodResources, Device or Reservation", kind);
     }
     if (ns && !names_is_dns1123_label(ns)) {
-        snprintf(r->msg, sizeof(r->msg), "query namespace=\"%.100s\" is not a namespace", ns);
-        return ERR_INVAL;
+        return errorf(&r->err, ERR_INVAL, "query namespace=\"%.100s\" is not a namespace", ns);
     }
     if (ts) {
         errno = 0;
         v = strtoull(ts, &end, 10);
         if (errno || *end || !isdigit((unsigned char)ts[0]) || v > 86400 * 7) {
-            snprintf(r->msg, sizeof(r->msg), "query timeoutSeconds=\"%.100s\" is invalid", ts);
-            return ERR_INVAL;
+            return errorf(&r->err, ERR_INVAL, "query timeoutSeconds=\"%.100s\" is invalid", ts);
         }
         w->end_at = v ? clock_mono_ms() + v * 1000 : NO_DEADLINE;
     }
@@ -496,14 +491,14 @@ static err_t first_lines(struct api_req *r, struct watcher *w, bool has_since)
         rc = store_changes_after(w->api->store, &w->cursor, &w->flt, CATCHUP_ROWS, &w->buf, &w->len,
                                  &w->cap);
         if (rc == ERR_GONE && w->cursor > (rev = store_revision(w->api->store)))
-            snprintf(r->msg, sizeof(r->msg), /* a restored or replaced database */
-                     "revision %llu is newer than this podresd's (%llu): list again",
-                     (unsigned long long)w->cursor, (unsigned long long)rev);
+            errorf(&r->err, rc, /* a restored or replaced database */
+                   "revision %llu is newer than this podresd's (%llu): list again",
+                   (unsigned long long)w->cursor, (unsigned long long)rev);
         else if (rc == ERR_GONE)
-            snprintf(r->msg, sizeof(r->msg),
-                     "too old resource version: %llu is no longer kept (the change log keeps "
-                     "the last changes only); list again",
-                     (unsigned long long)w->cursor);
+            errorf(&r->err, rc,
+                   "too old resource version: %llu is no longer kept (the change log keeps "
+                   "the last changes only); list again",
+                   (unsigned long long)w->cursor);
         w->from_log = true;
         return rc;
     }

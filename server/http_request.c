@@ -139,7 +139,7 @@ static err_t check_request(struct listener *l, struct MHD_Connection *conn, stru
         return rc;
     rc = api_check_params(r, rt);
     if (rc)
-        return errorf(e, rc, "%s", r->msg);
+        return errorf(e, rc, "%s", r->err.msg);
     return http_check_body(conn, c->body, c->len, rt, e);
 }
 
@@ -211,7 +211,7 @@ static enum MHD_Result dispatch(struct listener *l, struct MHD_Connection *conn,
     rc = rt->fn(&r, &out);
     if (rc) {
         free(out.text);
-        return http_queue_error(conn, c, rc, r.msg);
+        return http_queue_error(conn, c, rc, r.err.msg);
     }
     return answer(l, conn, c, method, version, &out);
 }

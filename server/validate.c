@@ -26,25 +26,13 @@ static err_t need_type(const json_t *v, json_type t, const char *field, struct e
     return errorf(e, ERR_INVAL, "field \"%s\" must be a JSON %s", field, names[t]);
 }
 
-/* jsonx_check_keys() with its message in 'e' (or none when NULL); 'where'
- * prefixes the key. */
-static err_t check_keys(const json_t *obj, const char *const *allowed, const char *where,
-                        struct error *e)
-{
-    err_t rc = jsonx_check_keys(obj, allowed, where, e ? e->msg : NULL, e ? sizeof(e->msg) : 0);
-
-    if (rc && e)
-        e->code = rc;
-    return rc;
-}
-
 /* 'v', called 'field', is an object with no key beyond 'allowed'. */
 static err_t need_object(const json_t *v, const char *const *allowed, const char *field,
                          struct error *e)
 {
     err_t rc = need_type(v, JSON_OBJECT, field, e);
 
-    return rc ? rc : check_keys(v, allowed, field, e);
+    return rc ? rc : jsonx_check_keys(v, allowed, field, e);
 }
 
 /* The request body is an object with no key beyond 'allowed'. */
@@ -52,7 +40,7 @@ static err_t need_body(const json_t *body, const char *const *allowed, struct er
 {
     err_t rc = need_type(body, JSON_OBJECT, "body", e);
 
-    return rc ? rc : check_keys(body, allowed, NULL, e);
+    return rc ? rc : jsonx_check_keys(body, allowed, NULL, e);
 }
 
 static bool health_valid(const char *h)

@@ -62,7 +62,8 @@ static void validate_one(unsigned which, const json_t *body)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char msg[512] = "", name[300];
+    struct error e = {0};
+    char name[300];
     json_t *body = NULL;
     unsigned which;
     err_t rc;
@@ -70,8 +71,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1)
         return 0;
     which = data[0];
-    rc = jsonx_parse((const char *)data + 1, size - 1, &body, msg, sizeof(msg));
-    check(rc, msg);
+    rc = jsonx_parse((const char *)data + 1, size - 1, &body, &e);
+    check(rc, e.msg);
     if (!rc && json_is_object(body))
         validate_one(which, body);
     json_decref(body);

@@ -4,57 +4,58 @@
 #include "../../../common/jsonx.h"
 #include "../test.h"
 
-static err_t parse(const char *s, json_t **out, char *msg, size_t cap)
+static err_t parse(const char *s, json_t **out, struct error *e)
 {
-    return jsonx_parse(s, strlen(s), out, msg, cap);
+    return jsonx_parse(s, strlen(s), out, e);
 }
 
 static void test_parse(void)
 {
-    char msg[256] = "";
+    struct error e = {0};
+    const char *msg = e.msg;
     json_t *v = NULL;
 
-    CHECK_OK(parse("{\"a\":1,\"b\":[true,null]}", &v, msg, sizeof(msg)));
+    CHECK_OK(parse("{\"a\":1,\"b\":[true,null]}", &v, &e));
     CHECK_EQ_INT(json_integer_value(json_object_get(v, "a")), 1);
     CHECK_EQ_INT(json_array_size(json_object_get(v, "b")), 2);
     json_decref(v);
     v = NULL;
-    CHECK_OK(parse("[1,2]", &v, msg, sizeof(msg)));
+    CHECK_OK(parse("[1,2]", &v, &e));
     CHECK(json_is_array(v));
     json_decref(v);
     v = NULL;
 
-    msg[0] = '\0';
-    CHECK_EQ_INT(parse("{\"a\":1,\n  \"b\": }", &v, msg, sizeof(msg)), ERR_INVAL);
+    e = (struct error){0};
+    CHECK_EQ_INT(parse("{\"a\":1,\n  \"b\": }", &v, &e), ERR_INVAL);
     CHECK(v == NULL);
     CHECK(strstr(msg, "line 2") != NULL);
     CHECK(strstr(msg, "column") != NULL);
 
-    msg[0] = '\0';
-    CHECK_EQ_INT(parse("{\"a\":1,\"a\":2}", &v, msg, sizeof(msg)), ERR_INVAL);
+    e = (struct error){0};
+    CHECK_EQ_INT(parse("{\"a\":1,\"a\":2}", &v, &e), ERR_INVAL);
     CHECK(v == NULL);
     CHECK(strstr(msg, "line 1") != NULL);
     CHECK(strstr(msg, "duplicate") != NULL);
 
     /* \u0000 in a string: said so, not in jansson's words (a flag name) */
-    msg[0] = '\0';
-    CHECK_EQ_INT(parse("{\"a\":\"x\\u0000y\"}", &v, msg, sizeof(msg)), ERR_INVAL);
+    e = (struct error){0};
+    CHECK_EQ_INT(parse("{\"a\":\"x\\u0000y\"}", &v, &e), ERR_INVAL);
     CHECK(v == NULL);
     CHECK(strstr(msg, "a string holds \\u0000") != NULL);
     CHECK(strstr(msg, "JSON_ALLOW_NUL") == NULL);
 
-    msg[0] = '\0';
-    CHECK_EQ_INT(jsonx_parse("", 0, &v, msg, sizeof(msg)), ERR_INVAL);
+    e = (struct error){0};
+    CHECK_EQ_INT(jsonx_parse("", 0, &v, &e), ERR_INVAL);
     CHECK(v == NULL);
     CHECK(strstr(msg, "empty") != NULL);
 
-    msg[0] = '\0';
-    CHECK_EQ_INT(parse("{} {}", &v, msg, sizeof(msg)), ERR_INVAL);
+    e = (struct error){0};
+    CHECK_EQ_INT(parse("{} {}", &v, &e), ERR_INVAL);
     CHECK(v == NULL);
     CHECK(msg[0] != '\0');
 
     /* only the first 'len' bytes count */
-    CHECK_OK(jsonx_parse("{\"x\":1}garbage", 7, &v, msg, sizeof(msg)));
+    CHECK_OK(jsonx_parse("{\"x\":1}garbage", 7, &v, &e));
     CHECK_EQ_INT(json_integer_value(json_object_get(v, "x")), 1);
     json_decref(v);
 }
@@ -62,20 +63,21 @@ static void test_parse(void)
 static void test_check_keys(void)
 {
     static const char *const allowed[] = {"id", "health", NULL};
-    char msg[256] = "";
+    struct error e = {0};
+    const char *msg = e.msg;
     json_t *o = json_pack("{s:s,s:s}", "id", "a", "health", "Healthy");
 
-    CHECK_OK(jsonx_check_keys(o, allowed, "devices[]", msg, sizeof(msg)));
+    CHECK_OK(jsonx_check_keys(o, allowed, "devices[]", &e));
     json_object_set_new(o, "colour", json_string("red"));
-    CHECK_EQ_INT(jsonx_check_keys(o, allowed, "devices[]", msg, sizeof(msg)), ERR_INVAL);
+    CHECK_EQ_INT(jsonx_check_keys(o, allowed, "devices[]", &e), ERR_INVAL);
     CHECK(strstr(msg, "colour") != NULL);
     CHECK(strstr(msg, "devices[].colour") != NULL);
-    msg[0] = '\0';
-    CHECK_EQ_INT(jsonx_check_keys(o, allowed, NULL, msg, sizeof(msg)), ERR_INVAL);
+    e = (struct error){0};
+    CHECK_EQ_INT(jsonx_check_keys(o, allowed, NULL, &e), ERR_INVAL);
     CHECK(strstr(msg, "\"colour\"") != NULL);
     json_decref(o);
     o = json_object();
-    CHECK_OK(jsonx_check_keys(o, allowed, NULL, msg, sizeof(msg)));
+    CHECK_OK(jsonx_check_keys(o, allowed, NULL, &e));
     json_decref(o);
 }
 
