@@ -4,8 +4,8 @@
  * GET /metrics, /healthz and /readyz, 404 for the rest), routing, body limits, access rules and the
  * Kubernetes Status answer of every failure. A listener that takes writes
  * runs a thread per connection (a write waits for its COMMIT); the read-only
- * TCP listener (no write token) runs as SO_REUSEPORT shards with one polling
- * thread each. Watch streams of both go to one stream loop (stream.h). */
+ * TCP listener (no write token) runs one polling thread for all its
+ * connections. Watch streams of both go to one stream loop (stream.h). */
 #ifndef PODRES_HTTP_H
 #define PODRES_HTTP_H
 #include <stddef.h>

@@ -19,27 +19,15 @@
 #include "http.h"
 #include "metrics.h"
 
-#define SHARDS_MAX 8 /* daemons of the read-only TCP listener (http_listen.c, tcp_shards) */
-
-struct listener;
-
-/* One daemon's connections, as the warden sees them. Set before the daemon
- * starts, read-only after. */
-struct shard {
-    struct listener *l;   /* back pointer */
-    struct MHD_Daemon *d; /* the daemon */
+/* One listener and its libmicrohttpd daemon. Set up by http_start
+ * (listen_fd and limit before the daemon starts), read-only after. */
+struct listener {
+    struct http *h;       /* back pointer */
+    struct MHD_Daemon *d; /* the daemon, or NULL: not configured or not started */
     int listen_fd;        /* its listening socket */
     unsigned limit;       /* libmicrohttpd's connection limit of the daemon */
-};
-
-/* One listener: its daemons. Set up by http_start, read-only after. */
-struct listener {
-    struct http *h;                   /* back pointer */
-    struct MHD_Daemon *d[SHARDS_MAX]; /* one daemon, or the read-only listener's shards */
-    struct shard sh[SHARDS_MAX];      /* their connections, by the same index */
-    unsigned nd;                      /* daemons in d */
-    bool tcp;                         /* loopback TCP (token rules apply) */
-    bool metrics_only;                /* --metrics-listen: /metrics, /healthz, /readyz alone */
+    bool tcp;             /* loopback TCP (token rules apply) */
+    bool metrics_only;    /* --metrics-listen: /metrics, /healthz, /readyz alone */
 };
 
 /* One connection of libmicrohttpd from its accept to its close, in
@@ -47,7 +35,7 @@ struct listener {
  * told of the close: libmicrohttpd tells before it closes, and waits for mu. */
 struct conn {
     struct conn *prev, *next; /* in http.conns */
-    struct shard *sh;         /* its daemon */
+    struct listener *l;       /* its listener */
     int fd;                   /* libmicrohttpd's descriptor */
     bool busy;                /* a request's head is in and not yet answered */
     bool shut;                /* shut down by the warden */
@@ -173,10 +161,10 @@ err_t http_warden_start(struct http *h) WARN_UNUSED;
 void http_warden_stop(struct http *h);
 /* A request's head is in ('busy'), or its answer is over. */
 void http_conn_mark(struct listener *l, struct MHD_Connection *conn, bool busy);
-/* libmicrohttpd's connection notice (cls: the shard). */
+/* libmicrohttpd's connection notice (cls: the listener). */
 void http_on_conn(void *cls, struct MHD_Connection *conn, void **socket_context,
                   enum MHD_ConnectionNotificationCode toe);
-/* libmicrohttpd's logger (cls: the shard); acts on a failed accept. */
+/* libmicrohttpd's logger (cls: the listener); acts on a failed accept. */
 void http_mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 #endif

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* http_listen.c - the listeners of podresd's HTTP server and its life
  * cycle: the unix socket (its directory, a stale socket replaced), the
- * loopback TCP listener (one daemon, or SO_REUSEPORT shards when it is
- * read-only), the metrics-only listener, their libmicrohttpd daemons, and
- * the descriptor budgets they share. Not what happens on a connection
+ * loopback TCP listener, the metrics-only listener, their libmicrohttpd
+ * daemons (one each), and the descriptor budgets they share. Not what happens on a connection
  * (http_request.c, http_warden.c). */
 #define LOG_MOD "http"
 #include "../common/common.h"
@@ -242,10 +241,9 @@ static void log_bound(int fd, const char *spec, const char *what)
     log_info("listening on %s:%u (%s; asked for %s)", host, port, what, spec);
 }
 
-/* A listening socket on 'spec', any address when 'any', else loopback. With
- * 'shard', SO_REUSEPORT: the kernel spreads new connections over every
- * socket so bound (see tcp_shards). */
-static err_t tcp_listen(const char *spec, bool any, bool shard, int *out)
+/* A listening socket on 'spec', any address when 'any', else loopback. A
+ * plain bind: the port must be free (a second podresd on it fails). */
+static err_t tcp_listen(const char *spec, bool any, int *out)
 {
     struct sockaddr_storage ss;
     socklen_t len = 0;
@@ -260,11 +258,6 @@ static err_t tcp_listen(const char *spec, bool any, bool shard, int *out)
     if (fd < 0)
         return ERR_IO;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (shard && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
-        log_err("cannot listen on '%s': SO_REUSEPORT: %s", spec, strerror(errno));
-        close(fd);
-        return ERR_IO;
-    }
     if (bind(fd, (struct sockaddr *)&ss, len) != 0 || listen(fd, LISTEN_BACKLOG) != 0) {
         log_err("cannot listen on '%s': %s", spec, strerror(errno));
         close(fd);
@@ -274,45 +267,29 @@ static err_t tcp_listen(const char *spec, bool any, bool shard, int *out)
     return ERR_OK;
 }
 
-/* Shards of the read-only TCP listener: four per CPU, at most SHARDS_MAX.
- * Each is a daemon with one polling thread and its own SO_REUSEPORT socket,
- * so a new connection wakes one thread. Measured on 2 CPUs (docs/
- * BENCHMARKS.md, row 2): with fewer threads, one that the clients' load
- * preempts stalls every connection it holds (keep-alive p99 up to 2x
- * nginx's); libmicrohttpd's own pool shares one socket and wakes every
- * thread on each new connection (8 threads: close 0.7-0.8x nginx). */
-static unsigned tcp_shards(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-    return n < 1 ? 4 : n * 4 >= SHARDS_MAX ? SHARDS_MAX : (unsigned)n * 4;
-}
-
-/* Add a daemon on 'fd' to 'l'. A listener that takes writes runs a thread
- * per connection: a write waits for its COMMIT, and in a shared thread it
- * would stall every connection there. The TCP listener without a token is
- * read-only: its answers come from the cache or one short read, and a
- * watch leaves for the stream loop, so each shard's one polling thread
- * serves all its connections, and a monitoring agent that polls with a new
- * connection each time costs no thread start. poll, not epoll: epoll would
- * keep a handed-over socket registered under libmicrohttpd's freed
- * connection (see http_request.c, hand_over). 'limit': connections of this
- * daemon. */
+/* Start the daemon of 'l' on 'fd'. A listener that takes writes runs a
+ * thread per connection: a write waits for its COMMIT, and in a shared
+ * thread it would stall every connection there. The TCP listener without a
+ * token is read-only: its answers come from the cache or one short read,
+ * and a watch leaves for the stream loop, so one polling thread serves all
+ * its connections, and a monitoring agent that polls with a new connection
+ * each time costs no thread start. poll, not epoll: epoll would keep a
+ * handed-over socket registered under libmicrohttpd's freed connection
+ * (see http_request.c, hand_over). 'limit': connections of the daemon. */
 static err_t start_daemon(struct listener *l, int fd, bool shared, unsigned limit,
                           const struct http_opts *o)
 {
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG |
                      MHD_USE_ITC | (shared ? 0u : (unsigned)MHD_USE_THREAD_PER_CONNECTION);
-    struct shard *sh = &l->sh[l->nd];
 
-    sh->l = l;
-    sh->limit = limit;
-    sh->listen_fd = fd;
+    assert(!l->d);
+    l->limit = limit;
+    l->listen_fd = fd;
     /* one option and its values a line */
     /* clang-format off */
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, 0, NULL, NULL, http_on_request, l,
-        MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log, sh,
+        MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log, l,
         MHD_OPTION_LISTEN_SOCKET, fd,
         MHD_OPTION_CONNECTION_LIMIT, limit,
         MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
@@ -330,7 +307,7 @@ static err_t start_daemon(struct listener *l, int fd, bool shared, unsigned limi
         MHD_OPTION_UNESCAPE_CALLBACK, http_unescape, NULL,
         MHD_OPTION_URI_LOG_CALLBACK, http_on_uri, NULL,
         MHD_OPTION_NOTIFY_COMPLETED, http_on_completed, l,
-        MHD_OPTION_NOTIFY_CONNECTION, http_on_conn, sh,
+        MHD_OPTION_NOTIFY_CONNECTION, http_on_conn, l,
         MHD_OPTION_END);
     /* clang-format on */
 
@@ -339,49 +316,25 @@ static err_t start_daemon(struct listener *l, int fd, bool shared, unsigned limi
         close(fd);
         return ERR_IO;
     }
-    sh->d = d;
-    l->d[l->nd++] = d;
+    l->d = d;
     return ERR_OK;
 }
 
-/* True for "HOST:0": a port the kernel picks, different for every socket. */
-static bool port_zero(const char *spec)
-{
-    const char *colon = strrchr(spec, ':');
-
-    return colon && strtol(colon + 1, NULL, 10) == 0;
-}
-
-/* The TCP listener: one daemon with a thread per connection when it takes
- * writes (a token is configured), else tcp_shards() polling shards (one on
- * port 0). A plain bind first: the port must be free, not shared with
- * another SO_REUSEPORT listener of the same user (a second podresd). */
+/* The TCP listener: a thread per connection when it takes writes (a token
+ * is configured), else one polling thread. */
 static err_t start_tcp(struct listener *l, const struct http_opts *o, unsigned limit)
 {
     bool writable = l->h->api->token != NULL;
-    unsigned n, i;
     int fd = -1;
     err_t rc;
 
     if (!o->listen)
         return ERR_OK;
-    n = writable || port_zero(o->listen) ? 1 : tcp_shards();
-    rc = tcp_listen(o->listen, false, false, &fd);
+    rc = tcp_listen(o->listen, false, &fd);
     if (rc)
         return rc;
     log_bound(fd, o->listen, "the loopback API");
-    if (n == 1)
-        return start_daemon(l, fd, !writable, limit, o);
-    close(fd);
-    for (i = 0; i < n; i++) {
-        rc = tcp_listen(o->listen, false, true, &fd);
-        if (rc)
-            return rc;
-        rc = start_daemon(l, fd, true, (limit + n - 1) / n, o);
-        if (rc)
-            return rc;
-    }
-    return ERR_OK;
+    return start_daemon(l, fd, !writable, limit, o);
 }
 
 /* The metrics-only listener: one polling daemon (scrapes and probes are
@@ -394,7 +347,7 @@ static err_t start_metrics(struct listener *l, const struct http_opts *o)
 
     if (!o->metrics_listen)
         return ERR_OK;
-    rc = tcp_listen(o->metrics_listen, true, false, &fd);
+    rc = tcp_listen(o->metrics_listen, true, &fd);
     if (rc)
         return rc;
     log_bound(fd, o->metrics_listen, "metrics, /healthz and /readyz only");
@@ -526,13 +479,19 @@ out:
 static void quiesce(struct listener *l)
 {
     MHD_socket fd;
-    unsigned i;
 
-    for (i = 0; i < l->nd; i++) {
-        fd = MHD_quiesce_daemon(l->d[i]);
-        if (fd != MHD_INVALID_SOCKET)
-            close(fd);
-    }
+    if (!l->d)
+        return;
+    fd = MHD_quiesce_daemon(l->d);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+}
+
+static void stop_daemon(struct listener *l)
+{
+    if (l->d)
+        MHD_stop_daemon(l->d);
+    l->d = NULL;
 }
 
 void http_quiesce(struct http *h)
@@ -549,12 +508,9 @@ void http_stop(struct http *h)
     if (!h)
         return;
     http_warden_stop(h);
-    while (h->unix_l.nd)
-        MHD_stop_daemon(h->unix_l.d[--h->unix_l.nd]);
-    while (h->tcp_l.nd)
-        MHD_stop_daemon(h->tcp_l.d[--h->tcp_l.nd]);
-    while (h->mx_l.nd)
-        MHD_stop_daemon(h->mx_l.d[--h->mx_l.nd]);
+    stop_daemon(&h->unix_l);
+    stop_daemon(&h->tcp_l);
+    stop_daemon(&h->mx_l);
     if (h->api->feed)
         feed_set_notify(h->api->feed, NULL, NULL);
     streams_stop(h->streams);

@@ -46,16 +46,16 @@ static atomic_ullong nofd_logged_ms; /* monotonic ms of the last log, or 0 */
 
 /* ---- the connections ---- */
 
-static void conn_add(struct shard *sh, struct MHD_Connection *conn, void **socket_context)
+static void conn_add(struct listener *l, struct MHD_Connection *conn, void **socket_context)
 {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn,
                                                                  MHD_CONNECTION_INFO_CONNECTION_FD);
-    struct http *h = sh->l->h;
+    struct http *h = l->h;
     struct conn *c = ci ? calloc(1, sizeof(*c)) : NULL;
 
     if (!c)
         return; /* untracked: libmicrohttpd's own timeout alone applies */
-    c->sh = sh;
+    c->l = l;
     c->fd = ci->connect_fd;
     c->since_ms = clock_mono_ms();
     pthread_mutex_lock(&h->mu);
@@ -85,11 +85,11 @@ static void conn_del(struct http *h, struct conn *c)
 void http_on_conn(void *cls, struct MHD_Connection *conn, void **socket_context,
                   enum MHD_ConnectionNotificationCode toe)
 {
-    struct shard *sh = cls;
+    struct listener *l = cls;
 
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         thread_failed = false;
-        conn_add(sh, conn, socket_context);
+        conn_add(l, conn, socket_context);
         return;
     }
     if (thread_failed) {
@@ -97,7 +97,7 @@ void http_on_conn(void *cls, struct MHD_Connection *conn, void **socket_context,
         http_refuse_nomem(conn);
     }
     if (*socket_context) {
-        conn_del(sh->l->h, *socket_context);
+        conn_del(l->h, *socket_context);
         *socket_context = NULL;
     }
 }
@@ -111,7 +111,7 @@ void http_conn_mark(struct listener *l, struct MHD_Connection *conn, bool busy)
 
     if (!c)
         return;
-    assert(c->sh->l == l); /* the daemon's callbacks name its own listener */
+    assert(c->l == l); /* the daemon's callbacks name its own listener */
     pthread_mutex_lock(&l->h->mu);
     c->busy = busy;
     c->since_ms = clock_mono_ms();
@@ -125,31 +125,31 @@ static void shut(struct conn *c)
     c->shut = true;
 }
 
-/* The oldest connection of 'sh' without a request, or NULL. */
-static struct conn *oldest_idle(struct http *h, const struct shard *sh)
+/* The oldest connection of 'l' without a request, or NULL. */
+static struct conn *oldest_idle(struct http *h, const struct listener *l)
 {
     struct conn *c, *old = NULL;
 
     for (c = h->conns; c; c = c->next) {
-        if (c->sh == sh && !c->busy && !c->shut && (!old || c->since_ms < old->since_ms))
+        if (c->l == l && !c->busy && !c->shut && (!old || c->since_ms < old->since_ms))
             old = c;
     }
     return old;
 }
 
-/* Shed idle connections of 'sh', oldest first, when it is nearly full. */
-static void shed(struct http *h, struct shard *sh)
+/* Shed idle connections of 'l', oldest first, when it is nearly full. */
+static void shed(struct http *h, struct listener *l)
 {
     unsigned live = 0;
     struct conn *c;
 
     for (c = h->conns; c; c = c->next)
-        live += c->sh == sh && !c->shut;
-    if (live * 100 < sh->limit * SHED_AT_PERCENT)
+        live += c->l == l && !c->shut;
+    if (live * 100 < l->limit * SHED_AT_PERCENT)
         return;
-    log_debug("shedding idle TCP connections: %u of %u open", live, sh->limit);
-    while (live * 100 > sh->limit * SHED_TO_PERCENT) {
-        c = oldest_idle(h, sh);
+    log_debug("shedding idle TCP connections: %u of %u open", live, l->limit);
+    while (live * 100 > l->limit * SHED_TO_PERCENT) {
+        c = oldest_idle(h, l);
         if (!c)
             return;
         shut(c);
@@ -165,7 +165,6 @@ static void warden_tick(struct http *h)
 {
     uint64_t now = clock_mono_ms();
     struct conn *c;
-    unsigned i;
 
     for (c = h->conns; c; c = c->next) {
         if (!c->busy && !c->shut && now - c->since_ms >= HEAD_DEADLINE_MS) {
@@ -174,8 +173,8 @@ static void warden_tick(struct http *h)
             shut(c);
         }
     }
-    for (i = 0; i < h->tcp_l.nd; i++)
-        shed(h, &h->tcp_l.sh[i]);
+    if (h->tcp_l.d)
+        shed(h, &h->tcp_l);
     if (h->reserve_fd < 0)
         h->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
@@ -247,7 +246,7 @@ static void shed_tcp(struct http *h, unsigned n)
     while (n--) {
         old = NULL;
         for (c = h->conns; c; c = c->next) {
-            if (c->sh->l->tcp && !c->busy && !c->shut && (!old || c->since_ms < old->since_ms))
+            if (c->l->tcp && !c->busy && !c->shut && (!old || c->since_ms < old->since_ms))
                 old = c;
         }
         if (!old)
@@ -256,18 +255,18 @@ static void shed_tcp(struct http *h, unsigned n)
     }
 }
 
-/* Take the connection waiting on 'sh' with the reserve descriptor: one on
+/* Take the connection waiting on 'l' with the reserve descriptor: one on
  * the unix socket is served, one on TCP closed. Caller holds mu. Returns a
  * unix connection's descriptor to add to the daemon, else -1. */
-static int accept_with_reserve(struct http *h, struct shard *sh, struct sockaddr_storage *ss,
+static int accept_with_reserve(struct http *h, struct listener *l, struct sockaddr_storage *ss,
                                socklen_t *len)
 {
     int fd;
 
     close(h->reserve_fd);
     *len = sizeof(*ss);
-    fd = accept4(sh->listen_fd, (struct sockaddr *)ss, len, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd >= 0 && sh->l->tcp) {
+    fd = accept4(l->listen_fd, (struct sockaddr *)ss, len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd >= 0 && l->tcp) {
         close(fd);
         fd = -1;
     }
@@ -277,17 +276,17 @@ static int accept_with_reserve(struct http *h, struct shard *sh, struct sockaddr
 }
 
 /* Count an accept that failed for want of resources; log it once a minute. */
-static void accept_note(const struct shard *sh, int err)
+static void accept_note(const struct listener *l, int err)
 {
-    metrics_count(sh->l->h->api->metrics,
+    metrics_count(l->h->api->metrics,
                   err == EMFILE || err == ENFILE ? METRICS_FD_EXHAUSTED : METRICS_NOMEM);
     if (http_log_due(&nofd_logged_ms))
         log_warn("cannot accept a connection on %s: %s; closing new TCP connections and "
                  "shedding idle ones for the unix socket's (logged once a minute)",
-                 sh->l->tcp ? "TCP" : "the unix socket", strerror(err));
+                 l->tcp ? "TCP" : "the unix socket", strerror(err));
 }
 
-/* libmicrohttpd 0.9.75's accept on 'sh' failed with 'err', which it tells
+/* libmicrohttpd 0.9.75's accept on 'l' failed with 'err', which it tells
  * only through its logger. Out of descriptors, a listener with no
  * connection retries at once for as long as the connection waits (100 %
  * CPU), and one with connections stops accepting until one of them closes:
@@ -296,9 +295,9 @@ static void accept_note(const struct shard *sh, int err)
  * the unix socket idle TCP connections are shed too, to make room for the
  * next one and the reserve; without a reserve the thread backs off before
  * libmicrohttpd retries. */
-static void accept_failed(struct shard *sh, int err)
+static void accept_failed(struct listener *l, int err)
 {
-    struct http *h = sh->l->h;
+    struct http *h = l->h;
     struct sockaddr_storage ss;
     socklen_t len = 0;
     struct timespec pause = {.tv_nsec = ACCEPT_BACKOFF_MS * 1000000L};
@@ -307,17 +306,17 @@ static void accept_failed(struct shard *sh, int err)
 
     if (err != EMFILE && err != ENFILE && err != ENOMEM && err != ENOBUFS)
         return;
-    accept_note(sh, err);
+    accept_note(l, err);
     pthread_mutex_lock(&h->mu);
-    if (!sh->l->tcp)
+    if (!l->tcp)
         shed_tcp(h, SHED_ON_EMFILE);
     if (h->reserve_fd >= 0 && err != ENOMEM && err != ENOBUFS) {
-        fd = accept_with_reserve(h, sh, &ss, &len);
+        fd = accept_with_reserve(h, l, &ss, &len);
         took = true;
     }
     pthread_mutex_unlock(&h->mu);
     /* It becomes libmicrohttpd's, closed by it even on failure. */
-    if (fd >= 0 && MHD_add_connection(sh->d, fd, (struct sockaddr *)&ss, len) != MHD_YES)
+    if (fd >= 0 && MHD_add_connection(l->d, fd, (struct sockaddr *)&ss, len) != MHD_YES)
         log_debug("cannot hand a connection taken at the descriptor limit to libmicrohttpd");
     if (!took)
         nanosleep(&pause, NULL);
