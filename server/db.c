@@ -5,7 +5,6 @@
 #define LOG_MOD "store"
 #include "../common/common.h"
 #include "db.h"
-#include "sqlmem.h"
 #include "walvfs.h"
 
 #include <assert.h>
@@ -385,7 +384,7 @@ static err_t claim(sqlite3 *db, const char *path)
  * makes ~100 small mallocs; with memory statistics on (the default) each
  * one also takes a global mutex that every connection shares. podresd reads
  * no SQLite memory statistics and sets no heap limit. If SQLite is already
- * initialised (a program using it before store_open), those two change
+ * initialised (a program using it before store_open), this changes
  * nothing. walvfs gathers each transaction's WAL writes (walvfs.h).
  *
  * Below walvfs is SQLite's "unix-excl" VFS, not "unix": the first
@@ -402,9 +401,8 @@ static void sqlite_setup(void)
     sqlite3_vfs *excl;
 
     (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
-    (void)sqlmem_install();
     /* last: finding or registering a VFS initialises SQLite, after which
-     * the two settings above would be refused */
+     * the setting above would be refused */
     excl = sqlite3_vfs_find("unix-excl");
     if (!excl || sqlite3_vfs_register(excl, 1) != SQLITE_OK)
         log_warn("cannot use SQLite's unix-excl VFS; other processes may open the database");
