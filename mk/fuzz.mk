@@ -17,9 +17,9 @@ FUZZ_CFLAGS = -std=c11 -g -O1 $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
               $(filter-out -Werror,$(WARN)) -Wno-missing-prototypes \
               -DPODRES_VERSION='"$(BUILD_VERSION)"' -I$(B)/gen \
               $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-FUZZ_GEN := $(B)/server/migrations_gen.c $(PROTO_C)
+FUZZ_GEN := $(B)/server/migrations_gen.c $(B)/server/ui_gen.c $(PROTO_C)
 FUZZ_LIB_SRCS := $(COMMON_SRCS) $(KUBE_SRCS) $(SERVER_SRCS) $(SYNCER_SRCS) $(EXTENDER_SRCS)
-FUZZ_OBJS := $(FUZZ_LIB_SRCS:%.c=$(FZ)/%.o) $(FZ)/gen/migrations_gen.o \
+FUZZ_OBJS := $(FUZZ_LIB_SRCS:%.c=$(FZ)/%.o) $(FZ)/gen/migrations_gen.o $(FZ)/gen/ui_gen.o \
              $(PROTO_C:$(B)/gen/%.c=$(FZ)/gen/%.o)
 
 .PHONY: fuzz fuzz-smoke fuzz-build fuzz-deps
@@ -30,7 +30,7 @@ $(FZ)/%.o: %.c | $(PROTO_C)
 	@mkdir -p $(dir $@)
 	@test "$(V)" = 1 || echo "  FUZZ-CC $<"
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c -o $@ $<
-$(FZ)/gen/migrations_gen.o: $(B)/server/migrations_gen.c
+$(FZ)/gen/%_gen.o: $(B)/server/%_gen.c
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
 $(FZ)/gen/%.pb-c.o: $(B)/gen/%.pb-c.c
