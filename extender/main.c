@@ -6,6 +6,7 @@
 #define LOG_MOD "main"
 #include "../common/common.h"
 #include "../common/clock.h"
+#include "../common/proc.h"
 #include "../common/jsonx.h"
 #include "../common/mem.h"
 #include "../common/opts.h"
@@ -564,24 +565,9 @@ static err_t add_resources(struct extender *x)
     return rc;
 }
 
-/* The API server's address and credentials, from the kubeconfig. */
-static err_t load_kubeconfig(struct extender *x)
-{
-    struct error e = {0};
-    err_t rc = kubeconfig_load(x->set.kubeconfig, &x->kc, &e);
-
-    if (rc)
-        goto out;
-    rc = kubeconfig_data_to_files(&x->kc, &e);
-out:
-    if (rc)
-        log_err("no usable Kubernetes configuration: %s", error_msg(&e));
-    return rc;
-}
-
 static err_t setup(struct extender *x)
 {
-    err_t rc = load_kubeconfig(x);
+    err_t rc = kubeconfig_load_daemon(x->set.kubeconfig, &x->kc);
 
     if (rc)
         return rc;
@@ -644,17 +630,11 @@ static void teardown(struct extender *x)
 
 static void run(struct extender *x, const sigset_t *sigs)
 {
-    int sig;
 
     pthread_create(&x->threads[x->nthreads++], NULL, informer_run, &x->inf_nds);
     pthread_create(&x->threads[x->nthreads++], NULL, informer_run, &x->inf_dvbs);
-    for (;;) {
-        sig = sigwaitinfo(sigs, NULL);
-        if (sig == SIGTERM || sig == SIGINT) {
-            log_info("received %s; shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-            return;
-        }
-    }
+    while (!proc_wait(sigs, 1000))
+        ;
 }
 
 int main(int argc, char **argv)
@@ -672,11 +652,7 @@ int main(int argc, char **argv)
         teardown(&x);
         return next == OPTS_EXIT_OK ? 0 : 1;
     }
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    proc_signals(&sigs);
     if (rest_global_init()) {
         log_err("cannot initialise libcurl");
         teardown(&x);

@@ -750,3 +750,17 @@ void kubeconfig_release(struct kubeconfig *kc)
     execcred_cfg_free(kc->exec);
     memset(kc, 0, sizeof(*kc));
 }
+
+err_t kubeconfig_load_daemon(const char *path, struct kubeconfig *out)
+{
+    struct error e = {0};
+    err_t rc = kubeconfig_load(path, out, &e);
+
+    if (rc)
+        goto out;
+    rc = kubeconfig_data_to_files(out, &e);
+out:
+    if (rc)
+        log_err("no usable Kubernetes configuration: %s", error_msg(&e));
+    return rc;
+}

@@ -72,6 +72,9 @@ err_t kubeconfig_in_cluster(const char *sa_dir, struct kubeconfig *out,
  * from files only, and the key material must not touch a disk. ERR_IO with
  * 'e' when a memory file cannot be made. */
 err_t kubeconfig_data_to_files(struct kubeconfig *kc, struct error *e) WARN_UNUSED;
+/* A daemon's start: kubeconfig_load('path') and kubeconfig_data_to_files(),
+ * the reason logged once on failure. */
+err_t kubeconfig_load_daemon(const char *path, struct kubeconfig *out) WARN_UNUSED;
 /* On a zeroed or filled struct; closes the memory files. */
 void kubeconfig_release(struct kubeconfig *kc);
 

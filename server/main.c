@@ -4,6 +4,7 @@
 #define LOG_MOD "main"
 #include "../common/common.h"
 #include "../common/clock.h"
+#include "../common/proc.h"
 #include "../common/mem.h"
 #include "api.h"
 #include "config.h"
@@ -216,16 +217,12 @@ static void prune_history(struct daemon *d)
  * back (what a burst of connections leaves behind). */
 static void run(struct daemon *d, const sigset_t *sigs)
 {
-    struct timespec tick = {.tv_sec = 1};
-    int sig, lapsed;
+    int lapsed;
     unsigned n = 0;
 
     for (;;) {
-        sig = sigtimedwait(sigs, NULL, &tick);
-        if (sig == SIGTERM || sig == SIGINT) {
-            log_info("received %s; shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        if (proc_wait(sigs, 1000))
             return;
-        }
         prune_history(d);
         if (++n % 10 == 0) {
             store_release_idle(d->store);
@@ -253,11 +250,7 @@ int main(int argc, char **argv)
         config_release(&d.cfg);
         return next == OPTS_EXIT_OK ? 0 : 1;
     }
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    proc_signals(&sigs);
     if (start(&d)) {
         log_err("start-up failed; exiting");
         stop(&d);

@@ -6,6 +6,7 @@
 #define LOG_MOD "main"
 #include "../common/common.h"
 #include "../common/clock.h"
+#include "../common/proc.h"
 #include "../common/mem.h"
 #include "../common/opts.h"
 #include "dvb.h"
@@ -179,24 +180,9 @@ static void setup_workers(struct syncer *s)
                                  .crs = s->crs};
 }
 
-/* The API server's address and credentials, from the kubeconfig. */
-static err_t load_kubeconfig(struct syncer *s)
-{
-    struct error e = {0};
-    err_t rc = kubeconfig_load(s->set.kubeconfig, &s->kc, &e);
-
-    if (rc)
-        goto out;
-    rc = kubeconfig_data_to_files(&s->kc, &e);
-out:
-    if (rc)
-        log_err("no usable Kubernetes configuration: %s", error_msg(&e));
-    return rc;
-}
-
 static err_t setup(struct syncer *s)
 {
-    err_t rc = load_kubeconfig(s);
+    err_t rc = kubeconfig_load_daemon(s->set.kubeconfig, &s->kc);
 
     if (rc)
         return rc;
@@ -276,9 +262,7 @@ static bool run_once(struct syncer *s)
 
 static void run(struct syncer *s, const sigset_t *sigs)
 {
-    struct timespec tick = {.tv_sec = 1};
     uint64_t next = clock_mono_ms() + queue_jitter_ms(s->set.resync_ms, RESYNC_JITTER_PCT);
-    int sig;
 
     pthread_create(&s->threads[s->nthreads++], NULL, nodefeed_run, &s->feed);
     pthread_create(&s->threads[s->nthreads++], NULL, informer_run, &s->inf_pods);
@@ -286,11 +270,8 @@ static void run(struct syncer *s, const sigset_t *sigs)
     pthread_create(&s->threads[s->nthreads++], NULL, informer_run, &s->inf_nd);
     pthread_create(&s->threads[s->nthreads++], NULL, worker_run, s);
     for (;;) {
-        sig = sigtimedwait(sigs, NULL, &tick);
-        if (sig == SIGTERM || sig == SIGINT) {
-            log_info("received %s; shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        if (proc_wait(sigs, 1000))
             return;
-        }
         if ((clock_mono_ms() >= next || !s->last_resync) && worker_caches_synced(s)) {
             worker_resync(s);
             next = clock_mono_ms() + queue_jitter_ms(s->set.resync_ms, RESYNC_JITTER_PCT);
@@ -358,11 +339,7 @@ int main(int argc, char **argv)
         pthread_mutex_destroy(&s.lag.mu);
         return next == OPTS_EXIT_OK ? 0 : 1;
     }
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    proc_signals(&sigs);
     if (rest_global_init()) {
         log_err("cannot initialise libcurl");
         opts_release(opt_table, NOPTS, &s.set);
