@@ -10,7 +10,7 @@
 /* Blocks of at least this size are mmap()ed and unmapped on free(). Above
  * 64 KiB + 16: SQLite's b-tree rebalance takes a scratch block of that size,
  * and at 64 KiB every rebalance in a write paid an mmap, ~17 page faults and a
- * munmap (4.5 page faults a write under 16 writers; docs/BENCHMARKS.md). */
+ * munmap (docs/DESIGN.md, Code for speed). */
 #define MEM_MMAP_THRESHOLD (128 * 1024)
 
 /* Cap arenas at 2, fix the mmap threshold at MEM_MMAP_THRESHOLD and the trim

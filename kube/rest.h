@@ -26,7 +26,7 @@
 /* libcurl for the process: call once before any client, from one thread,
  * and rest_global_cleanup() after the last. Debian's libcurl links libssh2,
  * whose libssh2_init() inside curl_global_init() starts OpenSSL's libcrypto
- * for SCP and SFTP (~1.4 MiB resident). The clients speak http and https
+ * for SCP and SFTP, resident for nothing. The clients speak http and https
  * only, so libssh2 is initialised first without its crypto. */
 err_t rest_global_init(void) WARN_UNUSED;
 void rest_global_cleanup(void);

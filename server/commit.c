@@ -256,7 +256,7 @@ static struct commit_op *heir_of(struct commit *c)
  * the next batch, up to COMMIT_COMBINE in a row; writes still queued then
  * get a new combiner: the first of them is woken to be it. Handing over
  * costs the lock a thread's wake-up; running a further batch costs this
- * thread's own answer one batch's time (docs/BENCHMARKS.md, 3). */
+ * thread's own answer one batch's time (docs/DESIGN.md, Code for speed). */
 static void combine(struct commit *c)
 {
     struct commit_op *op, *heir = NULL;

@@ -296,11 +296,8 @@ static err_t start_daemon(struct listener *l, int fd, bool shared, unsigned limi
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->tcp ? limit : 0,
         /* 8 MiB, glibc's usual default. glibc keeps exited threads' stacks
          * for reuse, 40 MiB of them in all, and each kept stack holds its
-         * top pages (TLS, the last frames: ~17 KiB): at 1 MiB that was 40
-         * stacks, ~0.7 MiB held for good after a burst of connections (100
-         * watchers); at 8 MiB it is 5. The price, an mmap for each thread
-         * beyond 5 new at once: Connection: close at 32 clients on a thread
-         * per connection listener fell from ~20,000 to ~13,000/s. */
+         * top pages: the larger the stack, the fewer are kept after a burst
+         * of connections (docs/DESIGN.md, Code for speed). */
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)(8 * 1024 * 1024),
         /* 16 KiB per connection (default 32): headers beyond it get 431. */
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024),

@@ -233,7 +233,7 @@ static bool body_append(struct ctx *c, const char *data, size_t n)
         /* A declared body gets its size at once, up to HTTP_BODY_FIRST
          * (more only as it comes): a PUT's few hundred bytes stay a small
          * block, where a 4 KiB one cost glibc a consolidation of its fast
-         * bins per request (2 % of podresd's CPU at 16 clients, perf). One
+         * bins per request. One
          * without Content-Length (chunked) starts at 4 KiB. */
         size_t ncap = c->cap ? c->cap : 4096;
         char *nb;

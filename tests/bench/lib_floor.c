@@ -2,7 +2,7 @@
 /* lib_floor.c - the reference for podres-syncer's RSS (bench row 6d): a
  * program linked against the syncer's libraries (libcurl's GnuTLS build,
  * libmicrohttpd, jansson, libyaml) that does only what touches them at
- * start: libcurl initialised as the syncer does it (kube_global_init: libssh2
+ * start: libcurl initialised as the syncer does it (rest_global_init: libssh2
  * first, without its crypto) and one GET to the API server, a libmicrohttpd
  * daemon on a loopback port (the syncer's /metrics), one JSON document
  * parsed. It then prints "rss_kib=N anon_kib=N" and exits. With CAFILE, the
@@ -60,7 +60,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: lib_floor URL [CAFILE]\n");
         return 2;
     }
-    p = dlsym(RTLD_DEFAULT, "libssh2_init"); /* as syncer/kube.c kube_global_init */
+    p = dlsym(RTLD_DEFAULT, "libssh2_init"); /* as kube/rest.c rest_global_init */
     if (p) {
         memcpy(&ssh2_init, &p, sizeof(p));
         ssh2_init(1); /* LIBSSH2_INIT_NO_CRYPTO */
@@ -68,7 +68,7 @@ int main(int argc, char **argv)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     c = curl_easy_init();
     curl_easy_setopt(c, CURLOPT_URL, argv[1]);
-    if (argc == 3) { /* as syncer/kube.c set_tls */
+    if (argc == 3) { /* as kube/rest.c sets TLS up */
         curl_easy_setopt(c, CURLOPT_CAPATH, NULL);
         curl_easy_setopt(c, CURLOPT_CAINFO, argv[2]);
     }

@@ -354,7 +354,7 @@ static void test_bodies(void)
     json_decref(body);
 }
 
-/* BUG (syncer/kube.c:586): on a 200 whose body is not JSON rest_do returns
+/* BUG (kube/rest.c, rest_do): on a 200 whose body is not JSON rest_do returns
  * ERR_UPSTREAM but has already stored json_loadb()'s NULL in *out, while
  * kube.h promises "*out untouched on failure". Left out of TEST_MAIN until
  * rest_do parses into a local first. */
@@ -568,7 +568,7 @@ static void test_stream_status(void)
     CHECK_HAS(err.msg, "too old resource version");
 }
 
-/* BUG (syncer/kube.c:on_body/deliver_lines, rest_stream): the body of an
+/* BUG (kube/rest.c: on_body/deliver_lines, rest_stream): the body of an
  * error answer is fed to the line callback as if it were a watch event when
  * it ends with a newline, as the API server's Status bodies do (Go's
  * json.Encoder appends one). 'fn' then sees the Status object, and the
