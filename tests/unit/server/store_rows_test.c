@@ -53,8 +53,8 @@ static void check_device_events(struct fx *f, char *out, size_t cap)
 
 /* Binds read each device they move once (a SELECT, or the row the bind's
  * check already read) and write its event from that and the holder they
- * know: the events must
- * be what the view of the row says, holder, reservation and all. */
+ * know: the events must be what the view of the row says, holder,
+ * reservation and all. */
 static void test_rebind_event_text(void)
 {
     struct fx f;
