@@ -7,6 +7,7 @@
 #include "../common/clock.h"
 #include "commit.h"
 #include "db.h"
+#include "sqlmem.h"
 
 #include <assert.h>
 
@@ -262,6 +263,9 @@ static void combine(struct commit *c)
     struct commit_op *op, *heir = NULL;
     int batches = 0;
 
+    /* SQLite's small blocks, kept from member to member and batch to batch
+     * on a thread that combines (sqlmem.h), till it exits */
+    sqlmem_thread_cache(true);
     pthread_mutex_lock(&c->mu);
     for (;;) {
         op = next_op(c);

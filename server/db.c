@@ -5,6 +5,8 @@
 #define LOG_MOD "store"
 #include "../common/common.h"
 #include "db.h"
+#include "sqlmem.h"
+#include "walvfs.h"
 
 #include <assert.h>
 #include <stdarg.h>
@@ -360,7 +362,7 @@ static err_t configure(sqlite3 *db, int cache_kib)
     return ERR_OK;
 }
 
-/* Take the database for this process (unix-excl, db_open) on the
+/* Take the database for this process (unix-excl, sqlite_setup) on the
  * first connection's first read, without waiting: the lock is held by
  * another process till it exits, so a busy file is a second podresd (or a
  * sqlite3 shell) on it, and the start fails at once. */
@@ -378,19 +380,15 @@ static err_t claim(sqlite3 *db, const char *path)
     return rc == SQLITE_OK ? ERR_OK : db_err(db, rc, "read the database");
 }
 
-/* Process-wide SQLite settings, before SQLite initialises (the first open
- * does). Debian's build has no lookaside allocator (SQLITE_OMIT_LOOKASIDE),
- * so each statement makes ~100 small mallocs; with memory statistics on
- * (the default) each one also takes a global mutex that every connection
- * shares. podresd reads no SQLite memory statistics and sets no heap limit.
- * If SQLite is already initialised (a program using it before store_open),
- * this changes nothing. */
-static void sqlite_setup(void)
-{
-    (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
-}
-
-/* Connections open on SQLite's "unix-excl" VFS, not "unix": the first
+/* Process-wide SQLite settings, before SQLite initialises. Debian's build
+ * has no lookaside allocator (SQLITE_OMIT_LOOKASIDE), so each statement
+ * makes ~100 small mallocs; with memory statistics on (the default) each
+ * one also takes a global mutex that every connection shares. podresd reads
+ * no SQLite memory statistics and sets no heap limit. If SQLite is already
+ * initialised (a program using it before store_open), those two change
+ * nothing. walvfs gathers each transaction's WAL writes (walvfs.h).
+ *
+ * Below walvfs is SQLite's "unix-excl" VFS, not "unix": the first
  * connection takes a POSIX write lock on the database file for the process
  * and holds it till the last one closes, and the WAL index lives in the
  * process's memory, not in a mapped -shm file. podresd's connections share
@@ -399,6 +397,21 @@ static void sqlite_setup(void)
  * beside us from its own idea of the revision. And a transaction takes its
  * locks in memory, where "unix" makes several fcntl calls a write (read
  * mark, read lock, write lock, and their release). */
+static void sqlite_setup(void)
+{
+    sqlite3_vfs *excl;
+
+    (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    (void)sqlmem_install();
+    /* last: finding or registering a VFS initialises SQLite, after which
+     * the two settings above would be refused */
+    excl = sqlite3_vfs_find("unix-excl");
+    if (!excl || sqlite3_vfs_register(excl, 1) != SQLITE_OK)
+        log_warn("cannot use SQLite's unix-excl VFS; other processes may open the database");
+    if (walvfs_install() != SQLITE_OK)
+        log_warn("cannot register the WAL-gathering VFS; SQLite's own is used");
+}
+
 err_t db_open(const char *path, bool claim_file, int cache_kib, sqlite3 **out)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -411,7 +424,7 @@ err_t db_open(const char *path, bool claim_file, int cache_kib, sqlite3 **out)
     rc = sqlite3_open_v2(path, &db,
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
                              SQLITE_OPEN_NOFOLLOW,
-                         "unix-excl");
+                         NULL);
     if (rc != SQLITE_OK) {
         log_err("cannot open database '%s': %s", path, db ? sqlite3_errmsg(db) : "out of memory");
         e = rc == SQLITE_NOMEM ? ERR_NOMEM : ERR_DB;
