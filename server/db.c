@@ -251,6 +251,29 @@ err_t db_prep(sqlite3 *db, sqlite3_stmt **stmt, const char *sql, const char *fmt
     return rc;
 }
 
+err_t db_row(sqlite3 *db, sqlite3_stmt **stmt, const char *sql, const char *fmt, ...)
+{
+    sqlite3_stmt *s = NULL;
+    va_list ap;
+    bool row = false;
+    err_t rc;
+
+    va_start(ap, fmt);
+    rc = prep_va(db, &s, SQLITE_TRANSIENT, sql, fmt, ap);
+    va_end(ap);
+    if (rc)
+        return rc;
+    rc = db_step(db, s, &row);
+    if (!rc && !row)
+        rc = ERR_NOTFOUND;
+    if (rc) {
+        db_done(s);
+        return rc;
+    }
+    *stmt = s;
+    return ERR_OK;
+}
+
 err_t db_exec(sqlite3 *db, const char *sql, const char *fmt, ...)
 {
     sqlite3_stmt *stmt = NULL;

@@ -51,6 +51,10 @@ err_t db_exec(sqlite3 *db, const char *sql, const char *fmt, ...) WARN_UNUSED;
 /* A one-column integer query: its first row's value in *v, 0 when there is
  * no row; arguments as for db_prep(). */
 err_t db_get_u64(sqlite3 *db, uint64_t *v, const char *sql, const char *fmt, ...) WARN_UNUSED;
+/* A query of one row: db_prep() and one step. On ERR_OK *stmt stands on
+ * the row (read it, then db_done() it); ERR_NOTFOUND without a row (the
+ * statement is given back). Arguments as for db_prep(). */
+err_t db_row(sqlite3 *db, sqlite3_stmt **stmt, const char *sql, const char *fmt, ...) WARN_UNUSED;
 /* Step: ERR_OK with *row true or false, or the mapped error. */
 err_t db_step(sqlite3 *db, sqlite3_stmt *stmt, bool *row) WARN_UNUSED;
 /* Column as a C string, "" for NULL; borrowed till the next step. */

@@ -177,24 +177,18 @@ struct resv_row {
 static err_t resv_row_get(struct store *st, const char *ns, const char *name, struct resv_row *r)
 {
     sqlite3_stmt *s = NULL;
-    bool row = false;
-    err_t rc = db_prep(st->commit.db, &s,
-                       "SELECT state,message,containers FROM reservations WHERE namespace=? AND "
-                       "name=?",
-                       "tt", ns, name);
+    err_t rc = db_row(st->commit.db, &s,
+                      "SELECT state,message,containers FROM reservations WHERE namespace=? AND "
+                      "name=?",
+                      "tt", ns, name);
 
     if (rc)
         return rc;
-    rc = db_step(st->commit.db, s, &row);
-    if (!rc && !row)
-        rc = ERR_NOTFOUND;
-    if (!rc) {
-        str_copy(r->state, sizeof(r->state), db_text(s, 0));
-        str_copy(r->msg, sizeof(r->msg), db_text(s, 1));
-        r->containers = db_json(s, 2);
-    }
+    str_copy(r->state, sizeof(r->state), db_text(s, 0));
+    str_copy(r->msg, sizeof(r->msg), db_text(s, 1));
+    r->containers = db_json(s, 2);
     db_done(s);
-    return rc;
+    return ERR_OK;
 }
 
 err_t st_resv_refresh(struct store *st, const char *ns, const char *name)

@@ -55,22 +55,13 @@ static err_t one_row(sqlite3 *db, const char *sql, json_t *(*conv)(sqlite3_stmt 
                      const char *b, json_t **out)
 {
     sqlite3_stmt *s = NULL;
-    bool row = false;
-    err_t rc = db_prep(db, &s, sql, "tt", a, b);
+    err_t rc = db_row(db, &s, sql, "tt", a, b);
 
     if (rc)
         return rc;
-    rc = db_step(db, s, &row);
-    if (rc)
-        goto out;
-    if (!row) {
-        rc = ERR_NOTFOUND;
-        goto out;
-    }
     *out = conv(s);
     if (!*out)
         rc = ERR_NOMEM;
-out:
     db_done(s);
     return rc;
 }
@@ -193,18 +184,10 @@ err_t st_device_text(sqlite3 *db, const char *resource, const char *id, uint64_t
                      struct jsonw *w)
 {
     sqlite3_stmt *s = NULL;
-    bool row = false;
-    err_t rc = db_prep(db, &s, DEVICE_VIEW_SQL "WHERE d.resource=? AND d.id=?", "tt", resource, id);
+    err_t rc = db_row(db, &s, DEVICE_VIEW_SQL "WHERE d.resource=? AND d.id=?", "tt", resource, id);
 
     if (rc)
         return rc;
-    rc = db_step(db, s, &row);
-    if (rc)
-        goto out;
-    if (!row) {
-        rc = ERR_NOTFOUND;
-        goto out;
-    }
     st_devtext(w, &(struct devtext){
                       .resource = db_text(s, 0),
                       .id = db_text(s, 1),
@@ -220,7 +203,6 @@ err_t st_device_text(sqlite3 *db, const char *resource, const char *id, uint64_t
                       .resv_name = db_text(s, 11),
                   });
     rc = jsonw_done(w);
-out:
     db_done(s);
     return rc;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* db_test.c - SQLite connections (db.c): the statement cache,
- * and the database file being its process's (store_fx.h). */
+/* db_test.c - SQLite connections (db.c): the statement cache, one-row
+ * queries, and the database file being its process's (store_fx.h). */
 #include "store_fx.h"
 
 /* The statement cache (db.c): more distinct statements than a
@@ -41,6 +41,33 @@ static void test_statement_cache(void)
         CHECK(row && sqlite3_column_int(b, 0) == 2);
         db_done(b);
         db_done(a);
+    }
+    db_read_end(&f.st->readers, db);
+    fx_close(&f);
+}
+
+/* db_row: the one row to read, or ERR_NOTFOUND with the statement given
+ * back (the cache has it again: the same SQL prepares at once after). */
+static void test_row(void)
+{
+    struct fx f;
+    sqlite3 *db = NULL;
+    sqlite3_stmt *s = NULL;
+
+    if (fx_open(&f, 100))
+        return;
+    CHECK_OK(db_read_begin(&f.st->readers, &db));
+    if (db) {
+        CHECK_OK(db_row(db, &s, "SELECT ? + 1 WHERE ? = 'yes'", "it", (int64_t)41, "yes"));
+        CHECK(s && sqlite3_column_int(s, 0) == 42);
+        db_done(s);
+        s = NULL;
+        CHECK_EQ_INT(db_row(db, &s, "SELECT ? + 1 WHERE ? = 'yes'", "it", (int64_t)41, "no"),
+                     ERR_NOTFOUND);
+        CHECK(s == NULL);
+        CHECK_OK(db_row(db, &s, "SELECT ? + 1 WHERE ? = 'yes'", "it", (int64_t)1, "yes"));
+        CHECK(s && sqlite3_column_int(s, 0) == 2);
+        db_done(s);
     }
     db_read_end(&f.st->readers, db);
     fx_close(&f);
@@ -88,4 +115,4 @@ static void test_other_process(void)
     CHECK_EQ_INT(store_revision(f.st), 4);
     fx_close(&f);
 }
-TEST_MAIN(quiet, test_statement_cache, test_other_process)
+TEST_MAIN(quiet, test_statement_cache, test_row, test_other_process)
