@@ -251,21 +251,18 @@ err_t db_prep(sqlite3 *db, sqlite3_stmt **stmt, const char *sql, const char *fmt
     return rc;
 }
 
-err_t db_row(sqlite3 *db, sqlite3_stmt **stmt, const char *sql, const char *fmt, ...)
+/* prep_va() and one step: on ERR_OK *stmt (give it back with db_done())
+ * stands on the first row when *row, else is done. */
+static err_t first_row(sqlite3 *db, sqlite3_stmt **stmt, bool *row,
+                       sqlite3_destructor_type text_life, const char *sql, const char *fmt,
+                       va_list ap)
 {
     sqlite3_stmt *s = NULL;
-    va_list ap;
-    bool row = false;
-    err_t rc;
+    err_t rc = prep_va(db, &s, text_life, sql, fmt, ap);
 
-    va_start(ap, fmt);
-    rc = prep_va(db, &s, SQLITE_TRANSIENT, sql, fmt, ap);
-    va_end(ap);
     if (rc)
         return rc;
-    rc = db_step(db, s, &row);
-    if (!rc && !row)
-        rc = ERR_NOTFOUND;
+    rc = db_step(db, s, row);
     if (rc) {
         db_done(s);
         return rc;
@@ -274,40 +271,56 @@ err_t db_row(sqlite3 *db, sqlite3_stmt **stmt, const char *sql, const char *fmt,
     return ERR_OK;
 }
 
-err_t db_exec(sqlite3 *db, const char *sql, const char *fmt, ...)
+err_t db_row(sqlite3 *db, sqlite3_stmt **stmt, const char *sql, const char *fmt, ...)
 {
-    sqlite3_stmt *stmt = NULL;
-    va_list ap;
-    bool row;
-    err_t rc;
-
-    va_start(ap, fmt);
-    rc = prep_va(db, &stmt, SQLITE_STATIC, sql, fmt, ap); /* the args outlive it */
-    va_end(ap);
-    if (rc)
-        return rc;
-    rc = db_step(db, stmt, &row);
-    db_done(stmt);
-    return rc;
-}
-
-err_t db_get_u64(sqlite3 *db, uint64_t *v, const char *sql, const char *fmt, ...)
-{
-    sqlite3_stmt *stmt = NULL;
+    sqlite3_stmt *s = NULL;
     va_list ap;
     bool row = false;
     err_t rc;
 
     va_start(ap, fmt);
-    rc = prep_va(db, &stmt, SQLITE_STATIC, sql, fmt, ap);
+    rc = first_row(db, &s, &row, SQLITE_TRANSIENT, sql, fmt, ap);
     va_end(ap);
     if (rc)
         return rc;
-    rc = db_step(db, stmt, &row);
+    if (!row) {
+        db_done(s);
+        return ERR_NOTFOUND;
+    }
+    *stmt = s;
+    return ERR_OK;
+}
+
+err_t db_exec(sqlite3 *db, const char *sql, const char *fmt, ...)
+{
+    sqlite3_stmt *s = NULL;
+    va_list ap;
+    bool row = false;
+    err_t rc;
+
+    va_start(ap, fmt);
+    rc = first_row(db, &s, &row, SQLITE_STATIC, sql, fmt, ap); /* the args outlive it */
+    va_end(ap);
     if (!rc)
-        *v = row ? (uint64_t)sqlite3_column_int64(stmt, 0) : 0;
-    db_done(stmt);
+        db_done(s);
     return rc;
+}
+
+err_t db_get_u64(sqlite3 *db, uint64_t *v, const char *sql, const char *fmt, ...)
+{
+    sqlite3_stmt *s = NULL;
+    va_list ap;
+    bool row = false;
+    err_t rc;
+
+    va_start(ap, fmt);
+    rc = first_row(db, &s, &row, SQLITE_STATIC, sql, fmt, ap);
+    va_end(ap);
+    if (rc)
+        return rc;
+    *v = row ? (uint64_t)sqlite3_column_int64(s, 0) : 0;
+    db_done(s);
+    return ERR_OK;
 }
 
 err_t db_step(sqlite3 *db, sqlite3_stmt *stmt, bool *row)
