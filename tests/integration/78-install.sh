@@ -56,7 +56,7 @@ cmp -s deploy/systemd/podresd.yaml "$D/usr/local/share/doc/podres/examples/podre
 ok "the units, the sysusers entry and the example config are deploy/systemd's"
 
 # ---- 2. the man pages
-want_v=$(make -s version)
+want_v=$(make -s --no-print-directory version)
 for b in $BINS; do
     n=$(sect "$b")
     page=$D/usr/local/share/man/man$n/$b.$n
