@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* config.c - podresd's option table and usage, and the static device list of
- * its config file. */
+/* config.c - podresd's option table and usage, and the static device list
+ * and identity rules of its config file. */
 #include "../common/common.h"
 #include "../common/names.h"
 #include "../common/opts.h"
 #include "config.h"
 #include "http.h"
+#include "ident.h"
 #include "validate.h"
 
 #include <sys/stat.h>
@@ -109,6 +110,7 @@ void config_release(struct config *c)
 {
     opts_release(opts, ARRAY_SIZE(opts), c);
     json_decref(c->devices);
+    json_decref(c->identity);
     memset(c, 0, sizeof(*c));
 }
 
@@ -196,15 +198,37 @@ out:
     return rc;
 }
 
+/* identity: [{resource, pattern}] -> kept as given once the rules compile,
+ * so a bad pattern stops start-up here, naming the key. */
+static err_t identity_rules(struct config *c, const json_t *list, struct error *e)
+{
+    struct ident_rules *rules = NULL;
+    json_t *copy = NULL;
+    err_t rc = ident_rules_new(list, &rules, e);
+
+    ident_rules_free(rules);
+    if (rc || json_is_null(list))
+        return rc;
+    copy = json_deep_copy(list);
+    if (!copy)
+        return errorf(e, ERR_NOMEM, "out of memory");
+    json_decref(c->identity);
+    c->identity = copy;
+    return ERR_OK;
+}
+
 err_t config_apply(struct config *c, const json_t *doc, struct error *e)
 {
-    static const char *const skip[] = {"devices", NULL};
+    static const char *const skip[] = {"devices", "identity", NULL};
     const json_t *devices = json_object_get(doc, "devices");
+    const json_t *identity = json_object_get(doc, "identity");
     err_t rc = opts_apply(opts, ARRAY_SIZE(opts), c, doc, skip, e);
 
-    if (rc || !devices)
-        return rc;
-    return static_devices(c, devices, e);
+    if (!rc && devices)
+        rc = static_devices(c, devices, e);
+    if (!rc && identity)
+        rc = identity_rules(c, identity, e);
+    return rc;
 }
 
 err_t config_load(struct config *c, const char *path, struct error *e)

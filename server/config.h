@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* config.h - podresd's settings: its option table (common/opts.h) and the
- * one key of its config file that is no flag, the static device list.
+ * two keys of its config file that are no flag, the static device list and
+ * the identity rules (checked here, compiled for use by server/ident.h).
  * Every other key of the file is a flag name with '-' spelled '_'. Not
  * thread-safe; used at start-up only. */
 #ifndef PODRES_CONFIG_H
@@ -29,6 +30,8 @@ struct config {
     char *log_format;               /* text or json */
     char *log_level;                /* err, warn, info, debug */
     json_t *devices;                /* static [{"resourceName","devices":[validated]}]; new */
+    json_t *identity;               /* [{"resource","pattern"}] that ident_rules_new takes, or
+                                       NULL; new */
 };
 
 /* Fill 'c' with the defaults ($NODE_NAME, else the host name, for node_name). */

@@ -304,6 +304,74 @@ static void test_static_devices_bad_resource(void)
     config_release(&c);
 }
 
+/* identity: rules are compiled to be checked and kept as given */
+static void test_identity(void)
+{
+    struct config c;
+    struct error e = {0};
+    char path[512], *s;
+
+    write_file("identity.yaml",
+               "identity:\n"
+               "  - resource: example.com/nic\n"
+               "    pattern: '(?<physical>[a-z]+[0-9]+)v[0-9]+'\n"
+               "  - resource: '*'\n"
+               "    pattern: '^(?P<alias_pci>[0-9a-f:.]+)/card[0-9]+$'\n",
+               path, sizeof(path));
+    CHECK_OK(config_init(&c));
+    CHECK(c.identity == NULL);
+    CHECK_OK(config_load(&c, path, &e));
+    s = jsonx_dumps(c.identity);
+    CHECK_STREQ(s, "[{\"pattern\":\"(?<physical>[a-z]+[0-9]+)v[0-9]+\",\"resource\":"
+                   "\"example.com/nic\"},{\"pattern\":\"^(?P<alias_pci>[0-9a-f:.]+)/card[0-9]+$\","
+                   "\"resource\":\"*\"}]");
+    free(s);
+    config_release(&c);
+    unlink(path);
+
+    /* an empty key is no rules */
+    write_file("identity-empty.yaml", "identity:\n", path, sizeof(path));
+    CHECK_OK(config_init(&c));
+    CHECK_OK(config_load(&c, path, &e));
+    CHECK(c.identity == NULL);
+    config_release(&c);
+    unlink(path);
+
+    /* a bad pattern: the message names the entry's pattern and the file */
+    write_file("identity-bad.yaml",
+               "identity:\n"
+               "  - {resource: '*', pattern: '(?<physical>x)y'}\n"
+               "  - {resource: '*', pattern: '(?<physical>x'}\n",
+               path, sizeof(path));
+    CHECK_OK(config_init(&c));
+    e = (struct error){0};
+    CHECK_EQ_INT(config_load(&c, path, &e), ERR_INVAL);
+    CHECK(strstr(e.msg, "key \"identity[1].pattern\"") != NULL);
+    CHECK(strstr(e.msg, "Unmatched") != NULL);
+    CHECK(strstr(e.msg, path) != NULL);
+    CHECK(c.identity == NULL);
+    config_release(&c);
+    unlink(path);
+
+    /* a group of another name, a key of another kind */
+    write_file("identity-name.yaml", "identity:\n  - {resource: a.io/b, pattern: '(?<gpu>x)y'}\n",
+               path, sizeof(path));
+    CHECK_OK(config_init(&c));
+    e = (struct error){0};
+    CHECK_EQ_INT(config_load(&c, path, &e), ERR_INVAL);
+    CHECK(strstr(e.msg, "identity[0].pattern") != NULL && strstr(e.msg, "\"gpu\"") != NULL);
+    config_release(&c);
+    unlink(path);
+    write_file("identity-map.yaml", "identity: {resource: a.io/b, pattern: '(?<physical>x)y'}\n",
+               path, sizeof(path));
+    CHECK_OK(config_init(&c));
+    e = (struct error){0};
+    CHECK_EQ_INT(config_load(&c, path, &e), ERR_INVAL);
+    CHECK(strstr(e.msg, "key \"identity\"") != NULL && strstr(e.msg, path) != NULL);
+    config_release(&c);
+    unlink(path);
+}
+
 static void setup(void)
 {
     CHECK(mkdtemp(tmpdir) != NULL);
@@ -315,4 +383,4 @@ static void teardown(void)
 }
 
 TEST_MAIN(setup, test_defaults, test_set, test_load, test_apply, test_static_devices_bad_resource,
-          teardown)
+          test_identity, teardown)
