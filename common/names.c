@@ -95,8 +95,54 @@ bool names_is_device_id(const char *s)
     if (n == 0 || n > 253 || !is_alnum(s[0]))
         return false;
     for (i = 1; i < n; i++) {
-        if (!is_alnum(s[i]) && !strchr("._:-", s[i]))
+        if (!is_alnum(s[i]) && !strchr("._:/-", s[i]))
             return false;
     }
     return true;
+}
+
+bool names_is_alias(const char *s)
+{
+    size_t n, i;
+
+    if (!s || !is_alnum(s[0]))
+        return false;
+    n = strlen(s);
+    if (n > 253)
+        return false;
+    for (i = 1; i < n; i++) {
+        if (!is_alnum(s[i]) && !strchr("._:/-", s[i]))
+            return false;
+    }
+    return true;
+}
+
+bool names_is_dra_device_id(const char *s)
+{
+    const char *slash = s ? strrchr(s, '/') : NULL;
+    char pool[254];
+    size_t pn;
+    char *p, *end;
+
+    if (!slash || !names_is_dns1123_label(slash + 1))
+        return false;
+    pn = (size_t)(slash - s);
+    if (pn == 0 || pn >= sizeof(pool))
+        return false;
+    memcpy(pool, s, pn);
+    pool[pn] = '\0';
+    for (p = pool;; p = end + 1) {
+        end = strchr(p, '/');
+        if (end)
+            *end = '\0';
+        if (!names_is_dns1123_subdomain(p))
+            return false;
+        if (!end)
+            return true;
+    }
+}
+
+bool names_is_resource_or_driver(const char *s)
+{
+    return names_is_resource_name(s) || names_is_dns1123_subdomain(s);
 }

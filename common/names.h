@@ -14,7 +14,17 @@ bool names_is_dns1123_subdomain(const char *s);
  * not one Kubernetes keeps for itself: none with "kubernetes.io/" in it
  * (native resources), none starting "requests." (the quota prefix). */
 bool names_is_resource_name(const char *s);
-/* Device id: [A-Za-z0-9][A-Za-z0-9._:-]*, at most 253 characters. */
+/* Device id: [A-Za-z0-9][A-Za-z0-9._:/-]*, at most 253 characters ('/' for
+ * MIG ids that name their GPU, MIG-GPU-<uuid>/<gi>/<ci>). */
 bool names_is_device_id(const char *s);
+/* A device's other name (alias, physical id): [A-Za-z0-9][A-Za-z0-9._:/-]*,
+ * at most 253 characters (a PCI bus id, a UUID, a MIG id, "pool/device"). */
+bool names_is_alias(const char *s);
+/* DRA device id "pool/device": pool one or more DNS-1123 subdomains joined
+ * by '/' (at most 253 characters), device a DNS-1123 label. */
+bool names_is_dra_device_id(const char *s);
+/* A resource as a filter names it: an extended resource name, or a DRA
+ * driver (a DNS-1123 subdomain). */
+bool names_is_resource_or_driver(const char *s);
 
 #endif

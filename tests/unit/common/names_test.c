@@ -103,8 +103,42 @@ static void test_device_id(void)
     CHECK(!names_is_device_id("-gpu"));
     CHECK(!names_is_device_id(".gpu"));
     CHECK(!names_is_device_id("gpu 0"));
-    CHECK(!names_is_device_id("gpu/0"));
+    CHECK(names_is_device_id("MIG-GPU-8a1f/1/0"));
+    CHECK(!names_is_device_id("/gpu"));
     CHECK(!names_is_device_id("gpu|0"));
 }
 
-TEST_MAIN(test_label, test_subdomain, test_resource_name, test_device_id)
+static void test_identity_names(void)
+{
+    char b[512];
+
+    CHECK(names_is_alias("GPU-8a1f0c2e-1111-2222-3333-444455556666"));
+    CHECK(names_is_alias("0000:3b:00.0"));
+    CHECK(names_is_alias("nvidia0"));
+    CHECK(names_is_alias("MIG-GPU-8a1f/1/0"));
+    CHECK(names_is_alias(rep(b, 'a', 253)));
+    CHECK(!names_is_alias(rep(b, 'a', 254)));
+    CHECK(!names_is_alias(""));
+    CHECK(!names_is_alias(NULL));
+    CHECK(!names_is_alias("/gpu"));
+    CHECK(!names_is_alias("gpu 0"));
+    CHECK(!names_is_alias("gpu|0"));
+
+    CHECK(names_is_dra_device_id("pool-a/gpu-0"));
+    CHECK(names_is_dra_device_id("node-1.example.com/sub/gpu-0"));
+    CHECK(!names_is_dra_device_id("gpu-0"));
+    CHECK(!names_is_dra_device_id("/gpu-0"));
+    CHECK(!names_is_dra_device_id("pool//gpu-0"));
+    CHECK(!names_is_dra_device_id("pool/Gpu-0"));
+    CHECK(!names_is_dra_device_id("pool/gpu.0"));
+    CHECK(!names_is_dra_device_id("pool/"));
+    CHECK(!names_is_dra_device_id(NULL));
+
+    CHECK(names_is_resource_or_driver("example.com/gpu"));
+    CHECK(names_is_resource_or_driver("gpu.example.com"));
+    CHECK(!names_is_resource_or_driver("Gpu.example.com"));
+    CHECK(!names_is_resource_or_driver("a/b/c"));
+    CHECK(!names_is_resource_or_driver(""));
+}
+
+TEST_MAIN(test_label, test_subdomain, test_resource_name, test_device_id, test_identity_names)
