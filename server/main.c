@@ -11,6 +11,7 @@
 #include "curlfn.h"
 #include "feed.h"
 #include "http.h"
+#include "ident.h"
 #include "metrics.h"
 #include "source_kubelet.h"
 #include "store.h"
@@ -69,6 +70,7 @@ struct daemon {
     struct config cfg;              /* settings */
     struct token *token;            /* write token or NULL */
     struct store *store;            /* the database */
+    struct ident_rules *ident;      /* the identity rules of the config */
     struct feed *feed;              /* the change-feed hub */
     struct metrics *metrics;        /* request metrics */
     struct api api;                 /* handler context */
@@ -113,6 +115,7 @@ static err_t start_api(struct daemon *d)
 static err_t open_store(struct daemon *d)
 {
     struct store_opts so = {.path = d->cfg.db, .history = d->cfg.history};
+    struct error e = {0};
     size_t i;
     err_t rc;
 
@@ -136,6 +139,12 @@ static err_t open_store(struct daemon *d)
     for (i = 0; i < api_nroutes; i++)
         metrics_set_label(d->metrics, i, api_routes[i].method, api_routes[i].label);
     store_set_feed(d->store, d->feed);
+    rc = ident_rules_new(d->cfg.identity, &d->ident, &e);
+    if (rc) { /* config_apply compiled them already: out of memory */
+        log_err("identity rules: %s", error_msg(&e));
+        return rc;
+    }
+    store_set_ident(d->store, d->ident);
     return ERR_OK;
 }
 
@@ -188,6 +197,7 @@ static void stop(struct daemon *d)
     if (d->kubelet_mode)
         curlfn_cleanup();
     store_free(d->store);
+    ident_rules_free(d->ident);
     feed_free(d->feed);
     metrics_free(d->metrics);
     token_free(d->token);

@@ -43,6 +43,13 @@ err_t store_open(const struct store_opts *opts, struct store **out) WARN_UNUSED;
 void store_free(struct store *st); /* NULL is a no-op */
 /* Attach the feed after opening (the feed needs the revision to start). */
 void store_set_feed(struct store *st, struct feed *feed);
+/* Use these identity rules (borrowed; they outlive the store) for devices
+ * written from now on; before serving. NULL: none. */
+struct ident_rules;
+void store_set_ident(struct store *st, const struct ident_rules *rules);
+/* Aliases the kubelet mirror left out since open because they named
+ * another device (a counter). */
+uint64_t store_alias_conflicts(struct store *st);
 /* The last committed revision. */
 uint64_t store_revision(struct store *st);
 /* Schema version the binary knows (the number of migrations). */
@@ -118,10 +125,20 @@ struct store_outcome {
 };
 
 /* Replace the device set of 'resource'. 'devices' is the array
- * validate_devices_put() builds: {"id","health","numa":[ids],"properties"}; ttl_ms 0 = no
- * heartbeat. *out = {"devices":[...],"revision":N}; *changed false when nothing did. */
+ * validate_devices_put() builds: {"id","health","numa":[ids],"properties","aliases",
+ * "physical"}; ttl_ms 0 = no heartbeat. *out = {"devices":[...],"revision":N}; *changed
+ * false when nothing did. A device without "physical" gets the one the identity rules
+ * derive, and their aliases beside its own. ERR_CONFLICT with 'e' naming both devices
+ * when an alias is another device's alias or id, or an id another's alias. */
 err_t store_resource_put(struct store *st, const char *resource, const json_t *devices,
                          uint64_t ttl_ms, struct error *e, json_t **out, bool *changed) WARN_UNUSED;
+/* Replace the devices a DRA driver published for this node (its
+ * ResourceSlices): 'devices' as validate_driver_put() builds them. Like
+ * store_resource_put() without a heartbeat; a device no longer published
+ * that is still bound is kept (removed) while bound, its health unchanged.
+ * ERR_CONFLICT with 'e' naming both devices when a name is another's. */
+err_t store_driver_put(struct store *st, const char *driver, const json_t *devices, struct error *e,
+                       json_t **out, bool *changed) WARN_UNUSED;
 /* Set one device's health. *out = {"device":{...},"revision":N}. */
 err_t store_device_set_health(struct store *st, const char *resource, const char *id,
                               const char *health, struct error *e, json_t **out) WARN_UNUSED;
@@ -194,10 +211,13 @@ err_t store_history_text(struct store *st, const struct histq *q, char **text,
  * {"usage":[{group fields,"resourceName","deviceSeconds"}]}. */
 err_t store_usage(struct store *st, const struct histq *q, int64_t now_ms,
                   json_t **out) WARN_UNUSED;
-/* One device by id, of 'resource' (NULL: of any): {"device":{...},"revision":N}.
- * ERR_NOTFOUND; ERR_CONFLICT when several resources have a device 'id'
- * ('e' names them). */
-err_t store_device_find(struct store *st, const char *id, const char *resource, struct error *e,
+/* The devices 'name' covers (store_ident.c): {"device":Device|null,"devices":[Device...],
+ * "revision":N}. "device" is the one it names directly (id or alias, of
+ * 'resource' if given), "devices" that one and every slice or replica whose
+ * physical is the name, that device's id or alias, or (recursively) the id
+ * of one found so, by resource and id. ERR_NOTFOUND when it covers none;
+ * ERR_CONFLICT when it names several devices directly ('e' names them). */
+err_t store_device_find(struct store *st, const char *name, const char *resource, struct error *e,
                         json_t **out) WARN_UNUSED;
 /* One pruning step, a write of its own that holds the writer a few
  * milliseconds: drops closed intervals beyond 'max_rows' per table (0: no

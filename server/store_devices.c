@@ -15,18 +15,25 @@
 /* How a listed device's row compares with what the list says. */
 struct listed {
     bool row;     /* the device has a row */
-    bool same;    /* with the listed health, NUMA ids and properties */
+    bool same;    /* with the listed health, NUMA ids, properties and names */
     bool removed; /* and is marked removed (still held) */
 };
 
-static err_t listed_get(struct store *st, const char *resource, const char *id, const char *health,
-                        const char *numa, const char *props, struct listed *l)
+/* A listed device's columns as stored text. */
+struct listed_cols {
+    const char *id, *health, *physical;
+    char *numa, *props, *aliases; /* new */
+};
+
+static err_t listed_get(struct store *st, const char *resource, const struct listed_cols *c,
+                        struct listed *l)
 {
     sqlite3_stmt *s = NULL;
     err_t rc = db_prep(st->commit.db, &s,
-                       "SELECT health=? AND numa=? AND properties=?, removed FROM devices "
-                       "WHERE resource=? AND id=?",
-                       "ttttt", health, numa, props, resource, id);
+                       "SELECT health=? AND numa=? AND properties=? AND aliases=? AND physical=?,"
+                       "removed FROM devices WHERE resource=? AND id=?",
+                       "ttttttt", c->health, c->numa, c->props, c->aliases, c->physical, resource,
+                       c->id);
 
     if (rc)
         return rc;
@@ -39,17 +46,24 @@ static err_t listed_get(struct store *st, const char *resource, const char *id, 
     return rc;
 }
 
-/* Register one listed device 'dev' ({"id","health","numa","properties"}). */
+/* Register one listed device 'dev' ({"id","health","numa","properties",
+ * "aliases","physical"}); ERR_CONFLICT when one of its names is another's. */
 static err_t put_one_device(struct store *st, const char *resource, const json_t *dev,
-                            bool *changed)
+                            bool *changed, struct error *e)
 {
-    const char *id = json_string_value(json_object_get(dev, "id"));
-    const char *health = json_string_value(json_object_get(dev, "health"));
-    char *numa = jsonx_dumps(json_object_get(dev, "numa"));
-    char *props = jsonx_dumps(json_object_get(dev, "properties"));
+    struct listed_cols c = {json_string_value(json_object_get(dev, "id")),
+                            json_string_value(json_object_get(dev, "health")),
+                            json_string_value(json_object_get(dev, "physical")),
+                            NULL,
+                            NULL,
+                            NULL};
     struct listed l = {false, false, false};
-    err_t rc = numa && props ? listed_get(st, resource, id, health, numa, props, &l) : ERR_NOMEM;
+    err_t rc = st_ident_of(st, resource, c.id, dev, &c.physical, &c.aliases);
 
+    c.numa = jsonx_dumps(json_object_get(dev, "numa"));
+    c.props = jsonx_dumps(json_object_get(dev, "properties"));
+    if (!rc)
+        rc = c.numa && c.props ? listed_get(st, resource, &c, &l) : ERR_NOMEM;
     if (rc || (l.same && !l.removed))
         goto out;
     *changed = true;
@@ -57,20 +71,26 @@ static err_t put_one_device(struct store *st, const char *resource, const json_t
         /* a removed device, still held, registered again as it is listed:
          * registered again, and nothing a reader sees changed (no event) */
         rc = db_exec(st->commit.db, "UPDATE devices SET removed=0 WHERE resource=? AND id=?", "tt",
-                     resource, id);
+                     resource, c.id);
         goto out;
     }
-    rc = db_exec(st->commit.db,
-                 "INSERT INTO devices(resource,id,health,numa,properties,removed,revision) "
-                 "VALUES(?,?,?,?,?,0,?) ON CONFLICT(resource,id) DO UPDATE SET "
-                 "health=excluded.health,numa=excluded.numa,properties=excluded.properties,"
-                 "removed=0",
-                 "tttttu", resource, id, health, numa, props, changelog_next(&st->log));
+    rc = st_names_check(st, resource, c.id, c.aliases, e);
     if (!rc)
-        rc = st_emit_device(st, l.row ? "MODIFIED" : "ADDED", resource, id);
+        rc = db_exec(st->commit.db,
+                     "INSERT INTO devices(resource,id,health,numa,properties,removed,revision,"
+                     "physical,aliases) VALUES(?,?,?,?,?,0,?,?,?) ON CONFLICT(resource,id) DO "
+                     "UPDATE SET health=excluded.health,numa=excluded.numa,"
+                     "properties=excluded.properties,removed=0,physical=excluded.physical,"
+                     "aliases=excluded.aliases",
+                     "tttttutt", resource, c.id, c.health, c.numa, c.props,
+                     changelog_next(&st->log), c.physical, c.aliases);
+    if (!rc)
+        rc = st_emit_device(st, l.row ? "MODIFIED" : "ADDED", resource, c.id);
 out:
-    free(numa);
-    free(props);
+    free(c.numa);
+    free(c.props);
+    free(c.aliases);
+    free((char *)c.physical);
     return rc;
 }
 
@@ -98,7 +118,8 @@ static err_t unlisted(struct store *st, const char *resource, const json_t *keep
 
 /* A device no longer listed: deleted when free, else marked removed and
  * Unhealthy while its holder has it. */
-static err_t drop_one(struct store *st, const char *resource, const char *id, bool *changed)
+static err_t drop_one(struct store *st, const char *resource, const char *id, bool dra,
+                      bool *changed)
 {
     struct devrow d;
     err_t rc = st_devrow_get(st, resource, id, &d, NULL);
@@ -109,6 +130,13 @@ static err_t drop_one(struct store *st, const char *resource, const char *id, bo
     if (!d.holder[0]) {
         *changed = true;
         return st_emit_device_deleted(st, resource, id);
+    }
+    if (dra) { /* a DRA device has no health of its own: bound, not published */
+        *changed = *changed || !d.removed;
+        return d.removed ? ERR_OK
+                         : db_exec(st->commit.db,
+                                   "UPDATE devices SET removed=1 WHERE resource=? AND id=?", "tt",
+                                   resource, id);
     }
     if (d.removed && strcmp(d.health, "Unhealthy") == 0)
         return ERR_OK;
@@ -124,14 +152,15 @@ static err_t drop_one(struct store *st, const char *resource, const char *id, bo
 }
 
 /* Devices of 'resource' absent from 'keep': delete, or mark removed when bound. */
-static err_t drop_missing(struct store *st, const char *resource, const json_t *keep, bool *changed)
+static err_t drop_missing(struct store *st, const char *resource, const json_t *keep, bool dra,
+                          bool *changed)
 {
     json_t *gone = NULL, *v;
     size_t i;
     err_t rc = unlisted(st, resource, keep, &gone);
 
     json_array_foreach(rc ? NULL : gone, i, v) {
-        rc = drop_one(st, resource, json_string_value(v), changed);
+        rc = drop_one(st, resource, json_string_value(v), dra, changed);
         if (rc)
             break;
     }
@@ -163,10 +192,12 @@ static err_t devices_of(struct store *st, const char *resource, json_t **out)
 
 /* A resource's device set as st_write_json() runs it. */
 struct resource_put {
-    const char *resource;  /* the resource */
+    const char *resource;  /* the resource, or the DRA driver */
     const json_t *devices; /* its devices, validated */
     uint64_t ttl_ms;       /* its heartbeat, 0 for none */
+    bool dra;              /* a DRA driver's published devices */
     bool changed;          /* a device changed */
+    struct error *e;       /* why it is refused */
 };
 
 static err_t resource_put_run(struct store *st, void *args, json_t **list)
@@ -179,18 +210,18 @@ static err_t resource_put_run(struct store *st, void *args, json_t **list)
     a->changed = false;
     json_array_foreach(a->devices, i, dev) {
         if (!rc)
-            rc = put_one_device(st, a->resource, dev, &a->changed);
+            rc = put_one_device(st, a->resource, dev, &a->changed, a->e);
         json_object_set(keep, json_string_value(json_object_get(dev, "id")), json_true());
     }
     if (!rc)
-        rc = drop_missing(st, a->resource, keep, &a->changed);
+        rc = drop_missing(st, a->resource, keep, a->dra, &a->changed);
     json_decref(keep);
     if (rc)
         return rc;
     rc = db_exec(st->commit.db,
-                 "INSERT OR REPLACE INTO resources(name,ttl_ms,refreshed_ms,expired) "
-                 "VALUES(?,?,?,0)",
-                 "tuu", a->resource, a->ttl_ms, clock_wall_ms());
+                 "INSERT OR REPLACE INTO resources(name,ttl_ms,refreshed_ms,expired,dra) "
+                 "VALUES(?,?,?,0,?)",
+                 "tuui", a->resource, a->ttl_ms, clock_wall_ms(), (int64_t)a->dra);
     if (!rc && a->changed)
         rc = st_resv_refresh_all(st);
     if (!rc)
@@ -201,10 +232,19 @@ static err_t resource_put_run(struct store *st, void *args, json_t **list)
 err_t store_resource_put(struct store *st, const char *resource, const json_t *devices,
                          uint64_t ttl_ms, struct error *e, json_t **out, bool *changed)
 {
-    struct resource_put a = {resource, devices, ttl_ms, false};
+    struct resource_put a = {resource, devices, ttl_ms, false, false, e};
     err_t rc = st_write_json(st, "devices", resource_put_run, &a, out);
 
-    (void)e; /* nothing it refuses has a message of its own */
+    *changed = !rc && a.changed;
+    return rc;
+}
+
+err_t store_driver_put(struct store *st, const char *driver, const json_t *devices, struct error *e,
+                       json_t **out, bool *changed)
+{
+    struct resource_put a = {driver, devices, 0, true, false, e};
+    err_t rc = st_write_json(st, "devices", resource_put_run, &a, out);
+
     *changed = !rc && a.changed;
     return rc;
 }

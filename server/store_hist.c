@@ -202,9 +202,15 @@ static void health_row(struct jsonw *w, sqlite3_stmt *s)
 /* ?1 device, ?2 resource or NULL, [?3, ?4) the window, ?5 after, ?6 limit.
  * A device's intervals do not overlap: of those that start before the
  * window, only the last can reach into it. */
-static const char by_device_sql[] = BIND_COLS
+/* The device ids a name stands for: itself, and the devices that have or
+ * had it as alias or physical id, recursively (a GPU's MIG device's
+ * replicas). */
+#define NAMES_CTE                                                                                  \
+    "WITH RECURSIVE nm(n) AS (SELECT ?1 UNION SELECT x.device_id FROM device_names x JOIN nm "     \
+    "ON x.name=nm.n) "
+static const char by_device_sql[] = NAMES_CTE BIND_COLS
     "FROM hist_dev d JOIN hist_bind b ON b.dev=d.id JOIN hist_pod p ON p.id=b.pod "
-    "WHERE d.device_id=?1 AND (?2 IS NULL OR d.resource=?2) AND b.from_ms>=ifnull(("
+    "WHERE d.device_id IN nm AND (?2 IS NULL OR d.resource=?2) AND b.from_ms>=ifnull(("
     "SELECT max(x.from_ms) FROM hist_bind x WHERE x.dev=d.id AND x.from_ms<=?3),?3) "
     "AND b.from_ms<?4 AND (b.to_ms IS NULL OR b.to_ms>?3) AND +b.id>?5 "
     "ORDER BY b.from_ms,b.id LIMIT ?6";
@@ -212,9 +218,9 @@ static const char by_pod_sql[] = BIND_COLS
     "FROM hist_pod p JOIN hist_bind b ON b.pod=p.id JOIN hist_dev d ON d.id=b.dev "
     "WHERE p.namespace=?1 AND p.name=?2 AND b.from_ms<?4 AND (b.to_ms IS NULL OR "
     "b.to_ms>?3) AND +b.id>?5 ORDER BY +b.id LIMIT ?6";
-static const char health_sql[] =
+static const char health_sql[] = NAMES_CTE
     "SELECT h.id,d.resource,d.device_id,h.from_ms,h.to_ms FROM hist_dev d JOIN hist_health h ON "
-    "h.dev=d.id WHERE d.device_id=?1 AND (?2 IS NULL OR d.resource=?2) AND h.from_ms>=ifnull(("
+    "h.dev=d.id WHERE d.device_id IN nm AND (?2 IS NULL OR d.resource=?2) AND h.from_ms>=ifnull(("
     "SELECT max(x.from_ms) FROM hist_health x WHERE x.dev=d.id AND x.from_ms<=?3),?3) AND "
     "h.from_ms<?4 AND (h.to_ms IS NULL OR h.to_ms>?3) AND +h.id>?5 ORDER BY h.from_ms,h.id "
     "LIMIT ?6";
@@ -390,82 +396,6 @@ out:
     }
     *out = o;
     return ERR_OK;
-}
-
-/* ---- one device ---- */
-
-/* The resources that have a device of one id. */
-struct owners {
-    int n;           /* how many */
-    char first[512]; /* the first by name */
-    char names[512]; /* all their names, joined by ", " (cut to fit) */
-};
-
-/* The resources that have a device 'id' (and are 'resource', if given). */
-static err_t resources_of(sqlite3 *db, const char *id, const char *resource, struct owners *o)
-{
-    sqlite3_stmt *s = NULL;
-    bool row;
-    size_t used;
-    err_t rc = db_prep(db, &s,
-                       "SELECT resource FROM devices WHERE id=?1 AND (?2 IS NULL OR resource=?2) "
-                       "ORDER BY resource",
-                       "tt", id, resource);
-
-    o->n = 0;
-    o->names[0] = '\0';
-    while (!rc) {
-        rc = db_step(db, s, &row);
-        if (rc || !row)
-            break;
-        if (o->n == 0)
-            str_copy(o->first, sizeof(o->first), db_text(s, 0));
-        used = strlen(o->names);
-        snprintf(o->names + used, sizeof(o->names) - used, "%s%s", o->n ? ", " : "", db_text(s, 0));
-        o->n++;
-    }
-    db_done(s);
-    return rc;
-}
-
-/* In one read transaction: the revision, the resources with a device
- * 'id', and that device's object (*dev, new) when there is exactly one. */
-static err_t device_find(struct store *st, const char *id, const char *resource, struct owners *o,
-                         uint64_t *rev, json_t **dev)
-{
-    sqlite3 *db = NULL;
-    err_t rc = db_read_begin(&st->readers, &db);
-
-    if (rc)
-        return rc;
-    rc = changelog_db_revision(&st->log, db, rev);
-    if (!rc)
-        rc = resources_of(db, id, resource, o);
-    if (!rc && o->n == 1)
-        rc = st_device_json(db, o->first, id, dev);
-    db_read_end(&st->readers, db);
-    return rc;
-}
-
-err_t store_device_find(struct store *st, const char *id, const char *resource, struct error *e,
-                        json_t **out)
-{
-    struct owners o;
-    json_t *dev = NULL;
-    uint64_t rev = 0;
-    err_t rc = device_find(st, id, resource, &o, &rev, &dev);
-
-    if (rc)
-        return rc;
-    if (o.n == 0)
-        return errorf(e, ERR_NOTFOUND, "device %.200s not found%s%.200s", id,
-                      resource ? " in " : "", resource ? resource : "");
-    if (o.n > 1)
-        return errorf(e, ERR_CONFLICT,
-                      "device %.200s is a device of %d resources (%.300s): add ?resource=", id, o.n,
-                      o.names);
-    *out = st_wrap("device", dev, rev);
-    return *out ? ERR_OK : ERR_NOMEM;
 }
 
 /* ---- pruning ---- */

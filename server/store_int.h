@@ -35,7 +35,23 @@ struct store {
     pthread_mutex_t amu;    /* guards cpu_ids and memory */
     json_t *cpu_ids;        /* the kubelet's last allocatable CPU ids (an array), or NULL */
     json_t *memory;         /* its last allocatable memory (an array), or NULL */
+    const struct ident_rules *ident;  /* identity rules (ident.h), borrowed; NULL: none */
+    _Atomic uint64_t alias_conflicts; /* aliases the kubelet mirror left out */
 };
+
+/* Identity (store_ident.c), inside a write. The physical id and aliases of
+ * device resource/id: the 'given' entry's "physical" when not empty, else
+ * the rules'; its "aliases" and the rules', sorted, without the id, as JSON
+ * text. *physical ("" for whole) and *aliases are new. */
+err_t st_ident_of(struct store *st, const char *resource, const char *id, const json_t *given,
+                  const char **physical, char **aliases) WARN_UNUSED;
+/* ERR_CONFLICT, 'e' naming both devices, when an alias of resource/id (a
+ * JSON array text) is another device's alias or id, or its id another's
+ * alias. */
+err_t st_names_check(struct store *st, const char *resource, const char *id, const char *aliases,
+                     struct error *e) WARN_UNUSED;
+/* Count an alias left out because it named another device (a metric). */
+void st_alias_conflict_count(struct store *st);
 
 /* Run fn(st, ctx) as one write of a batch and return its result once the
  * batch's COMMIT holds it (or at once when it fails: then nothing of it is

@@ -87,8 +87,10 @@ static const struct devseen *devseen_find(const struct devseen *l, const char *r
 /* Put the row 's' (st_devrow_get()'s columns) in front of '*l'. */
 static err_t devseen_add(struct devseen **l, const char *resource, const char *id, sqlite3_stmt *s)
 {
-    const char *v[6] = {resource, id, db_text(s, 0), db_text(s, 2), db_text(s, 6), db_text(s, 5)};
-    size_t len[6], n = 0, i;
+    const char *v[8] = {
+        resource,      id,           db_text(s, 0), db_text(s, 2), db_text(s, 6), db_text(s, 7),
+        db_text(s, 8), db_text(s, 5)};
+    size_t len[ARRAY_SIZE(v)], n = 0, i;
     struct devseen *e;
     char *at, *resv = NULL, *slash;
 
@@ -108,6 +110,8 @@ static err_t devseen_add(struct devseen **l, const char *resource, const char *i
     e->health = v[2];
     e->numa = v[3];
     e->properties = v[4];
+    e->physical = v[5];
+    e->aliases = v[6];
     /* reserved "ns/pod": a namespace has no '/' */
     slash = strchr(resv, '/');
     e->resv_ns = slash ? resv : NULL;
@@ -126,7 +130,8 @@ err_t st_devrow_get(struct store *st, const char *resource, const char *id, stru
     bool row = false;
     err_t rc = db_prep(st->commit.db, &s,
                        "SELECT d.health,d.removed,d.numa,b.namespace||'/'||b.pod,b.container,"
-                       "r.namespace||'/'||r.pod,d.properties FROM devices d LEFT JOIN bindings b "
+                       "r.namespace||'/'||r.pod,d.properties,d.physical,d.aliases FROM devices d "
+                       "LEFT JOIN bindings b "
                        "ON b.resource=d.resource AND b.device_id=d.id AND b.pod<>'' LEFT JOIN "
                        "reserved r ON r.resource=d.resource AND r.device_id=d.id WHERE "
                        "d.resource=? AND d.id=?",
@@ -301,6 +306,8 @@ static void rebound_cols(struct devtext *t, const struct devseen *seen, sqlite3_
         t->health = seen->health;
         t->numa = seen->numa;
         t->properties = seen->properties;
+        t->physical = seen->physical;
+        t->aliases = seen->aliases;
         t->resv_ns = seen->resv_ns;
         t->resv_name = seen->resv_name;
         return;
@@ -310,6 +317,8 @@ static void rebound_cols(struct devtext *t, const struct devseen *seen, sqlite3_
     t->properties = db_text(s, 2);
     t->resv_ns = db_text_or_null(s, 4);
     t->resv_name = db_text(s, 5);
+    t->physical = db_text(s, 6);
+    t->aliases = db_text(s, 7);
 }
 
 /* Its bindings row for the device's new holder: the pod 'by', in
@@ -344,11 +353,12 @@ static err_t rebound_read(struct store *st, const char *resource, const char *id
     *row = seen != NULL;
     if (seen)
         return ERR_OK;
-    rc = db_prep(st->commit.db, s,
-                 "SELECT health,numa,properties,removed,r.namespace,r.pod FROM devices d LEFT "
-                 "JOIN reserved r ON r.resource=d.resource AND r.device_id=d.id WHERE "
-                 "d.resource=? AND d.id=?",
-                 "tt", resource, id);
+    rc = db_prep(
+        st->commit.db, s,
+        "SELECT health,numa,properties,removed,r.namespace,r.pod,d.physical,d.aliases "
+        "FROM devices d LEFT JOIN reserved r ON r.resource=d.resource AND r.device_id=d.id WHERE "
+        "d.resource=? AND d.id=?",
+        "tt", resource, id);
     return rc ? rc : db_step(st->commit.db, *s, row);
 }
 

@@ -41,6 +41,7 @@ struct devseen {
     struct devseen *next;                   /* the next row kept, or NULL */
     const char *resource, *id;              /* the device */
     const char *health, *numa, *properties; /* its columns, as stored */
+    const char *physical, *aliases;         /* its identity, as stored */
     const char *resv_ns, *resv_name;        /* reserved for; NULL, "" when not */
     char text[];                            /* the strings above */
 };

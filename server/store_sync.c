@@ -40,6 +40,7 @@ struct srow {
         struct {
             const char *res, *id;             /* the device */
             const char *ns, *pod, *container; /* its holder */
+            const char *claim;                /* DRA claim "ns/name", or "" */
         } bind;
     };
 };
@@ -72,7 +73,7 @@ static void key2(char *key, const char *a, const char *b)
 
 /* ---- rows and tables ---- */
 
-#define SROW_STRINGS_MAX 5 /* strings of a row, its key aside */
+#define SROW_STRINGS_MAX 6 /* strings of a row, its key aside */
 
 /* Give 'r' the key 'key' and copies of the 'n' strings 'vals' in one new
  * block: *dst[k] points at the copy of vals[k]. Frees the block it had. */
@@ -172,20 +173,24 @@ static err_t put_dev(struct stable *t, const char *key, const char *res, const c
     return rc;
 }
 
-/* Put a binding row of 'key' in 't': device res/id held by container 'c'
- * of pod ns/name. */
-static err_t put_bind(struct stable *t, const char *key, const char *res, const char *id,
-                      const char *ns, const char *name, const char *c)
+/* A binding: device res/id held by container 'c' of pod ns/name, through
+ * DRA claim 'claim' ("ns/name", or ""). */
+struct bind_of {
+    const char *res, *id, *ns, *name, *c, *claim;
+};
+
+/* Put the binding row 'b' of 'key' in 't'. */
+static err_t put_bind(struct stable *t, const char *key, const struct bind_of *b)
 {
-    const char *vals[] = {res, id, ns, name, c};
+    const char *vals[] = {b->res, b->id, b->ns, b->name, b->c, b->claim};
     struct srow *r;
     err_t rc = stable_slot(t, key, &r);
 
     if (rc)
         return rc;
-    return srow_fill(r, key, 5, vals,
+    return srow_fill(r, key, 6, vals,
                      (const char **const[]){&r->bind.res, &r->bind.id, &r->bind.ns, &r->bind.pod,
-                                            &r->bind.container});
+                                            &r->bind.container, &r->bind.claim});
 }
 
 /* ---- the wanted state ---- */
@@ -292,24 +297,43 @@ static err_t want_allocatable(struct sync *s, const json_t *devices)
     return ERR_OK;
 }
 
-/* Device res/id, bound to container 'c' of pod ns/name: its binding (the
- * first container listing it keeps it), and an Unhealthy device when it is
- * not allocatable. */
-static err_t want_bound(struct sync *s, const char *ns, const char *name, const char *c,
-                        const char *res, const char *id, const json_t *topology)
+/* Binding 'b', of a device group with 'topology': the binding (the first
+ * container listing the device keeps it), and the device when it is not
+ * allocatable: Unhealthy, or for a DRA device (one with a claim), which has
+ * no health of its own, Healthy; both marked removed (not registered). */
+static err_t want_bound(struct sync *s, const struct bind_of *b, const json_t *topology)
 {
     char key[SYNC_KEY_MAX];
     err_t rc;
 
-    key2(key, res, id);
+    key2(key, b->res, b->id);
     if (stable_get(&s->want_bind, key)) {
-        log_debug("device %s %s is listed for two containers; kept for the first", res, id);
+        log_debug("device %s %s is listed for two containers; kept for the first", b->res, b->id);
         return ERR_OK;
     }
-    rc = put_bind(&s->want_bind, key, res, id, ns, name, c);
+    rc = put_bind(&s->want_bind, key, b);
     if (!rc && !stable_get(&s->want_devs, key))
-        rc = want_device(s, res, id, "Unhealthy", topology, true);
+        rc = want_device(s, b->res, b->id, b->claim[0] ? "Healthy" : "Unhealthy", topology, true);
     return rc;
+}
+
+/* The claim "ns/name" through which a DRA group (one with "claims") holds
+ * device 'id', into 'buf'; "" for other groups. */
+static void claim_of(const json_t *g, const char *id, char *buf, size_t cap)
+{
+    json_t *cl, *v;
+    size_t i, j;
+
+    buf[0] = '\0';
+    json_array_foreach(json_object_get(g, "claims"), i, cl) {
+        json_array_foreach(json_object_get(cl, "deviceIds"), j, v) {
+            if (json_is_string(v) && strcmp(json_string_value(v), id) == 0) {
+                snprintf(buf, cap, "%s/%s", json_string_value(json_object_get(cl, "namespace")),
+                         json_string_value(json_object_get(cl, "name")));
+                return;
+            }
+        }
+    }
 }
 
 /* One device group of container 'c' of pod ns/name: its ids sorted in
@@ -318,6 +342,7 @@ static err_t want_group(struct sync *s, const char *ns, const char *name, const 
 {
     const char *res = name_of(g, "resourceName"), *id;
     json_t *ids = json_object_get(g, "deviceIds"), *v;
+    char claim[2 * NAME_MAX_LEN + 2];
     size_t i;
     err_t rc = res && json_is_array(ids) ? sort_array(ids, cmp_json_str) : ERR_INVAL;
 
@@ -327,7 +352,9 @@ static err_t want_group(struct sync *s, const char *ns, const char *name, const 
         id = json_string_value(v);
         if (rc || !id || !id[0] || strlen(id) > NAME_MAX_LEN)
             return rc ? rc : ERR_INVAL;
-        rc = want_bound(s, ns, name, c, res, id, json_object_get(g, "topology"));
+        claim_of(g, id, claim, sizeof(claim));
+        rc = want_bound(s, &(struct bind_of){res, id, ns, name, c, claim},
+                        json_object_get(g, "topology"));
     }
     return rc;
 }
@@ -469,14 +496,36 @@ static err_t have_dev(struct sync *s, sqlite3_stmt *q)
                    sqlite3_column_int(q, 4) != 0);
 }
 
-/* resource,device_id,namespace,pod,container */
+/* resource,device_id,namespace,pod,container,claim */
 static err_t have_bind(struct sync *s, sqlite3_stmt *q)
 {
     char key[SYNC_KEY_MAX];
 
     key2(key, db_text(q, 0), db_text(q, 1));
-    return put_bind(&s->have_bind, key, db_text(q, 0), db_text(q, 1), db_text(q, 2), db_text(q, 3),
-                    db_text(q, 4));
+    return put_bind(&s->have_bind, key,
+                    &(struct bind_of){db_text(q, 0), db_text(q, 1), db_text(q, 2), db_text(q, 3),
+                                      db_text(q, 4), db_text(q, 5)});
+}
+
+/* resource,id,numa of a device a DRA driver published: wanted as it is. */
+static err_t want_published_row(struct sync *s, sqlite3_stmt *q)
+{
+    char key[SYNC_KEY_MAX];
+
+    key2(key, db_text(q, 0), db_text(q, 1));
+    return put_dev(&s->want_devs, key, db_text(q, 0), db_text(q, 1), "Healthy", db_text(q, 2),
+                   false);
+}
+
+/* The devices DRA drivers published through podres-syncer (PUT
+ * /v1/drivers): the kubelet does not list them, and they stay, bound or
+ * not. Read in the transaction, as the stored state is. */
+static err_t want_published(struct sync *s)
+{
+    return load_rows(s,
+                     "SELECT d.resource,d.id,d.numa FROM devices d JOIN resources r ON "
+                     "r.name=d.resource WHERE r.dra=1 AND d.removed=0",
+                     want_published_row);
 }
 
 static err_t load_have(struct sync *s)
@@ -487,7 +536,7 @@ static err_t load_have(struct sync *s)
         rc = load_rows(s, "SELECT resource,id,health,numa,removed FROM devices", have_dev);
     if (!rc) /* not the let-go devices' rows (schema 3) */
         rc = load_rows(s,
-                       "SELECT resource,device_id,namespace,pod,container FROM bindings "
+                       "SELECT resource,device_id,namespace,pod,container,claim FROM bindings "
                        "WHERE pod<>''",
                        have_bind);
     return rc;
@@ -540,7 +589,8 @@ static err_t drop_pods(struct sync *s)
 static bool same_owner(const struct srow *a, const struct srow *b)
 {
     return a && b && strcmp(a->bind.ns, b->bind.ns) == 0 && strcmp(a->bind.pod, b->bind.pod) == 0 &&
-           strcmp(a->bind.container, b->bind.container) == 0;
+           strcmp(a->bind.container, b->bind.container) == 0 &&
+           strcmp(a->bind.claim, b->bind.claim) == 0;
 }
 
 /* Note that the holder of device 'key' changed. */
@@ -574,8 +624,9 @@ static err_t rebind(struct sync *s)
             continue;
         rc = db_exec(s->st->commit.db,
                      "INSERT OR REPLACE INTO bindings(resource,device_id,namespace,pod,"
-                     "container) VALUES(?,?,?,?,?)",
-                     "ttttt", v->bind.res, v->bind.id, v->bind.ns, v->bind.pod, v->bind.container);
+                     "container,claim) VALUES(?,?,?,?,?,?)",
+                     "tttttt", v->bind.res, v->bind.id, v->bind.ns, v->bind.pod, v->bind.container,
+                     v->bind.claim);
         if (!rc)
             rc = touch(s, v->key);
     }
@@ -625,19 +676,47 @@ static err_t put_pods(struct sync *s)
     return rc;
 }
 
+/* The identity of a device new to the store: the rules' physical id and
+ * aliases (*physical, *aliases new). Aliases that name another device are
+ * left out, logged and counted: the kubelet's word is not refused. */
+static err_t new_identity(struct sync *s, const struct srow *d, const char **physical,
+                          char **aliases)
+{
+    struct error e = {0};
+    err_t rc = st_ident_of(s->st, d->dev.res, d->dev.id, NULL, physical, aliases);
+
+    if (rc || strcmp(*aliases, "[]") == 0)
+        return rc;
+    rc = st_names_check(s->st, d->dev.res, d->dev.id, *aliases, &e);
+    if (rc != ERR_CONFLICT)
+        return rc;
+    log_warn("kubelet device %s %s: its aliases are left out: %s", d->dev.res, d->dev.id,
+             error_msg(&e));
+    st_alias_conflict_count(s->st);
+    memcpy(*aliases, "[]", 3); /* fits: the text was longer */
+    return ERR_OK;
+}
+
 /* Write wanted device 'd', stored as 'h' (NULL: not stored), whose NUMA
- * ids are 'numa', and emit its event. */
+ * ids are 'numa', and emit its event. A stored device keeps its identity
+ * (a DRA driver's published aliases among them). */
 static err_t put_device(struct sync *s, const struct srow *d, const struct srow *h,
                         const char *numa)
 {
-    err_t rc = db_exec(s->st->commit.db,
-                       "INSERT INTO devices(resource,id,health,numa,properties,removed,revision) "
-                       "VALUES(?,?,?,?,'{}',?,?) ON CONFLICT(resource,id) DO UPDATE SET "
-                       "health=excluded.health,numa=excluded.numa,removed=excluded.removed,"
-                       "revision=excluded.revision",
-                       "ttttiu", d->dev.res, d->dev.id, d->dev.health, numa,
-                       (int64_t)d->dev.removed, changelog_next(&s->st->log));
+    const char *physical = NULL;
+    char *aliases = NULL;
+    err_t rc = h ? ERR_OK : new_identity(s, d, &physical, &aliases);
 
+    if (!rc)
+        rc = db_exec(s->st->commit.db,
+                     "INSERT INTO devices(resource,id,health,numa,properties,removed,revision,"
+                     "physical,aliases) VALUES(?,?,?,?,'{}',?,?,ifnull(?,''),ifnull(?,'[]')) "
+                     "ON CONFLICT(resource,id) DO UPDATE SET health=excluded.health,"
+                     "numa=excluded.numa,removed=excluded.removed,revision=excluded.revision",
+                     "ttttiutt", d->dev.res, d->dev.id, d->dev.health, numa,
+                     (int64_t)d->dev.removed, changelog_next(&s->st->log), physical, aliases);
+    free((char *)physical);
+    free(aliases);
     return rc ? rc : emit_view(s, h ? "MODIFIED" : "ADDED", "Device", d->dev.res, d->dev.id);
 }
 
@@ -690,8 +769,8 @@ static err_t sync_init(struct sync *s, struct store *st)
 /* Inside the transaction: every difference, in event order. */
 static err_t apply(struct sync *s)
 {
-    static err_t (*const steps[])(struct sync * s) = {load_have,    drop_pods, rebind,
-                                                      drop_devices, put_pods,  put_devices};
+    static err_t (*const steps[])(struct sync * s) = {want_published, load_have, drop_pods,  rebind,
+                                                      drop_devices,   put_pods,  put_devices};
     size_t i;
     err_t rc = ERR_OK;
 

@@ -16,7 +16,8 @@
  * 3: a let-go device keeps its bindings row, with pod ''). */
 #define DEVICE_VIEW_SQL                                                                            \
     "SELECT d.resource,d.id,d.health,d.numa,d.properties,max(d.revision,ifnull(b.revision,0)),"    \
-    "NULLIF(b.namespace,''),NULLIF(b.pod,''),NULLIF(b.container,''),p.uid,r.namespace,r.pod "      \
+    "NULLIF(b.namespace,''),NULLIF(b.pod,''),NULLIF(b.container,''),p.uid,r.namespace,r.pod,"      \
+    "d.physical,d.aliases,b.claim "                                                                \
     "FROM devices d LEFT JOIN bindings b ON b.resource=d.resource AND b.device_id=d.id "           \
     "LEFT JOIN pods p ON p.namespace=b.namespace AND p.name=b.pod "                                \
     "LEFT JOIN reserved r ON r.resource=d.resource AND r.device_id=d.id "
@@ -72,13 +73,16 @@ static json_t *device_row(sqlite3_stmt *s)
     json_t *holder = json_null(), *resv = json_null();
     json_t *d;
 
+    const char *physical = db_text(s, 12);
+
     if (sqlite3_column_type(s, 6) != SQLITE_NULL)
-        holder = json_pack("{s:s,s:s,s:s,s:s}", "namespace", db_text(s, 6), "name", db_text(s, 7),
-                           "uid", db_text(s, 9), "container", db_text(s, 8));
+        holder = st_holder_json(db_text(s, 6), db_text(s, 7), db_text(s, 9), db_text(s, 8),
+                                db_text(s, 14));
     if (sqlite3_column_type(s, 10) != SQLITE_NULL)
         resv = json_pack("{s:s,s:s}", "namespace", db_text(s, 10), "name", db_text(s, 11));
-    d = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:I}", "resourceName", db_text(s, 0), "id",
-                  db_text(s, 1), "health", db_text(s, 2), "topology", st_topology(numa),
+    d = json_pack("{s:s,s:s,s:s,s:o,s:s,s:o,s:o,s:o,s:o,s:I}", "resourceName", db_text(s, 0), "id",
+                  db_text(s, 1), "physical", physical[0] ? physical : db_text(s, 1), "aliases",
+                  db_json(s, 13), "health", db_text(s, 2), "topology", st_topology(numa),
                   "properties", db_json(s, 4), "holder", holder, "reservedFor", resv, "revision",
                   (json_int_t)sqlite3_column_int64(s, 5));
     json_decref(numa);
@@ -143,12 +147,50 @@ static void pod_ref(struct jsonw *w, const char *ns, const char *name)
     jsonw_str(w, name);
 }
 
+/* ',"claim":{"namespace":..,"name":..}' of a DRA holder ('claim' is
+ * "namespace/name"); nothing for a device-plugin one ('claim' NULL or ""). */
+static void claim_text(struct jsonw *w, const char *claim)
+{
+    const char *slash = claim ? strchr(claim, '/') : NULL;
+    char ns[256];
+
+    if (!slash)
+        return;
+    snprintf(ns, sizeof(ns), "%.*s", (int)(slash - claim), claim);
+    jsonw_lit(w, ",\"claim\":{\"namespace\":");
+    jsonw_str(w, ns);
+    jsonw_lit(w, ",\"name\":");
+    jsonw_str(w, slash + 1);
+    jsonw_lit(w, "}");
+}
+
+json_t *st_holder_json(const char *ns, const char *name, const char *uid, const char *container,
+                       const char *claim)
+{
+    const char *slash = claim ? strchr(claim, '/') : NULL;
+    json_t *h = json_pack("{s:s,s:s,s:s,s:s}", "namespace", ns, "name", name, "uid", uid,
+                          "container", container);
+
+    if (h && slash &&
+        json_object_set_new(h, "claim",
+                            json_pack("{s:s%,s:s}", "namespace", claim, (size_t)(slash - claim),
+                                      "name", slash + 1))) {
+        json_decref(h);
+        return NULL;
+    }
+    return h;
+}
+
 void st_devtext(struct jsonw *w, const struct devtext *d)
 {
     jsonw_lit(w, "{\"resourceName\":");
     jsonw_str(w, d->resource);
     jsonw_lit(w, ",\"id\":");
     jsonw_str(w, d->id);
+    jsonw_lit(w, ",\"physical\":");
+    jsonw_str(w, d->physical && d->physical[0] ? d->physical : d->id);
+    jsonw_lit(w, ",\"aliases\":");
+    jsonw_lit(w, d->aliases && d->aliases[0] ? d->aliases : "[]"); /* as stored, sorted */
     jsonw_lit(w, ",\"health\":");
     jsonw_str(w, d->health);
     jsonw_lit(w, ",\"topology\":");
@@ -164,6 +206,7 @@ void st_devtext(struct jsonw *w, const struct devtext *d)
         jsonw_str(w, d->holder_uid);
         jsonw_lit(w, ",\"container\":");
         jsonw_str(w, d->holder_container);
+        claim_text(w, d->holder_claim);
         jsonw_lit(w, "}");
     } else {
         jsonw_lit(w, "null");
@@ -201,6 +244,9 @@ err_t st_device_text(sqlite3 *db, const char *resource, const char *id, uint64_t
                       .holder_uid = db_text(s, 9),
                       .resv_ns = db_text_or_null(s, 10),
                       .resv_name = db_text(s, 11),
+                      .physical = db_text(s, 12),
+                      .aliases = db_text(s, 13),
+                      .holder_claim = db_text(s, 14),
                   });
     rc = jsonw_done(w);
     db_done(s);

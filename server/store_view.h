@@ -32,8 +32,14 @@ struct devtext {
     const char *resource, *id, *health, *numa, *properties;              /* its row */
     const char *holder_ns, *holder_name, *holder_uid, *holder_container; /* its holder */
     const char *resv_ns, *resv_name;                                     /* reserved for */
-    uint64_t revision;                                                   /* its revision */
+    const char *physical, *aliases; /* its identity as stored; NULL: none ('', "[]") */
+    const char *holder_claim;       /* DRA claim "namespace/name"; NULL or "": none */
+    uint64_t revision;              /* its revision */
 };
+/* A Device's holder {"namespace","name","uid","container"[,"claim"]} ('claim'
+ * "namespace/name", or NULL or "" for none); new, NULL if out of memory. */
+json_t *st_holder_json(const char *ns, const char *name, const char *uid, const char *container,
+                       const char *claim);
 /* Append the text of the device object 'd' (st_device_json()'s shape). */
 void st_devtext(struct jsonw *w, const struct devtext *d);
 /* The text of st_device_json()'s object, appended to 'w'. A 'rev' other

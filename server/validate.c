@@ -11,6 +11,7 @@
 #include <assert.h>
 
 #define MAX_ITEMS 4096  /* containers, devices per request */
+#define MAX_ALIASES 16  /* aliases of a device */
 #define MAX_COUNT 1024  /* devices asked for in one request entry */
 #define MAX_TTL_S 86400 /* one day */
 
@@ -173,7 +174,7 @@ static err_t device_id(const json_t *id, const json_t *seen, struct error *e)
         return rc;
     if (!names_is_device_id(json_string_value(id)))
         return errorf(e, ERR_UNPROCESSABLE,
-                      "devices[].id \"%s\" is invalid: use 1..253 of [A-Za-z0-9._:-]",
+                      "devices[].id \"%s\" is invalid: use 1..253 of [A-Za-z0-9._:/-]",
                       json_string_value(id));
     if (json_object_get(seen, json_string_value(id)))
         return errorf(e, ERR_UNPROCESSABLE, "devices[].id \"%s\" is listed twice",
@@ -198,16 +199,122 @@ static err_t device_health(const json_t *h, const char **health, struct error *e
     return ERR_OK;
 }
 
-static err_t one_device(const json_t *d, json_t *seen, json_t **out, struct error *e)
+static int cmp_str_ptr(const void *a, const void *b)
 {
-    static const char *const keys[] = {"id", "health", "topology", "properties", NULL};
-    json_t *id = json_object_get(d, "id"), *numa = NULL, *props = NULL;
-    const char *health;
-    err_t rc = need_object(d, keys, "devices[]", e);
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A new array of the strings of 'arr' (at most MAX_ALIASES), sorted, each
+ * once; NULL if out of memory. */
+static json_t *sorted_unique(const json_t *arr)
+{
+    const char *v[MAX_ALIASES];
+    size_t n = json_array_size(arr), i;
+    json_t *out = json_array();
+
+    assert(n <= MAX_ALIASES);
+    for (i = 0; i < n; i++)
+        v[i] = json_string_value(json_array_get(arr, i));
+    qsort(v, n, sizeof(v[0]), cmp_str_ptr);
+    for (i = 0; out && i < n; i++) {
+        if ((i == 0 || strcmp(v[i], v[i - 1]) != 0) &&
+            json_array_append_new(out, json_string(v[i]))) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    return out;
+}
+
+/* devices[].aliases: 0..MAX_ALIASES names, into a new sorted array without
+ * duplicates and without the device's own id. */
+static err_t device_aliases(const json_t *a, const char *id, json_t **out, struct error *e)
+{
+    json_t *v, *uniq = NULL;
+    size_t i;
+    err_t rc = ERR_OK;
+
+    if (!a || json_is_null(a)) {
+        *out = json_array();
+        return *out ? ERR_OK : ERR_NOMEM;
+    }
+    if (need_type(a, JSON_ARRAY, "devices[].aliases", e))
+        return ERR_INVAL;
+    if (json_array_size(a) > MAX_ALIASES)
+        return errorf(e, ERR_UNPROCESSABLE, "devices[].aliases of \"%s\": at most 16", id);
+    uniq = json_array();
+    json_array_foreach(a, i, v) {
+        if (!names_is_alias(json_string_value(v))) {
+            rc = errorf(e, ERR_UNPROCESSABLE,
+                        "devices[].aliases of \"%s\": \"%.300s\" is invalid: use 1..253 of "
+                        "[A-Za-z0-9._:/-]",
+                        id, json_is_string(v) ? json_string_value(v) : "(not a string)");
+            goto out;
+        }
+        if (strcmp(json_string_value(v), id) != 0)
+            json_array_append(uniq, v);
+    }
+    *out = sorted_unique(uniq);
+    rc = *out ? ERR_OK : ERR_NOMEM;
+out:
+    json_decref(uniq);
+    return rc;
+}
+
+/* devices[].physical: "" when absent or the device itself. */
+static err_t device_physical(const json_t *p, const char *id, const char **out, struct error *e)
+{
+    *out = "";
+    if (!p || json_is_null(p))
+        return ERR_OK;
+    if (!names_is_alias(json_string_value(p)))
+        return errorf(e, ERR_UNPROCESSABLE,
+                      "devices[].physical of \"%s\" is invalid: use 1..253 of [A-Za-z0-9._:/-]",
+                      id);
+    if (strcmp(json_string_value(p), id) != 0)
+        *out = json_string_value(p);
+    return ERR_OK;
+}
+
+/* The fields of a device entry that name it: id, aliases, physical. */
+static err_t device_names(const json_t *d, json_t *seen, bool dra, json_t **aliases,
+                          const char **physical, struct error *e)
+{
+    const json_t *id = json_object_get(d, "id");
+    err_t rc;
+
+    if (dra) {
+        rc = need_type(id, JSON_STRING, "devices[].id", e);
+        if (!rc && !names_is_dra_device_id(json_string_value(id)))
+            rc = errorf(e, ERR_UNPROCESSABLE,
+                        "devices[].id \"%.300s\" is invalid: use POOL/DEVICE (DNS-1123 "
+                        "subdomains, a DNS-1123 label)",
+                        json_string_value(id));
+        if (!rc && json_object_get(seen, json_string_value(id)))
+            rc = errorf(e, ERR_UNPROCESSABLE, "devices[].id \"%s\" is listed twice",
+                        json_string_value(id));
+    } else {
+        rc = device_id(id, seen, e);
+    }
+    if (!rc)
+        rc = device_physical(json_object_get(d, "physical"), json_string_value(id), physical, e);
+    if (!rc)
+        rc = device_aliases(json_object_get(d, "aliases"), json_string_value(id), aliases, e);
+    return rc;
+}
+
+static err_t one_device(const json_t *d, json_t *seen, bool dra, json_t **out, struct error *e)
+{
+    static const char *const keys[] = {"id",      "health",   "topology", "properties",
+                                       "aliases", "physical", NULL};
+    static const char *const dra_keys[] = {"id", "properties", "aliases", "physical", NULL};
+    json_t *id = json_object_get(d, "id"), *numa = NULL, *props = NULL, *aliases = NULL;
+    const char *health, *physical;
+    err_t rc = need_object(d, dra ? dra_keys : keys, "devices[]", e);
 
     if (rc)
         goto out;
-    rc = device_id(id, seen, e);
+    rc = device_names(d, seen, dra, &aliases, &physical, e);
     if (rc)
         goto out;
     rc = device_health(json_object_get(d, "health"), &health, e);
@@ -220,15 +327,17 @@ static err_t one_device(const json_t *d, json_t *seen, json_t **out, struct erro
     if (rc)
         goto out;
     json_object_set_new(seen, json_string_value(id), json_true());
-    /* "o" takes numa and props, on failure too */
-    *out = json_pack("{s:O,s:s,s:o,s:o}", "id", id, "health", health, "numa", numa, "properties",
-                     props);
+    /* "o" takes numa, props and aliases, on failure too */
+    *out = json_pack("{s:O,s:s,s:o,s:o,s:o,s:s}", "id", id, "health", health, "numa", numa,
+                     "properties", props, "aliases", aliases, "physical", physical);
     numa = NULL;
     props = NULL;
+    aliases = NULL;
     rc = *out ? ERR_OK : ERR_NOMEM;
 out:
     json_decref(numa);
     json_decref(props);
+    json_decref(aliases);
     return rc;
 }
 
@@ -249,14 +358,18 @@ static err_t ttl_field(const json_t *ttl, uint64_t *ttl_ms, struct error *e)
     return ERR_OK;
 }
 
-err_t validate_devices_put(const json_t *body, json_t **devices, uint64_t *ttl_ms, struct error *e)
+/* The devices of a device set body ('dra': of a DRA driver, without health,
+ * topology and ttlSeconds). */
+static err_t devices_put(const json_t *body, bool dra, json_t **devices, uint64_t *ttl_ms,
+                         struct error *e)
 {
     static const char *const keys[] = {"devices", "ttlSeconds", NULL};
+    static const char *const dra_keys[] = {"devices", NULL};
     const json_t *list = json_object_get(body, "devices");
     json_t *out = json_array(), *seen = json_object(), *d, *c = NULL;
     uint64_t ttl = 0;
     size_t i;
-    err_t rc = out && seen ? need_body(body, keys, e) : ERR_NOMEM;
+    err_t rc = out && seen ? need_body(body, dra ? dra_keys : keys, e) : ERR_NOMEM;
 
     assert(devices && ttl_ms);
     if (rc)
@@ -272,7 +385,7 @@ err_t validate_devices_put(const json_t *body, json_t **devices, uint64_t *ttl_m
     if (rc)
         goto out;
     json_array_foreach(list, i, d) {
-        rc = one_device(d, seen, &c, e);
+        rc = one_device(d, seen, dra, &c, e);
         if (rc)
             goto out;
         json_array_append_new(out, c);
@@ -284,6 +397,18 @@ out:
     json_decref(seen);
     json_decref(out);
     return rc;
+}
+
+err_t validate_devices_put(const json_t *body, json_t **devices, uint64_t *ttl_ms, struct error *e)
+{
+    return devices_put(body, false, devices, ttl_ms, e);
+}
+
+err_t validate_driver_put(const json_t *body, json_t **devices, struct error *e)
+{
+    uint64_t ttl_ms;
+
+    return devices_put(body, true, devices, &ttl_ms, e);
 }
 
 err_t validate_health_patch(const json_t *body, const char **health, struct error *e)

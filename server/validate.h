@@ -16,9 +16,13 @@
 
 #include "../common/err.h"
 
-/* PUT devices: *devices = [{"id","health","numa":[int...],"properties":{}}]. */
+/* PUT devices: *devices = [{"id","health","numa":[int...],"properties":{},
+ * "aliases":[sorted, unique, not the id],"physical":"" or another device's name}]. */
 err_t validate_devices_put(const json_t *body, json_t **devices, uint64_t *ttl_ms,
                            struct error *e) WARN_UNUSED;
+/* PUT /v1/drivers/{driver}/devices: *devices = [{"id","health":"Healthy","numa":[],
+ * "properties","aliases","physical"}] as validate_devices_put() gives them. */
+err_t validate_driver_put(const json_t *body, json_t **devices, struct error *e) WARN_UNUSED;
 /* PATCH device: *health points into 'body' (borrowed). */
 err_t validate_health_patch(const json_t *body, const char **health, struct error *e) WARN_UNUSED;
 /* PUT pod: *uid borrowed from 'body' ("" when absent); *containers =

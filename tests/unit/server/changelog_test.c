@@ -132,10 +132,15 @@ static void test_ring_head(void)
 static void fx_schema1(struct fx *f, uint64_t rev, const char *rows)
 {
     sqlite3 *db = NULL;
-    char sql[2048];
+    char sql[4096];
 
     fx_close_store(f);
     snprintf(sql, sizeof(sql),
+             "DROP TRIGGER devices_names_ins; DROP TRIGGER devices_names_upd;"
+             "DROP TRIGGER devices_names_del; DROP INDEX devices_physical; DROP TABLE aliases;"
+             "DROP TABLE device_names; ALTER TABLE devices DROP COLUMN physical;"
+             "ALTER TABLE devices DROP COLUMN aliases; ALTER TABLE bindings DROP COLUMN claim;"
+             "ALTER TABLE resources DROP COLUMN dra;"
              "DROP TABLE changes; CREATE TABLE changes (revision INTEGER PRIMARY KEY, kind TEXT "
              "NOT NULL, namespace TEXT NOT NULL DEFAULT '', event TEXT NOT NULL);"
              "DELETE FROM meta WHERE key='ring'; DELETE FROM bindings WHERE pod='';"

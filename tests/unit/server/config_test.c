@@ -185,11 +185,13 @@ static void test_load(void)
     CHECK_STREQ(c.log_format, "json");
     CHECK_STREQ(c.log_level, "warn");
     s = jsonx_dumps(c.devices);
-    CHECK_STREQ(s, "[{\"devices\":[{\"health\":\"Healthy\",\"id\":\"gpu-1\",\"numa\":[1],"
-                   "\"properties\":{\"model\":\"a100\"}},{\"health\":\"Healthy\",\"id\":\"gpu-0\","
-                   "\"numa\":[0],\"properties\":{}}],\"resourceName\":\"example.com/gpu\"},"
-                   "{\"devices\":[{\"health\":\"Unhealthy\",\"id\":\"nic-0\",\"numa\":[],"
-                   "\"properties\":{}}],\"resourceName\":\"example.com/nic\"}]");
+    CHECK_STREQ(s, "[{\"devices\":[{\"aliases\":[],\"health\":\"Healthy\",\"id\":\"gpu-1\","
+                   "\"numa\":[1],\"physical\":\"\",\"properties\":{\"model\":\"a100\"}},"
+                   "{\"aliases\":[],\"health\":\"Healthy\",\"id\":\"gpu-0\",\"numa\":[0],"
+                   "\"physical\":\"\",\"properties\":{}}],\"resourceName\":\"example.com/gpu\"},"
+                   "{\"devices\":[{\"aliases\":[],\"health\":\"Unhealthy\",\"id\":\"nic-0\","
+                   "\"numa\":[],\"physical\":\"\",\"properties\":{}}],"
+                   "\"resourceName\":\"example.com/nic\"}]");
     free(s);
     config_release(&c);
     unlink(path);

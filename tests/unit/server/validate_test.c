@@ -64,10 +64,10 @@ static void test_devices_put(void)
     struct error e = {0};
 
     CHECK_OK(validate_devices_put(b, &out, &ttl, &e));
-    CHECK_STREQ(T(out),
-                "[{\"health\":\"Healthy\",\"id\":\"gpu-0\",\"numa\":[0,1],"
-                "\"properties\":{\"model\":\"a100\"}},"
-                "{\"health\":\"Unhealthy\",\"id\":\"gpu-1\",\"numa\":[],\"properties\":{}}]");
+    CHECK_STREQ(T(out), "[{\"aliases\":[],\"health\":\"Healthy\",\"id\":\"gpu-0\",\"numa\":[0,1],"
+                        "\"physical\":\"\",\"properties\":{\"model\":\"a100\"}},"
+                        "{\"aliases\":[],\"health\":\"Unhealthy\",\"id\":\"gpu-1\",\"numa\":[],"
+                        "\"physical\":\"\",\"properties\":{}}]");
     CHECK_EQ_INT(ttl, 30000);
     json_decref(out);
     json_decref(b);
@@ -106,6 +106,75 @@ static void test_devices_put(void)
                 ERR_UNPROCESSABLE, "topology.nodes[].ID");
     devices_bad("{\"devices\":[],\"ttlSeconds\":0}", ERR_UNPROCESSABLE, "ttlSeconds");
     devices_bad("{\"devices\":[],\"ttlSeconds\":86401}", ERR_UNPROCESSABLE, "ttlSeconds");
+    /* names */
+    devices_bad("{\"devices\":[{\"id\":\"a\",\"aliases\":\"x\"}]}", ERR_INVAL, "aliases");
+    devices_bad("{\"devices\":[{\"id\":\"a\",\"aliases\":[1]}]}", ERR_UNPROCESSABLE, "aliases");
+    devices_bad("{\"devices\":[{\"id\":\"a\",\"aliases\":[\"a b\"]}]}", ERR_UNPROCESSABLE,
+                "aliases");
+    devices_bad("{\"devices\":[{\"id\":\"a\",\"aliases\":[\"1\",\"2\",\"3\",\"4\",\"5\",\"6\","
+                "\"7\",\"8\",\"9\",\"10\",\"11\",\"12\",\"13\",\"14\",\"15\",\"16\",\"17\"]}]}",
+                ERR_UNPROCESSABLE, "at most 16");
+    devices_bad("{\"devices\":[{\"id\":\"a\",\"physical\":\"\"}]}", ERR_UNPROCESSABLE, "physical");
+    devices_bad("{\"devices\":[{\"id\":\"a\",\"physical\":7}]}", ERR_UNPROCESSABLE, "physical");
+}
+
+/* Aliases sorted, each once, without the id; physical "" for the device itself. */
+static void test_device_names(void)
+{
+    json_t *b = J("{\"devices\":[{\"id\":\"GPU-a::1\",\"physical\":\"GPU-a\","
+                  "\"aliases\":[\"nvidia1\",\"0000:3b:00.0\",\"nvidia1\",\"GPU-a::1\"]},"
+                  "{\"id\":\"gpu-2\",\"physical\":\"gpu-2\",\"aliases\":null}]}");
+    json_t *out = NULL;
+    uint64_t ttl = 0;
+    struct error e = {0};
+
+    CHECK_OK(validate_devices_put(b, &out, &ttl, &e));
+    CHECK_STREQ(T(json_object_get(json_array_get(out, 0), "aliases")),
+                "[\"0000:3b:00.0\",\"nvidia1\"]");
+    CHECK_STREQ(json_string_value(json_object_get(json_array_get(out, 0), "physical")), "GPU-a");
+    CHECK_STREQ(json_string_value(json_object_get(json_array_get(out, 1), "physical")), "");
+    CHECK_STREQ(T(json_object_get(json_array_get(out, 1), "aliases")), "[]");
+    json_decref(out);
+    json_decref(b);
+}
+
+/* A DRA driver's devices: POOL/DEVICE ids, no health, topology or heartbeat. */
+static void test_driver_put(void)
+{
+    static const struct {
+        const char *body;
+        err_t want;
+        const char *field;
+    } bad[] = {
+        {"{\"devices\":[{\"id\":\"gpu-0\"}]}", ERR_UNPROCESSABLE, "POOL/DEVICE"},
+        {"{\"devices\":[{\"id\":\"pool/Gpu-0\"}]}", ERR_UNPROCESSABLE, "POOL/DEVICE"},
+        {"{\"devices\":[{\"id\":\"p/g\"},{\"id\":\"p/g\"}]}", ERR_UNPROCESSABLE, "twice"},
+        {"{\"devices\":[{\"id\":\"p/g\",\"health\":\"Healthy\"}]}", ERR_INVAL, "health"},
+        {"{\"devices\":[],\"ttlSeconds\":5}", ERR_INVAL, "ttlSeconds"},
+        {"{\"devices\":[{\"id\":5}]}", ERR_INVAL, "devices[].id"},
+    };
+    json_t *b = J("{\"devices\":[{\"id\":\"node-a/sub/gpu-0\",\"aliases\":[\"GPU-a\"],"
+                  "\"properties\":{\"uuid\":\"GPU-a\"},\"physical\":\"GPU-p\"}]}");
+    json_t *out = NULL;
+    struct error e = {0};
+    size_t i;
+
+    CHECK_OK(validate_driver_put(b, &out, &e));
+    CHECK_STREQ(T(out), "[{\"aliases\":[\"GPU-a\"],\"health\":\"Healthy\",\"id\":"
+                        "\"node-a/sub/gpu-0\",\"numa\":[],\"physical\":\"GPU-p\","
+                        "\"properties\":{\"uuid\":\"GPU-a\"}}]");
+    json_decref(out);
+    json_decref(b);
+    for (i = 0; i < ARRAY_SIZE(bad); i++) {
+        b = J(bad[i].body);
+        out = NULL;
+        memset(&e, 0, sizeof(e));
+        CHECK_EQ_INT(validate_driver_put(b, &out, &e), bad[i].want);
+        CHECK(out == NULL);
+        if (!strstr(e.msg, bad[i].field))
+            CHECK_STREQ(e.msg, bad[i].field);
+        json_decref(b);
+    }
 }
 
 static void test_health_patch(void)
@@ -412,5 +481,5 @@ static void test_free_sentinel(void)
     json_decref(sentinel());
 }
 
-TEST_MAIN(test_devices_put, test_health_patch, test_pod_put, test_allocate, test_reservation,
-          test_uid, test_delete_options, test_free_sentinel)
+TEST_MAIN(test_device_names, test_driver_put, test_devices_put, test_health_patch, test_pod_put,
+          test_allocate, test_reservation, test_uid, test_delete_options, test_free_sentinel)
