@@ -266,6 +266,122 @@ out:
     return rc;
 }
 
+/* ---- DRA devices as device groups ---- */
+
+/* The element of 'arr' whose string fields k1, k2 are v1, v2 (k2 NULL: k1
+ * alone), or NULL. */
+static json_t *find_by(const json_t *arr, const char *k1, const char *v1, const char *k2,
+                       const char *v2)
+{
+    json_t *o;
+    size_t i;
+
+    json_array_foreach(arr, i, o) {
+        if (strcmp(json_string_value(json_object_get(o, k1)), v1) == 0 &&
+            (!k2 || strcmp(json_string_value(json_object_get(o, k2)), v2) == 0))
+            return o;
+    }
+    return NULL;
+}
+
+static bool utf8(const char *s)
+{
+    json_t *j = json_string(s);
+
+    json_decref(j);
+    return j != NULL;
+}
+
+/* Append string 'v' to 'arr' unless it is there. */
+static err_t add_once(json_t *arr, const char *v)
+{
+    json_t *x;
+    size_t i;
+
+    json_array_foreach(arr, i, x) {
+        if (strcmp(json_string_value(x), v) == 0)
+            return ERR_OK;
+    }
+    return json_array_append_new(arr, json_string(v)) ? ERR_NOMEM : ERR_OK;
+}
+
+/* The DRA group of 'driver' in the device groups 'devs' (one with
+ * "claims"), added when missing; NULL if out of memory. */
+static json_t *dra_group(json_t *devs, const char *driver)
+{
+    json_t *g;
+    size_t i;
+
+    json_array_foreach(devs, i, g) {
+        if (json_object_get(g, "claims") &&
+            strcmp(json_string_value(json_object_get(g, "resourceName")), driver) == 0)
+            return g;
+    }
+    g = json_pack("{s:s,s:[],s:{s:[]},s:[]}", "resourceName", driver, "deviceIds", "topology",
+                  "nodes", "claims");
+    if (g && json_array_append_new(devs, g))
+        return NULL;
+    return g;
+}
+
+/* The names of a DRA device and its claim: clean, UTF-8, and all but the
+ * claim's namespace (older kubelets) not empty. */
+static bool dra_names_ok(const V1__DynamicResource *r, const V1__ClaimResource *c)
+{
+    const char *const names[] = {c->driver_name, c->pool_name, c->device_name, r->claim_name,
+                                 r->claim_namespace};
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(names); i++) {
+        if (!clean(names[i], i == ARRAY_SIZE(names) - 1) || !utf8(names[i]))
+            return false;
+    }
+    return true;
+}
+
+/* Device pool/device of driver 'c', allocated through claim 'r', as a
+ * binding in the container's groups 'devs': id "pool/device" in the
+ * driver's group, and in that group's claim entry. */
+static err_t dra_add(json_t *devs, const V1__DynamicResource *r, const V1__ClaimResource *c)
+{
+    char id[1024];
+    json_t *g, *cl;
+    err_t rc;
+
+    if (!dra_names_ok(r, c))
+        return ERR_INVAL;
+    if ((size_t)snprintf(id, sizeof(id), "%s/%s", c->pool_name, c->device_name) >= sizeof(id))
+        return ERR_INVAL;
+    g = dra_group(devs, c->driver_name);
+    if (!g)
+        return ERR_NOMEM;
+    cl = find_by(json_object_get(g, "claims"), "namespace", r->claim_namespace, "name",
+                 r->claim_name);
+    if (!cl) {
+        cl = json_pack("{s:s,s:s,s:[]}", "namespace", r->claim_namespace, "name", r->claim_name,
+                       "deviceIds");
+        if (!cl || json_array_append_new(json_object_get(g, "claims"), cl))
+            return ERR_NOMEM;
+    }
+    rc = add_once(json_object_get(g, "deviceIds"), id);
+    return rc ? rc : add_once(json_object_get(cl, "deviceIds"), id);
+}
+
+/* Every device of the container's dynamicResources as a DRA group of 'devs'. */
+static err_t dra_groups(const V1__ContainerResources *c, json_t *devs)
+{
+    const V1__DynamicResource *r;
+    size_t i, j;
+    err_t rc = ERR_OK;
+
+    for (i = 0; !rc && i < c->n_dynamic_resources; i++) {
+        r = c->dynamic_resources[i];
+        for (j = 0; !rc && j < r->n_claim_resources; j++)
+            rc = dra_add(devs, r, r->claim_resources[j]);
+    }
+    return rc;
+}
+
 /* Set the arrays of a container; "dynamicResources" only when it has any. */
 static err_t container_set(json_t *o, json_t *devs, json_t *cpus, json_t *mem, json_t *dyn)
 {
@@ -291,6 +407,8 @@ static err_t container_json(const V1__ContainerResources *c, json_t **out)
         goto out;
     APPEND_ALL(rc, mem, c->n_memory, c->memory, memory_json);
     APPEND_ALL(rc, dyn, c->n_dynamic_resources, c->dynamic_resources, dynamic_json);
+    if (!rc)
+        rc = dra_groups(c, devs);
     if (rc)
         goto out;
     rc = container_set(o, devs, cpus, mem, dyn);

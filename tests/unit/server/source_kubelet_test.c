@@ -119,8 +119,12 @@ static void test_decode(void)
     c = json_array_get(
         json_object_get(json_array_get(json_object_get(snap, "pods"), 0), "containers"), 0);
     text = json_dumps(json_object_get(c, "devices"), JSON_SORT_KEYS | JSON_COMPACT);
+    /* the dynamicResources' devices as a group of their driver, with the claim */
     CHECK_STREQ(text, "[{\"deviceIds\":[\"gpu-1\",\"gpu-0\"],\"resourceName\":\"example.com/gpu\","
-                      "\"topology\":{\"nodes\":[{\"ID\":0}]}}]");
+                      "\"topology\":{\"nodes\":[{\"ID\":0}]}},{\"claims\":[{\"deviceIds\":"
+                      "[\"node-a/gpu-7\"],\"name\":\"claim-a\",\"namespace\":\"ml\"}],"
+                      "\"deviceIds\":[\"node-a/gpu-7\"],\"resourceName\":\"gpu.example.com\","
+                      "\"topology\":{\"nodes\":[]}}]");
     free(text);
     CHECK_EQ_INT(json_integer_value(json_array_get(json_object_get(c, "cpuIds"), 1)), 5);
     d = json_array_get(json_object_get(c, "memory"), 0);
