@@ -84,6 +84,16 @@ static err_t resource_of(struct api_req *r, char *buf, size_t cap)
     return ERR_OK;
 }
 
+bool api_path_rest(const struct api_req *r, size_t from, char *buf, size_t cap)
+{
+    size_t i, used = 0;
+
+    buf[0] = '\0';
+    for (i = from; i < r->nseg && used < cap; i++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s%s", i > from ? "/" : "", r->seg[i]);
+    return used < cap;
+}
+
 /* ---- reads ---- */
 
 /* The serialised answer of an unfiltered list, kept for the revision it was
@@ -199,7 +209,7 @@ static err_t list_pods(struct api_req *r, const char *ns, struct api_resp *out)
 
     if (ns && !names_is_dns1123_label(ns))
         return fail(r, ERR_INVAL, "query namespace=\"%.300s\" is not a valid namespace", ns);
-    if (res && !names_is_resource_name(res))
+    if (res && !names_is_resource_or_driver(res))
         return fail(r, ERR_INVAL, "query resource=\"%.300s\" is not a valid resource name", res);
     if (!ns && !res && cache_hit(&pods_cache, store_revision(r->api->store), out))
         return ERR_OK;
@@ -231,7 +241,7 @@ static err_t get_allocatable(struct api_req *r, struct api_resp *out)
 
 static err_t devices_query(struct api_req *r, const char *res, const char *health, const char *fr)
 {
-    if (res && !names_is_resource_name(res))
+    if (res && !names_is_resource_or_driver(res))
         return fail(r, ERR_INVAL, "query resource=\"%.300s\" is not a valid resource name", res);
     if (health && strcmp(health, "Healthy") != 0 && strcmp(health, "Unhealthy") != 0)
         return fail(r, ERR_INVAL, "query health=\"%.100s\" must be Healthy or Unhealthy", health);
@@ -306,16 +316,49 @@ static err_t put_devices(struct api_req *r, struct api_resp *out)
     return rc ? rc : ok_json(out, 200, j);
 }
 
+/* PUT /v1/drivers/{driver}/devices: a DRA driver's devices on this node,
+ * as its ResourceSlices publish them (podres-syncer). Not a binding write:
+ * allowed in kubelet mode, which has no other source of them. */
+static err_t put_driver_devices(struct api_req *r, struct api_resp *out)
+{
+    struct error e = {0};
+    json_t *body = NULL, *devs = NULL, *j = NULL;
+    bool changed;
+    err_t rc = ERR_OK;
+
+    if (!names_is_dns1123_subdomain(r->seg[2]))
+        rc = fail(r, ERR_UNPROCESSABLE,
+                  "driver name \"%.300s\" is invalid: use a DNS subdomain, e.g. gpu.example.com",
+                  r->seg[2]);
+    if (!rc)
+        rc = parse_body(r, &body);
+    if (!rc) {
+        rc = validate_driver_put(body, &devs, &e);
+        if (rc)
+            fail(r, rc, "%s", e.msg);
+    }
+    if (!rc) {
+        rc = store_driver_put(r->api->store, r->seg[2], devs, &e, &j, &changed);
+        if (rc)
+            store_fail(r, rc, &e);
+    }
+    json_decref(body);
+    json_decref(devs);
+    return rc ? rc : ok_json(out, 200, j);
+}
+
 static err_t patch_device(struct api_req *r, struct api_resp *out)
 {
     char res[600];
     struct error e = {0};
     json_t *body = NULL, *j = NULL;
     const char *health = NULL;
+    char id[1024];
     err_t rc = resource_of(r, res, sizeof(res));
 
-    if (!rc && !names_is_device_id(r->seg[5]))
-        rc = fail(r, ERR_UNPROCESSABLE, "device id \"%.300s\" is invalid", r->seg[5]);
+    /* a MIG id may hold '/' */
+    if (!rc && (!api_path_rest(r, 5, id, sizeof(id)) || !names_is_device_id(id)))
+        rc = fail(r, ERR_UNPROCESSABLE, "device id \"%.300s\" is invalid", id);
     if (!rc)
         rc = parse_body(r, &body);
     if (!rc) {
@@ -324,7 +367,7 @@ static err_t patch_device(struct api_req *r, struct api_resp *out)
             fail(r, rc, "%s", e.msg);
     }
     if (!rc) {
-        rc = store_device_set_health(r->api->store, res, r->seg[5], health, &e, &j);
+        rc = store_device_set_health(r->api->store, res, id, health, &e, &j);
         if (rc)
             store_fail(r, rc, &e);
     }
@@ -538,11 +581,15 @@ static err_t render_gauges(struct api *api, struct strbuf *sb)
             "%lld\n"
             "# HELP podresd_watchers Open change-feed streams.\n"
             "# TYPE podresd_watchers gauge\npodresd_watchers %ld\n"
+            "# HELP podresd_alias_conflicts_total Aliases of kubelet devices left out because "
+            "they named another device.\n"
+            "# TYPE podresd_alias_conflicts_total counter\npodresd_alias_conflicts_total %llu\n"
             "# HELP podresd_devices Devices by resource and health.\n"
             "# TYPE podresd_devices gauge\n",
             (long long)stats.pods, (long long)stats.bound_devices,
             (unsigned long long)store_revision(api->store), (long long)stats.commits,
-            (long long)stats.writes, (long long)stats.checkpoints, feed_watchers(api->feed));
+            (long long)stats.writes, (long long)stats.checkpoints, feed_watchers(api->feed),
+            (unsigned long long)store_alias_conflicts(api->store));
     for (i = 0; !rc && i < stats.ndevices; i++)
         rc = strbuf_printf(sb, "podresd_devices{resource=\"%s\",health=\"%s\"} %lld\n",
                            stats.devices[i].resource, stats.devices[i].health,
@@ -692,12 +739,14 @@ const struct api_route api_routes[] = {
       post_allocate, true, true, true, ""),
     R("GET", "v1/allocatable", "/v1/allocatable", get_allocatable, false, false, false, ""),
     R("GET", "v1/devices", "/v1/devices", get_devices, false, false, false, "resource,health,free"),
-    R("GET", "v1/devices/*", "/v1/devices/{id}", api_device_get, false, false, false, NULL),
+    R("GET", "v1/devices/**", "/v1/devices/{name}", api_device_get, false, false, false, NULL),
     R("GET", "v1/history", "/v1/history", api_history, false, false, false, NULL),
     R("GET", "v1/usage", "/v1/usage", api_usage, false, false, false, NULL),
     R("PUT", "v1/resources/*/*/devices", "/v1/resources/{domain}/{name}/devices", put_devices, true,
       true, true, ""),
-    R("PATCH", "v1/resources/*/*/devices/*", "/v1/resources/{domain}/{name}/devices/{id}",
+    R("PUT", "v1/drivers/*/devices", "/v1/drivers/{driver}/devices", put_driver_devices, true,
+      false, true, ""),
+    R("PATCH", "v1/resources/*/*/devices/**", "/v1/resources/{domain}/{name}/devices/{id}",
       patch_device, true, true, true, ""),
     R("GET", "v1/reservations", "/v1/reservations", get_reservations, false, false, false, ""),
     R("GET", "v1/reservations/*/*", "/v1/reservations/{ns}/{name}", get_reservation, false, false,

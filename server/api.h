@@ -115,4 +115,8 @@ err_t api_ui(struct api_req *r, struct api_resp *out);
 /* Query argument 'name' or NULL. */
 const char *api_arg(struct api_req *r, const char *name);
 
+/* The path's segments from 'from' on joined by '/' into 'buf' (a name that
+ * holds slashes: a DRA device's pool/device); false when it does not fit. */
+bool api_path_rest(const struct api_req *r, size_t from, char *buf, size_t cap);
+
 #endif

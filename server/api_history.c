@@ -176,15 +176,12 @@ err_t api_usage(struct api_req *r, struct api_resp *out)
     return ERR_OK;
 }
 
-/* GET /v1/devices/{id}[?resource=R]: by id only (aliases are not looked up). */
-err_t api_device_get(struct api_req *r, struct api_resp *out)
+/* ?resource=R, the one parameter of GET /v1/devices/{name}, into *res (NULL
+ * when absent). */
+static err_t device_get_args(struct api_req *r, const char **res)
 {
     struct args a = {.n = 0};
-    const char *res = NULL;
-    struct error e = {0};
-    json_t *j = NULL;
     size_t i;
-    err_t rc;
 
     MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, arg_cb, &a);
     for (i = 0; i < a.n || a.many; i++) {
@@ -193,15 +190,31 @@ err_t api_device_get(struct api_req *r, struct api_resp *out)
                           a.many ? "..." : a.keys[i]);
         }
     }
-    res = a.n ? a.vals[0] : NULL;
-    if (a.n && (!res || !names_is_resource_name(res))) {
+    *res = a.n ? a.vals[0] : NULL;
+    if (a.n && (!*res || !names_is_resource_or_driver(*res))) {
         return errorf(&r->err, ERR_INVAL, "query resource=\"%.300s\" is not a valid resource name",
-                      res ? res : "");
+                      *res ? *res : "");
     }
-    if (!names_is_device_id(r->seg[2])) {
-        return errorf(&r->err, ERR_UNPROCESSABLE, "device id \"%.300s\" is invalid", r->seg[2]);
+    return ERR_OK;
+}
+
+/* GET /v1/devices/{name}[?resource=R]: the name is the rest of the path
+ * (a DRA device's id is "pool/device"). */
+err_t api_device_get(struct api_req *r, struct api_resp *out)
+{
+    const char *res = NULL;
+    char name[1024];
+    struct error e = {0};
+    json_t *j = NULL;
+    err_t rc = device_get_args(r, &res);
+
+    if (rc)
+        return rc;
+    if (!api_path_rest(r, 2, name, sizeof(name)) || !names_is_alias(name)) {
+        return errorf(&r->err, ERR_UNPROCESSABLE,
+                      "device name \"%.300s\" is invalid: use 1..253 of [A-Za-z0-9._:/-]", name);
     }
-    rc = store_device_find(r->api->store, r->seg[2], res, &e, &j);
+    rc = store_device_find(r->api->store, name, res, &e, &j);
     if (rc) {
         errorf(&r->err, rc, "%s", e.msg);
         return rc;

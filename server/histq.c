@@ -222,11 +222,12 @@ static err_t window(const struct raw *r, struct histq *q, struct error *e)
 
 static err_t names(const struct raw *r, struct error *e)
 {
-    if (r->resource && !names_is_resource_name(r->resource))
+    if (r->resource && !names_is_resource_or_driver(r->resource))
         return errorf(e, ERR_INVAL, "query resource=\"%.200s\" is not a valid resource name",
                       r->resource);
-    if (r->device && !names_is_device_id(r->device))
-        return errorf(e, ERR_INVAL, "query device=\"%.200s\" is not a valid device id", r->device);
+    if (r->device && !names_is_alias(r->device))
+        return errorf(e, ERR_INVAL, "query device=\"%.200s\" is not a valid device name",
+                      r->device);
     if (r->ns && !names_is_dns1123_label(r->ns))
         return errorf(e, ERR_INVAL, "query namespace=\"%.200s\" is not a valid namespace", r->ns);
     if (r->name && !names_is_dns1123_subdomain(r->name))

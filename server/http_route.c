@@ -38,7 +38,8 @@ bool http_split_path(char *p, const char **seg, size_t *n)
 }
 
 /* True when 'pattern' ("v1/resources/{*}/{*}/devices" spelled with bare
- * stars) has exactly the segments 'seg'; a star matches any one segment. */
+ * stars) has exactly the segments 'seg'; a star matches any one segment, a
+ * final "**" one or more (a name with slashes: a DRA device's pool/device). */
 static bool pattern_matches(const char *pattern, const char *const *seg, size_t n)
 {
     const char *p = pattern, *end;
@@ -47,6 +48,8 @@ static bool pattern_matches(const char *pattern, const char *const *seg, size_t 
     for (i = 0; i < n; i++) {
         if (*p == '\0')
             return false;
+        if (strcmp(p, "**") == 0)
+            return true;
         end = strchr(p, '/');
         len = end ? (size_t)(end - p) : strlen(p);
         if (!(len == 1 && *p == '*') && (strlen(seg[i]) != len || strncmp(p, seg[i], len) != 0))
