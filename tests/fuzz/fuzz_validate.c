@@ -30,7 +30,7 @@ static void validate_one(unsigned which, const json_t *body)
 
     uint64_t rev = 0;
 
-    switch (which % 6) {
+    switch (which % 7) {
     case 0:
         rc = validate_devices_put(body, &out, &ttl, &e);
         break;
@@ -48,8 +48,11 @@ static void validate_one(unsigned which, const json_t *body)
     case 4:
         rc = validate_reservation(body, &out, &e);
         break;
+    case 5:
+        rc = validate_driver_put(body, &out, &e);
+        break;
     default:
-        rc = validate_delete_options(body, (which / 6) & 1, &s, &rev, &e);
+        rc = validate_delete_options(body, (which / 7) & 1, &s, &rev, &e);
         if (!rc && s && !validate_uid(s))
             abort();
         break;
@@ -83,6 +86,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     (void)names_is_dns1123_subdomain(name);
     (void)names_is_resource_name(name);
     (void)names_is_device_id(name);
+    (void)names_is_alias(name);
+    (void)names_is_dra_device_id(name);
+    (void)names_is_resource_or_driver(name);
     (void)validate_uid(name);
     return 0;
 }
