@@ -11,6 +11,16 @@
 
 #define UUID "GPU-8a1f0c2e-1111-2222-3333-444455556666"
 
+/* Compact JSON text of 'v' into 'out'. */
+static const char *text(const json_t *v, char *out, size_t cap)
+{
+    char *t = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+
+    snprintf(out, cap, "%s", t ? t : "(null)");
+    free(t);
+    return out;
+}
+
 /* GET /v1/devices/{name} as the store answers it: "direct|id,id,..." (the
  * device named directly, '-' for none, then every device covered), or the
  * error's name. */
@@ -68,7 +78,7 @@ static void test_registered_names(void)
                          "\",\"0000:3b:00.0\"]},{\"id\":\"gpu-1\"}]}",
                          NULL));
     d = device(&f, GPU, "gpu-0");
-    CHECK_STREQ(json_dumps(json_object_get(d, "aliases"), JSON_COMPACT),
+    CHECK_STREQ(text(json_object_get(d, "aliases"), b, sizeof(b)),
                 "[\"0000:3b:00.0\",\"" UUID "\",\"nvidia0\"]");
     CHECK_STREQ(json_string_value(json_object_get(d, "physical")), "gpu-0");
     json_decref(d);
@@ -182,8 +192,7 @@ static void test_dra(void)
     sync_text(&f, DRA_POD("claim-1"));
     d = device(&f, "gpu.example.com", "pool-a/gpu-0");
     CHECK_STREQ(json_string_value(json_object_get(d, "health")), "Healthy");
-    CHECK_STREQ(json_dumps(json_object_get(json_object_get(d, "holder"), "claim"),
-                           JSON_COMPACT | JSON_SORT_KEYS),
+    CHECK_STREQ(text(json_object_get(json_object_get(d, "holder"), "claim"), b, sizeof(b)),
                 "{\"name\":\"claim-1\",\"namespace\":\"ml\"}");
     json_decref(d);
     /* the rules apply to kubelet devices: a replica found by its GPU */
