@@ -130,9 +130,11 @@ static void note_served(struct informer *inf, bool served)
     if (served)
         log_info("the API server serves %s again", inf->name);
     else
-        log_info("the API server does not serve %s (404 for %s; is its "
-                 "CustomResourceDefinition installed?); listing again until it does",
-                 inf->name, inf->path);
+        log_info("the API server does not serve %s (404 for %s; %s); listing again until it "
+                 "does",
+                 inf->name, inf->path,
+                 inf->missing_hint ? inf->missing_hint
+                                   : "is its CustomResourceDefinition installed?");
     __atomic_store_n(&inf->missing, served ? 0 : 1, __ATOMIC_RELAXED);
 }
 
@@ -389,13 +391,18 @@ static void watch_once(struct informer *inf)
 
 /* One list or watch. Lists come at most one a second: a server that ends
  * every watch so that a list must follow (410, too large, at once), or
- * fails every list, is not asked in a loop. */
+ * fails every list, is not asked in a loop; a collection not served waits
+ * 'missing_ms' when set. */
 static void step(struct informer *inf)
 {
-    uint64_t t = clock_mono_ms();
-    uint64_t due = inf->listed_ms +
-                   (inf->bad_list_ms > LIST_EVERY_MS ? inf->bad_list_ms : LIST_EVERY_MS) +
-                   (uint64_t)rand() % (LIST_SPREAD_MS + 1);
+    uint64_t t = clock_mono_ms(), pause = LIST_EVERY_MS;
+    uint64_t due;
+
+    if (inf->bad_list_ms > pause)
+        pause = inf->bad_list_ms;
+    if (informer_missing(inf) && inf->missing_ms > pause)
+        pause = inf->missing_ms;
+    due = inf->listed_ms + pause + (uint64_t)rand() % (LIST_SPREAD_MS + 1);
 
     if (!inf->relist && inf->rv[0]) {
         watch_once(inf);

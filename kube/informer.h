@@ -33,16 +33,22 @@ struct informer {
      * node's Pods are large (spec, status, managedFields) and reconcile
      * reads four fields of them. */
     json_t *(*slim)(json_t *obj);
-    int timeout_s;         /* a watch's timeoutSeconds; 0: 240 */
-    bool consistent;       /* the first list a consistent read too (--once: no watch follows) */
-    char rv[64];           /* the newest resourceVersion seen; "" before the first list */
-    bool relist;           /* list (a consistent list) before the next watch; atomic */
-    bool reset_logged;     /* this reset was logged; a watch that works again ends it */
-    uint64_t listed_ms;    /* monotonic ms of the last list tried, for the pace */
-    uint64_t relist_at_ms; /* monotonic ms before which the list after a watch that
-                            * ended early does not start (a random spread) */
-    uint64_t bad_list_ms;  /* pause before the next list after answers that were no
-                            * list: 1 s doubling to 30 s; 0 after a list */
+    int timeout_s;            /* a watch's timeoutSeconds; 0: 240 */
+    uint64_t missing_ms;      /* pause before the next list while the collection is not served
+                               * (its last list a 404); 0: the usual pace. An optional API
+                               * group an old API server lacks is not asked once a second */
+    const char *missing_hint; /* the question the 404 line asks; NULL: whether the
+                               * collection's CustomResourceDefinition is installed;
+                               * borrowed */
+    bool consistent;          /* the first list a consistent read too (--once: no watch follows) */
+    char rv[64];              /* the newest resourceVersion seen; "" before the first list */
+    bool relist;              /* list (a consistent list) before the next watch; atomic */
+    bool reset_logged;        /* this reset was logged; a watch that works again ends it */
+    uint64_t listed_ms;       /* monotonic ms of the last list tried, for the pace */
+    uint64_t relist_at_ms;    /* monotonic ms before which the list after a watch that
+                               * ended early does not start (a random spread) */
+    uint64_t bad_list_ms;     /* pause before the next list after answers that were no
+                               * list: 1 s doubling to 30 s; 0 after a list */
     /* Readiness, written by the informer's thread, read by any with
      * informer_synced and informer_ready (atomic loads and stores). */
     int synced;                /* listed since the last relist a 410 or a reset required */

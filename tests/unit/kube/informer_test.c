@@ -395,6 +395,37 @@ static void test_not_a_list(void)
     rig_stop(&t);
 }
 
+/* A collection not served (404): said, informer_missing; with missing_ms
+ * the next list waits that long, not the usual second; served again, the
+ * list is taken and the usual pace is back. */
+static void test_missing_pace(void)
+{
+    const struct reply r[] = {
+        {"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+         "{\"kind\":\"Status\",\"code\":404,\"message\":\"the server could not find the "
+         "requested resource\"}",
+         NULL, 0},
+        {LIST("100", A), NULL, 0},
+    };
+    uint64_t t0;
+    struct rig t;
+
+    rig_start(&t, r, 2);
+    t.inf.missing_ms = 2500;
+    t.inf.missing_hint = "is the API group enabled?";
+    CHECK_EQ_INT(informer_list(&t.inf), ERR_NOTFOUND);
+    CHECK(informer_missing(&t.inf));
+    CHECK(!informer_synced(&t.inf));
+    t.inf.listed_ms = clock_mono_ms();
+    t0 = clock_mono_ms();
+    step(&t.inf);
+    CHECK(clock_mono_ms() - t0 >= 2400);
+    CHECK(!informer_missing(&t.inf));
+    CHECK(informer_synced(&t.inf));
+    CHECK_KEYS(t.inf.cache, "ns/a");
+    rig_stop(&t);
+}
+
 static void test_rv_older(void)
 {
     CHECK(rv_older("100", "5000"));
@@ -421,4 +452,5 @@ static void test_cleanup(void)
 
 TEST_MAIN(test_setup, test_rv_older, test_list_then_watch, test_resume_or_relist,
           test_too_large_event, test_too_large_http, test_list_older, test_expired, test_failing,
-          test_consistent_first_list, test_list_without_rv, test_not_a_list, test_cleanup)
+          test_consistent_first_list, test_list_without_rv, test_not_a_list, test_missing_pace,
+          test_cleanup)
