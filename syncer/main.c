@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* main.c - podres-syncer: settings, setting up the clients, caches and
- * threads (podresd feed, three informers, one worker: worker.h) and the
+ * threads (podresd feed, four informers, one worker: worker.h) and the
  * metrics endpoint (metrics.h), the periodic resync, --once, and a clean
  * exit on SIGTERM. exit(1) only for start-up errors. */
 #define LOG_MOD "main"
@@ -104,7 +104,8 @@ static err_t make_caches(struct syncer *s)
     s->crs = cache_new(worker_on_key, s->queue);
     s->devs = cache_new(worker_on_inventory, s);
     s->nd = cache_new(worker_on_inventory, s);
-    return s->pr && s->resv && s->pods && s->crs && s->devs && s->nd ? ERR_OK : ERR_NOMEM;
+    s->rs = cache_new(worker_on_dra, s);
+    return s->pr && s->resv && s->pods && s->crs && s->devs && s->nd && s->rs ? ERR_OK : ERR_NOMEM;
 }
 
 static err_t make_clients(struct syncer *s)
@@ -121,13 +122,36 @@ static err_t make_clients(struct syncer *s)
     s->k_pods = rest_new(&api);
     s->k_crs = rest_new(&api);
     s->k_nd = rest_new(&api);
+    s->k_rs = rest_new(&api);
     s->k_work = rest_new(&api);
     s->k_pd = rest_new(&pd);
     s->k_pdw = rest_new(&pd);
-    if (!s->pd_kc.server || !s->k_pods || !s->k_crs || !s->k_nd || !s->k_work || !s->k_pd ||
-        !s->k_pdw)
+    if (!s->pd_kc.server || !s->k_pods || !s->k_crs || !s->k_nd || !s->k_rs || !s->k_work ||
+        !s->k_pd || !s->k_pdw)
         return ERR_NOMEM;
     return ERR_OK;
+}
+
+/* The node's ResourceSlices (resource.k8s.io/v1, which an API server older
+ * than Kubernetes 1.34 does not serve: looked for once a minute then) and
+ * the pushes of their devices to podresd. */
+static void setup_dra(struct syncer *s)
+{
+    char sel[300];
+
+    snprintf(sel, sizeof(sel), "spec.nodeName=%s", s->set.node_name);
+    escape_query(s->rs_query, sizeof(s->rs_query), "fieldSelector", sel);
+    s->inf_rs = (struct informer){.name = "resourceslices",
+                                  .path = DRA_PATH,
+                                  .query = s->rs_query,
+                                  .kube = s->k_rs,
+                                  .gate = s->gate,
+                                  .cache = s->rs,
+                                  .slim = dra_slice_view,
+                                  .missing_ms = 60000,
+                                  .missing_hint = "is resource.k8s.io/v1 served? Kubernetes "
+                                                  "1.34 or later"};
+    s->dra = (struct dra){.pd = s->k_pdw, .slices = s->rs, .devs = s->devs};
 }
 
 /* The informers, the feed, the reconciler and the inventory of node
@@ -161,8 +185,14 @@ static void setup_workers(struct syncer *s)
                                   .kube = s->k_nd,
                                   .gate = s->gate,
                                   .cache = s->nd};
-    s->feed = (struct nodefeed){
-        .podresd = s->k_pd, .gate = s->pd_gate, .pods = s->pr, .resv = s->resv, .devs = s->devs};
+    setup_dra(s);
+    s->feed = (struct nodefeed){.podresd = s->k_pd,
+                                .gate = s->pd_gate,
+                                .pods = s->pr,
+                                .resv = s->resv,
+                                .devs = s->devs,
+                                .connected = worker_on_dra,
+                                .ctx = s};
     s->inv = (struct inventory){.node = s->set.node_name,
                                 .kube = s->k_work,
                                 .devs = s->devs,
@@ -225,6 +255,27 @@ static bool once_inventory(struct syncer *s)
     return false;
 }
 
+/* --once: the devices of the node's ResourceSlices to podresd; true when
+ * handed over or not served. */
+static bool once_dra(struct syncer *s)
+{
+    struct error e = {0};
+    bool pushed;
+
+    if (informer_list(&s->inf_rs) == ERR_OK) {
+        if (!dra_sync(&s->dra, 1, &pushed, &e))
+            return true;
+        log_warn("cannot hand the node's DRA devices to podresd: %s", error_msg(&e));
+        return false;
+    }
+    if (informer_missing(&s->inf_rs)) {
+        dra_skip(&s->dra);
+        return true;
+    }
+    log_warn("cannot read the node's ResourceSlices");
+    return false;
+}
+
 /* --once: read everything, reconcile every key once; true when all succeeded. */
 static bool run_once(struct syncer *s)
 {
@@ -239,11 +290,13 @@ static bool run_once(struct syncer *s)
     s->inf_pods.consistent = true;
     s->inf_crs.consistent = true;
     s->inf_nd.consistent = true;
+    s->inf_rs.consistent = true;
     if (informer_list(&s->inf_pods) || informer_list(&s->inf_crs) || nodefeed_list(&s->feed)) {
         log_err("cannot read the node's or the API server's state");
         return false;
     }
     ok = once_inventory(s);
+    ok = once_dra(s) && ok;
     keys = worker_all_keys(s);
     if (!keys) {
         log_err("out of memory listing the keys to sync");
@@ -268,6 +321,7 @@ static void run(struct syncer *s, const sigset_t *sigs)
     pthread_create(&s->threads[s->nthreads++], NULL, informer_run, &s->inf_pods);
     pthread_create(&s->threads[s->nthreads++], NULL, informer_run, &s->inf_crs);
     pthread_create(&s->threads[s->nthreads++], NULL, informer_run, &s->inf_nd);
+    pthread_create(&s->threads[s->nthreads++], NULL, informer_run, &s->inf_rs);
     pthread_create(&s->threads[s->nthreads++], NULL, worker_run, s);
     for (;;) {
         if (proc_wait(sigs, 1000))
@@ -296,18 +350,21 @@ static void teardown(struct syncer *s)
     rest_free(s->k_pods);
     rest_free(s->k_crs);
     rest_free(s->k_nd);
+    rest_free(s->k_rs);
     rest_free(s->k_work);
     rest_free(s->k_pd);
     rest_free(s->k_pdw);
     nodefeed_release(&s->feed);
     reconcile_release(&s->rec);
     events_release(&s->events);
+    dra_release(&s->dra);
     cache_free(s->pr);
     cache_free(s->resv);
     cache_free(s->pods);
     cache_free(s->crs);
     cache_free(s->devs);
     cache_free(s->nd);
+    cache_free(s->rs);
     queue_free(s->queue);
     rest_stats_free(s->stats);
     rest_gate_free(s->gate);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* metrics.c - /metrics, /healthz and /readyz of podres-syncer. Each
- * module renders its own counters (rest.h, inventory.h, events.h); the
+ * module renders its own counters (rest.h, inventory.h, events.h, dra.h); the
  * daemon-wide gauges, the skip counts and the sync-lag histogram are
  * rendered here. */
 #define LOG_MOD "main"
@@ -58,7 +58,8 @@ static bool ready(struct syncer *s, struct error *why)
     }
     return informer_ready(&s->inf_pods, READY_GRACE_MS, why) &&
            informer_ready(&s->inf_crs, READY_GRACE_MS, why) &&
-           (informer_missing(&s->inf_nd) || informer_ready(&s->inf_nd, READY_GRACE_MS, why));
+           (informer_missing(&s->inf_nd) || informer_ready(&s->inf_nd, READY_GRACE_MS, why)) &&
+           (informer_missing(&s->inf_rs) || informer_ready(&s->inf_rs, READY_GRACE_MS, why));
 }
 
 /* The node-name checks: a Node missing, writes stopped (another syncer). */
@@ -116,6 +117,8 @@ static err_t render_metrics(struct syncer *s, struct strbuf *sb)
         p.rc = inventory_render(&s->inv, sb);
     if (!p.rc)
         p.rc = events_render(&s->events, sb);
+    if (!p.rc)
+        p.rc = dra_render(&s->dra, sb);
     render_guards(s, &p);
     return p.rc;
 }

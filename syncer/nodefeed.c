@@ -135,6 +135,12 @@ static bool on_event(void *ctx, json_t *ev)
 
     if (!type)
         return false;
+    if (!nf->live) {
+        nf->live = true;
+        __atomic_add_fetch(&nf->epoch, 1, __ATOMIC_RELAXED);
+        if (nf->connected)
+            nf->connected(nf->ctx, NULL);
+    }
     if (strcmp(type, "ERROR") == 0) {
         log_info("podresd's feed expired at revision %llu; reading everything again",
                  (unsigned long long)nf->revision);
@@ -172,6 +178,7 @@ void *nodefeed_run(void *arg)
             nf->pending_resv = json_object();
             nf->pending_devs = json_object();
         }
+        nf->live = false;
         rc = rest_stream(nf->podresd, path, on_event, nf, &err);
         if (rc == ERR_GONE) {
             log_info("podresd no longer keeps revision %llu; reading everything again",

@@ -5,10 +5,13 @@
  * there): the initial ADDED events replace the caches at the
  * initialEventsEnd bookmark, later
  * events update them; a broken stream resumes with since=REVISION, a 410
- * starts over with a full list. Runs on its own thread with its own client. */
+ * starts over with a full list. Each stream that answers is a new epoch:
+ * between two, podresd may have restarted. Runs on its own thread with its
+ * own client. */
 #ifndef PODRES_NODEFEED_H
 #define PODRES_NODEFEED_H
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../common/err.h"
@@ -16,15 +19,21 @@
 #include "../kube/rest.h"
 
 struct nodefeed {
-    struct rest *podresd;   /* client of podresd; borrowed */
-    struct rest_gate *gate; /* podresd's gate, to notice shutdown; borrowed */
-    struct cache *pods;     /* PodResources; borrowed */
-    struct cache *resv;     /* Reservations; borrowed */
-    struct cache *devs;     /* Devices as inventory_device makes them; borrowed */
-    uint64_t revision;      /* last revision seen; 0 = none */
-    json_t *pending_pods;   /* initial events before initialEventsEnd; owned */
-    json_t *pending_resv;   /* likewise */
-    json_t *pending_devs;   /* likewise */
+    struct rest *podresd;      /* client of podresd; borrowed */
+    struct rest_gate *gate;    /* podresd's gate, to notice shutdown; borrowed */
+    struct cache *pods;        /* PodResources; borrowed */
+    struct cache *resv;        /* Reservations; borrowed */
+    struct cache *devs;        /* Devices as inventory_device makes them; borrowed */
+    cache_notify_fn connected; /* called (key NULL) when a stream answered, or NULL */
+    void *ctx;                 /* its context; borrowed */
+    uint64_t revision;         /* last revision seen; 0 = none */
+    uint64_t epoch;            /* streams that answered so far; atomic: podresd may have
+                                * restarted (and forgotten what it was told) since the
+                                * epoch a writer read */
+    bool live;                 /* this stream answered */
+    json_t *pending_pods;      /* initial events before initialEventsEnd; owned */
+    json_t *pending_resv;      /* likewise */
+    json_t *pending_devs;      /* likewise */
 };
 
 /* One full read (GET /v1/pods, /v1/reservations, /v1/devices) into the caches. */

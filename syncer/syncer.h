@@ -18,6 +18,7 @@
 #include "../kube/informer.h"
 #include "../kube/kubeconfig.h"
 #include "../kube/rest.h"
+#include "dra.h"
 #include "events.h"
 #include "inventory.h"
 #include "nodefeed.h"
@@ -60,23 +61,27 @@ struct syncer {
     struct queue *queue;            /* keys to reconcile */
     struct cache *pr, *resv, *devs; /* podresd state */
     struct cache *pods, *crs, *nd;  /* API state */
-    struct rest *k_pods, *k_crs, *k_nd, *k_work, *k_pd, *k_pdw; /* one client per thread */
-    struct informer inf_pods, inf_crs, inf_nd;                  /* the informers */
-    struct nodefeed feed;                                       /* the podresd feed */
-    struct reconciler rec;                                      /* the worker's reconciler */
-    struct inventory inv;                                       /* the worker's NodeDevices */
-    struct events events;                                       /* the worker\'s Events */
-    struct lag lag;                                             /* sync-lag histogram */
+    struct cache *rs;               /* the node's ResourceSlices (dra_slice_view) */
+    struct rest *k_pods, *k_crs, *k_nd, *k_rs, *k_work, *k_pd, *k_pdw; /* one client per
+                                                                        * thread */
+    struct informer inf_pods, inf_crs, inf_nd, inf_rs;                 /* the informers */
+    struct nodefeed feed;                                              /* the podresd feed */
+    struct reconciler rec;                                             /* the worker's reconciler */
+    struct inventory inv;        /* the worker's NodeDevices */
+    struct events events;        /* the worker\'s Events */
+    struct dra dra;              /* the worker's DRA pushes */
+    struct lag lag;              /* sync-lag histogram */
     char pods_query[512];        /* fieldSelector=spec.nodeName=NODE */
     char crs_query[512];         /* labelSelector=podres.dev/node=NODE */
     char nd_query[512];          /* fieldSelector=metadata.name=NODE */
+    char rs_query[512];          /* fieldSelector=spec.nodeName=NODE */
     volatile time_t last_resync; /* wall clock of the last full resync */
     struct MHD_Daemon *http;     /* /metrics and /healthz */
     pthread_mutex_t wmu;         /* guards 'waiting' */
     json_t *waiting;             /* keys of pre-assignments whose devices are taken */
     int node_missing;            /* atomic: 1 when no Node is named --node-name, 0 when one
                                   * is, -1 before the worker looked */
-    pthread_t threads[5];        /* feed, pods, crs, nd, worker */
+    pthread_t threads[6];        /* feed, pods, crs, nd, rs, worker */
     int nthreads;                /* started */
 };
 

@@ -42,6 +42,14 @@ void worker_on_inventory(void *ctx, const char *key)
     queue_add(s->queue, INVENTORY_KEY, inventory_due(&s->inv, clock_mono_ms()));
 }
 
+void worker_on_dra(void *ctx, const char *key)
+{
+    struct syncer *s = ctx;
+
+    (void)key;
+    queue_add(s->queue, DRA_KEY, 0);
+}
+
 /* After a reconcile of 'key': whether it waits for devices. */
 static void note_waiting(struct syncer *s, const char *key, bool waiting)
 {
@@ -93,6 +101,7 @@ void worker_resync(struct syncer *s)
         queue_add(s->queue, key, 0);
     strmap_free(keys, NULL);
     worker_on_inventory(s, NULL);
+    worker_on_dra(s, NULL);
     s->last_resync = time(NULL);
 }
 
@@ -196,6 +205,41 @@ static void sync_inventory(struct syncer *s, json_t *fails, uint64_t dirty)
     queue_add(s->queue, INVENTORY_KEY, retry_delay(fails, INVENTORY_KEY, rc));
 }
 
+/* The DRA key: the devices of the node's ResourceSlices to podresd, once
+ * the slices and podresd's devices are listed and podresd's feed answered.
+ * Not while another syncer writes this podresd (its node's slices are not
+ * these). When ResourceSlices are not served, counted; a list that finds
+ * them brings the key back (and so does the next resync). */
+static void sync_dra(struct syncer *s, json_t *fails)
+{
+    uint64_t epoch = __atomic_load_n(&s->feed.epoch, __ATOMIC_RELAXED), left;
+    struct error err = {0};
+    bool pushed;
+    err_t rc;
+
+    if (informer_missing(&s->inf_rs)) {
+        dra_skip(&s->dra);
+        return;
+    }
+    if (!informer_current(&s->inf_rs) || !cache_synced(s->devs) || !epoch) {
+        queue_add(s->queue, DRA_KEY, 1000);
+        return;
+    }
+    if (fence_holds(&s->rec.fence, clock_mono_ms(), &left)) {
+        queue_add(s->queue, DRA_KEY, left + 100);
+        return;
+    }
+    rc = dra_sync(&s->dra, epoch, &pushed, &err);
+    if (rc == ERR_OK) {
+        json_object_del(fails, DRA_KEY);
+        return;
+    }
+    if (rest_gate_stopped(s->gate))
+        return;
+    log_debug("handing the node's DRA devices to podresd failed: %s; retrying", error_msg(&err));
+    queue_add(s->queue, DRA_KEY, retry_delay(fails, DRA_KEY, rc));
+}
+
 void *worker_run(void *arg)
 {
     struct syncer *s = arg;
@@ -212,6 +256,10 @@ void *worker_run(void *arg)
             continue;
         if (strcmp(key, INVENTORY_KEY) == 0) {
             sync_inventory(s, fails, dirty);
+            continue;
+        }
+        if (strcmp(key, DRA_KEY) == 0) {
+            sync_dra(s, fails);
             continue;
         }
         if (!worker_caches_synced(s)) {
