@@ -302,7 +302,7 @@ k get clusterrole podres-syncer -o json >"$T/role.json"
 out=$($PY -m podres_test.rbac_check "$T/role.json" selftest) || fail "least-privilege checker self-test: $out"
 ok "least-privilege checker: $out"
 out=$($PY -m podres_test.rbac_check "$T/role.json") || fail "ClusterRole podres-syncer is not least privilege: $out"
-ok "ClusterRole podres-syncer grants exactly devicebindings{,/status} get/list/watch/create/update/patch/delete, pods get/list/watch, nodes get, nodedevices get/list/watch/create, nodedevices/status patch and events create/patch"
+ok "ClusterRole podres-syncer grants exactly devicebindings{,/status} get/list/watch/create/update/patch/delete, pods get/list/watch, nodes get, nodedevices get/list/watch/create, nodedevices/status patch, events create/patch and resourceslices get/list/watch"
 # (deploy/scheduler/ is another kustomization, with the extender's own identity)
 n=$(grep -lE '^kind: *(Role|ClusterRole|RoleBinding|ClusterRoleBinding)$' deploy/*.yaml | wc -l)
 [ "$n" = 1 ] || fail "RBAC objects outside deploy/rbac.yaml: $(grep -lE '^kind: *(Role|ClusterRole|RoleBinding)' deploy/*.yaml)"
@@ -338,6 +338,9 @@ can "$SA" patch nodedevices.podres.dev -A --subresource=status || fail "the sync
 for verb in create patch; do
     can "$SA" "$verb" events.events.k8s.io -n ml || fail "the syncer cannot $verb events"
 done
+for verb in get list watch; do
+    can "$SA" "$verb" resourceslices.resource.k8s.io -A || fail "the syncer cannot $verb resourceslices"
+done
 nos=0
 while read -r verb res flags; do
     # shellcheck disable=SC2086
@@ -358,6 +361,10 @@ create events -n ml
 list events.events.k8s.io -n ml
 delete events.events.k8s.io -n ml
 deletecollection devicebindings -n ml
+create resourceslices.resource.k8s.io -A
+update resourceslices.resource.k8s.io -A
+delete resourceslices.resource.k8s.io -A
+list resourceclaims.resource.k8s.io -A
 delete nodedevices.podres.dev -A
 update nodedevices.podres.dev -A
 patch nodedevices.podres.dev -A
@@ -367,7 +374,7 @@ create serviceaccounts -n podres-system --subresource=token
 impersonate serviceaccounts -A
 escalate clusterroles -A
 EOF
-ok "kubectl auth can-i as $SA: yes to get/list/watch/create/update/patch/delete devicebindings{,/status}, get/list/watch pods, get nodes, get/list/watch/create nodedevices and patch their status, create/patch events; no to all $nos others tried (create pods, list secrets, list nodes, core events, ...)"
+ok "kubectl auth can-i as $SA: yes to get/list/watch/create/update/patch/delete devicebindings{,/status}, get/list/watch pods, get nodes, get/list/watch/create nodedevices and patch their status, create/patch events, get/list/watch resourceslices; no to all $nos others tried (create pods, list secrets, list nodes, core events, write resourceslices, ...)"
 
 # rights USER NS - what USER may do in NS (kubectl auth can-i --list), one normalized rule a line.
 rights() {
@@ -383,7 +390,8 @@ events.events.k8s.io [] [] [create patch]
 nodedevices.podres.dev [] [] [create get list watch]
 nodedevices.podres.dev/status [] [] [patch]
 nodes [] [] [get]
-pods [] [] [get list watch]'
+pods [] [] [get list watch]
+resourceslices.resource.k8s.io [] [] [get list watch]'
 # rights_exact NS - the syncer's rights in NS beyond those of any ServiceAccount
 # (podres-system/default's) are exactly WANT_RIGHTS; else print the difference.
 rights_exact() {

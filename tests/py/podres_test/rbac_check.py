@@ -15,7 +15,8 @@ ALLOWED = {("podres.dev", "devicebindings"): {"get", "list", "watch", "create", 
            ("", "nodes"): {"get"},
            ("podres.dev", "nodedevices"): {"get", "list", "watch", "create"},
            ("podres.dev", "nodedevices/status"): {"patch"},
-           ("events.k8s.io", "events"): {"create", "patch"}}
+           ("events.k8s.io", "events"): {"create", "patch"},
+           ("resource.k8s.io", "resourceslices"): {"get", "list", "watch"}}
 
 
 def problems(role):
