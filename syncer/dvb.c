@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* dvb.c - the DeviceBinding's JSON (dvb.h). The status keeps podresd's
- * containers and device groups in their order and spells topology as the
- * API does ("id"); summary and boundDevices are what kubectl's printer
- * columns show. */
+ * containers and device groups in their order (a DRA group with its
+ * claims) and spells topology as the API does ("id"); summary and
+ * boundDevices are what kubectl's printer columns show. */
 #include "../common/common.h"
 #include "../common/strbuf.h"
 #include "dvb.h"
@@ -35,6 +35,45 @@ static json_t *topology_api(const json_t *t)
     return json_pack("{s:o}", "nodes", nodes);
 }
 
+/* The DRA claims of a podresd group, as {namespace, name, deviceIds}
+ * each; new, or NULL when it has none. */
+static json_t *claims_api(const json_t *claims)
+{
+    json_t *out = json_array(), *c, *v;
+    size_t i;
+
+    json_array_foreach(claims, i, c) {
+        if (!json_is_string(json_object_get(c, "name")))
+            continue;
+        v = json_pack("{s:O}", "name", json_object_get(c, "name"));
+        if (v && json_is_string(json_object_get(c, "namespace")))
+            json_object_set(v, "namespace", json_object_get(c, "namespace"));
+        if (v && json_is_array(json_object_get(c, "deviceIds")))
+            json_object_set(v, "deviceIds", json_object_get(c, "deviceIds"));
+        json_array_append_new(out, v);
+    }
+    if (!json_array_size(out)) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* One device group of the status: podresd's 'g' of 'res', NUMA ids as
+ * "id", and the DRA claims when it has any. New, or NULL. */
+static json_t *status_group(const json_t *g, const char *res)
+{
+    json_t *out = json_pack("{s:s,s:O,s:o}", "resourceName", res, "deviceIds",
+                            json_object_get(g, "deviceIds"), "topology",
+                            topology_api(json_object_get(g, "topology")));
+    json_t *claims = claims_api(json_object_get(g, "claims"));
+
+    if (out && claims)
+        json_object_set(out, "claims", claims);
+    json_decref(claims);
+    return out;
+}
+
 /* Add each group's count to 'counts' (resource -> integer). */
 static json_t *status_containers(const json_t *pr, json_t *counts)
 {
@@ -51,9 +90,7 @@ static json_t *status_containers(const json_t *pr, json_t *counts)
                 continue;
             n = json_object_get(counts, res);
             json_object_set_new(counts, res, json_integer(json_integer_value(n) + (json_int_t)k));
-            json_array_append_new(devs, json_pack("{s:s,s:O,s:o}", "resourceName", res, "deviceIds",
-                                                  json_object_get(g, "deviceIds"), "topology",
-                                                  topology_api(json_object_get(g, "topology"))));
+            json_array_append_new(devs, status_group(g, res));
         }
         if (json_array_size(devs))
             json_array_append_new(

@@ -19,8 +19,9 @@ bool dvb_has_devices(const json_t *pr);
 
 /* The status a DeviceBinding should carry for PodResources 'pr' (borrowed,
  * may be NULL: no devices yet) of the pod with 'pod_uid' ("" when unknown;
- * not NULL) on 'node' (not NULL), with phase Bound. New, or NULL if out of
- * memory. */
+ * not NULL) on 'node' (not NULL), with phase Bound. A DRA device group
+ * keeps podresd's "claims" ({namespace, name, deviceIds}). New, or NULL if
+ * out of memory. */
 json_t *dvb_status(const json_t *pr, const char *pod_uid, const char *node);
 
 /* A condition {type, status, reason, message, lastTransitionTime}; the time

@@ -46,6 +46,7 @@ json_t *inventory_device(const json_t *dev)
     const char *res = json_string_value(json_object_get(dev, "resourceName"));
     const char *id = json_string_value(json_object_get(dev, "id"));
     const char *health = json_string_value(json_object_get(dev, "health"));
+    const char *physical = json_string_value(json_object_get(dev, "physical"));
     json_t *props = json_object_get(dev, "properties"), *aliases = json_object_get(dev, "aliases");
     json_t *out;
 
@@ -58,6 +59,8 @@ json_t *inventory_device(const json_t *dev)
         json_object_set(out, "properties", props);
     if (out && json_is_array(aliases) && json_array_size(aliases))
         json_object_set(out, "aliases", aliases);
+    if (out && physical && *physical && strcmp(physical, id) != 0)
+        json_object_set_new(out, "physical", json_string(physical));
     return out;
 }
 

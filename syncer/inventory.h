@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* inventory.h - the node's NodeDevices: its devices as podresd lists them
- * (health, topology, properties, aliases; never the holders), published as
- * the status of one cluster-scoped object named after the node, owned by
- * its Node. A write happens only when the inventory differs from the
- * object's status (observedRevision aside), at most once per interval; a
+ * (health, topology, properties, aliases, physical; never the holders), DRA
+ * devices and device plugins' alike, published as the status of one
+ * cluster-scoped object named after the node, owned by its Node. A write happens only when the
+ * inventory differs from the object's status (observedRevision aside), at most once per interval; a
  * steady node writes nothing. Not thread-safe: the worker thread calls
  * inventory_sync; inventory_due and the counters are read by any thread. */
 #ifndef PODRES_INVENTORY_H
@@ -61,8 +61,9 @@ struct inventory {
 
 /* The inventory's view of one podresd Device (borrowed): resourceName, id,
  * health, topology {"nodes":[{"id":N}]} (podresd spells it "ID", as the
- * kubelet does), properties and aliases when it has any. New, or NULL when
- * 'dev' has no resourceName or id. */
+ * kubelet does), properties and aliases when it has any, and physical when
+ * it names another device than itself (a slice or replica). New, or NULL
+ * when 'dev' has no resourceName or id. */
 json_t *inventory_device(const json_t *dev);
 /* The cache key of such a device: "resourceName/id". */
 bool inventory_key(const json_t *dev, char *key, size_t cap);

@@ -71,6 +71,32 @@ static void test_status_one(void)
     json_decref(pr);
 }
 
+/* A DRA group (the kubelet's dynamicResources, as podresd makes them) keeps
+ * its claims; a claim without a name is dropped; a device plugin's group
+ * in the same container has none. */
+static void test_status_dra(void)
+{
+    json_t *pr = parse("{\"namespace\":\"ml\",\"name\":\"p\",\"revision\":3,\"containers\":[{"
+                       "\"name\":\"main\",\"devices\":[{\"resourceName\":\"gpu.example.com\","
+                       "\"deviceIds\":[\"pool-a/gpu-0\"],\"topology\":{\"nodes\":[]},"
+                       "\"claims\":[{\"namespace\":\"ml\",\"name\":\"claim-1\",\"deviceIds\":["
+                       "\"pool-a/gpu-0\"]},{\"deviceIds\":[]}]},{\"resourceName\":\"a.com/nic\","
+                       "\"deviceIds\":[\"n0\"]}],\"dynamicResources\":[{\"claimName\":"
+                       "\"claim-1\"}]}]}");
+    json_t *st = dvb_status(pr, "u1", "node-a");
+
+    CHECK_JSON(st, "{\"nodeName\":\"node-a\",\"podUID\":\"u1\",\"phase\":\"Bound\","
+                   "\"summary\":\"a.com/nic=1,gpu.example.com=1\",\"boundDevices\":"
+                   "\"pool-a/gpu-0,n0\",\"observedRevision\":3,\"containers\":[{\"name\":"
+                   "\"main\",\"devices\":[{\"resourceName\":\"gpu.example.com\",\"deviceIds\":"
+                   "[\"pool-a/gpu-0\"],\"topology\":{\"nodes\":[]},\"claims\":[{\"namespace\":"
+                   "\"ml\",\"name\":\"claim-1\",\"deviceIds\":[\"pool-a/gpu-0\"]}]},{"
+                   "\"resourceName\":\"a.com/nic\",\"deviceIds\":[\"n0\"],\"topology\":{"
+                   "\"nodes\":[]}}]}]}");
+    json_decref(st);
+    json_decref(pr);
+}
+
 static void test_status_several(void)
 {
     json_t *pr = parse("{\"namespace\":\"d\",\"name\":\"p\",\"revision\":12,\"containers\":["
@@ -186,5 +212,5 @@ static void test_pod_view(void)
     json_decref(pod);
 }
 
-TEST_MAIN(test_pod_view, test_has_devices, test_status_one, test_status_several,
+TEST_MAIN(test_pod_view, test_has_devices, test_status_one, test_status_dra, test_status_several,
           test_status_summary_order, test_status_empty, test_condition)

@@ -64,6 +64,28 @@ static void test_device_view(void)
     json_decref(v);
     json_decref(want);
     json_decref(d);
+    /* a MIG slice names its GPU; a whole device (physical = its own id) does not */
+    d = parse("{\"resourceName\":\"gpu.example.com\",\"id\":\"p/mig-1\",\"health\":\"Healthy\","
+              "\"physical\":\"GPU-1111\",\"aliases\":[\"MIG-aa\"],\"holder\":{\"claim\":{"
+              "\"namespace\":\"ml\",\"name\":\"c\"}}}");
+    v = inventory_device(d);
+    want = parse("{\"resourceName\":\"gpu.example.com\",\"id\":\"p/mig-1\",\"health\":\"Healthy\","
+                 "\"topology\":{\"nodes\":[]},\"aliases\":[\"MIG-aa\"],\"physical\":\"GPU-1111\"}");
+    CHECK(json_equal(v, want));
+    CHECK(inventory_key(d, key, sizeof(key)));
+    CHECK_STREQ(key, "gpu.example.com/p/mig-1");
+    json_decref(v);
+    json_decref(want);
+    json_decref(d);
+    d = parse("{\"resourceName\":\"a.com/gpu\",\"id\":\"g2\",\"health\":\"Healthy\","
+              "\"physical\":\"g2\",\"aliases\":[]}");
+    v = inventory_device(d);
+    want = parse("{\"resourceName\":\"a.com/gpu\",\"id\":\"g2\",\"health\":\"Healthy\","
+                 "\"topology\":{\"nodes\":[]}}");
+    CHECK(json_equal(v, want));
+    json_decref(v);
+    json_decref(want);
+    json_decref(d);
     d = parse("{\"id\":\"g1\"}");
     CHECK(inventory_device(d) == NULL);
     CHECK(!inventory_key(d, key, sizeof(key)));
