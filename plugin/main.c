@@ -40,7 +40,8 @@ static const char usage_main[] =
     "Commands:\n"
     "  nodes          one line per node and resource: total, healthy, held, reserved, free\n"
     "  node NODE      one line per device of NODE: health, NUMA, state, holder, since\n"
-    "  who DEVICE     which pod holds DEVICE (an id or an alias), on which node\n"
+    "  who DEVICE     which pod holds DEVICE (an id, an alias or a physical device), on which\n"
+    "                 node\n"
     "  pods           pods with devices and their device ids (-n NS, or -A)\n"
     "\n"
     "Options:\n"
@@ -66,17 +67,21 @@ static const char usage_nodes[] =
 
 static const char usage_node[] =
     "One line per device of NODE: RESOURCE, ID, HEALTH, NUMA nodes, STATE (held, reserved,\n"
-    "free, unhealthy), HOLDER (namespace/pod/container of the holder or the reservation) and\n"
-    "SINCE (how long: since the pod's pre-assignment was honoured, else since its\n"
-    "DeviceBinding was created). -o wide adds ALIASES.\n"
+    "free, unhealthy), HOLDER (namespace/pod/container of the holder or the reservation),\n"
+    "CLAIM (the ResourceClaim of a DRA device's holder; shown when there is one) and SINCE\n"
+    "(how long: since the pod's pre-assignment was honoured, else since its DeviceBinding\n"
+    "was created). -o wide adds ALIASES, and PHYSICAL when a device is a slice or replica.\n"
     "\n"
     "Usage:\n"
     "  kubectl podres node NODE [-o json|yaml|wide] [--kubeconfig=''] [--context='']\n";
 
 static const char usage_who[] =
     "Which pod holds DEVICE, found by its id or any of its aliases (index, PCI address,\n"
-    "UUID), on every node; several lines when several devices answer to the name.\n"
-    "-o wide adds NUMA and ALIASES.\n"
+    "UUID), on every node; several lines when several devices answer to the name. A\n"
+    "physical device answers with every slice or replica of it (a GPU's MIG instances,\n"
+    "their time-sliced replicas) and their holders; a DRA device's holder shows its\n"
+    "ResourceClaim (CLAIM). -o wide adds NUMA, ALIASES, and PHYSICAL when a device is a\n"
+    "slice or replica.\n"
     "\n"
     "Usage:\n"
     "  kubectl podres who DEVICE [-o json|yaml|wide] [--kubeconfig=''] [--context='']\n";
@@ -263,7 +268,7 @@ static int compute(const struct cli *cli, const struct lists *l, enum render_vie
     if (*view == RENDER_NODE)
         return fail("node \"%s\" has no NodeDevices (no such node, or no podres-syncer on it)",
                     cli->arg);
-    return fail("no device \"%s\" on any node (by id or alias)", cli->arg);
+    return fail("no device \"%s\" on any node (by id, alias or physical device)", cli->arg);
 }
 
 static int print(const struct cli *cli, enum render_view view, enum render_format fmt,

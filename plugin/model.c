@@ -67,14 +67,43 @@ struct holding {
     const char *phase; /* status.phase, or NULL */
 };
 
-static json_t *holder_of(const struct holding *h, const char *container)
+/* The DRA claim of device group 'd' that 'id' was allocated through: the
+ * one whose deviceIds list it, else the group's only claim when it lists
+ * none; NULL for none (a device plugin's group has no claims). */
+static const json_t *claim_of(const json_t *d, const char *id)
+{
+    const json_t *claims = json_object_get(d, "claims"), *c, *x;
+    size_t i, j;
+
+    json_array_foreach(claims, i, c) {
+        json_array_foreach(json_object_get(c, "deviceIds"), j, x) {
+            if (strcmp(or_empty(json_string_value(x)), id) == 0)
+                return c;
+        }
+    }
+    c = json_array_get(claims, 0);
+    return json_array_size(claims) == 1 && !json_object_get(c, "deviceIds") ? c : NULL;
+}
+
+/* The holder of a device of 'container', with its DRA 'claim' (or NULL). */
+static json_t *holder_of(const struct holding *h, const char *container, const json_t *claim)
 {
     const json_t *md = json_object_get(h->dvb, "metadata");
+    const char *ns = or_empty(str_at(md, "namespace", NULL));
+    json_t *out = json_pack("{s:s,s:s,s:s,s:s,s:s?,s:s?}", "state", h->state, "namespace", ns,
+                            "pod", or_empty(str_at(md, "name", NULL)), "container", container,
+                            "phase", h->phase, "since", h->since);
 
-    return json_pack("{s:s,s:s,s:s,s:s,s:s?,s:s?}", "state", h->state, "namespace",
-                     or_empty(str_at(md, "namespace", NULL)), "pod",
-                     or_empty(str_at(md, "name", NULL)), "container", container, "phase", h->phase,
-                     "since", h->since);
+    if (out && claim && str_at(claim, "name", NULL) &&
+        json_object_set_new(
+            out, "claim",
+            json_pack("{s:s,s:s}", "namespace",
+                      str_at(claim, "namespace", NULL) ? str_at(claim, "namespace", NULL) : ns,
+                      "name", str_at(claim, "name", NULL)))) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
 }
 
 /* Index every device id of 'containers'; a held device is never replaced
@@ -97,7 +126,8 @@ static int index_containers(json_t *idx, const struct holding *h, const json_t *
                 if (old && strcmp(old, "held") == 0)
                     continue;
                 if (json_object_set_new(idx, key,
-                                        holder_of(h, or_empty(str_at(c, "name", NULL)))) != 0)
+                                        holder_of(h, or_empty(str_at(c, "name", NULL)),
+                                                  claim_of(d, json_string_value(id)))) != 0)
                     return -1;
             }
         }
@@ -189,6 +219,7 @@ static json_t *numa_of(const json_t *dev)
 static json_t *device_row(const json_t *dev, const json_t *holder)
 {
     const json_t *aliases = json_object_get(dev, "aliases");
+    const char *physical = str_at(dev, "physical", NULL);
     json_t *h = holder ? json_deep_copy(holder) : json_null();
     const char *state = holder ? str_at(holder, "state", NULL)
                                : (healthy(dev) ? "free" : "unhealthy");
@@ -197,11 +228,12 @@ static json_t *device_row(const json_t *dev, const json_t *holder)
     json_object_del(h, "state");
     json_object_del(h, "since");
     return json_pack(
-        "{s:s,s:s,s:s,s:o,s:o,s:s,s:o,s:o}", "resource",
+        "{s:s,s:s,s:s,s:o,s:o,s:o,s:s,s:o,s:o}", "resource",
         or_empty(str_at(dev, "resourceName", NULL)), "id", or_empty(str_at(dev, "id", NULL)),
         "health", str_at(dev, "health", NULL) ? str_at(dev, "health", NULL) : "Unknown", "numa",
         numa_of(dev), "aliases", json_is_array(aliases) ? json_deep_copy(aliases) : json_array(),
-        "state", state, "holder", h, "since", since ? since : json_null());
+        "physical", physical ? json_string(physical) : json_null(), "state", state, "holder", h,
+        "since", since ? since : json_null());
 }
 
 /* A device's index entry. */
@@ -346,31 +378,99 @@ static bool names_device(const json_t *dev, const char *device)
     return false;
 }
 
-/* Rows of the listed devices that 'device' names; each match's index entry
- * is marked seen (deleted from 'idx'). */
-static int who_listed(const json_t *nds, json_t *idx, const char *device, json_t *rows)
+/* "node\nname" of each name of 'dev' (its id and aliases) into 'names'. */
+static int add_names(json_t *names, const char *node, const json_t *dev)
+{
+    const json_t *a;
+    char key[KEY_MAX];
+    size_t i;
+
+    snprintf(key, sizeof(key), "%s\n%s", node, or_empty(str_at(dev, "id", NULL)));
+    if (json_object_set_new(names, key, json_true()) != 0)
+        return -1;
+    json_array_foreach(json_object_get(dev, "aliases"), i, a) {
+        snprintf(key, sizeof(key), "%s\n%s", node, or_empty(json_string_value(a)));
+        if (json_object_set_new(names, key, json_true()) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Whether 'device' covers 'dev' of 'node': it names it (id or alias), or
+ * names its physical device, or its physical device is one of 'names' (a
+ * covered device of that node, "node\nname"). */
+static bool covers(const json_t *dev, const char *node, const char *device, const json_t *names)
+{
+    const char *phys = str_at(dev, "physical", NULL);
+    char key[KEY_MAX];
+
+    if (names_device(dev, device) || (phys && strcmp(phys, device) == 0))
+        return true;
+    if (!phys)
+        return false;
+    snprintf(key, sizeof(key), "%s\n%s", node, phys);
+    return json_object_get(names, key) != NULL;
+}
+
+/* One pass over the listed devices: each covered one not in 'found'
+ * ("node\nresource\nid" -> true) is added, its names to 'names'. The number added, or -1 when out
+ * of memory. */
+static int cover_pass(const json_t *nds, const char *device, json_t *names, json_t *found)
 {
     const json_t *nd, *dev;
     const char *node;
-    json_t *row;
     char key[KEY_MAX];
     size_t i, j;
+    int added = 0;
 
     json_array_foreach(json_object_get(nds, "items"), i, nd) {
         node = or_empty(str_at(nd, "metadata", "name"));
         json_array_foreach(json_object_get(json_object_get(nd, "status"), "devices"), j, dev) {
-            if (!names_device(dev, device))
+            dev_key(key, sizeof(key), node, or_empty(str_at(dev, "resourceName", NULL)),
+                    or_empty(str_at(dev, "id", NULL)));
+            if (json_object_get(found, key) || !covers(dev, node, device, names))
+                continue;
+            if (json_object_set_new(found, key, json_true()) != 0 ||
+                add_names(names, node, dev) != 0)
+                return -1;
+            added++;
+        }
+    }
+    return added;
+}
+
+/* Rows of the listed devices that 'device' covers: by id or alias, and,
+ * pass after pass, the slices and replicas of those (GPU, MIG instance,
+ * its replicas). Each row's index entry is marked seen (deleted from
+ * 'idx'). */
+static int who_listed(const json_t *nds, json_t *idx, const char *device, json_t *rows)
+{
+    json_t *names = json_object(), *found = json_object(), *row;
+    const json_t *nd, *dev;
+    const char *node;
+    char key[KEY_MAX];
+    size_t i, j;
+    int n = names && found ? 1 : -1;
+
+    while (n > 0)
+        n = cover_pass(nds, device, names, found);
+    json_array_foreach(n < 0 ? NULL : json_object_get(nds, "items"), i, nd) {
+        node = or_empty(str_at(nd, "metadata", "name"));
+        json_array_foreach(json_object_get(json_object_get(nd, "status"), "devices"), j, dev) {
+            dev_key(key, sizeof(key), node, or_empty(str_at(dev, "resourceName", NULL)),
+                    or_empty(str_at(dev, "id", NULL)));
+            if (!json_object_get(found, key))
                 continue;
             row = device_row(dev, lookup(idx, node, dev));
             if (!row || json_object_set_new(row, "node", json_string(node)) != 0 ||
                 json_array_append_new(rows, row) != 0)
-                return -1;
-            dev_key(key, sizeof(key), node, or_empty(str_at(dev, "resourceName", NULL)),
-                    or_empty(str_at(dev, "id", NULL)));
+                n = -1;
             json_object_del(idx, key);
         }
     }
-    return 0;
+    json_decref(names);
+    json_decref(found);
+    return n < 0 ? -1 : 0;
 }
 
 /* Rows of devices that only a DeviceBinding names (by id). */

@@ -29,14 +29,19 @@
 json_t *model_nodes(const json_t *nds, const json_t *dvbs);
 
 /* One row per device of NodeDevices 'node', by resource then id:
- * {resource, id, health, numa: [ids], aliases: [..], state,
- *  holder: {namespace, pod, container, phase} or null, since: time or null}.
- * *found says whether 'node' has a NodeDevices. */
+ * {resource, id, health, numa: [ids], aliases: [..], physical: id or null,
+ *  state, holder: {namespace, pod, container, phase[, claim: {namespace,
+ *  name}]} or null, since: time or null}. A DRA device's holder names the
+ * ResourceClaim it was allocated through (the DeviceBinding group's
+ * claims). *found says whether 'node' has a NodeDevices. */
 json_t *model_node(const json_t *nds, const json_t *dvbs, const char *node, bool *found);
 
-/* The devices whose id or alias is 'device', on any node: the rows of
- * model_node with 'node' added. A device no NodeDevices lists but a
- * DeviceBinding names (by id) is a row too, with health "Unknown". */
+/* The devices 'device' covers, on any node: those whose id or alias it is,
+ * those whose physical device it names, and, recursively, those whose
+ * physical device is the id or an alias of a covered device of the same
+ * node (a GPU, its MIG instances, their replicas): the rows of model_node
+ * with 'node' added. A device no NodeDevices lists but a DeviceBinding
+ * names (by id) is a row too, with health "Unknown". */
 json_t *model_who(const json_t *nds, const json_t *dvbs, const char *device);
 
 /* One row per DeviceBinding with devices, as listed:

@@ -9,6 +9,7 @@
 #include "yamlout.h"
 
 #define CELL 4096
+#define DEV_COLS_MAX 11 /* the columns node and who may have */
 
 err_t render_parse_format(const char *s, enum render_format *out)
 {
@@ -112,30 +113,85 @@ static err_t rows_nodes(struct table *t, const json_t *rows, bool wide)
     return rc;
 }
 
-/* node and who: one device a row; 'who' puts NODE first and drops NUMA
- * from the default columns. */
-static err_t rows_devices(struct table *t, const json_t *rows, bool wide, bool who, time_t now)
+/* The columns of node and who: 'who' puts NODE first and drops NUMA from
+ * the default columns; CLAIM shows when a row's holder has a DRA claim,
+ * PHYSICAL (-o wide) when a row is a slice or replica. */
+struct dev_cols {
+    bool who;      /* the who view */
+    bool wide;     /* -o wide */
+    bool claim;    /* a CLAIM column */
+    bool physical; /* a PHYSICAL column */
+};
+
+static struct dev_cols dev_cols_of(const json_t *rows, bool who, bool wide)
+{
+    struct dev_cols c = {who, wide, false, false};
+    const json_t *row;
+    size_t i;
+
+    json_array_foreach(rows, i, row) {
+        c.claim = c.claim ||
+                  json_is_object(json_object_get(json_object_get(row, "holder"), "claim"));
+        c.physical = c.physical || (wide && str_of(row, "physical"));
+    }
+    return c;
+}
+
+static size_t dev_headers(const struct dev_cols *c, const char **h)
+{
+    size_t n = 0;
+
+    if (c->who)
+        h[n++] = "NODE";
+    h[n++] = "RESOURCE";
+    h[n++] = "ID";
+    h[n++] = "HEALTH";
+    if (!c->who || c->wide)
+        h[n++] = "NUMA";
+    h[n++] = "STATE";
+    h[n++] = "HOLDER";
+    if (c->claim)
+        h[n++] = "CLAIM";
+    h[n++] = "SINCE";
+    if (c->wide)
+        h[n++] = "ALIASES";
+    if (c->physical)
+        h[n++] = "PHYSICAL";
+    return n;
+}
+
+static const char *claim_cell(const json_t *row)
+{
+    return str_of(json_object_get(json_object_get(row, "holder"), "claim"), "name");
+}
+
+/* node and who: one device a row, the columns of dev_headers. */
+static err_t rows_devices(struct table *t, const json_t *rows, const struct dev_cols *c, time_t now)
 {
     char numa[256], holder[1024], since[32], aliases[CELL];
-    const char *cells[9];
+    const char *cells[DEV_COLS_MAX];
     const json_t *row;
     size_t i, n;
     err_t rc = ERR_OK;
 
     json_array_foreach(rows, i, row) {
         n = 0;
-        if (who)
+        if (c->who)
             cells[n++] = str_of(row, "node");
         cells[n++] = str_of(row, "resource");
         cells[n++] = str_of(row, "id");
         cells[n++] = str_of(row, "health");
-        if (!who || wide)
+        if (!c->who || c->wide)
             cells[n++] = joined(json_object_get(row, "numa"), numa, sizeof(numa));
         cells[n++] = str_of(row, "state");
         cells[n++] = holder_cell(row, holder, sizeof(holder));
+        if (c->claim)
+            cells[n++] = claim_cell(row);
         cells[n++] = since_cell(row, now, since, sizeof(since));
-        if (wide)
+        if (c->wide)
             cells[n++] = joined(json_object_get(row, "aliases"), aliases, sizeof(aliases));
+        if (c->physical)
+            cells[n++] = str_of(row, "physical");
         rc = add_cells(t, cells, n);
         if (rc)
             break;
@@ -170,15 +226,11 @@ static err_t rows_pods(struct table *t, const json_t *rows, bool wide, bool name
     return rc;
 }
 
-/* The header row of 'view'. */
+/* The header row of the nodes and pods views. */
 static size_t headers(enum render_view view, bool wide, bool namespaces, const char **h)
 {
     static const char *const nodes[] = {"NODE",     "RESOURCE", "TOTAL",     "HEALTHY", "HELD",
                                         "RESERVED", "FREE",     "UNHEALTHY", "PODS"};
-    static const char *const node[] = {"RESOURCE", "ID",     "HEALTH", "NUMA",
-                                       "STATE",    "HOLDER", "SINCE",  "ALIASES"};
-    static const char *const who[] = {"NODE",  "RESOURCE", "ID",    "HEALTH", "NUMA",
-                                      "STATE", "HOLDER",   "SINCE", "ALIASES"};
     static const char *const pods[] = {"NAMESPACE",  "NAME",      "NODE",   "PHASE",
                                        "DEVICE-IDS", "RESOURCES", "POD-UID"};
     size_t n = 0, i;
@@ -186,14 +238,6 @@ static size_t headers(enum render_view view, bool wide, bool namespaces, const c
     if (view == RENDER_NODES)
         for (i = 0; i < (wide ? 9u : 7u); i++)
             h[n++] = nodes[i];
-    else if (view == RENDER_NODE)
-        for (i = 0; i < (wide ? 8u : 7u); i++)
-            h[n++] = node[i];
-    else if (view == RENDER_WHO)
-        for (i = 0; i < 9; i++) {
-            if (wide || (i != 4 && i != 8))
-                h[n++] = who[i];
-        }
     else
         for (i = namespaces ? 0 : 1; i < (wide ? 7u : 5u); i++)
             h[n++] = pods[i];
@@ -203,8 +247,10 @@ static size_t headers(enum render_view view, bool wide, bool namespaces, const c
 static err_t render_table(enum render_view view, bool wide, const json_t *rows, bool namespaces,
                           time_t now, struct strbuf *sb)
 {
-    const char *h[9];
-    size_t n = headers(view, wide, namespaces, h);
+    const char *h[DEV_COLS_MAX];
+    bool devices = view == RENDER_NODE || view == RENDER_WHO;
+    struct dev_cols c = dev_cols_of(rows, view == RENDER_WHO, wide);
+    size_t n = devices ? dev_headers(&c, h) : headers(view, wide, namespaces, h);
     struct table t;
     err_t rc;
 
@@ -219,7 +265,7 @@ static err_t render_table(enum render_view view, bool wide, const json_t *rows, 
     else if (view == RENDER_PODS)
         rc = rows_pods(&t, rows, wide, namespaces);
     else
-        rc = rows_devices(&t, rows, wide, view == RENDER_WHO, now);
+        rc = rows_devices(&t, rows, &c, now);
     if (rc)
         goto out;
     rc = table_render(&t, sb);

@@ -159,6 +159,76 @@ static void test_who(void)
     json_decref(rows);
 }
 
+/* DRA: n3 has a GPU (alias GPU-1), a MIG instance of it (physical GPU-1,
+ * alias MIG-a) held through claim c1, and a replica of that (physical
+ * MIG-a); n4 has another p/gpu-0 and a slice of it. */
+static const char dra_nds_text[] =
+    "{\"items\":["
+    "{\"metadata\":{\"name\":\"n3\"},\"status\":{\"devices\":["
+    "{\"resourceName\":\"gpu.example.com\",\"id\":\"p/gpu-0\",\"health\":\"Healthy\","
+    "\"aliases\":[\"GPU-1\"]},"
+    "{\"resourceName\":\"gpu.example.com\",\"id\":\"p/mig-0\",\"health\":\"Healthy\","
+    "\"aliases\":[\"MIG-a\"],\"physical\":\"GPU-1\"},"
+    "{\"resourceName\":\"gpu.example.com\",\"id\":\"MIG-a::1\",\"health\":\"Healthy\","
+    "\"physical\":\"MIG-a\"},"
+    "{\"resourceName\":\"gpu.example.com\",\"id\":\"p/gpu-9\",\"health\":\"Healthy\"}]}},"
+    "{\"metadata\":{\"name\":\"n4\"},\"status\":{\"devices\":["
+    "{\"resourceName\":\"gpu.example.com\",\"id\":\"p/gpu-0\",\"health\":\"Healthy\"},"
+    "{\"resourceName\":\"gpu.example.com\",\"id\":\"p/s-1\",\"health\":\"Healthy\","
+    "\"physical\":\"p/gpu-0\"}]}}]}";
+static const char dra_dvbs_text[] =
+    "{\"items\":["
+    "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"p5\",\"creationTimestamp\":\"2024-01-05T00:00:00Z\"},"
+    "\"status\":{\"nodeName\":\"n3\",\"phase\":\"Bound\",\"containers\":[{\"name\":\"main\","
+    "\"devices\":[{\"resourceName\":\"gpu.example.com\",\"deviceIds\":[\"p/mig-0\"],"
+    "\"claims\":[{\"namespace\":\"ml\",\"name\":\"c1\",\"deviceIds\":[\"p/mig-0\"]}]}]}]}}]}";
+
+/* The ids of 'rows', "node:id" joined by ','. */
+static void ids_of(const json_t *rows, char *out, size_t cap)
+{
+    const json_t *r;
+    size_t i;
+
+    out[0] = '\0';
+    json_array_foreach(rows, i, r)
+        snprintf(out + strlen(out), cap - strlen(out), "%s%s:%s", i ? "," : "",
+                 str(r, "node", NULL), str(r, "id", NULL));
+}
+
+static void test_who_physical_and_claims(void)
+{
+    json_t *n = load(dra_nds_text), *d = load(dra_dvbs_text), *rows;
+    const json_t *r;
+    char ids[512];
+    bool found;
+
+    rows = model_who(n, d, "GPU-1"); /* its alias: the GPU, its MIG, the MIG's replica */
+    ids_of(rows, ids, sizeof(ids));
+    CHECK_STREQ(ids, "n3:MIG-a::1,n3:p/gpu-0,n3:p/mig-0");
+    r = json_array_get(rows, 2);
+    CHECK_STREQ(str(r, "holder", "pod"), "p5");
+    CHECK_STREQ(str(json_object_get(r, "holder"), "claim", "name"), "c1");
+    CHECK_STREQ(str(json_object_get(r, "holder"), "claim", "namespace"), "ml");
+    CHECK_STREQ(str(r, "physical", NULL), "GPU-1");
+    CHECK(json_is_null(json_object_get(json_array_get(rows, 1), "physical")));
+    json_decref(rows);
+    rows = model_who(n, d, "p/gpu-0"); /* the id on two nodes, each with its own slices */
+    ids_of(rows, ids, sizeof(ids));
+    CHECK_STREQ(ids, "n3:MIG-a::1,n3:p/gpu-0,n3:p/mig-0,n4:p/gpu-0,n4:p/s-1");
+    json_decref(rows);
+    rows = model_who(n, d, "MIG-a"); /* a MIG: itself and its replica, not its GPU */
+    ids_of(rows, ids, sizeof(ids));
+    CHECK_STREQ(ids, "n3:MIG-a::1,n3:p/mig-0");
+    json_decref(rows);
+    rows = model_node(n, d, "n3", &found); /* by id: MIG-a::1, p/gpu-0, p/gpu-9, p/mig-0 */
+    CHECK_STREQ(str(json_array_get(rows, 3), "id", NULL), "p/mig-0");
+    CHECK_STREQ(str(json_object_get(json_array_get(rows, 3), "holder"), "claim", "name"), "c1");
+    CHECK(json_is_null(json_object_get(json_array_get(rows, 2), "holder")));
+    json_decref(rows);
+    json_decref(n);
+    json_decref(d);
+}
+
 static void test_pods(void)
 {
     json_t *rows = model_pods(dvbs);
@@ -196,4 +266,5 @@ static void cleanup(void)
     json_decref(dvbs);
 }
 
-TEST_MAIN(setup, test_nodes, test_node, test_who, test_pods, test_empty, cleanup)
+TEST_MAIN(setup, test_nodes, test_node, test_who, test_who_physical_and_claims, test_pods,
+          test_empty, cleanup)

@@ -55,6 +55,35 @@ static void test_who(void)
     free(s);
 }
 
+/* A DRA holder: the CLAIM column appears (<none> for other rows); -o wide
+ * adds PHYSICAL when a row is a slice. */
+static void test_claims(void)
+{
+    static const char rows[] =
+        "[{\"node\":\"n1\",\"resource\":\"gpu.example.com\",\"id\":\"p/gpu-0\",\"health\":"
+        "\"Healthy\",\"numa\":[],\"aliases\":[\"GPU-1\"],\"physical\":null,\"state\":\"free\","
+        "\"holder\":null,\"since\":null},"
+        "{\"node\":\"n1\",\"resource\":\"gpu.example.com\",\"id\":\"p/mig-0\",\"health\":"
+        "\"Healthy\",\"numa\":[],\"aliases\":[],\"physical\":\"GPU-1\",\"state\":\"held\","
+        "\"holder\":{\"namespace\":\"ml\",\"pod\":\"p1\",\"container\":\"main\",\"claim\":{"
+        "\"namespace\":\"ml\",\"name\":\"c1\"}},\"since\":null}]";
+    char *s = rendered(RENDER_WHO, RENDER_TABLE, rows, false, 0);
+
+    CHECK_STREQ(
+        s, "NODE   RESOURCE          ID        HEALTH    STATE   HOLDER       CLAIM    SINCE\n"
+           "n1     gpu.example.com   p/gpu-0   Healthy   free    <none>       <none>   <none>\n"
+           "n1     gpu.example.com   p/mig-0   Healthy   held    ml/p1/main   c1       <none>\n");
+    free(s);
+    s = rendered(RENDER_NODE, RENDER_WIDE, rows, false, 0);
+    CHECK_STREQ(s, "RESOURCE          ID        HEALTH    NUMA     STATE   HOLDER       CLAIM    "
+                   "SINCE    ALIASES   PHYSICAL\n"
+                   "gpu.example.com   p/gpu-0   Healthy   <none>   free    <none>       <none>   "
+                   "<none>   GPU-1     <none>\n"
+                   "gpu.example.com   p/mig-0   Healthy   <none>   held    ml/p1/main   c1       "
+                   "<none>   <none>    GPU-1\n");
+    free(s);
+}
+
 static void test_nodes_and_pods(void)
 {
     static const char pods[] = "[{\"namespace\":\"ml\",\"name\":\"p1\",\"node\":\"n1\",\"phase\":"
@@ -110,4 +139,4 @@ static void test_formats(void)
     CHECK_EQ_INT(f, RENDER_YAML);
 }
 
-TEST_MAIN(test_node, test_who, test_nodes_and_pods, test_documents, test_formats)
+TEST_MAIN(test_node, test_who, test_claims, test_nodes_and_pods, test_documents, test_formats)
