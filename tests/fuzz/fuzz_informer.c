@@ -4,12 +4,27 @@
  * BOOKMARK/ERROR with any object, or a Status) fed to the informer's
  * on_event into a cache (and into a second one through the Pod informer's
  * dvb_pod_view); every object also goes through cache_key_of and
- * dvb_status (as if it were podresd's PodResources). Reaches the
- * static on_event by including informer.c. */
+ * dvb_status (as if it were podresd's PodResources), and through
+ * dra_slice_view and dra_inventory (as if it were a ResourceSlice, whole
+ * and as the cache keeps it). Reaches the static on_event by including
+ * informer.c. */
 #include "../../kube/informer.c"
+#include "../../syncer/dra.h"
 #include "../../syncer/dvb.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* 'obj' as a ResourceSlice of the node: its view, and the DRA inventory of
+ * it and of its view. */
+static void one_slice(json_t *obj)
+{
+    json_t *view = dra_slice_view(obj);
+    json_t *slices = json_pack("{s:O,s:O?}", "whole", obj, "view", view);
+
+    json_decref(dra_inventory(slices));
+    json_decref(slices);
+    json_decref(view);
+}
 
 static void one_line(struct watch_state *ws, struct watch_state *slim, const char *line,
                      size_t n)
@@ -27,6 +42,7 @@ static void one_line(struct watch_state *ws, struct watch_state *slim, const cha
     st = dvb_status(obj ? obj : ev, "uid-1", "node-1");
     json_decref(st);
     (void)dvb_has_devices(obj ? obj : ev);
+    one_slice(obj ? obj : ev);
     json_decref(ev);
 }
 
