@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* ident.c - identity rules: named groups turned into the group numbers of a
  * plain POSIX ERE (no PCRE), each rule compiled once, and the groups of the
- * first matching rule read out. Not the store's use of what they give. */
+ * first matching rule read out. The conversion also refuses what glibc's
+ * regcomp or regexec would take unbounded memory or time on. Not the
+ * store's use of what the rules give. */
 #define LOG_MOD "ident"
 #include "../common/common.h"
 #include "ident.h"
@@ -39,15 +41,36 @@ struct ident_rules {
     struct rule rule[]; /* the user's rules, then the built-ins */
 };
 
-/* A pattern being converted: named groups out, their numbers noted. */
+/* An open group (or the whole pattern) while a pattern is converted. */
+struct level {
+    uint64_t size;  /* positions so far, repetitions written out */
+    bool null_alts; /* an ended alternative can match the empty string */
+    bool null_head; /* the elements before the last can all match it */
+};
+
+/* A pattern being converted: named groups out, their numbers noted, and
+ * what regcomp and regexec would make of it estimated. */
 struct conv {
-    const char *in;    /* the pattern as written */
-    size_t i;          /* next byte of 'in' */
-    char *out;         /* the ERE; never longer than 'in' */
-    size_t o;          /* bytes written to 'out' */
-    size_t groups;     /* '(' seen so far: the current group's number */
-    struct rule *r;    /* named groups go to r->group */
-    const char *label; /* "identity[i]", for messages */
+    const char *in;                         /* the pattern as written */
+    size_t i;                               /* next byte of 'in' */
+    char *out;                              /* the ERE; never longer than 'in' */
+    size_t o;                               /* bytes written to 'out' */
+    size_t groups;                          /* '(' seen so far: the current group's number */
+    struct rule *r;                         /* named groups go to r->group */
+    const char *label;                      /* "identity[i]", for messages */
+    size_t depth;                           /* groups open */
+    struct level lv[IDENT_MAX_PATTERN + 1]; /* [0] the pattern, [depth] the innermost group */
+    uint64_t last;                          /* positions of the last element */
+    bool has_last;                          /* there is one that a repetition repeats */
+    bool last_null;                         /* it can match the empty string */
+    uint64_t total;                         /* positions in all, repetitions written out */
+};
+
+/* A repetition operator. */
+struct rep {
+    uint64_t copies; /* the element's copies regcomp writes out, at least 1 */
+    bool unbounded;  /* *, + or {n,} */
+    bool optional;   /* may match zero times: ?, * or {0,...} */
 };
 
 /* The index just past the bracket expression that opens at s[i] ('['), or
@@ -120,36 +143,203 @@ static err_t group_name(struct conv *c, struct error *e)
     return ERR_OK;
 }
 
-/* c->in into c->out with named groups made plain. Every unescaped '('
- * outside a bracket expression opens a group in an ERE, so counting them
- * numbers the groups as regcomp does. */
-static err_t convert(struct conv *c, struct error *e)
+/* If s[i] ('{') opens an interval {n}, {n,}, {n,m} or {,m}: the index past
+ * it, with *rep filled (numbers capped). Else i: regcomp takes or refuses
+ * the '{' on its own. */
+static size_t interval_end(const char *s, size_t i, struct rep *rep)
+{
+    uint64_t n[2] = {0, 0};
+    size_t j = i + 1, k = 0;
+    bool digits[2] = {false, false};
+
+    for (; s[j]; j++) {
+        if (s[j] == ',' && k == 0) {
+            k = 1;
+            continue;
+        }
+        if (s[j] < '0' || s[j] > '9')
+            break;
+        digits[k] = true;
+        if (n[k] < IDENT_MAX_EXPANDED)
+            n[k] = n[k] * 10 + (uint64_t)(s[j] - '0');
+    }
+    if (s[j] != '}' || !(digits[0] || digits[1]))
+        return i;
+    rep->copies = digits[1] ? n[1] : n[0] + k;
+    if (rep->copies == 0)
+        rep->copies = 1;
+    rep->unbounded = k && !digits[1];
+    rep->optional = n[0] == 0;
+    return j + 1;
+}
+
+/* If s[i] is a repetition operator: the index past it, with *rep filled.
+ * Else i. regcomp writes a+ as a a*, and a{2,4} as a a a? a?. */
+static size_t repetition(const char *s, size_t i, struct rep *rep)
+{
+    switch (s[i]) {
+    case '*':
+        *rep = (struct rep){1, true, true};
+        return i + 1;
+    case '+':
+        *rep = (struct rep){2, true, false};
+        return i + 1;
+    case '?':
+        *rep = (struct rep){1, false, true};
+        return i + 1;
+    case '{':
+        return interval_end(s, i, rep);
+    default:
+        return i;
+    }
+}
+
+/* Copy c->in up to 'end' to c->out. */
+static void copy_to(struct conv *c, size_t end)
+{
+    memcpy(c->out + c->o, c->in + c->i, end - c->i);
+    c->o += end - c->i;
+    c->i = end;
+}
+
+/* The last element ends: the elements before the next one include it. */
+static void end_element(struct conv *c)
+{
+    struct level *l = &c->lv[c->depth];
+
+    l->null_head = l->null_head && c->last_null;
+    c->last = 0;
+    c->last_null = true;
+    c->has_last = false;
+}
+
+/* A one-byte element, a bracket expression or an escaped character; or
+ * an anchor, which matches the empty string and is not repeated. */
+static void atom(struct conv *c, bool anchor)
+{
+    end_element(c);
+    if (anchor)
+        return;
+    c->last = 1;
+    c->last_null = false;
+    c->has_last = true;
+    c->lv[c->depth].size++;
+    c->total++;
+}
+
+static void alternative(struct conv *c)
+{
+    struct level *l = &c->lv[c->depth];
+
+    end_element(c);
+    l->null_alts = l->null_alts || l->null_head;
+    l->null_head = true;
+}
+
+/* A '(' was copied: the group is numbered, maybe named, and its level opened. */
+static err_t open_group(struct conv *c, struct error *e)
+{
+    const char *s = c->in + c->i;
+
+    end_element(c);
+    c->lv[++c->depth] = (struct level){0, false, true};
+    c->groups++;
+    if (s[0] == '?' && (s[1] == '<' || (s[1] == 'P' && s[2] == '<')))
+        return group_name(c, e);
+    return ERR_OK;
+}
+
+/* A ')' closed the innermost group: it is the last element of the level
+ * around it. */
+static void close_group(struct conv *c)
+{
+    const struct level *l = &c->lv[c->depth];
+    bool nullable = l->null_alts || (l->null_head && c->last_null);
+
+    c->last = l->size;
+    c->depth--;
+    c->lv[c->depth].size += c->last;
+    c->last_null = nullable;
+    c->has_last = true;
+}
+
+/* The last element is repeated: its copies count, and it must not both
+ * match the empty string and repeat without bound, as in (a|b?)+:
+ * glibc's regexec may loop forever on that. */
+static err_t repeat(struct conv *c, const struct rep *rep, struct error *e)
+{
+    uint64_t grew = c->last * (rep->copies - 1);
+
+    if (!c->has_last)
+        return ERR_OK; /* regcomp refuses it or takes it literally */
+    if (rep->unbounded && c->last_null)
+        return errorf(e, ERR_INVAL,
+                      "key \"%s.pattern\": \"%s\": *, + or {n,} repeats what can match the empty "
+                      "string, which matching may never finish; repeat a part that matches "
+                      "at least one character",
+                      c->label, c->in);
+    c->last += grew;
+    c->lv[c->depth].size += grew;
+    c->total += grew;
+    c->last_null = c->last_null || rep->optional;
+    return ERR_OK;
+}
+
+/* Convert the token at c->i. Every unescaped '(' outside a bracket
+ * expression opens a group in an ERE, so counting them numbers the groups
+ * as regcomp does. A back-reference is refused: it is no part of an ERE,
+ * and matching one can take exponential time. */
+static err_t token(struct conv *c, struct error *e)
 {
     const char *s = c->in;
+    char ch = s[c->i];
+    struct rep rep = {1, false, false};
+    size_t end = repetition(s, c->i, &rep);
 
-    while (s[c->i]) {
-        char ch = s[c->i];
-        size_t end = c->i + 1;
-        err_t rc;
+    if (end > c->i) {
+        copy_to(c, end);
+        return repeat(c, &rep, e);
+    }
+    end = c->i + 1;
+    if (ch == '[')
+        end = bracket_end(s, c->i);
+    else if (ch == '\\' && s[end] >= '1' && s[end] <= '9')
+        return errorf(e, ERR_INVAL,
+                      "key \"%s.pattern\": \\%c: back-references are no part of an ERE", c->label,
+                      s[end]);
+    else if (ch == '\\' && s[end])
+        end++;
+    copy_to(c, end);
+    if (ch == '(')
+        return open_group(c, e);
+    if (ch == ')' && c->depth > 0)
+        close_group(c);
+    else if (ch == '|')
+        alternative(c);
+    else
+        atom(c, ch == '^' || ch == '$');
+    return ERR_OK;
+}
 
-        if (ch == '[')
-            end = bracket_end(s, c->i);
-        else if (ch == '\\' && s[end])
-            end++;
-        memcpy(c->out + c->o, s + c->i, end - c->i);
-        c->o += end - c->i;
-        c->i = end;
-        if (ch != '(')
-            continue;
-        c->groups++;
-        if (s[c->i] == '?' && (s[c->i + 1] == '<' || (s[c->i + 1] == 'P' && s[c->i + 2] == '<'))) {
-            rc = group_name(c, e);
-            if (rc)
-                return rc;
-        }
+/* c->in into c->out with named groups made plain. A pattern that would grow
+ * past IDENT_MAX_EXPANDED positions is refused: regcomp's time and memory
+ * grow with them, up to exhausting memory. */
+static err_t convert(struct conv *c, struct error *e)
+{
+    err_t rc = ERR_OK;
+
+    c->lv[0].null_head = true;
+    c->last_null = true;
+    while (c->in[c->i] && !rc) {
+        rc = token(c, e);
+        if (!rc && c->total > IDENT_MAX_EXPANDED)
+            rc = errorf(e, ERR_INVAL,
+                        "key \"%s.pattern\": more than %d positions once its repetitions are "
+                        "written out; repeat less",
+                        c->label, IDENT_MAX_EXPANDED);
     }
     c->out[c->o] = '\0';
-    return ERR_OK;
+    return rc;
 }
 
 /* regcomp 'ere' into r->re. Its groups must be the ones counted, or the

@@ -15,6 +15,9 @@
 #define IDENT_MAX_RULES 64     /* rules of the identity: key */
 #define IDENT_MAX_GROUPS 8     /* named groups of one pattern */
 #define IDENT_MAX_PATTERN 1024 /* bytes of one pattern */
+/* Positions of one pattern with its repetitions written out: a{1,300} is
+ * 300, (ab){4} 8, (a{3}){5} 15; '*' and '?' add none, '+' doubles. */
+#define IDENT_MAX_EXPANDED 1024
 
 struct ident_rules; /* immutable once made, so shared by threads without a lock */
 
@@ -24,7 +27,10 @@ struct ident_rules; /* immutable once made, so shared by threads without a lock 
  * 'resource' is an exact resource name, a prefix ending in '*', or '*'.
  * 'pattern' is an ERE that must match a whole id, with named groups
  * (?<name>...) or (?P<name>...): "physical", or any name starting with
- * "alias"; at least one, at most IDENT_MAX_GROUPS. A bad entry is ERR_INVAL
+ * "alias"; at least one, at most IDENT_MAX_GROUPS. Refused too, as glibc
+ * may take unbounded memory or time on them: more than IDENT_MAX_EXPANDED
+ * positions, back-references (\1), and *, + or {n,} repeating what can
+ * match the empty string ((a|b?)+). A bad entry is ERR_INVAL
  * with 'e' naming the key "identity", "identity[i]", "identity[i].resource"
  * or "identity[i].pattern" and why (regerror's text for a pattern regcomp
  * refuses). ERR_NOMEM when out of memory. */

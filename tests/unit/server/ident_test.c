@@ -202,6 +202,47 @@ static void test_spellings(void)
     ident_rules_free(r);
 }
 
+/* Repetitions are counted written out; intervals of every spelling */
+static void test_expanded(void)
+{
+    struct ident_rules *r = compile(
+        "a/iv", "(?<physical>x{2}y{,3}z{1,})w{1,1000}", "a/hex",
+        "(?<physical>[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12})/(?<alias>[0-9]+)", "a/bs",
+        "[\\1]\\\\1(?<physical>a)", NULL);
+
+    check_derive(r, "a/iv", "xxyzzw", "xxyzz", "[]");
+    check_derive(r, "a/iv", "xxzw", "xxz", "[]");
+    check_derive(r, "a/hex", UUID "/7", UUID, "[\"7\"]");
+    check_derive(r, "a/bs", "1\\1a", "a", "[]");
+    ident_rules_free(r);
+
+    /* what may match the empty string may still be repeated a bounded
+     * number of times, or within something that may not */
+    r = compile("*", "(?<physical>(ab?)+)-(x?|v|y?){1,3}", "*", "(a(x?|y?))+(?<physical>b)", NULL);
+    check_derive(r, "a/b", "abaab-vv", "abaab", "[]");
+    check_derive(r, "a/b", "aaxab", "b", "[]");
+    ident_rules_free(r);
+}
+
+/* Unbounded repetitions of what can match the empty string: glibc's
+ * regexec may never return on them. */
+static void test_empty_loop(void)
+{
+    static const char *const bad[] = {
+        "(?<physical>(x?|v|y?)+)", "(?<physical>a**)",          "(?<alias>(||v||)+)",
+        "((a|)+)(?<physical>b)",   "(?<physical>(a*)*)",        "(?<physical>(a?b?){2,})",
+        "(?<physical>((x?))*)",    "(?<physical>a(()|b)+)",     "(?<physical>(a|(b|c?))+)",
+        "(?<physical>(^|a)+)",     "(?<physical>((a?){1,3})+)",
+    };
+    char doc[256];
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(bad); i++) {
+        snprintf(doc, sizeof(doc), "[{\"resource\":\"*\",\"pattern\":\"%s\"}]", bad[i]);
+        check_bad(doc, "identity[0].pattern", "empty string");
+    }
+}
+
 static void test_bad(void)
 {
     char big[IDENT_MAX_PATTERN + 64], *s;
@@ -234,6 +275,15 @@ static void test_bad(void)
     check_bad("[{\"resource\":\"*\",\"pattern\":\"(?<alias1>a)(?<alias2>a)(?<alias3>a)"
               "(?<alias4>a)(?<alias5>a)(?<alias6>a)(?<alias7>a)(?<alias8>a)(?<alias9>a)\"}]",
               "identity[0].pattern", "more than 8 named groups");
+    /* too many positions once written out; a back-reference */
+    check_bad("[{\"resource\":\"*\",\"pattern\":\"(?<physical>a{0,1024})x\"}]",
+              "identity[0].pattern", "more than 1024 positions");
+    check_bad("[{\"resource\":\"*\",\"pattern\":\"((a{0,40}){0,40})(?<physical>b)\"}]",
+              "identity[0].pattern", "repeat less");
+    check_bad("[{\"resource\":\"*\",\"pattern\":\"(?<physical>a)++++++++++++++++++++\"}]",
+              "identity[0].pattern", "repeat less");
+    check_bad("[{\"resource\":\"*\",\"pattern\":\"(?<physical>a)\\\\1\"}]", "identity[0].pattern",
+              "back-reference");
     check_bad("[{\"resource\":\"a*b\",\"pattern\":\"(?<physical>x)\"}]", "identity[0].resource",
               "a*b");
     check_bad("[{\"resource\":\"\",\"pattern\":\"(?<physical>x)\"}]", "identity[0].resource", NULL);
@@ -320,4 +370,4 @@ static void test_threads(void)
 }
 
 TEST_MAIN(test_builtin, test_user_first, test_resource, test_whole_id, test_aliases, test_spellings,
-          test_bad, test_threads)
+          test_expanded, test_empty_loop, test_bad, test_threads)
