@@ -19,6 +19,13 @@ rc=0
 "$PODRES_BIN/podresd" --config "$T/podresd.yaml" > "$T/bad.log" 2>&1 || rc=$?
 [ "$rc" -ne 0 ] || fail "podresd started with a bad identity pattern"
 grep -q 'identity\[0\].pattern' "$T/bad.log" || fail "the error does not name the key: $(cat "$T/bad.log")"
+pd_config "identity:
+  - resource: '*'
+    pattern: '^(?<physical>(a|b?)+)\$'"
+rc=0
+timeout 20 "$PODRES_BIN/podresd" --config "$T/podresd.yaml" > "$T/bad.log" 2>&1 || rc=$?
+[ "$rc" -eq 1 ] || fail "a pattern the C library may never finish matching: exit $rc: $(cat "$T/bad.log")"
+grep -q 'identity\[0\].pattern' "$T/bad.log" || fail "the error does not name the key: $(cat "$T/bad.log")"
 ok "a bad identity pattern stops start-up naming identity[0].pattern"
 
 # ---- api mode: registered aliases, a rule of the config, conflicts ----
