@@ -118,25 +118,16 @@ err_t st_names_check(struct store *st, const char *resource, const char *id, con
         rc = db_step(st->commit.db, s, &row);
     if (rc || !row)
         goto out;
-    switch (sqlite3_column_int(s, 3)) {
-    case 1:
+    if (sqlite3_column_int(s, 3) == 3)
         rc = errorf(e, ERR_CONFLICT,
-                    "alias %.253s of device %.253s %.253s is an alias of device "
-                    "%.253s %.253s",
-                    db_text(s, 0), resource, id, db_text(s, 1), db_text(s, 2));
-        break;
-    case 2:
+                    "device %.253s %.253s: its id is an alias of device %.253s %.253s", resource,
+                    id, db_text(s, 1), db_text(s, 2));
+    else
         rc = errorf(e, ERR_CONFLICT,
-                    "alias %.253s of device %.253s %.253s is the id of device "
-                    "%.253s %.253s",
-                    db_text(s, 0), resource, id, db_text(s, 1), db_text(s, 2));
-        break;
-    default:
-        rc = errorf(e, ERR_CONFLICT,
-                    "device %.253s %.253s: its id is an alias of device "
-                    "%.253s %.253s",
-                    resource, id, db_text(s, 1), db_text(s, 2));
-    }
+                    "alias %.253s of device %.253s %.253s is %s device %.253s %.253s",
+                    db_text(s, 0), resource, id,
+                    sqlite3_column_int(s, 3) == 1 ? "an alias of" : "the id of", db_text(s, 1),
+                    db_text(s, 2));
 out:
     db_done(s);
     return rc;
