@@ -5,18 +5,7 @@
 # and binding writes are 403, reservations stay writable.
 . "$(dirname "$0")/lib.sh"
 
-FK_SOCK=$T/kubelet/kubelet.sock
-mkdir -p "$T/kubelet"
 
-# fk_state JSON - rewrite the fake kubelet's state file atomically.
-fk_state() { printf '%s\n' "$1" > "$T/state.tmp" && mv "$T/state.tmp" "$T/state.json"; }
-fk_start() {
-    /usr/bin/python3 "$PODRES_ROOT/tests/fixtures/fake-kubelet" --socket "$FK_SOCK" \
-        --state "$T/state.json" --log "$T/calls.log" 2>> "$T/fake-kubelet.log" &
-    FK_PID=$!
-    PIDS+=("$FK_PID")
-    wait_until 10 test -S "$FK_SOCK" || fail "fake kubelet did not start"
-}
 ready() { [ "$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$PD_SOCK" http://localhost/readyz)" = 200 ]; }
 now_ms() { date +%s%3N; }
 # feed_has TYPE KIND JQ_COND - an event of that type and kind whose object matches.

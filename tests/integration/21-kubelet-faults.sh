@@ -5,17 +5,6 @@
 # List answer of 6 MiB (over gRPC's 4 MiB default).
 . "$(dirname "$0")/lib.sh"
 
-FK_SOCK=$T/kubelet/kubelet.sock
-mkdir -p "$T/kubelet"
-
-fk_state() { printf '%s\n' "$1" > "$T/state.tmp" && mv "$T/state.tmp" "$T/state.json"; }
-fk_start() {
-    /usr/bin/python3 "$PODRES_ROOT/tests/fixtures/fake-kubelet" --socket "$FK_SOCK" \
-        --state "$T/state.json" --log "$T/calls.log" 2>> "$T/fake-kubelet.log" &
-    FK_PID=$!
-    PIDS+=("$FK_PID")
-    wait_until 10 test -S "$FK_SOCK" || fail "fake kubelet did not start"
-}
 fk_stop() {
     kill -TERM "$FK_PID"
     wait "$FK_PID" 2>/dev/null || true

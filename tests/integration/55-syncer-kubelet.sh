@@ -5,9 +5,6 @@
 # sets, and a pod the kubelet drops loses its DeviceBinding.
 . "$(dirname "$0")/lib.sh"
 
-FK_SOCK=$T/kubelet/kubelet.sock
-mkdir -p "$T/kubelet"
-fk_state() { printf '%s\n' "$1" > "$T/state.tmp" && mv "$T/state.tmp" "$T/state.json"; }
 pod() { # NAME DEVICE...
     local ids
     ids=$(printf '"%s",' "${@:2}")
@@ -19,10 +16,7 @@ cond() { $KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindi
          jq -r ".status.conditions[] | select(.type==\"PreassignmentHonored\") | .$2"; }
 
 fk_state "{\"pods\":[],$ALLOC}"
-/usr/bin/python3 "$PODRES_ROOT/tests/fixtures/fake-kubelet" --socket "$FK_SOCK" --state "$T/state.json" \
-    2>> "$T/fake-kubelet.log" &
-PIDS+=($!)
-wait_until 10 test -S "$FK_SOCK" || fail "fake kubelet did not start"
+fk_start
 pd_config "source: kubelet
 kubelet_socket: $FK_SOCK
 kubelet_interval: 200ms"

@@ -259,16 +259,10 @@ pd_stop
 ok "pruned by the row cap and by age; open intervals and seconds_total stay"
 
 # ---- the kubelet mirror ----
-FK_SOCK=$T/kubelet/kubelet.sock
-mkdir -p "$T/kubelet"
-fk_state() { printf '%s\n' "$1" > "$T/state.tmp" && mv "$T/state.tmp" "$T/state.json"; }
 DEVS='{"resourceName":"example.com/gpu","deviceIds":["gpu-0","gpu-1"],"topology":{"nodes":[{"ID":0}]}}'
 POD='{"name":"train","namespace":"ml","containers":[{"name":"main","devices":[{"resourceName":"example.com/gpu","deviceIds":["gpu-1"]}]}]}'
 fk_state "{\"pods\":[$POD],\"allocatable\":{\"devices\":[$DEVS]}}"
-/usr/bin/python3 "$PODRES_ROOT/tests/fixtures/fake-kubelet" --socket "$FK_SOCK" --state "$T/state.json" \
-    --log "$T/calls.log" 2>> "$T/fake-kubelet.log" &
-PIDS+=("$!")
-wait_until 10 test -S "$FK_SOCK" || fail "fake kubelet did not start"
+fk_start
 PD_DB=$T/db2/podresd.db
 pd_config "source: kubelet
 kubelet_socket: $FK_SOCK

@@ -20,9 +20,6 @@ DRIVER=gpu.example.com
 RS=/apis/resource.k8s.io/v1
 ND=$DVB/nodedevices
 
-FK_SOCK=$T/kubelet/kubelet.sock
-mkdir -p "$T/kubelet"
-fk_state() { printf '%s\n' "$1" > "$T/state.tmp" && mv "$T/state.tmp" "$T/state.json"; }
 # The kubelet's allocatable: one device-plugin GPU, whose id a DRA alias will clash with.
 ALLOC='"allocatable":{"devices":[{"resourceName":"example.com/gpu","deviceIds":["GPU-dp-7"],"topology":{"nodes":[{"ID":0}]}}],"cpuIds":[],"memory":[]}'
 # train-0's container holds claim-1's device gpu-0 of pool test-node (DRA).
@@ -61,10 +58,7 @@ GPUS="[{\"name\":\"gpu-0\",\"attributes\":{\"uuid\":{\"string\":\"$UUID\"},\"res
        {\"name\":\"gpu-1\",\"attributes\":{\"uuid\":{\"string\":\"GPU-77aa\"},\"index\":{\"int\":1}}}]"
 
 fk_state "{\"pods\":[$TRAIN],$ALLOC}"
-/usr/bin/python3 "$PODRES_ROOT/tests/fixtures/fake-kubelet" --socket "$FK_SOCK" --state "$T/state.json" \
-    2>> "$T/fake-kubelet.log" &
-PIDS+=($!)
-wait_until 10 test -S "$FK_SOCK" || fail "fake kubelet did not start"
+fk_start
 pd_config "source: kubelet
 kubelet_socket: $FK_SOCK
 kubelet_interval: 200ms"

@@ -76,19 +76,13 @@ pd_stop
 # ---- kubelet mode: replicas, MIG devices and DRA in one List ----
 rm -f "$T/podresd.yaml"
 PD_DB=$T/db2/podresd.db
-FK_SOCK=$T/kubelet/kubelet.sock
-mkdir -p "$T/kubelet"
-fk_state() { printf '%s\n' "$1" > "$T/state.tmp" && mv "$T/state.tmp" "$T/state.json"; }
 REPLICAS="{\"resourceName\":\"nvidia.com/gpu\",\"deviceIds\":[\"$UUID_A::0\",\"$UUID_A::1\",\"$UUID_A::2\"]}"
 MIGS="{\"resourceName\":\"nvidia.com/mig-1g.10gb\",\"deviceIds\":[\"MIG-$UUID_B/1/0\",\"MIG-$UUID_B/2/0\"]}"
 TRAIN="{\"name\":\"train\",\"namespace\":\"ml\",\"containers\":[{\"name\":\"main\",\"devices\":[{\"resourceName\":\"nvidia.com/gpu\",\"deviceIds\":[\"$UUID_A::2\"]}]}]}"
 MIGPOD="{\"name\":\"infer\",\"namespace\":\"ml\",\"containers\":[{\"name\":\"main\",\"devices\":[{\"resourceName\":\"nvidia.com/mig-1g.10gb\",\"deviceIds\":[\"MIG-$UUID_B/2/0\"]}]}]}"
 DRAPOD='{"name":"dra","namespace":"ml","containers":[{"name":"main","dynamicResources":[{"claimName":"gpu-claim","claimNamespace":"ml","claimResources":[{"driverName":"gpu.example.com","poolName":"test-node","deviceName":"gpu-0","cdiDevices":[{"name":"example.com/gpu=gpu-0"}]}]}]}]}'
 fk_state "{\"pods\":[$TRAIN,$MIGPOD,$DRAPOD],\"allocatable\":{\"devices\":[$REPLICAS,$MIGS]}}"
-/usr/bin/python3 "$PODRES_ROOT/tests/fixtures/fake-kubelet" --socket "$FK_SOCK" \
-    --state "$T/state.json" 2>> "$T/fake-kubelet.log" &
-PIDS+=("$!")
-wait_until 10 test -S "$FK_SOCK" || fail "fake kubelet did not start"
+fk_start
 pd_config "source: kubelet
 kubelet_socket: $FK_SOCK
 kubelet_interval: 200ms"

@@ -57,6 +57,20 @@ wait_until() {
     done
 }
 
+# ---- the fake kubelet (tests/fixtures/fake-kubelet: the podresources gRPC API) ----
+FK_SOCK=$T/kubelet/kubelet.sock
+# fk_state JSON - rewrite the fake kubelet's state file atomically.
+fk_state() { printf '%s\n' "$1" > "$T/state.tmp" && mv "$T/state.tmp" "$T/state.json"; }
+# fk_start - serve $T/state.json on $FK_SOCK (calls logged in $T/calls.log); FK_PID.
+fk_start() {
+    mkdir -p "$(dirname "$FK_SOCK")"
+    /usr/bin/python3 "$PODRES_ROOT/tests/fixtures/fake-kubelet" --socket "$FK_SOCK" \
+        --state "$T/state.json" --log "$T/calls.log" 2>> "$T/fake-kubelet.log" &
+    FK_PID=$!
+    PIDS+=("$FK_PID")
+    wait_until 10 test -S "$FK_SOCK" || fail "fake kubelet did not start"
+}
+
 # pd_config [EXTRA_YAML] - write $T/podresd.yaml (a fresh TCP port in PD_PORT).
 pd_config() {
     PD_PORT=${PD_PORT:-$(free_port)}
