@@ -145,7 +145,7 @@ struct direct {
     int n;              /* how many */
     char res[512];      /* the first's resource */
     char id[512];       /* and id */
-    char aliases[4096]; /* and aliases (JSON text) */
+    char aliases[8192]; /* and aliases (JSON text: at most 16 of 253 bytes, quoted) */
     char names[512];    /* all of them "resource id", joined by ", " (cut to fit) */
 };
 
