@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* commit.c - group commit: the queue of writes, the combiner that runs
  * them in batches, members and their savepoints, and the end of a batch
- * (COMMIT, the change log handed to the feed, the answers, the checkpoint). */
+ * (COMMIT, the change log handed to the feed, the hooks, the answers, the
+ * checkpoint). */
 #define LOG_MOD "store"
 #include "../common/common.h"
 #include "../common/clock.h"
@@ -31,6 +32,12 @@ err_t commit_open(struct commit *c, const char *path)
     return db_open(path, true, WRITE_CACHE_KIB, &c->db);
 }
 
+void commit_set_hooks(struct commit *c, const struct commit_hooks *h)
+{
+    assert(!c->ckpt.started);
+    c->hooks = *h;
+}
+
 err_t commit_start(struct commit *c, const char *path)
 {
     assert(c->db);
@@ -43,6 +50,9 @@ void commit_release(struct commit *c)
     checkpoint_release(&c->ckpt);
     db_close(c->db); /* rolls back a batch left open; the last close checkpoints */
     c->db = NULL;
+    if (c->hooks.release)
+        c->hooks.release(c->hooks.arg);
+    c->hooks = (struct commit_hooks){0};
     pthread_mutex_destroy(&c->qmu);
     pthread_mutex_destroy(&c->mu);
 }
@@ -112,6 +122,8 @@ static err_t batch_end(struct commit *c, err_t e)
         }
         changelog_commit(c->log);
     }
+    if (c->hooks.batch_end)
+        c->hooks.batch_end(c->hooks.arg, !e);
     answer(c, e);
     checkpoint_after_batch(&c->ckpt, queued, c);
     return e;
@@ -169,6 +181,8 @@ static void member_undo(struct commit *c)
         sqlite3_exec(c->db, "ROLLBACK TO member; RELEASE member;", NULL, NULL, NULL);
     }
     changelog_undo(c->log, c->mark);
+    if (c->hooks.member_end)
+        c->hooks.member_end(c->hooks.arg, false);
 }
 
 /* A member that succeeded: released into the batch, its answer kept for
@@ -182,6 +196,8 @@ static err_t member_keep(struct commit *c, struct commit_op *op)
         if (rc != SQLITE_OK)
             return db_err(c->db, rc, "commit");
     }
+    if (c->hooks.member_end)
+        c->hooks.member_end(c->hooks.arg, true);
     c->members++;
     op->w.next = c->waiters;
     c->waiters = &op->w;

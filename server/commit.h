@@ -10,8 +10,9 @@
  * woken to combine. A write is acknowledged only after the COMMIT that
  * holds it; a failed one rolls back to its savepoint (the first, the batch
  * it opened), is answered at once and leaves the others in. The batch
- * carries the change log's events (changelog.h) and ends with the
- * checkpoint the WAL asked for (checkpoint.h). Not what a write does
+ * carries the change log's events (changelog.h), tells the store's hooks
+ * how each write and the batch ended (struct commit_hooks), and ends with
+ * the checkpoint the WAL asked for (checkpoint.h). Not what a write does
  * (store_*.c).
  *
  * Thread safety: commit_write() from any thread. Locks, in the order they
@@ -44,6 +45,20 @@ struct commit_waiter {
     sem_t done;                 /* posted by whoever ended the batch, after 'err' is set */
 };
 
+/* What the store keeps beside the database for the writes of a batch
+ * (store_histw.c: what it knows of devices' intervals), told how each
+ * write and batch ended, by the combiner under the writer's lock. Any may
+ * be NULL. */
+struct commit_hooks {
+    void *arg;                                    /* given to each */
+    void (*member_end)(void *arg, bool kept);     /* a write ended: kept in the batch, or
+                                                     rolled back */
+    void (*batch_end)(void *arg, bool committed); /* the batch ended: committed, or rolled back
+                                                     (a write that opened it and failed ends it
+                                                     by member_end alone) */
+    void (*release)(void *arg);                   /* commit_release(): free what 'arg' holds */
+};
+
 /* A write queued for the combiner, on its caller's stack. */
 struct commit_op {
     err_t (*fn)(void *ctx); /* the write, run by the combiner */
@@ -73,6 +88,7 @@ struct commit {
     uint64_t ncommits;             /* COMMITs of batches with writes (atomic) */
     uint64_t nwrites;              /* writes those COMMITs held (atomic) */
     struct checkpointer ckpt;      /* the WAL's checkpoints */
+    struct commit_hooks hooks;     /* set before commit_start() */
 };
 
 /* 'log' is borrowed and outlives 'c'. */
@@ -81,11 +97,14 @@ void commit_init(struct commit *c, struct changelog *log);
  * process (db_open). Before commit_start(), the caller may use c->db
  * alone (migrations, the change log's layout). */
 err_t commit_open(struct commit *c, const char *path) WARN_UNUSED;
+/* Run 'h' (copied) with every batch from now on; before commit_start(). */
+void commit_set_hooks(struct commit *c, const struct commit_hooks *h);
 /* Start taking writes, and checkpoints of the WAL; 'path' is borrowed and
  * outlives 'c'. */
 err_t commit_start(struct commit *c, const char *path) WARN_UNUSED;
-/* Stop the checkpoints and close the write connection (a batch left open
- * is rolled back). No write may be running. Fine on a struct never opened. */
+/* Stop the checkpoints, close the write connection (a batch left open is
+ * rolled back) and release the hooks. No write may be running. Fine on a
+ * struct never opened. */
 void commit_release(struct commit *c);
 
 /* Run fn(ctx) as one write of a batch and return its result once the
