@@ -14,12 +14,15 @@
 #include "db.h"
 #include "store.h"
 
-/* The history's state on the write connection (store_hist.c). */
+/* The history's state on the write connection (store_histw.c,
+ * store_hist.c). */
 struct store_hist {
-    uint64_t last_id;    /* the last interval id given (writer's lock) */
-    int64_t rows[2];     /* rows of hist_bind, hist_health for the cap; -1 not counted yet
-                            (writer's lock; read atomically) */
-    uint64_t pod_cursor; /* where the next pruning step looks at hist_pod (writer's lock) */
+    uint64_t last_id;      /* the last interval id given (writer's lock) */
+    int64_t rows[2];       /* rows of hist_bind, hist_health for the cap; -1 not counted yet
+                              (writer's lock; read atomically) */
+    uint64_t pod_cursor;   /* where the next pruning step looks at hist_pod (writer's lock) */
+    struct hist_writer *w; /* what the writer remembers (writer's lock); new, NULL in a
+                              build without history */
 };
 
 /* Locks: the writer's, in their order (commit.h: 'mu', then 'qmu', then
@@ -72,15 +75,31 @@ void st_write_discard(struct store *st);
 err_t st_resv_refresh(struct store *st, const char *ns, const char *name) WARN_UNUSED;
 err_t st_resv_refresh_all(struct store *st) WARN_UNUSED;
 
-/* History (store_hist.c): register the functions and TEMP triggers on the
- * write connection that record binding and health intervals in every write
- * transaction. A build with -DPODRES_NO_HISTORY (the bench's reference
- * build, mk/bench.mk) records none. */
+/* History (store_histw.c): set up the writer of binding and health
+ * intervals on the write connection: its functions, the TEMP triggers that
+ * record health intervals, its group commit hooks. A build with
+ * -DPODRES_NO_HISTORY (the bench's reference build, mk/bench.mk) records
+ * none: the calls below do nothing there. */
 #ifdef PODRES_NO_HISTORY
-#define ST_HIST_TRIGGERS 0
+#define ST_HISTORY 0
 #else
-#define ST_HIST_TRIGGERS 1
+#define ST_HISTORY 1
 #endif
 err_t st_hist_attach(struct store *st) WARN_UNUSED;
+/* Inside a write, after the bindings row of device 'res' 'id' changed: it
+ * is held by pod 'ns'/'pod' (uid: the pod's; NULL: the uid of its pods
+ * row) in 'container', so the device's open interval closes and one opens
+ * (a holder with pod "" is none: nothing is recorded); or it is held by
+ * nobody (let go, or its row deleted), so its open interval, if any,
+ * closes. Every writer of a bindings row calls one of them for each row it
+ * changes: a device has an open interval exactly while its bindings row
+ * names a pod. An error fails the write. */
+err_t st_hist_bind(struct store *st, const char *res, const char *id, const char *ns,
+                   const char *pod, const char *uid, const char *container) WARN_UNUSED;
+err_t st_hist_unbind(struct store *st, const char *res, const char *id) WARN_UNUSED;
+/* The next interval id, from_ms * 1024 or the id after the last, whichever
+ * is larger; counts a row of table 't' (0 hist_bind, 1 hist_health) for
+ * the cap. Writer's lock. */
+uint64_t st_hist_next_id(struct store *st, int t);
 
 #endif

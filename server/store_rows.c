@@ -328,19 +328,24 @@ static void rebound_cols(struct devtext *t, const struct devseen *seen, sqlite3_
 static err_t rebound_row(struct store *st, const char *resource, const char *id,
                          const struct pod_key *by, const char *container, bool gone)
 {
-    if (by)
-        return db_exec(st->commit.db,
-                       "INSERT OR REPLACE INTO bindings(resource,device_id,namespace,pod,container,"
-                       "revision) VALUES(?,?,?,?,?,?)",
-                       "tttttu", resource, id, by->ns, by->name, container,
-                       changelog_next(&st->log));
+    err_t rc;
+
+    if (by) {
+        rc = db_exec(st->commit.db,
+                     "INSERT OR REPLACE INTO bindings(resource,device_id,namespace,pod,container,"
+                     "revision) VALUES(?,?,?,?,?,?)",
+                     "tttttu", resource, id, by->ns, by->name, container, changelog_next(&st->log));
+        return rc ? rc : st_hist_bind(st, resource, id, by->ns, by->name, by->uid, container);
+    }
     if (gone)
-        return db_exec(st->commit.db, "DELETE FROM bindings WHERE resource=? AND device_id=?", "tt",
-                       resource, id);
-    return db_exec(st->commit.db,
-                   "UPDATE bindings SET namespace='',pod='',container='',revision=? WHERE "
-                   "resource=? AND device_id=?",
-                   "utt", changelog_next(&st->log), resource, id);
+        rc = db_exec(st->commit.db, "DELETE FROM bindings WHERE resource=? AND device_id=?", "tt",
+                     resource, id);
+    else
+        rc = db_exec(st->commit.db,
+                     "UPDATE bindings SET namespace='',pod='',container='',revision=? WHERE "
+                     "resource=? AND device_id=?",
+                     "utt", changelog_next(&st->log), resource, id);
+    return rc ? rc : st_hist_unbind(st, resource, id);
 }
 
 /* The device's row for its event ('row': whether there is one), read into

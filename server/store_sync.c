@@ -616,6 +616,8 @@ static err_t rebind(struct sync *s)
         rc = db_exec(s->st->commit.db, "DELETE FROM bindings WHERE resource=? AND device_id=?",
                      "tt", v->bind.res, v->bind.id);
         if (!rc)
+            rc = st_hist_unbind(s->st, v->bind.res, v->bind.id);
+        if (!rc)
             rc = touch(s, v->key);
     }
     for (i = 0; !rc && i < s->want_bind.n; i++) {
@@ -627,6 +629,9 @@ static err_t rebind(struct sync *s)
                      "container,claim) VALUES(?,?,?,?,?,?)",
                      "tttttt", v->bind.res, v->bind.id, v->bind.ns, v->bind.pod, v->bind.container,
                      v->bind.claim);
+        if (!rc)
+            rc = st_hist_bind(s->st, v->bind.res, v->bind.id, v->bind.ns, v->bind.pod, NULL,
+                              v->bind.container);
         if (!rc)
             rc = touch(s, v->key);
     }

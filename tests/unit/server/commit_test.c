@@ -2,7 +2,8 @@
 /* commit_test.c - group commit (commit.c) and the checkpoints
  * (checkpoint.c) through the store: writes from many threads share
  * COMMITs, a failed member fails alone, a combiner hands over, SQLite
- * dropping a batch, and the checkpoint after a batch (store_fx.h). */
+ * dropping a batch, what the history's writer knows across both, and the
+ * checkpoint after a batch (store_fx.h). */
 #include "store_fx.h"
 
 /* ---- group commit ---- */
@@ -262,6 +263,137 @@ static void test_first_member(void)
     fx_close(&f);
 }
 
+/* ---- what the history's writer knows, across rollbacks ---- */
+
+/* An st_write op for the history tests: let device 'unbind' go, bind
+ * device 'bind' to pod ns/h of 'uid' (each if not NULL), then fail with
+ * 'fail' or, with 'drop', have SQLite drop the batch. */
+struct hist_arg {
+    struct store *st;
+    const char *unbind, *bind, *uid;
+    err_t fail;
+    bool drop;
+    err_t rc; /* st_write's result */
+};
+
+static err_t hist_op(struct store *st, void *ctx)
+{
+    struct hist_arg *a = ctx;
+    err_t rc = a->unbind ? st_hist_unbind(st, GPU, a->unbind) : ERR_OK;
+
+    if (!rc && a->bind)
+        rc = st_hist_bind(st, GPU, a->bind, "ns", "h", a->uid, "c");
+    if (!rc && a->drop) {
+        sqlite3_exec(st->commit.db, "ROLLBACK;", NULL, NULL, NULL);
+        return ERR_IO;
+    }
+    return rc ? rc : a->fail;
+}
+
+static void *hist_writer(void *p)
+{
+    struct hist_arg *a = p;
+
+    a->rc = st_write(a->st, hist_op, a);
+    return NULL;
+}
+
+/* The rows of 'sql' on the write connection, "a,b;c,d", into 'out'. */
+static const char *rows_of(struct store *st, const char *sql, char *out, size_t cap)
+{
+    sqlite3_stmt *s = NULL;
+    size_t used = 0;
+    bool row = true;
+    int i;
+
+    out[0] = '\0';
+    pthread_mutex_lock(&st->commit.mu);
+    CHECK_OK(db_prep(st->commit.db, &s, sql, NULL));
+    for (;;) {
+        CHECK_OK(db_step(st->commit.db, s, &row));
+        if (!row)
+            break;
+        for (i = 0; i < sqlite3_column_count(s) && used < cap; i++)
+            used += (size_t)snprintf(out + used, cap - used, "%s%s",
+                                     i      ? ","
+                                     : used ? ";"
+                                            : "",
+                                     db_text(s, i));
+    }
+    db_done(s);
+    pthread_mutex_unlock(&st->commit.mu);
+    return out;
+}
+
+/* The intervals as dev,pod,container,open; pods; and whether hist_usage
+ * holds exactly the closed intervals' device-milliseconds. */
+#define HIST_ROWS "SELECT dev,pod,container,to_ms IS NULL FROM hist_bind ORDER BY id"
+#define HIST_PODS "SELECT id,uid FROM hist_pod ORDER BY id"
+#define HIST_USAGE                                                                                 \
+    "SELECT ifnull((SELECT ms FROM hist_usage),-1)=ifnull((SELECT sum(to_ms-from_ms) FROM "        \
+    "hist_bind WHERE to_ms IS NOT NULL),-1)"
+
+/* Queued in one batch: a binds x (kept); b binds y with a new pod
+ * instance and fails (back to its savepoint: y's and the instance's rows
+ * and its interval are gone); c lets x go and binds y (kept). Then alone:
+ * d lets y go. The writer forgot what b taught it, so c interns y and its
+ * pod anew and closes nothing of b's. */
+static void test_hist_member_undone(void)
+{
+    struct fx f;
+    struct hist_arg a[3];
+    char s[256];
+
+    if (fx_open(&f, 1000))
+        return;
+    a[0] = (struct hist_arg){.st = f.st, .bind = "x", .uid = "u1"};
+    a[1] = (struct hist_arg){.st = f.st, .bind = "y", .uid = "u2", .fail = ERR_CONFLICT};
+    a[2] = (struct hist_arg){.st = f.st, .unbind = "x", .bind = "y", .uid = "u3"};
+    run_queued(f.st, hist_writer, a, sizeof(a[0]), 3);
+    CHECK_OK(a[0].rc);
+    CHECK_EQ_INT(a[1].rc, ERR_CONFLICT);
+    CHECK_OK(a[2].rc);
+    a[0] = (struct hist_arg){.st = f.st, .unbind = "y"};
+    hist_writer(&a[0]);
+    CHECK_OK(a[0].rc);
+    CHECK_STREQ(rows_of(f.st, "SELECT id,device_id FROM hist_dev ORDER BY id", s, sizeof(s)),
+                "1,x;2,y");
+    CHECK_STREQ(rows_of(f.st, HIST_PODS, s, sizeof(s)), "1,u1;2,u3");
+    CHECK_STREQ(rows_of(f.st, HIST_ROWS, s, sizeof(s)), "1,1,c,0;2,2,c,0");
+    CHECK_STREQ(rows_of(f.st, HIST_USAGE, s, sizeof(s)), "1");
+    fx_close(&f);
+}
+
+/* a binds x (kept); b binds z, then SQLite drops the batch: a's interval
+ * is gone too. Then alone: c binds x, d lets it go. The writer forgot the
+ * batch: c opens x's interval without closing a's, which never was. */
+static void test_hist_batch_dropped(void)
+{
+    struct fx f;
+    struct hist_arg a[2];
+    char s[256];
+
+    if (fx_open(&f, 1000))
+        return;
+    a[0] = (struct hist_arg){.st = f.st, .bind = "x", .uid = "u1"};
+    a[1] = (struct hist_arg){.st = f.st, .bind = "z", .uid = "u2", .drop = true};
+    run_queued(f.st, hist_writer, a, sizeof(a[0]), 2);
+    CHECK_EQ_INT(a[0].rc, ERR_UNAVAIL);
+    CHECK_EQ_INT(a[1].rc, ERR_IO);
+    CHECK_STREQ(rows_of(f.st, HIST_ROWS, s, sizeof(s)), "");
+    a[0] = (struct hist_arg){.st = f.st, .bind = "x", .uid = "u3"};
+    hist_writer(&a[0]);
+    CHECK_OK(a[0].rc);
+    CHECK_STREQ(rows_of(f.st, HIST_USAGE, s, sizeof(s)), "1"); /* nothing closed, no row */
+    a[0] = (struct hist_arg){.st = f.st, .unbind = "x"};
+    hist_writer(&a[0]);
+    CHECK_OK(a[0].rc);
+    CHECK_STREQ(rows_of(f.st, HIST_PODS, s, sizeof(s)), "1,u3");
+    CHECK_STREQ(rows_of(f.st, HIST_ROWS, s, sizeof(s)), "1,1,c,0");
+    CHECK_STREQ(rows_of(f.st, HIST_USAGE, s, sizeof(s)), "1");
+    fx_close(&f);
+}
+
 static void test_combiner(void)
 {
     struct fx f;
@@ -504,5 +636,5 @@ static void test_checkpoint_in_commit(void)
     fx_close(&f);
 }
 
-TEST_MAIN(quiet, test_combiner, test_dropped_batch, test_first_member, test_group_commit,
-          test_checkpoint_in_commit)
+TEST_MAIN(quiet, test_combiner, test_dropped_batch, test_first_member, test_hist_member_undone,
+          test_hist_batch_dropped, test_group_commit, test_checkpoint_in_commit)
