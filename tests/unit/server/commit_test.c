@@ -336,8 +336,9 @@ static const char *rows_of(struct store *st, const char *sql, char *out, size_t 
 /* Queued in one batch: a binds x (kept); b binds y with a new pod
  * instance and fails (back to its savepoint: y's and the instance's rows
  * and its interval are gone); c lets x go and binds y (kept). Then alone:
- * d lets y go. The writer forgot what b taught it, so c interns y and its
- * pod anew and closes nothing of b's. */
+ * d lets y go, e binds x again with the uid of the pod's row. The writer
+ * forgot what b taught it, so c interns y and its pod anew and closes
+ * nothing of b's. */
 static void test_hist_member_undone(void)
 {
     struct fx f;
@@ -356,10 +357,14 @@ static void test_hist_member_undone(void)
     a[0] = (struct hist_arg){.st = f.st, .unbind = "y"};
     hist_writer(&a[0]);
     CHECK_OK(a[0].rc);
+    /* no uid given, no pods row: the instance of uid "" */
+    a[0] = (struct hist_arg){.st = f.st, .bind = "x"};
+    hist_writer(&a[0]);
+    CHECK_OK(a[0].rc);
     CHECK_STREQ(rows_of(f.st, "SELECT id,device_id FROM hist_dev ORDER BY id", s, sizeof(s)),
                 "1,x;2,y");
-    CHECK_STREQ(rows_of(f.st, HIST_PODS, s, sizeof(s)), "1,u1;2,u3");
-    CHECK_STREQ(rows_of(f.st, HIST_ROWS, s, sizeof(s)), "1,1,c,0;2,2,c,0");
+    CHECK_STREQ(rows_of(f.st, HIST_PODS, s, sizeof(s)), "1,u1;2,u3;3,");
+    CHECK_STREQ(rows_of(f.st, HIST_ROWS, s, sizeof(s)), "1,1,c,0;2,2,c,0;1,3,c,1");
     CHECK_STREQ(rows_of(f.st, HIST_USAGE, s, sizeof(s)), "1");
     fx_close(&f);
 }
