@@ -447,8 +447,12 @@ err_t store_allocatable(struct store *st, json_t **out)
     err_t rc = read_list(st,
                          &(struct list_read){"devices",
                                              allocatable_row,
+                                             /* DRA devices are not the kubelet's to
+                                                allocate: as GetAllocatableResources */
                                              "SELECT resource,id,numa FROM devices WHERE "
-                                             "health='Healthy' AND removed=0 ORDER BY resource,id",
+                                             "health='Healthy' AND removed=0 AND resource NOT IN "
+                                             "(SELECT name FROM resources WHERE dra=1) ORDER BY "
+                                             "resource,id",
                                              NULL,
                                              {NULL, NULL, NULL}},
                          out);

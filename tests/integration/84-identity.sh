@@ -116,6 +116,9 @@ req PUT /v1/drivers/Bad_Driver/devices '{"devices":[]}'
 expect_code 422 "a bad driver name"
 held "$UUID_C" '.device.id + " " + .device.holder.claim.name + " " + .device.properties.uuid' \
     "test-node/gpu-0 gpu-claim $UUID_C" || fail "DRA device by UUID: $(out)"
+req GET /v1/allocatable
+[ "$(jqo '[.devices[] | select(.resourceName == "gpu.example.com")] | length')" = 0 ] ||
+    fail "DRA devices are not allocatable: $(out)"
 req GET "/v1/devices?resource=gpu.example.com"
 [ "$(jqo '.devices | map(.id) | join(",")')" = test-node/gpu-0,test-node/gpu-1 ] ||
     fail "a driver as resource filter: $(out)"
