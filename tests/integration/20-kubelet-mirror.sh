@@ -24,9 +24,7 @@ WEB='{"name":"web","namespace":"default","containers":[{"name":"nginx"}]}'
 
 fk_state "{\"pods\":[$TRAIN,$WEB],\"allocatable\":{\"devices\":[$GPU0,$GPU1,$NIC],\"cpuIds\":[0,1,2,3,4,5,6,7,8],\"memory\":[{\"memoryType\":\"memory\",\"size\":8589934592,\"topology\":{\"nodes\":[{\"ID\":0}]}}]}}"
 fk_start
-pd_config "source: kubelet
-kubelet_socket: $FK_SOCK
-kubelet_interval: 200ms"
+pd_config_kubelet
 pd_start
 wait_until 10 ready || fail "podresd in kubelet mode did not become ready: $(curl -s --unix-socket "$PD_SOCK" http://localhost/readyz)"
 ok "ready after the first sync"

@@ -22,9 +22,7 @@ state() { fk_state "{\"pods\":[$POD],\"allocatable\":$ALLOC,\"faults\":{${1:-}}}
 
 state
 : > "$T/calls.log"
-pd_config "source: kubelet
-kubelet_socket: $FK_SOCK
-kubelet_interval: 200ms"
+pd_config_kubelet
 # podresd starts before its kubelet: up, but not ready.
 pd_start
 not_ready || fail "ready without a kubelet"

@@ -17,9 +17,7 @@ cond() { $KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindi
 
 fk_state "{\"pods\":[],$ALLOC}"
 fk_start
-pd_config "source: kubelet
-kubelet_socket: $FK_SOCK
-kubelet_interval: 200ms"
+pd_config_kubelet
 pd_start
 kube_up
 kube_ns ml

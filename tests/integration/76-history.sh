@@ -264,9 +264,7 @@ POD='{"name":"train","namespace":"ml","containers":[{"name":"main","devices":[{"
 fk_state "{\"pods\":[$POD],\"allocatable\":{\"devices\":[$DEVS]}}"
 fk_start
 PD_DB=$T/db2/podresd.db
-pd_config "source: kubelet
-kubelet_socket: $FK_SOCK
-kubelet_interval: 200ms"
+pd_config_kubelet
 pd_start
 wait_until 10 sh -c "curl -s --unix-socket $PD_SOCK 'http://localhost/v1/history?device=gpu-1' | grep -q train" ||
     fail "no kubelet-mode interval"

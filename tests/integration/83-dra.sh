@@ -59,9 +59,7 @@ GPUS="[{\"name\":\"gpu-0\",\"attributes\":{\"uuid\":{\"string\":\"$UUID\"},\"res
 
 fk_state "{\"pods\":[$TRAIN],$ALLOC}"
 fk_start
-pd_config "source: kubelet
-kubelet_socket: $FK_SOCK
-kubelet_interval: 200ms"
+pd_config_kubelet
 pd_start
 kube_up
 kube_ns ml

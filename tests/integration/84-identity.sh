@@ -83,9 +83,7 @@ MIGPOD="{\"name\":\"infer\",\"namespace\":\"ml\",\"containers\":[{\"name\":\"mai
 DRAPOD='{"name":"dra","namespace":"ml","containers":[{"name":"main","dynamicResources":[{"claimName":"gpu-claim","claimNamespace":"ml","claimResources":[{"driverName":"gpu.example.com","poolName":"test-node","deviceName":"gpu-0","cdiDevices":[{"name":"example.com/gpu=gpu-0"}]}]}]}]}'
 fk_state "{\"pods\":[$TRAIN,$MIGPOD,$DRAPOD],\"allocatable\":{\"devices\":[$REPLICAS,$MIGS]}}"
 fk_start
-pd_config "source: kubelet
-kubelet_socket: $FK_SOCK
-kubelet_interval: 200ms"
+pd_config_kubelet
 pd_start
 held() { req GET "/v1/devices/$1" && [ "$CODE" = 200 ] && [ "$(jqo "$2")" = "$3" ]; }
 wait_until 10 held "$UUID_A" '.devices | map(.id + "=" + (.holder.name // "-")) | join(",")' \

@@ -86,6 +86,15 @@ ${1:-}
 YAML
 }
 
+# pd_config_kubelet [EXTRA_YAML] - pd_config for source kubelet on the fake kubelet's
+# socket, polled every 200 ms.
+pd_config_kubelet() {
+    pd_config "source: kubelet
+kubelet_socket: $FK_SOCK
+kubelet_interval: 200ms
+${1:-}"
+}
+
 # pd_start [FLAGS...] - start podresd on $T/podresd.yaml (written if missing).
 pd_start() {
     [ -f "$T/podresd.yaml" ] || pd_config
