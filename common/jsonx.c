@@ -131,6 +131,39 @@ err_t jsonx_check_keys(const json_t *obj, const char *const *allowed, const char
     return ERR_OK;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
+}
+
+json_t *jsonx_sorted_strings(const json_t *arr, bool unique, const char *drop)
+{
+    size_t n = json_array_size(arr), i, k = 0;
+    json_t **v = calloc(n ? n : 1, sizeof(*v));
+    json_t *out = json_array();
+
+    if (!v || !out)
+        goto fail;
+    for (i = 0; i < n; i++) {
+        v[k] = json_array_get(arr, i);
+        if (!drop || strcmp(json_string_value(v[k]), drop) != 0)
+            k++;
+    }
+    qsort(v, k, sizeof(*v), cmp_str);
+    for (i = 0; i < k; i++) {
+        if (unique && i > 0 && cmp_str(&v[i], &v[i - 1]) == 0)
+            continue;
+        if (json_array_append(out, v[i]))
+            goto fail;
+    }
+    free(v);
+    return out;
+fail:
+    free(v);
+    json_decref(out);
+    return NULL;
+}
+
 char *jsonx_dumps(const json_t *v)
 {
     struct jsonw w = JSONW_INIT;

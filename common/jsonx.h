@@ -3,6 +3,7 @@
 #ifndef PODRES_JSONX_H
 #define PODRES_JSONX_H
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "err.h"
@@ -31,6 +32,11 @@ json_t *jsonx_object(const char *key, json_t *value, ...) __attribute__((sentine
  * message quoting a client's bytes (a path, a query, a header) or cut in the
  * middle of a character must still be answered. NULL if out of memory. */
 json_t *jsonx_string_lossy(const char *s);
+
+/* A new array of the strings of 'arr' (every element a string), sorted by
+ * strcmp; with 'unique' each once; without any equal to 'drop' (NULL: none).
+ * NULL if out of memory. */
+json_t *jsonx_sorted_strings(const json_t *arr, bool unique, const char *drop);
 
 /* Compact serialisation with sorted keys; new, free() it; NULL if out of memory. */
 char *jsonx_dumps(const json_t *v);

@@ -26,45 +26,12 @@ uint64_t store_alias_conflicts(struct store *st)
     return atomic_load_explicit(&st->alias_conflicts, memory_order_relaxed);
 }
 
-static int cmp_str_ptr(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* The strings of 'arr' other than 'id', sorted, each once, as JSON text;
- * new, NULL if out of memory. */
-static char *names_text(const json_t *arr, const char *id)
-{
-    size_t n = json_array_size(arr), i, k = 0;
-    const char **v = malloc((n ? n : 1) * sizeof(*v));
-    json_t *out = v ? json_array() : NULL;
-    char *text = NULL;
-
-    for (i = 0; out && i < n; i++) {
-        v[k] = json_string_value(json_array_get(arr, i));
-        if (v[k] && strcmp(v[k], id) != 0)
-            k++;
-    }
-    if (out)
-        qsort(v, k, sizeof(*v), cmp_str_ptr);
-    for (i = 0; out && i < k; i++) {
-        if ((i == 0 || strcmp(v[i], v[i - 1]) != 0) &&
-            json_array_append_new(out, json_string(v[i])))
-            goto out;
-    }
-    text = out ? jsonx_dumps(out) : NULL;
-out:
-    json_decref(out);
-    free(v);
-    return text;
-}
-
 err_t st_ident_of(struct store *st, const char *resource, const char *id, const json_t *given,
                   const char **physical, char **aliases)
 {
     const char *gp = json_string_value(json_object_get(given, "physical"));
     const json_t *ga = json_object_get(given, "aliases");
-    json_t *all = json_array();
+    json_t *all = json_array(), *sorted;
     char *derived = NULL;
     err_t rc = all ? ERR_OK : ERR_NOMEM;
 
@@ -82,7 +49,9 @@ err_t st_ident_of(struct store *st, const char *resource, const char *id, const 
     } else if (!derived) {
         derived = strdup("");
     }
-    *aliases = names_text(all, id);
+    sorted = jsonx_sorted_strings(all, true, id);
+    *aliases = sorted ? jsonx_dumps(sorted) : NULL;
+    json_decref(sorted);
     if (!derived || !*aliases) {
         free(*aliases);
         *aliases = NULL;

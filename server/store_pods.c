@@ -65,7 +65,7 @@ static err_t resolve_group(struct store *st, const char *self, const json_t *g, 
             goto out;
     }
     rc = ERR_NOMEM;
-    if (json_object_set_new(ng, "deviceIds", st_sorted_strings(ids)) ||
+    if (json_object_set_new(ng, "deviceIds", jsonx_sorted_strings(ids, false, NULL)) ||
         json_object_set_new(ng, "topology", st_topology(numa)))
         goto out;
     rc = ERR_OK;

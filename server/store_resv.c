@@ -66,7 +66,7 @@ static json_t *container_keys(const json_t *containers)
     json_t *keys = json_array(), *out = NULL;
 
     if (keys && !st_each_device(NULL, containers, add_key, keys))
-        out = st_sorted_strings(keys);
+        out = jsonx_sorted_strings(keys, false, NULL);
     json_decref(keys);
     return out;
 }
@@ -336,7 +336,8 @@ static err_t resv_groups(struct store *st, json_t *containers)
 
     json_array_foreach(containers, i, c) {
         json_array_foreach(json_object_get(c, "devices"), j, g) {
-            json_object_set_new(g, "deviceIds", st_sorted_strings(json_object_get(g, "deviceIds")));
+            json_object_set_new(g, "deviceIds",
+                                jsonx_sorted_strings(json_object_get(g, "deviceIds"), false, NULL));
             rc = group_topology(st, g);
             if (rc)
                 return rc;

@@ -213,32 +213,6 @@ void st_numa_union(json_t *numa, const json_t *ids)
     }
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
-}
-
-/* A new array of the strings of 'arr', sorted. */
-json_t *st_sorted_strings(const json_t *arr)
-{
-    size_t n = json_array_size(arr), i;
-    json_t **v = calloc(n ? n : 1, sizeof(*v));
-    json_t *out = json_array();
-
-    if (!v || !out) {
-        free(v);
-        json_decref(out);
-        return NULL;
-    }
-    for (i = 0; i < n; i++)
-        v[i] = json_array_get(arr, i);
-    qsort(v, n, sizeof(*v), cmp_str);
-    for (i = 0; i < n; i++)
-        json_array_append(out, v[i]);
-    free(v);
-    return out;
-}
-
 /* Call 'fn' for every device id of 'containers' ([{"name","devices":[{"resourceName",
  * "deviceIds"}]}]) in order; stops at the first error and returns it. */
 err_t st_each_device(struct store *st, const json_t *containers, st_device_fn fn, void *ctx)

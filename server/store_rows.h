@@ -61,8 +61,6 @@ err_t st_map_out(err_t rc, json_t *map, json_t **out);
 
 /* Merge the NUMA ids of 'ids' into 'numa', kept sorted and unique. */
 void st_numa_union(json_t *numa, const json_t *ids);
-/* A new array of the strings of 'arr', sorted; NULL if out of memory. */
-json_t *st_sorted_strings(const json_t *arr);
 
 /* Called by st_each_device() for one device of a containers array. */
 typedef err_t (*st_device_fn)(struct store *st, const char *container, const char *resource,

@@ -199,40 +199,12 @@ static err_t device_health(const json_t *h, const char **health, struct error *e
     return ERR_OK;
 }
 
-static int cmp_str_ptr(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* A new array of the strings of 'arr' (at most MAX_ALIASES), sorted, each
- * once; NULL if out of memory. */
-static json_t *sorted_unique(const json_t *arr)
-{
-    const char *v[MAX_ALIASES];
-    size_t n = json_array_size(arr), i;
-    json_t *out = json_array();
-
-    assert(n <= MAX_ALIASES);
-    for (i = 0; i < n; i++)
-        v[i] = json_string_value(json_array_get(arr, i));
-    qsort(v, n, sizeof(v[0]), cmp_str_ptr);
-    for (i = 0; out && i < n; i++) {
-        if ((i == 0 || strcmp(v[i], v[i - 1]) != 0) &&
-            json_array_append_new(out, json_string(v[i]))) {
-            json_decref(out);
-            out = NULL;
-        }
-    }
-    return out;
-}
-
 /* devices[].aliases: 0..MAX_ALIASES names, into a new sorted array without
  * duplicates and without the device's own id. */
 static err_t device_aliases(const json_t *a, const char *id, json_t **out, struct error *e)
 {
-    json_t *v, *uniq = NULL;
+    json_t *v;
     size_t i;
-    err_t rc = ERR_OK;
 
     if (!a || json_is_null(a)) {
         *out = json_array();
@@ -242,23 +214,15 @@ static err_t device_aliases(const json_t *a, const char *id, json_t **out, struc
         return ERR_INVAL;
     if (json_array_size(a) > MAX_ALIASES)
         return errorf(e, ERR_UNPROCESSABLE, "devices[].aliases of \"%s\": at most 16", id);
-    uniq = json_array();
     json_array_foreach(a, i, v) {
-        if (!names_is_alias(json_string_value(v))) {
-            rc = errorf(e, ERR_UNPROCESSABLE,
-                        "devices[].aliases of \"%s\": \"%.300s\" is invalid: use 1..253 of "
-                        "[A-Za-z0-9._:/-]",
-                        id, json_is_string(v) ? json_string_value(v) : "(not a string)");
-            goto out;
-        }
-        if (strcmp(json_string_value(v), id) != 0)
-            json_array_append(uniq, v);
+        if (!names_is_alias(json_string_value(v)))
+            return errorf(e, ERR_UNPROCESSABLE,
+                          "devices[].aliases of \"%s\": \"%.300s\" is invalid: use 1..253 of "
+                          "[A-Za-z0-9._:/-]",
+                          id, json_is_string(v) ? json_string_value(v) : "(not a string)");
     }
-    *out = sorted_unique(uniq);
-    rc = *out ? ERR_OK : ERR_NOMEM;
-out:
-    json_decref(uniq);
-    return rc;
+    *out = jsonx_sorted_strings(a, true, id);
+    return *out ? ERR_OK : ERR_NOMEM;
 }
 
 /* devices[].physical: "" when absent or the device itself. */

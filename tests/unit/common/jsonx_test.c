@@ -174,4 +174,29 @@ static void test_string_lossy(void)
     }
 }
 
-TEST_MAIN(test_parse, test_check_keys, test_dumps, test_object, test_string_lossy)
+/* Sorted by strcmp; 'unique' keeps one of each; 'drop' leaves one value out. */
+static void test_sorted_strings(void)
+{
+    json_t *in = json_pack("[s,s,s,s,s]", "nvidia1", "GPU-a", "nvidia1", "0000:3b", "gpu-0");
+    json_t *out;
+    char *t;
+
+    out = jsonx_sorted_strings(in, false, NULL);
+    t = jsonx_dumps(out);
+    CHECK_STREQ(t, "[\"0000:3b\",\"GPU-a\",\"gpu-0\",\"nvidia1\",\"nvidia1\"]");
+    free(t);
+    json_decref(out);
+    out = jsonx_sorted_strings(in, true, "gpu-0");
+    t = jsonx_dumps(out);
+    CHECK_STREQ(t, "[\"0000:3b\",\"GPU-a\",\"nvidia1\"]");
+    free(t);
+    json_decref(out);
+    json_array_clear(in);
+    out = jsonx_sorted_strings(in, true, NULL);
+    CHECK_EQ_INT(json_array_size(out), 0);
+    json_decref(out);
+    json_decref(in);
+}
+
+TEST_MAIN(test_sorted_strings, test_parse, test_check_keys, test_dumps, test_object,
+          test_string_lossy)
