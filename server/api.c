@@ -290,24 +290,26 @@ static err_t get_reservation(struct api_req *r, struct api_resp *out)
 
 /* ---- writes ---- */
 
-static err_t put_devices(struct api_req *r, struct api_resp *out)
+/* A device set PUT: of resource 'name' (a device plugin's), or with 'dra'
+ * of DRA driver 'name' (the devices its ResourceSlices publish). */
+static err_t put_device_set(struct api_req *r, const char *name, bool dra, struct api_resp *out)
 {
-    char res[600];
+    struct store *st = r->api->store;
     struct error e = {0};
     json_t *body = NULL, *devs = NULL, *j = NULL;
     uint64_t ttl = 0;
     bool changed;
-    err_t rc = resource_of(r, res, sizeof(res));
+    err_t rc = parse_body(r, &body);
 
-    if (!rc)
-        rc = parse_body(r, &body);
     if (!rc) {
-        rc = validate_devices_put(body, &devs, &ttl, &e);
+        rc = dra ? validate_driver_put(body, &devs, &e)
+                 : validate_devices_put(body, &devs, &ttl, &e);
         if (rc)
             fail(r, rc, "%s", e.msg);
     }
     if (!rc) {
-        rc = store_resource_put(r->api->store, res, devs, ttl, &e, &j, &changed);
+        rc = dra ? store_driver_put(st, name, devs, &e, &j, &changed)
+                 : store_resource_put(st, name, devs, ttl, &e, &j, &changed);
         if (rc)
             store_fail(r, rc, &e);
     }
@@ -316,35 +318,23 @@ static err_t put_devices(struct api_req *r, struct api_resp *out)
     return rc ? rc : ok_json(out, 200, j);
 }
 
-/* PUT /v1/drivers/{driver}/devices: a DRA driver's devices on this node,
- * as its ResourceSlices publish them (podres-syncer). Not a binding write:
+static err_t put_devices(struct api_req *r, struct api_resp *out)
+{
+    char res[600];
+    err_t rc = resource_of(r, res, sizeof(res));
+
+    return rc ? rc : put_device_set(r, res, false, out);
+}
+
+/* PUT /v1/drivers/{driver}/devices (podres-syncer). Not a binding write:
  * allowed in kubelet mode, which has no other source of them. */
 static err_t put_driver_devices(struct api_req *r, struct api_resp *out)
 {
-    struct error e = {0};
-    json_t *body = NULL, *devs = NULL, *j = NULL;
-    bool changed;
-    err_t rc = ERR_OK;
-
     if (!names_is_dns1123_subdomain(r->seg[2]))
-        rc = fail(r, ERR_UNPROCESSABLE,
-                  "driver name \"%.300s\" is invalid: use a DNS subdomain, e.g. gpu.example.com",
-                  r->seg[2]);
-    if (!rc)
-        rc = parse_body(r, &body);
-    if (!rc) {
-        rc = validate_driver_put(body, &devs, &e);
-        if (rc)
-            fail(r, rc, "%s", e.msg);
-    }
-    if (!rc) {
-        rc = store_driver_put(r->api->store, r->seg[2], devs, &e, &j, &changed);
-        if (rc)
-            store_fail(r, rc, &e);
-    }
-    json_decref(body);
-    json_decref(devs);
-    return rc ? rc : ok_json(out, 200, j);
+        return fail(r, ERR_UNPROCESSABLE,
+                    "driver name \"%.300s\" is invalid: use a DNS subdomain, e.g. gpu.example.com",
+                    r->seg[2]);
+    return put_device_set(r, r->seg[2], true, out);
 }
 
 static err_t patch_device(struct api_req *r, struct api_resp *out)
