@@ -213,6 +213,10 @@ req GET /v1/devices/gpu-1
 expect_status 404 NotFound "a device gone"
 req GET "/v1/devices/gpu-2?x=1"
 expect_status 400 BadRequest "unknown parameter"
+req GET "/v1/devices/gpu-2?resource=Bad_Name"
+expect_status 400 BadRequest "a bad resource"
+req GET "/v1/devices/gpu%202"
+expect_status 422 Invalid "a name out of the alias characters"
 ok "GET /v1/devices/{id}: 200, 404, 409 naming the resources, ?resource="
 
 # ---- metrics ----
