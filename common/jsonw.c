@@ -114,14 +114,14 @@ void jsonw_json(struct jsonw *w, const json_t *v)
 {
     if (w->err)
         return;
-    if (!v || json_dump_callback(v, add_cb, w, JSON_COMPACT | JSON_ENCODE_ANY) != 0)
+    if (!v || json_dump_callback(v, add_cb, w, JSONW_FLAGS | JSON_ENCODE_ANY) != 0)
         w->err = w->err ? w->err : ERR_NOMEM;
 }
 
 /* jansson's own writer, for what the fast path leaves to it. */
 static void via_jansson(struct jsonw *w, const json_t *v, size_t flags)
 {
-    if (!w->err && json_dump_callback(v, add_cb, w, JSON_COMPACT | JSON_ENCODE_ANY | flags) != 0)
+    if (!w->err && json_dump_callback(v, add_cb, w, JSONW_FLAGS | JSON_ENCODE_ANY | flags) != 0)
         w->err = ERR_NOMEM;
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* jsonw.h - compact JSON text written straight into a strbuf, byte for byte
- * what jansson's JSON_COMPACT writes (strings escaped the same way), for the
+ * what jansson writes with JSONW_FLAGS (strings escaped the same way), for the
  * hot paths that would otherwise build a json_t only to serialise it: event
  * lines and write answers. The error is sticky: write everything, then look
  * at jsonw_done() once. */
@@ -21,6 +21,13 @@ struct jsonw {
 #define JSONW_INIT {STRBUF_INIT, ERR_OK} /* an initialiser, not a block */
 /* clang-format on */
 
+/* The flags podres writes JSON with, here and through jansson: compact, and
+ * a real with 15 significant digits, so that a decimal of up to 15 digits
+ * (deviceSeconds in milliseconds, a number a client sent) reads back as it
+ * was written, not as the 17 digits of its nearest double (0.349, not
+ * 0.34899999999999998). */
+#define JSONW_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))
+
 /* Bytes as they are: punctuation, keys written as literals, stored JSON. */
 void jsonw_raw(struct jsonw *w, const char *s, size_t n);
 /* A NUL-terminated literal, e.g. jsonw_lit(w, "{\"name\":"). */
@@ -32,7 +39,7 @@ void jsonw_u64(struct jsonw *w, uint64_t v);
 /* Any json_t, compact, in its objects' insertion order. */
 void jsonw_json(struct jsonw *w, const json_t *v);
 /* Any json_t, compact, object keys sorted: byte for byte what jansson's
- * JSON_COMPACT | JSON_SORT_KEYS writes, without its per-object key arrays
+ * JSONW_FLAGS | JSON_SORT_KEYS writes, without its per-object key arrays
  * and lookups (the canonical form of stored JSON, jsonx_dumps). NULL fails. */
 void jsonw_sorted(struct jsonw *w, const json_t *v);
 /* Room for 'n' more bytes (strbuf_reserve): writes of up to 'n' bytes in

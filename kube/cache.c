@@ -11,13 +11,14 @@
  * the reconciler reads a key's four objects once per reconcile. */
 #define LOG_MOD "cache"
 #include "../common/common.h"
+#include "../common/jsonw.h"
 #include "cache.h"
 #include "strmap.h"
 
 #include <assert.h>
 #include <pthread.h>
 
-#define TEXT_FLAGS (JSON_COMPACT | JSON_SORT_KEYS)
+#define TEXT_FLAGS (JSONW_FLAGS | JSON_SORT_KEYS)
 #define LOAD_FLAGS JSON_ALLOW_NUL
 
 /* One object's canonical text. Reference counted (atomic): the map holds

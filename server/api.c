@@ -4,6 +4,7 @@
 #define LOG_MOD "api"
 #include "../common/common.h"
 #include "../common/clock.h"
+#include "../common/jsonw.h"
 #include "../common/jsonx.h"
 #include "../common/names.h"
 #include "api.h"
@@ -160,7 +161,7 @@ static err_t cache_fill(struct rev_cache *c, json_t *j, struct api_resp *out)
 {
     uint64_t rev = (uint64_t)json_integer_value(json_object_get(j, "revision"));
     struct body *b = malloc(sizeof(*b)), *old = NULL;
-    char *text = json_dumps(j, JSON_COMPACT);
+    char *text = json_dumps(j, JSONW_FLAGS);
     err_t rc;
 
     json_decref(j);

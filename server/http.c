@@ -8,6 +8,7 @@
 #define LOG_MOD "http"
 #include "../common/common.h"
 #include "../common/clock.h"
+#include "../common/jsonw.h"
 #include "../common/jsonx.h"
 #include "http.h"
 #include "http_int.h"
@@ -135,7 +136,7 @@ enum MHD_Result http_queue_text(struct MHD_Connection *conn, struct ctx *c, int 
 enum MHD_Result http_queue_json(struct MHD_Connection *conn, struct ctx *c, int status,
                                 json_t *body, const char *allow)
 {
-    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    char *text = body ? json_dumps(body, JSONW_FLAGS) : NULL;
 
     json_decref(body);
     return http_queue_text(conn, c, status, text, text ? strlen(text) : 0, allow);

@@ -3,6 +3,7 @@
 #define LOG_MOD "inventory"
 #include "../common/common.h"
 #include "../common/clock.h"
+#include "../common/jsonw.h"
 #include "../common/mem.h"
 #include "inventory.h"
 #include "queue.h"
@@ -160,7 +161,7 @@ static json_t *bounded(json_t *const *sorted, size_t n, size_t *listed)
     size_t i, bytes = 2;
 
     for (i = 0; list && i < n && i < INVENTORY_MAX_DEVICES; i++) {
-        char *text = json_dumps(sorted[i], JSON_COMPACT);
+        char *text = json_dumps(sorted[i], JSONW_FLAGS);
         size_t len = text ? strlen(text) + 1 : 0;
 
         free(text);

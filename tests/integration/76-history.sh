@@ -142,6 +142,10 @@ for by in namespace pod device; do
     [ "$want" = "$have" ] || fail "usage by $by: $have, want $want"
 done
 [ "$(jq '.ml' <<< "$(expect '.namespace')")" -gt 0 ] || fail "no usage computed"
+# whole milliseconds, written as such: 0.349, not 0.34899999999999998
+req GET "/v1/usage?from=$F&to=$TO&by=device"
+bad=$(grep -o '"deviceSeconds":[^,}]*' "$T/out" | grep -v '^"deviceSeconds":[0-9]*\(\.[0-9]\{1,3\}\)\?$' || true)
+[ -z "$bad" ] || fail "deviceSeconds not in milliseconds: $bad"
 ok "usage by namespace, pod and device equals the clipped intervals' device-seconds"
 
 curl -s -H 'Accept: text/csv' --unix-socket "$PD_SOCK" \

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* jsonw_test.c - the JSON text writer through common/jsonw.h, against
- * jansson's own JSON_COMPACT output for the same values. */
+ * jansson's own output (JSONW_FLAGS) for the same values. */
 #include "../../../common/common.h"
 #include "../../../common/jsonw.h"
 #include "../test.h"
@@ -11,7 +11,7 @@
 static char *jansson_str(const char *s)
 {
     json_t *j = json_string(s);
-    char *t = j ? json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    char *t = j ? json_dumps(j, JSONW_FLAGS | JSON_ENCODE_ANY) : NULL;
 
     json_decref(j);
     return t;
@@ -77,7 +77,7 @@ static void test_numbers_and_json(void)
 {
     struct jsonw w = JSONW_INIT;
     json_t *obj = json_pack("{s:s,s:[i,i],s:n,s:b}", "b", "x\"y", "a", 1, -2, "z", "t", 1);
-    char *want = json_dumps(obj, JSON_COMPACT), *got;
+    char *want = json_dumps(obj, JSONW_FLAGS), *got;
     size_t len = 0;
 
     jsonw_lit(&w, "[");
@@ -153,7 +153,7 @@ static void test_reserve(void)
 static void check_sorted(const json_t *v)
 {
     struct jsonw w = JSONW_INIT;
-    char *want = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY), *got;
+    char *want = json_dumps(v, JSONW_FLAGS | JSON_SORT_KEYS | JSON_ENCODE_ANY), *got;
 
     jsonw_sorted(&w, v);
     got = jsonw_detach(&w, NULL);
@@ -293,5 +293,34 @@ static void test_strings_appended(void)
     strbuf_release(&want);
 }
 
+/* A real reads back as the decimal it came from (JSONW_FLAGS), not as the
+ * 17 digits of its nearest double. */
+static void test_reals(void)
+{
+    static const struct {
+        double v;
+        const char *want;
+    } cases[] = {{349 / 1000.0, "[0.349]"},
+                 {0.1, "[0.1]"},
+                 {1.5, "[1.5]"},
+                 {-2.25e-7, "[-2.25e-7]"},
+                 {123456789012.345, "[123456789012.345]"}};
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(cases); i++) {
+        struct jsonw w = JSONW_INIT;
+        json_t *a = json_pack("[f]", cases[i].v);
+        char *got;
+
+        jsonw_json(&w, a);
+        got = jsonw_detach(&w, NULL);
+        CHECK(got != NULL);
+        if (got)
+            CHECK_STREQ(got, cases[i].want);
+        free(got);
+        json_decref(a);
+    }
+}
+
 TEST_MAIN(test_reserve, test_strings, test_strings_appended, test_strings_random,
-          test_numbers_and_json, test_empty_and_release, test_sticky_error, test_sorted)
+          test_numbers_and_json, test_empty_and_release, test_sticky_error, test_sorted, test_reals)
