@@ -108,7 +108,7 @@ bool names_is_alias(const char *s)
     if (!s || !is_alnum(s[0]))
         return false;
     n = strlen(s);
-    if (n > 253)
+    if (n > NAMES_ALIAS_MAX)
         return false;
     for (i = 1; i < n; i++) {
         if (!is_alnum(s[i]) && !strchr("._:/-", s[i]))

@@ -18,7 +18,9 @@ bool names_is_resource_name(const char *s);
  * MIG ids that name their GPU, MIG-GPU-<uuid>/<gi>/<ci>). */
 bool names_is_device_id(const char *s);
 /* A device's other name (alias, physical id): [A-Za-z0-9][A-Za-z0-9._:/-]*,
- * at most 253 characters (a PCI bus id, a UUID, a MIG id, "pool/device"). */
+ * at most NAMES_ALIAS_MAX characters (a PCI bus id, a UUID, a MIG id,
+ * "pool/device"). */
+#define NAMES_ALIAS_MAX 253
 bool names_is_alias(const char *s);
 /* DRA device id "pool/device": pool one or more DNS-1123 subdomains joined
  * by '/' (at most 253 characters), device a DNS-1123 label. */

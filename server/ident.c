@@ -6,6 +6,7 @@
  * store's use of what the rules give. */
 #define LOG_MOD "ident"
 #include "../common/common.h"
+#include "../common/names.h"
 #include "ident.h"
 
 #include <assert.h>
@@ -509,18 +510,21 @@ static bool rule_matches(const struct rule *r, const char *resource, const char 
 }
 
 /* True when a group's match 'm' is a name to use: not empty, not all of
- * 'id', and not cutting a UTF-8 character (every byte after a lead byte
- * is 10xxxxxx). */
+ * 'id', and a name an alias or physical id may be (names_is_alias(): so
+ * never a cut UTF-8 character either), as a registration's own are. */
 static bool captured(const char *id, const regmatch_t *m)
 {
-    size_t len = strlen(id);
+    char name[NAMES_ALIAS_MAX + 1];
+    size_t n;
 
     if (m->rm_so < 0 || m->rm_eo <= m->rm_so)
         return false;
-    if (m->rm_so == 0 && (size_t)m->rm_eo == len)
+    n = (size_t)(m->rm_eo - m->rm_so);
+    if ((m->rm_so == 0 && n == strlen(id)) || n > NAMES_ALIAS_MAX)
         return false;
-    return ((unsigned char)id[m->rm_so] & 0xC0) != 0x80 &&
-           ((unsigned char)id[m->rm_eo] & 0xC0) != 0x80;
+    memcpy(name, id + m->rm_so, n);
+    name[n] = '\0';
+    return names_is_alias(name);
 }
 
 /* Append id[so, eo) to 'aliases' unless it holds that string already. */

@@ -43,9 +43,10 @@ void ident_rules_free(struct ident_rules *r); /* NULL is a no-op */
  * matched, the rule has no such group, or it captured nothing, an empty
  * string or 'id' itself. Each "alias*" group that captured a non-empty
  * string other than 'id' is appended to 'aliases' (a JSON array; borrowed)
- * unless the array holds it already. A capture that would cut a UTF-8
- * character is ignored. ERR_NOMEM only: *physical is then untouched, and
- * 'aliases' may hold some of the rule's aliases. Thread-safe. */
+ * unless the array holds it already. A capture that is not a name an
+ * alias may be (names_is_alias()) is ignored. ERR_NOMEM only: *physical is
+ * then untouched, and 'aliases' may hold some of the rule's aliases.
+ * Thread-safe. */
 err_t ident_derive(const struct ident_rules *r, const char *resource, const char *id,
                    char **physical, json_t *aliases) WARN_UNUSED;
 

@@ -175,10 +175,23 @@ static void test_aliases(void)
     check_derive(r, "a/b", "qq", NULL, "[]");
     ident_rules_free(r);
 
-    /* a capture that would cut a UTF-8 character is ignored (bytes in the C locale) */
-    r = compile("*", "(?<alias>.).-1", "*", "(?<alias>..)-2", NULL);
+    /* a capture that is not a name an alias may be is ignored: one that
+     * would cut a UTF-8 character (bytes in the C locale), any other
+     * non-ASCII one, one not starting with a letter or digit, one of more
+     * than 253 characters */
+    r = compile("*", "(?<alias>.).-1", "*", "(?<alias>..)-2", "*",
+                "(?<alias>[^/]+)/(?<physical>[^/]+)/x", NULL);
     check_derive(r, "a/b", "\xc3\xa9-1", NULL, "[]");
-    check_derive(r, "a/b", "\xc3\xa9-2", NULL, "[\"\xc3\xa9\"]");
+    check_derive(r, "a/b", "\xc3\xa9-2", NULL, "[]");
+    check_derive(r, "a/b", "-ab/_x/x", NULL, "[]");
+    check_derive(r, "a/b", "ab/gpu-0/x", "gpu-0", "[\"ab\"]");
+    {
+        char id[300];
+
+        memset(id, 'a', 254);
+        memcpy(id + 254, "/g/x", 5);
+        check_derive(r, "a/b", id, "g", "[]");
+    }
     ident_rules_free(r);
 }
 
