@@ -47,9 +47,10 @@ static err_t listed_get(struct store *st, const char *resource, const struct lis
 }
 
 /* Register one listed device 'dev' ({"id","health","numa","properties",
- * "aliases","physical"}); ERR_CONFLICT when one of its names is another's. */
+ * "aliases","physical"}); its names are checked once the whole set is
+ * written (st_names_settle). */
 static err_t put_one_device(struct store *st, const char *resource, const json_t *dev,
-                            bool *changed, struct error *e)
+                            bool *changed)
 {
     struct listed_cols c = {json_string_value(json_object_get(dev, "id")),
                             json_string_value(json_object_get(dev, "health")),
@@ -74,16 +75,14 @@ static err_t put_one_device(struct store *st, const char *resource, const json_t
                      resource, c.id);
         goto out;
     }
-    rc = st_names_check(st, resource, c.id, c.aliases, e);
-    if (!rc)
-        rc = db_exec(st->commit.db,
-                     "INSERT INTO devices(resource,id,health,numa,properties,removed,revision,"
-                     "physical,aliases) VALUES(?,?,?,?,?,0,?,?,?) ON CONFLICT(resource,id) DO "
-                     "UPDATE SET health=excluded.health,numa=excluded.numa,"
-                     "properties=excluded.properties,removed=0,physical=excluded.physical,"
-                     "aliases=excluded.aliases",
-                     "tttttutt", resource, c.id, c.health, c.numa, c.props,
-                     changelog_next(&st->log), c.physical, c.aliases);
+    rc = db_exec(st->commit.db,
+                 "INSERT INTO devices(resource,id,health,numa,properties,removed,revision,"
+                 "physical,aliases) VALUES(?,?,?,?,?,0,?,?,?) ON CONFLICT(resource,id) DO "
+                 "UPDATE SET health=excluded.health,numa=excluded.numa,"
+                 "properties=excluded.properties,removed=0,physical=excluded.physical,"
+                 "aliases=excluded.aliases",
+                 "tttttutt", resource, c.id, c.health, c.numa, c.props, changelog_next(&st->log),
+                 c.physical, c.aliases);
     if (!rc)
         rc = st_emit_device(st, l.row ? "MODIFIED" : "ADDED", resource, c.id);
 out:
@@ -210,11 +209,13 @@ static err_t resource_put_run(struct store *st, void *args, json_t **list)
     a->changed = false;
     json_array_foreach(a->devices, i, dev) {
         if (!rc)
-            rc = put_one_device(st, a->resource, dev, &a->changed, a->e);
+            rc = put_one_device(st, a->resource, dev, &a->changed);
         json_object_set(keep, json_string_value(json_object_get(dev, "id")), json_true());
     }
     if (!rc)
         rc = drop_missing(st, a->resource, keep, a->dra, &a->changed);
+    if (!rc && a->changed)
+        rc = st_names_settle(st, a->resource, a->e);
     json_decref(keep);
     if (rc)
         return rc;

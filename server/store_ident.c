@@ -102,6 +102,51 @@ out:
     return rc;
 }
 
+/* The first name the devices of 'resource' hold that would name two
+ * devices: an alias another resource's device holds (1), one two of its
+ * devices hold (1), an alias that is a device's id (2), an id that is
+ * another resource's alias (3): the name, the device of 'resource', the
+ * other device. Read from devices.aliases, so that a write may trade names
+ * between its devices in any order. */
+static const char settle_check_sql[] =
+    "SELECT j.value,d.id,a.resource,a.device_id,1 FROM devices d,json_each(d.aliases) j JOIN "
+    "aliases a ON a.name=j.value WHERE d.resource=?1 AND a.resource<>?1 "
+    "UNION ALL SELECT * FROM (SELECT j.value,min(d.id),?1,max(d.id),1 FROM devices d,"
+    "json_each(d.aliases) j WHERE d.resource=?1 GROUP BY j.value HAVING count(*)>1) "
+    "UNION ALL SELECT j.value,d.id,x.resource,x.id,2 FROM devices d,json_each(d.aliases) j JOIN "
+    "devices x ON x.id=j.value WHERE d.resource=?1 "
+    "UNION ALL SELECT d.id,d.id,a.resource,a.device_id,3 FROM devices d JOIN aliases a ON "
+    "a.name=d.id WHERE d.resource=?1 AND a.resource<>?1 LIMIT 1";
+
+err_t st_names_settle(struct store *st, const char *resource, struct error *e)
+{
+    sqlite3_stmt *s = NULL;
+    bool row = false;
+    err_t rc = db_prep(st->commit.db, &s, settle_check_sql, "t", resource);
+
+    if (!rc)
+        rc = db_step(st->commit.db, s, &row);
+    if (!rc && row && sqlite3_column_int(s, 4) == 3)
+        rc = errorf(e, ERR_CONFLICT,
+                    "device %.253s %.253s: its id is an alias of device %.253s %.253s", resource,
+                    db_text(s, 1), db_text(s, 2), db_text(s, 3));
+    else if (!rc && row)
+        rc = errorf(e, ERR_CONFLICT,
+                    "alias %.253s of device %.253s %.253s is %s device %.253s %.253s",
+                    db_text(s, 0), resource, db_text(s, 1),
+                    sqlite3_column_int(s, 4) == 1 ? "an alias of" : "the id of", db_text(s, 2),
+                    db_text(s, 3));
+    db_done(s);
+    if (!rc)
+        rc = db_exec(st->commit.db, "DELETE FROM aliases WHERE resource=?", "t", resource);
+    if (!rc)
+        rc = db_exec(st->commit.db,
+                     "INSERT INTO aliases(name,resource,device_id) SELECT j.value,d.resource,d.id "
+                     "FROM devices d,json_each(d.aliases) j WHERE d.resource=?",
+                     "t", resource);
+    return rc;
+}
+
 void st_alias_conflict_count(struct store *st)
 {
     atomic_fetch_add_explicit(&st->alias_conflicts, 1, memory_order_relaxed);

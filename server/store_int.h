@@ -53,6 +53,11 @@ err_t st_ident_of(struct store *st, const char *resource, const char *id, const 
  * alias. */
 err_t st_names_check(struct store *st, const char *resource, const char *id, const char *aliases,
                      struct error *e) WARN_UNUSED;
+/* Inside a write of the whole device set of 'resource', once its rows are
+ * written: ERR_CONFLICT, 'e' naming both devices, when a name its devices
+ * hold names another device (st_names_check's cases, its own devices
+ * included); else its rows of the alias index are made anew from theirs. */
+err_t st_names_settle(struct store *st, const char *resource, struct error *e) WARN_UNUSED;
 /* Count an alias left out because it named another device (a metric). */
 void st_alias_conflict_count(struct store *st);
 

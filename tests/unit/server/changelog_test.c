@@ -137,7 +137,8 @@ static void fx_schema1(struct fx *f, uint64_t rev, const char *rows)
     fx_close_store(f);
     snprintf(sql, sizeof(sql),
              "DROP TRIGGER devices_names_ins; DROP TRIGGER devices_names_upd;"
-             "DROP TRIGGER devices_names_del; DROP INDEX devices_physical; DROP TABLE aliases;"
+             "DROP TRIGGER devices_names_del; DROP INDEX devices_physical; DROP INDEX devices_id;"
+             "DROP TABLE aliases;"
              "DROP TABLE device_names; ALTER TABLE devices DROP COLUMN physical;"
              "ALTER TABLE devices DROP COLUMN aliases; ALTER TABLE bindings DROP COLUMN claim;"
              "ALTER TABLE resources DROP COLUMN dra;"

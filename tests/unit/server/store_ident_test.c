@@ -112,6 +112,54 @@ static void test_registered_names(void)
     fx_close(&f);
 }
 
+/* A device set written again may change, keep and trade names: names are
+ * checked on the set as written, not device by device. */
+static void test_names_rewritten(void)
+{
+    struct fx f;
+    char b[1024];
+
+    if (fx_open(&f, 1000))
+        return;
+    /* names a device had before, kept, dropped, taken again */
+    CHECK_OK(put_devices(&f, GPU, "{\"devices\":[{\"id\":\"z0\",\"aliases\":[\"x\"]}]}", NULL));
+    CHECK_OK(put_devices(&f, GPU, "{\"devices\":[{\"id\":\"z0\",\"aliases\":[\"y\"]}]}", NULL));
+    CHECK_OK(put_devices(&f, GPU, "{\"devices\":[{\"id\":\"z0\",\"aliases\":[\"x\"]}]}", NULL));
+    CHECK_OK(put_devices(&f, GPU,
+                         "{\"devices\":[{\"id\":\"z0\",\"aliases\":[\"x\"]},{\"id\":\"z1\","
+                         "\"physical\":\"P1\"}]}",
+                         NULL));
+    CHECK_OK(put_devices(&f, GPU,
+                         "{\"devices\":[{\"id\":\"z0\",\"aliases\":[\"x\",\"y\"]},{\"id\":"
+                         "\"z1\",\"physical\":\"P1\",\"aliases\":[\"w\"]}]}",
+                         NULL));
+    CHECK_STREQ(find(&f, "y", NULL, b, sizeof(b)), "z0|z0");
+    CHECK_STREQ(find(&f, "w", NULL, b, sizeof(b)), "z1|z1");
+    /* two devices trade their aliases */
+    CHECK_OK(put_devices(&f, GPU,
+                         "{\"devices\":[{\"id\":\"z0\",\"aliases\":[\"w\"]},{\"id\":\"z1\","
+                         "\"physical\":\"P1\",\"aliases\":[\"x\",\"y\"]}]}",
+                         NULL));
+    CHECK_STREQ(find(&f, "w", NULL, b, sizeof(b)), "z0|z0");
+    CHECK_STREQ(find(&f, "x", NULL, b, sizeof(b)), "z1|z1");
+    CHECK_STREQ(find(&f, "y", NULL, b, sizeof(b)), "z1|z1");
+    /* a device renamed to its alias, its old id now its alias */
+    CHECK_OK(put_devices(&f, GPU, "{\"devices\":[{\"id\":\"x\",\"aliases\":[\"z1\"]}]}", NULL));
+    CHECK_STREQ(find(&f, "z1", NULL, b, sizeof(b)), "x|x");
+    CHECK_STREQ(find(&f, "w", NULL, b, sizeof(b)), err_str(ERR_NOTFOUND));
+    /* still refused: two devices of the set with one alias, naming both */
+    CHECK_EQ_INT(put_devices(&f, GPU,
+                             "{\"devices\":[{\"id\":\"x\",\"aliases\":[\"q\"]},{\"id\":\"v\","
+                             "\"aliases\":[\"q\"]}]}",
+                             NULL),
+                 ERR_CONFLICT);
+    CHECK(strstr(f.err.msg, "alias q of device " GPU " v is an alias of device " GPU " x") ||
+          strstr(f.err.msg, "alias q of device " GPU " x is an alias of device " GPU " v"));
+    CHECK_STREQ(find(&f, "z1", NULL, b, sizeof(b)), "x|x");
+    CHECK_STREQ(find(&f, "v", NULL, b, sizeof(b)), err_str(ERR_NOTFOUND));
+    fx_close(&f);
+}
+
 /* Replicas and MIG devices found by their GPU, through the built-in rules
  * and a registered physical; history by the GPU's name covers a replica. */
 static void test_physical(void)
@@ -235,4 +283,4 @@ static void test_dra(void)
     ident_rules_free(rules);
 }
 
-TEST_MAIN(quiet, test_registered_names, test_physical, test_dra)
+TEST_MAIN(quiet, test_registered_names, test_names_rewritten, test_physical, test_dra)
