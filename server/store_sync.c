@@ -298,7 +298,7 @@ static err_t want_allocatable(struct sync *s, const json_t *devices)
 }
 
 /* Binding 'b', of a device group with 'topology': the binding (the first
- * container listing the device keeps it), and the device when it is not
+ * container listing the device keeps it, pods in build_want's order), and the device when it is not
  * allocatable: Unhealthy, or for a DRA device (one with a claim), which has
  * no health of its own, Healthy; both marked removed (not registered). */
 static err_t want_bound(struct sync *s, const struct bind_of *b, const json_t *topology)
@@ -432,20 +432,55 @@ static err_t want_pod(struct sync *s, const json_t *pod)
     return put_want_pod(s, key, ns, name, cs);
 }
 
+/* qsort order of the List's pods: by namespace and name, then (a pod
+ * listed twice) by their text. */
+static int pod_order(const void *a, const void *b)
+{
+    const json_t *x = *(const json_t *const *)a, *y = *(const json_t *const *)b;
+    const char *xs, *ys;
+    char *xt, *yt;
+    int c;
+
+    xs = json_string_value(json_object_get(x, "namespace"));
+    ys = json_string_value(json_object_get(y, "namespace"));
+    c = strcmp(xs ? xs : "", ys ? ys : "");
+    if (c)
+        return c;
+    xs = json_string_value(json_object_get(x, "name"));
+    ys = json_string_value(json_object_get(y, "name"));
+    c = strcmp(xs ? xs : "", ys ? ys : "");
+    if (c)
+        return c;
+    xt = jsonx_dumps(x);
+    yt = jsonx_dumps(y);
+    c = xt && yt ? strcmp(xt, yt) : 0;
+    free(xt);
+    free(yt);
+    return c;
+}
+
+/* The kubelet lists pods in no fixed order (a Go map's), and the first pod
+ * listing a device keeps it (want_bound), so the pods are taken in
+ * pod_order: an unchanged List is the same wanted state from poll to poll. */
 static err_t build_want(struct sync *s, const json_t *snap)
 {
     const json_t *pods = json_object_get(snap, "pods"), *devs = json_object_get(snap, "devices");
-    json_t *p;
-    size_t i;
+    size_t i, n = json_array_size(pods);
+    json_t **sorted;
     err_t rc;
 
     if (!json_is_array(pods) || !json_is_array(devs))
         return ERR_INVAL;
+    sorted = calloc(n ? n : 1, sizeof(*sorted));
+    if (!sorted)
+        return ERR_NOMEM;
+    for (i = 0; i < n; i++)
+        sorted[i] = json_array_get(pods, i);
+    qsort(sorted, n, sizeof(*sorted), pod_order);
     rc = want_allocatable(s, devs);
-    json_array_foreach(pods, i, p) {
-        if (!rc)
-            rc = json_is_object(p) ? want_pod(s, p) : ERR_INVAL;
-    }
+    for (i = 0; !rc && i < n; i++)
+        rc = json_is_object(sorted[i]) ? want_pod(s, sorted[i]) : ERR_INVAL;
+    free(sorted);
     return rc;
 }
 
