@@ -344,45 +344,23 @@ static err_t dev_open(struct store *st, struct hdev *d, uint64_t pod, const char
     return ERR_OK;
 }
 
-/* The uid of pod ns/name's row, "" without one: on ERR_OK *uid is
- * borrowed from *s (give it back with db_done()). */
-static err_t stored_uid(struct store *st, const char *ns, const char *name, sqlite3_stmt **s,
-                        const char **uid)
-{
-    err_t rc = db_row(st->commit.db, s, "SELECT uid FROM pods WHERE namespace=? AND name=?", "tt",
-                      ns, name);
-
-    if (rc == ERR_NOTFOUND) {
-        *uid = "";
-        return ERR_OK;
-    }
-    if (!rc)
-        *uid = db_text(*s, 0);
-    return rc;
-}
-
 err_t st_hist_bind(struct store *st, const char *res, const char *id, const char *ns,
                    const char *pod, const char *uid, const char *container)
 {
-    sqlite3_stmt *s = NULL;
     struct hdev *d = NULL;
     uint64_t pid = 0;
-    err_t rc = ERR_OK;
+    err_t rc;
 
     if (!st->hist.w || !pod[0])
         return ERR_OK;
     st->hist.w->wrote[1] = true;
-    if (!uid)
-        rc = stored_uid(st, ns, pod, &s, &uid);
-    if (!rc)
-        rc = dev_get(st, res, id, true, &d);
+    rc = dev_get(st, res, id, true, &d);
     if (!rc)
         rc = dev_close(st, d, res);
     if (!rc)
         rc = pod_get(st, ns, pod, uid, &pid);
     if (!rc)
         rc = dev_open(st, d, pid, ns, container);
-    db_done(s);
     return rc;
 }
 

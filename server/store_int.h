@@ -92,8 +92,8 @@ err_t st_resv_refresh_all(struct store *st) WARN_UNUSED;
 #endif
 err_t st_hist_attach(struct store *st) WARN_UNUSED;
 /* Inside a write, after the bindings row of device 'res' 'id' changed: it
- * is held by pod 'ns'/'pod' (uid: the pod's; NULL: the uid of its pods
- * row) in 'container', so the device's open interval closes and one opens
+ * is held by pod 'ns'/'pod' (instance 'uid', "" in kubelet mode) in
+ * 'container', so the device's open interval closes and one opens
  * (a holder with pod "" is none: nothing is recorded); or it is held by
  * nobody (let go, or its row deleted), so its open interval, if any,
  * closes. Every writer of a bindings row calls one of them for each row it

@@ -665,8 +665,8 @@ static err_t rebind(struct sync *s)
                      "tttttt", v->bind.res, v->bind.id, v->bind.ns, v->bind.pod, v->bind.container,
                      v->bind.claim);
         if (!rc)
-            rc = st_hist_bind(s->st, v->bind.res, v->bind.id, v->bind.ns, v->bind.pod, NULL,
-                              v->bind.container);
+            rc = st_hist_bind(s->st, v->bind.res, v->bind.id, v->bind.ns, v->bind.pod,
+                              "" /* the kubelet gives no uid */, v->bind.container);
         if (!rc)
             rc = touch(s, v->key);
     }

@@ -357,8 +357,8 @@ static void test_hist_member_undone(void)
     a[0] = (struct hist_arg){.st = f.st, .unbind = "y"};
     hist_writer(&a[0]);
     CHECK_OK(a[0].rc);
-    /* no uid given, no pods row: the instance of uid "" */
-    a[0] = (struct hist_arg){.st = f.st, .bind = "x"};
+    /* the kubelet's instance: uid "" */
+    a[0] = (struct hist_arg){.st = f.st, .bind = "x", .uid = ""};
     hist_writer(&a[0]);
     CHECK_OK(a[0].rc);
     CHECK_STREQ(rows_of(f.st, "SELECT id,device_id FROM hist_dev ORDER BY id", s, sizeof(s)),
