@@ -139,4 +139,20 @@ req GET /v1/pods
 [ "$(jqo '[.podResources[].name] | join(",")')" = p1,p2 ] || fail "after restart: $(out)"
 [ "$(pd_sql 'SELECT count(*) FROM changes')" = "$(jqo .revision)" ] || fail "change log rows"
 ok "the database's own process: a second podresd on it refuses to start; the first writes on"
+# A static set whose names clash with a device registered since is left as
+# stored, and said in the log; podresd starts.
+req PUT /v1/resources/example.com/nic/devices '{"devices":[{"id":"nic-0","aliases":["nvidia7"]}]}'
+[ "$CODE" = 200 ] || fail "nic registration: $CODE $(out)"
+pd_stop
+pd_config 'devices:
+  - resourceName: example.com/gpu
+    devices: [{id: a, aliases: [nvidia7]}, {id: b}]'
+pd_start
+grep -q "static devices of 'example.com/gpu' not loaded (the stored set stays): alias nvidia7 of device example.com/gpu a is an alias of device example.com/nic nic-0" "$T/podresd.log" ||
+    fail "no error for the clashing static set: $(tail -3 "$T/podresd.log")"
+req GET /v1/devices/nvidia7
+[ "$(jqo .device.id)" = nic-0 ] || fail "nvidia7: $(out)"
+req GET /v1/devices/a
+[ "$(jqo '.device.aliases | length')" = 0 ] || fail "a took the clashing alias: $(out)"
+ok "a static set clashing with the registered devices is not loaded; podresd starts"
 pd_stop
