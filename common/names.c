@@ -142,6 +142,11 @@ bool names_is_dra_device_id(const char *s)
     }
 }
 
+bool names_is_device_name(const char *s)
+{
+    return names_is_alias(s) || names_is_dra_device_id(s);
+}
+
 bool names_is_resource_or_driver(const char *s)
 {
     return names_is_resource_name(s) || names_is_dns1123_subdomain(s);

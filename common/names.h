@@ -25,6 +25,9 @@ bool names_is_alias(const char *s);
 /* DRA device id "pool/device": pool one or more DNS-1123 subdomains joined
  * by '/' (at most 253 characters), device a DNS-1123 label. */
 bool names_is_dra_device_id(const char *s);
+/* A name a device is looked up by: an alias (so any device id of a device
+ * plugin), or a DRA device id (which may be longer). */
+bool names_is_device_name(const char *s);
 /* A resource as a filter names it: an extended resource name, or a DRA
  * driver (a DNS-1123 subdomain). */
 bool names_is_resource_or_driver(const char *s);

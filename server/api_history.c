@@ -210,9 +210,11 @@ err_t api_device_get(struct api_req *r, struct api_resp *out)
 
     if (rc)
         return rc;
-    if (!api_path_rest(r, 2, name, sizeof(name)) || !names_is_alias(name)) {
+    if (!api_path_rest(r, 2, name, sizeof(name)) || !names_is_device_name(name)) {
         return errorf(&r->err, ERR_UNPROCESSABLE,
-                      "device name \"%.300s\" is invalid: use 1..253 of [A-Za-z0-9._:/-]", name);
+                      "device name \"%.300s\" is invalid: use 1..253 of [A-Za-z0-9._:/-], or a "
+                      "DRA device id POOL/DEVICE",
+                      name);
     }
     rc = store_device_find(r->api->store, name, res, &e, &j);
     if (rc) {

@@ -225,7 +225,7 @@ static err_t names(const struct raw *r, struct error *e)
     if (r->resource && !names_is_resource_or_driver(r->resource))
         return errorf(e, ERR_INVAL, "query resource=\"%.200s\" is not a valid resource name",
                       r->resource);
-    if (r->device && !names_is_alias(r->device))
+    if (r->device && !names_is_device_name(r->device))
         return errorf(e, ERR_INVAL, "query device=\"%.200s\" is not a valid device name",
                       r->device);
     if (r->ns && !names_is_dns1123_label(r->ns))

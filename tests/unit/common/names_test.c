@@ -134,6 +134,20 @@ static void test_identity_names(void)
     CHECK(!names_is_dra_device_id("pool/"));
     CHECK(!names_is_dra_device_id(NULL));
 
+    /* a lookup name: an alias, or a DRA id past 253 characters */
+    CHECK(names_is_device_name("GPU-1/2"));
+    CHECK(names_is_device_name("pool-a/gpu-0"));
+    {
+        char l[64], id[320];
+
+        rep(l, 'a', 60);
+        snprintf(id, sizeof(id), "%s.%s.%s.%s/pool/gpu-0", l, l, l, l);
+        CHECK(!names_is_alias(id));
+        CHECK(names_is_device_name(id));
+    }
+    CHECK(!names_is_device_name("/gpu"));
+    CHECK(!names_is_device_name(NULL));
+
     CHECK(names_is_resource_or_driver("example.com/gpu"));
     CHECK(names_is_resource_or_driver("gpu.example.com"));
     CHECK(!names_is_resource_or_driver("Gpu.example.com"));
