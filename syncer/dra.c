@@ -324,9 +324,11 @@ static json_t *snapshot(struct cache *c)
 }
 
 /* The drivers to look at, as driver -> true: those of the slices, those
- * podresd took a set of, and, after the feed reconnected, those podresd
- * lists devices of (a resourceName without '/': a device plugin's has one),
- * which slices gone while no syncer ran may have left there. New, or NULL. */
+ * podresd took or refused a set of (a refused driver's slices may all go
+ * while podresd still holds the set it took before), and, after the feed
+ * reconnected, those podresd lists devices of (a resourceName without '/':
+ * a device plugin's has one), which slices gone while no syncer ran may
+ * have left there. New, or NULL. */
 static json_t *candidates(struct dra *d, const json_t *want)
 {
     json_t *all = json_object(), *devs = d->leftovers ? snapshot(d->devs) : NULL, *v;
@@ -339,6 +341,8 @@ static json_t *candidates(struct dra *d, const json_t *want)
     json_object_foreach((json_t *)want, k, v)
         json_object_set_new(all, k, json_true());
     json_object_foreach(d->pushed, k, v)
+        json_object_set_new(all, k, json_true());
+    json_object_foreach(d->refused, k, v)
         json_object_set_new(all, k, json_true());
     json_object_foreach(devs, k, v) {
         res = json_string_value(json_object_get(v, "resourceName"));

@@ -278,6 +278,39 @@ static void test_sync_refused_failed_epoch(void)
     world_free(&w);
 }
 
+/* A driver whose last set podresd refused is still one to look at: when
+ * its slices all go, podresd is sent the empty set, once. */
+static void test_sync_refused_then_gone(void)
+{
+    const struct reply r[] = {
+        {TOOK, NULL, 0},
+        {HEAD("409 Conflict") "{\"kind\":\"Status\",\"code\":409,\"reason\":\"Conflict\","
+                              "\"message\":\"alias clash\"}",
+         NULL, 0},
+        {TOOK, NULL, 0},
+    };
+    struct world w;
+    struct error e = {0};
+    bool pushed = false;
+
+    world_start(&w, r, 3);
+    put_slice(&w, "s1", "gpu.example.com", "[\"g0\"]");
+    CHECK_OK(dra_sync(&w.d, 1, &pushed, &e));
+    put_slice(&w, "s1", "gpu.example.com", "[\"g0\",\"g1\"]");
+    CHECK_OK(dra_sync(&w.d, 1, &pushed, &e));
+    CHECK_EQ_INT(pushes(&w, DRA_PUSH_CONFLICT), 1);
+    cache_del(w.d.slices, "s1");
+    CHECK_OK(dra_sync(&w.d, 1, &pushed, &e));
+    CHECK(pushed);
+    CHECK_EQ_INT(w.srv.served, 3);
+    CHECK_PREFIX(w.srv.req[2], "PUT /v1/drivers/gpu.example.com/devices HTTP");
+    CHECK_HAS(w.srv.req[2], "{\"devices\":[]}");
+    CHECK_OK(dra_sync(&w.d, 1, &pushed, &e)); /* and that once */
+    CHECK(!pushed);
+    CHECK_EQ_INT(w.srv.served, 3);
+    world_free(&w);
+}
+
 /* Under a new epoch, a driver podresd lists devices of that no slice has
  * (left from before) is sent an empty set, once; a device plugin's resource
  * (with a '/') is not a driver. */
@@ -307,4 +340,5 @@ static void test_sync_leftovers(void)
 }
 
 TEST_MAIN(test_view_and_entries, test_physical_and_odd_values, test_pools_and_generations,
-          test_sync_changes_only, test_sync_refused_failed_epoch, test_sync_leftovers)
+          test_sync_changes_only, test_sync_refused_failed_epoch, test_sync_refused_then_gone,
+          test_sync_leftovers)
