@@ -358,7 +358,9 @@ static void count(struct dra *d, enum dra_result r)
     __atomic_add_fetch(&d->pushes[r], 1, __ATOMIC_RELAXED);
 }
 
-/* PUT 'devs' (borrowed) as the set of 'driver'. */
+/* PUT 'devs' (borrowed) as the set of 'driver'. podresd's 413 (a set over
+ * its body limit) is ERR_TOOLARGE: like a 422, it stays so until the set
+ * changes. */
 static err_t put_driver(struct dra *d, const char *driver, json_t *devs, struct error *e)
 {
     char path[600], esc[400];
@@ -371,7 +373,15 @@ static err_t put_driver(struct dra *d, const char *driver, json_t *devs, struct 
     snprintf(path, sizeof(path), "/v1/drivers/%s/devices", esc);
     rc = rest_do(d->pd, "PUT", path, body, NULL, NULL, e);
     json_decref(body);
+    if (rc == ERR_INVAL && rest_last_code(d->pd) == 413)
+        rc = ERR_TOOLARGE;
     return rc;
+}
+
+/* Whether 'rc' is podresd refusing the set as it is (409, 413, 422). */
+static bool is_refusal(err_t rc)
+{
+    return rc == ERR_CONFLICT || rc == ERR_UNPROCESSABLE || rc == ERR_TOOLARGE;
 }
 
 /* What podresd's answer 'rc' (and 'e') to the set 'devs' of 'driver'
@@ -380,7 +390,7 @@ static err_t answered(struct dra *d, const char *driver, json_t *devs, err_t rc,
 {
     if (rc == ERR_UNAVAIL)
         return rc; /* shutting down */
-    if (rc == ERR_OK || rc == ERR_CONFLICT || rc == ERR_UNPROCESSABLE) {
+    if (rc == ERR_OK || is_refusal(rc)) {
         json_object_set(rc ? d->refused : d->pushed, driver, devs);
         json_object_del(rc ? d->pushed : d->refused, driver);
         if (!rc && json_object_get(d->failing, driver))
@@ -392,7 +402,7 @@ static err_t answered(struct dra *d, const char *driver, json_t *devs, err_t rc,
         log_debug("podresd took %zu devices of DRA driver '%s'", json_array_size(devs), driver);
         return ERR_OK;
     }
-    if (rc == ERR_CONFLICT || rc == ERR_UNPROCESSABLE) {
+    if (is_refusal(rc)) {
         count(d, rc == ERR_CONFLICT ? DRA_PUSH_CONFLICT : DRA_PUSH_INVALID);
         log_warn("podresd refused the devices (%zu) of DRA driver '%s' of the node's "
                  "ResourceSlices: %s; sending them again when the slices change",
@@ -515,7 +525,8 @@ err_t dra_render(struct dra *d, struct strbuf *sb)
 
     prom_help(&p, "podres_syncer_dra_pushes_total", "counter",
               "DRA driver device sets handed to podresd, by its answer (ok; conflict: 409, an "
-              "alias names another device; invalid: 422; failed: anything else, retried).");
+              "alias names another device; invalid: 422, or 413, a set over podresd's body "
+              "limit; failed: anything else, retried).");
     for (i = 0; i < DRA_RESULT_N; i++)
         prom_sample(&p, "podres_syncer_dra_pushes_total",
                     (const char *const[]){"result", result_names[i], NULL}, "%llu",

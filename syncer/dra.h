@@ -29,7 +29,8 @@ enum dra_result {
     DRA_PUSH_OK,       /* "ok": taken */
     DRA_PUSH_CONFLICT, /* "conflict": 409, an alias names another device; sent again when
                         * the slices change or podresd's feed reconnects */
-    DRA_PUSH_INVALID,  /* "invalid": 422, refused as malformed; likewise */
+    DRA_PUSH_INVALID,  /* "invalid": 422, refused as malformed, or 413, a set over
+                        * podresd's body limit; likewise */
     DRA_PUSH_FAILED,   /* "failed": anything else; retried with backoff */
     DRA_RESULT_N
 };
@@ -43,7 +44,7 @@ struct dra {
 
     /* Kept between calls; dra_release frees them. */
     json_t *pushed;                /* driver -> the devices podresd took last */
-    json_t *refused;               /* driver -> the devices podresd refused (409, 422) */
+    json_t *refused;               /* driver -> the devices podresd refused (409, 413, 422) */
     json_t *failing;               /* driver -> true: its failure was said */
     uint64_t epoch;                /* the feed's epoch 'pushed' belongs to; 0: none yet */
     bool leftovers;                /* look for drivers podresd has and the slices do not */
@@ -74,7 +75,7 @@ json_t *dra_inventory(const json_t *slices);
 /* Hand podresd every driver's set that differs from what it took under
  * 'epoch' (the feed's connection count: when it changes, podresd may have
  * restarted, and every set goes again). The caches must be synced. *pushed
- * tells whether podresd took a set. A 409 or 422 is said at warn with
+ * tells whether podresd took a set. A 409, 413 or 422 is said at warn with
  * podresd's message, counted, and not sent again until the set changes:
  * ERR_OK. Other failures are said once per driver until a push works, and
  * returned (try again later; 'e', or NULL, says why); the other drivers are

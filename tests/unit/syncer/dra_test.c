@@ -3,7 +3,7 @@
  * syncer/dra.h: the slice view the cache keeps, the device entries made of
  * attributes (properties, aliases, physical), pools and their generations,
  * and the PUTs dra_sync makes or does not make against a canned podresd
- * (a set changed, a driver gone, 409, a failure, a new feed epoch, drivers
+ * (a set changed, a driver gone, 409, 413, a failure, a new feed epoch, drivers
  * podresd has from before). */
 #include "../../../common/common.h"
 #include "../../../syncer/dra.h"
@@ -311,6 +311,36 @@ static void test_sync_refused_then_gone(void)
     world_free(&w);
 }
 
+/* A set over podresd's body limit (413) is refused as a 422 is: counted as
+ * invalid, not a failure, and not sent again until the slices change. */
+static void test_sync_too_large(void)
+{
+    const struct reply r[] = {
+        {HEAD("413 Request Entity Too Large") "{\"kind\":\"Status\",\"code\":413,\"reason\":"
+                                              "\"RequestEntityTooLarge\",\"message\":\"body "
+                                              "over 1048576 bytes\"}",
+         NULL, 0},
+        {TOOK, NULL, 0},
+    };
+    struct world w;
+    struct error e = {0};
+    bool pushed = true;
+
+    world_start(&w, r, 2);
+    put_slice(&w, "s1", "gpu.example.com", "[\"g0\"]");
+    CHECK_OK(dra_sync(&w.d, 1, &pushed, &e));
+    CHECK(!pushed);
+    CHECK_EQ_INT(pushes(&w, DRA_PUSH_INVALID), 1);
+    CHECK_EQ_INT(pushes(&w, DRA_PUSH_FAILED), 0);
+    CHECK_OK(dra_sync(&w.d, 1, &pushed, &e)); /* the same set: not again */
+    CHECK_EQ_INT(w.srv.served, 1);
+    put_slice(&w, "s1", "gpu.example.com", "[\"g1\"]");
+    CHECK_OK(dra_sync(&w.d, 1, &pushed, &e));
+    CHECK(pushed);
+    CHECK_EQ_INT(w.srv.served, 2);
+    world_free(&w);
+}
+
 /* Under a new epoch, a driver podresd lists devices of that no slice has
  * (left from before) is sent an empty set, once; a device plugin's resource
  * (with a '/') is not a driver. */
@@ -341,4 +371,4 @@ static void test_sync_leftovers(void)
 
 TEST_MAIN(test_view_and_entries, test_physical_and_odd_values, test_pools_and_generations,
           test_sync_changes_only, test_sync_refused_failed_epoch, test_sync_refused_then_gone,
-          test_sync_leftovers)
+          test_sync_too_large, test_sync_leftovers)
