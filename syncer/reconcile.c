@@ -204,12 +204,13 @@ static err_t decide(struct reconciler *r, const struct target *t, struct inputs 
 
     if (in->cr && json_array_size(json_object_get(json_object_get(in->cr, "spec"), "containers")))
         return rec_preassigned(r, t, in, wrote, requeue_ms, e);
-    if (in->resv) {
-        /* No pre-assignment (any more): its reservation goes. */
+    /* No pre-assignment (any more): its reservation goes. */
+    if (in->resv)
         rc = in->cr ? rec_unreserve(r, t, e) : rec_stray(r, t, e);
-        if (rc || rec_held(r, requeue_ms))
-            return rc;
-    }
+    else
+        rc = rec_forget(r, t, e);
+    if (rc || rec_held(r, requeue_ms))
+        return rc;
     if (!dvb_has_devices(in->pr)) {
         json_object_del(r->skips, t->key); /* nothing to mirror */
         return unbound(r, t, in, wrote, e);

@@ -57,7 +57,8 @@ struct reconciler {
                                          * at, by reason; atomic, read by reconcile_skipped */
     json_t *skips;      /* key -> the reason name logged for it (once, until the binding
                          * is mirrored or goes) */
-    json_t *reserved;   /* keys of the reservations this reconciler placed */
+    json_t *reserved;   /* keys of this node's pre-assignments, whose reservations are
+                         * this reconciler's; a key goes when neither is left */
     json_t *strays;     /* keys of reservations made outside a DeviceBinding, logged,
                          * until they are removed */
     json_t *placed;     /* keys of the reservations this reconciler's PUT holds now */

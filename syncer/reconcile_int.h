@@ -62,6 +62,11 @@ err_t rec_preassigned(struct reconciler *r, const struct target *t, struct input
 /* Remove the reservation under the key; one this reconciler did not place
  * is said once. */
 err_t rec_unreserve(struct reconciler *r, const struct target *t, struct error *e) WARN_UNUSED;
+/* Neither a pre-assignment nor a reservation (as cached) under the key:
+ * it is forgotten (r->reserved), so that the sets stay as large as the
+ * pre-assignments there are; one this reconciler placed and has not
+ * released is released first. */
+err_t rec_forget(struct reconciler *r, const struct target *t, struct error *e) WARN_UNUSED;
 /* A reservation under a key without a DeviceBinding of this node: removed,
  * or, when it comes back, the sign of another syncer (r->fence). */
 err_t rec_stray(struct reconciler *r, const struct target *t, struct error *e) WARN_UNUSED;

@@ -187,6 +187,16 @@ err_t rec_unreserve(struct reconciler *r, const struct target *t, struct error *
     return rc;
 }
 
+err_t rec_forget(struct reconciler *r, const struct target *t, struct error *e)
+{
+    /* A reservation this reconciler's PUT holds may be one the cache has
+     * not seen yet: it is released (a 404 is fine), which forgets the key. */
+    if (json_object_get(r->placed, t->key))
+        return rec_unreserve(r, t, e);
+    json_object_del(r->reserved, t->key); /* a no-op without it */
+    return ERR_OK;
+}
+
 /* The node whose DeviceBinding NS/NAME pre-assigns a reservation, when it
  * is another than this one, into 'other' ("" when none: no such object,
  * labelled for this node or none, no spec.containers). */

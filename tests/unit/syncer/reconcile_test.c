@@ -482,6 +482,95 @@ static void test_key_stray_of_another_syncer(void)
     world_free(&w);
 }
 
+/* A pre-assignment's key is kept only while it or a reservation of this
+ * reconciler's is there: 1000 that expired before their pod arrived (no
+ * reservation taken) and were deleted leave nothing behind. */
+static void test_key_expired_forgotten(void)
+{
+    struct world w;
+    bool wrote;
+    uint64_t requeue;
+    struct error err = {0};
+    char key[64], text[1024];
+    int i;
+    err_t rc;
+
+    world_new(&w);
+    for (i = 0; i < 1000; i++) {
+        snprintf(key, sizeof(key), "d/q%d", i);
+        snprintf(text, sizeof(text),
+                 "{\"metadata\":{\"namespace\":\"d\",\"name\":\"q%d\",\"uid\":\"c%d\","
+                 "\"resourceVersion\":\"6\",\"creationTimestamp\":\"2000-01-01T00:00:00Z\","
+                 "\"labels\":{\"podres.dev/node\":\"node-a\"}},\"spec\":{\"containers\":[{"
+                 "\"name\":\"c\",\"devices\":[{\"resourceName\":\"a.com/x\",\"deviceIds\":["
+                 "\"x0\"]}]}]}}",
+                 i, i);
+        put(w.r.crs, key, text);
+        rc = reconcile_key(&w.r, key, &wrote, &requeue, &err);
+        CHECK_EQ_INT(rc, ERR_UPSTREAM); /* expired; the status patch fails at port 1 */
+        cache_del(w.r.crs, key);        /* the DeviceBinding goes */
+        CHECK_OK(reconcile_key(&w.r, key, &wrote, &requeue, &err));
+    }
+    CHECK_EQ_INT(json_object_size(w.r.reserved), 0);
+    CHECK_EQ_INT(json_object_size(w.r.placed), 0);
+    world_free(&w);
+}
+
+/* A pre-assignment whose PUT podresd refused (409), then deleted, leaves
+ * no key; one whose PUT podresd took, deleted while its reservation is not
+ * in the cache (gone, or not seen yet), is released and leaves none. */
+static void test_key_refused_and_placed_forgotten(void)
+{
+    const struct reply r[] = {
+        {"HTTP/1.1 409 Conflict\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+         "{\"kind\":\"Status\",\"code\":409,\"message\":\"device x0 is held\"}",
+         NULL, 0},
+        {HEAD_200 "{\"reservation\":{\"state\":\"Pending\"}}", NULL, 0},
+        {"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+         "{\"kind\":\"Status\",\"code\":404,\"message\":\"no reservation d/q\"}",
+         NULL, 0},
+    };
+    struct responder s;
+    struct world w;
+    struct kubeconfig kc = {0};
+    struct rest_opts o = {.kc = &kc, .max_attempts = 1};
+    bool wrote;
+    uint64_t requeue;
+    char url[64];
+    struct error err = {0};
+    err_t rc;
+
+    responder_start(&s, r, 3);
+    world_new(&w);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", s.port);
+    kc.server = url;
+    w.r.pd = rest_new(&o); /* podresd answers; the API server (port 1) fails */
+    put(w.r.crs, "d/q", PRE_CR);
+    rc = reconcile_key(&w.r, "d/q", &wrote, &requeue, &err);
+    CHECK_EQ_INT(rc, ERR_UPSTREAM); /* refused; the status patch fails */
+    cache_del(w.r.crs, "d/q");
+    CHECK_OK(reconcile_key(&w.r, "d/q", &wrote, &requeue, &err));
+    CHECK_EQ_INT(json_object_size(w.r.reserved), 0);
+    CHECK_EQ_INT(s.served, 1);
+
+    put(w.r.crs, "d/q", PRE_CR);
+    rc = reconcile_key(&w.r, "d/q", &wrote, &requeue, &err);
+    CHECK_EQ_INT(rc, ERR_UPSTREAM); /* taken; the status patch fails */
+    CHECK(json_object_get(w.r.placed, "d/q") != NULL);
+    cache_del(w.r.crs, "d/q");
+    CHECK_OK(reconcile_key(&w.r, "d/q", &wrote, &requeue, &err));
+    responder_stop(&s);
+    CHECK_EQ_INT(s.served, 3);
+    CHECK_PREFIX(s.req[0], "PUT /v1/reservations/d/q HTTP");
+    CHECK_PREFIX(s.req[1], "PUT /v1/reservations/d/q HTTP");
+    CHECK_PREFIX(s.req[2], "DELETE /v1/reservations/d/q HTTP");
+    CHECK_EQ_INT(json_object_size(w.r.reserved), 0);
+    CHECK_EQ_INT(json_object_size(w.r.placed), 0);
+    rest_free(w.r.pd);
+    world_free(&w);
+}
+
 TEST_MAIN(test_key_nothing_to_do, test_key_waits_for_pod, test_key_deleting_cr, test_key_gc_deletes,
           test_key_foreign_label, test_key_foreign_as_read, test_key_skip_reasons,
-          test_key_stray_reservation, test_key_stray_of_another_syncer, test_key_write_fails_loudly)
+          test_key_stray_reservation, test_key_stray_of_another_syncer, test_key_write_fails_loudly,
+          test_key_expired_forgotten, test_key_refused_and_placed_forgotten)
