@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* dvb.c - the DeviceBinding's JSON (dvb.h). The status keeps podresd's
- * containers and device groups in their order (a DRA group with its
- * claims) and spells topology as the API does ("id"); summary and
- * boundDevices are what kubectl's printer columns show. */
+ * containers and device groups in their order, one group per resource (a
+ * DRA group with its claims), and spells topology as the API does ("id");
+ * summary and boundDevices are what kubectl's printer columns show. */
 #include "../common/common.h"
 #include "../common/strbuf.h"
 #include "dvb.h"
@@ -59,38 +59,110 @@ static json_t *claims_api(const json_t *claims)
     return out;
 }
 
-/* One device group of the status: podresd's 'g' of 'res', NUMA ids as
- * "id", and the DRA claims when it has any. New, or NULL. */
-static json_t *status_group(const json_t *g, const char *res)
+/* Append to 'to' each value of 'from' that it does not hold yet, in order.
+ * -1 if out of memory. */
+static int add_missing(json_t *to, const json_t *from)
 {
-    json_t *out = json_pack("{s:s,s:O,s:o}", "resourceName", res, "deviceIds",
-                            json_object_get(g, "deviceIds"), "topology",
-                            topology_api(json_object_get(g, "topology")));
-    json_t *claims = claims_api(json_object_get(g, "claims"));
+    json_t *v, *w;
+    size_t i, j;
+    bool seen;
 
-    if (out && claims)
-        json_object_set(out, "claims", claims);
-    json_decref(claims);
-    return out;
+    json_array_foreach(from, i, v) {
+        seen = false;
+        json_array_foreach(to, j, w) {
+            if (json_equal(v, w)) {
+                seen = true;
+                break;
+            }
+        }
+        if (!seen && json_array_append(to, v))
+            return -1;
+    }
+    return 0;
 }
 
-/* Add each group's count to 'counts' (resource -> integer). */
+/* The status group of 'res' in 'devs', appended empty when there is none.
+ * Borrowed from 'devs', or NULL if out of memory. */
+static json_t *group_of(json_t *devs, const char *res)
+{
+    json_t *g;
+    size_t i;
+
+    json_array_foreach(devs, i, g) {
+        if (strcmp(json_string_value(json_object_get(g, "resourceName")), res) == 0)
+            return g;
+    }
+    g = json_pack("{s:s,s:[],s:{s:[]}}", "resourceName", res, "deviceIds", "topology", "nodes");
+    return json_array_append_new(devs, g) ? NULL : g;
+}
+
+/* Fold podresd's group 'g' into 'into', the status group of its resource:
+ * the union of the device ids and of the NUMA nodes ("id"), in order, and
+ * the DRA claims when it has any. The CRD keys a container's groups by
+ * resourceName, and the kubelet lists one group per device and NUMA node.
+ * -1 if out of memory. */
+static int fold_group(json_t *into, const json_t *g)
+{
+    json_t *topo = topology_api(json_object_get(g, "topology"));
+    json_t *claims = claims_api(json_object_get(g, "claims"));
+    int rc = -1;
+
+    if (!topo)
+        goto out;
+    if (claims && !json_object_get(into, "claims") &&
+        json_object_set_new(into, "claims", json_array()))
+        goto out;
+    if (add_missing(json_object_get(into, "deviceIds"), json_object_get(g, "deviceIds")) ||
+        add_missing(json_object_get(json_object_get(into, "topology"), "nodes"),
+                    json_object_get(topo, "nodes")) ||
+        add_missing(json_object_get(into, "claims"), claims))
+        goto out;
+    rc = 0;
+out:
+    json_decref(claims);
+    json_decref(topo);
+    return rc;
+}
+
+/* A container's device groups, one per resource; each group's count added
+ * to 'counts' (resource -> integer). New, or NULL if out of memory. */
+static json_t *status_devices(const json_t *c, json_t *counts)
+{
+    json_t *devs = json_array(), *g, *into, *n;
+    size_t j;
+
+    json_array_foreach(json_object_get(c, "devices"), j, g) {
+        const char *res = json_string_value(json_object_get(g, "resourceName"));
+
+        if (!res || !json_array_size(json_object_get(g, "deviceIds")))
+            continue;
+        into = group_of(devs, res);
+        if (!into || fold_group(into, g)) {
+            json_decref(devs);
+            return NULL;
+        }
+    }
+    json_array_foreach(devs, j, g) {
+        const char *res = json_string_value(json_object_get(g, "resourceName"));
+        size_t k = json_array_size(json_object_get(g, "deviceIds"));
+
+        n = json_object_get(counts, res);
+        json_object_set_new(counts, res, json_integer(json_integer_value(n) + (json_int_t)k));
+    }
+    return devs;
+}
+
+/* The status's containers, those with devices; NULL if out of memory. */
 static json_t *status_containers(const json_t *pr, json_t *counts)
 {
-    json_t *out = json_array(), *c, *g, *devs, *n;
-    size_t i, j;
+    json_t *out = json_array(), *c, *devs;
+    size_t i;
 
     json_array_foreach(json_object_get(pr, "containers"), i, c) {
-        devs = json_array();
-        json_array_foreach(json_object_get(c, "devices"), j, g) {
-            const char *res = json_string_value(json_object_get(g, "resourceName"));
-            size_t k = json_array_size(json_object_get(g, "deviceIds"));
-
-            if (!res || !k)
-                continue;
-            n = json_object_get(counts, res);
-            json_object_set_new(counts, res, json_integer(json_integer_value(n) + (json_int_t)k));
-            json_array_append_new(devs, status_group(g, res));
+        devs = status_devices(c, counts);
+        if (!devs) {
+            json_decref(out);
+            return NULL;
         }
         if (json_array_size(devs))
             json_array_append_new(

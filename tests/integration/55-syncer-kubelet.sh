@@ -2,7 +2,9 @@
 # podres-syncer on top of podresd in kubelet mode: the kubelet's bindings
 # become DeviceBindings (uid from the API server), a pre-assignment the
 # kubelet honours is Bound, one it does not is a Conflict naming both device
-# sets, and a pod the kubelet drops loses its DeviceBinding.
+# sets, a container the kubelet lists with several groups of one resource
+# has one group of it in the status, and a pod the kubelet drops loses its
+# DeviceBinding.
 . "$(dirname "$0")/lib.sh"
 
 pod() { # NAME DEVICE...
@@ -10,7 +12,7 @@ pod() { # NAME DEVICE...
     ids=$(printf '"%s",' "${@:2}")
     printf '{"name":"%s","namespace":"ml","containers":[{"name":"main","devices":[{"resourceName":"example.com/gpu","deviceIds":[%s],"topology":{"nodes":[{"ID":0}]}}]}]}' "$1" "${ids%,}"
 }
-ALLOC='"allocatable":{"devices":[{"resourceName":"example.com/gpu","deviceIds":["gpu-0","gpu-1","gpu-2","gpu-3"],"topology":{"nodes":[{"ID":0}]}}],"cpuIds":[],"memory":[]}'
+ALLOC='"allocatable":{"devices":[{"resourceName":"example.com/gpu","deviceIds":["gpu-0","gpu-1","gpu-2","gpu-3"],"topology":{"nodes":[{"ID":0}]}},{"resourceName":"example.com/gpu","deviceIds":["gpu-4"],"topology":{"nodes":[{"ID":1}]}},{"resourceName":"example.com/gpu","deviceIds":["gpu-5"],"topology":{"nodes":[{"ID":0}]}}],"cpuIds":[],"memory":[]}'
 phase_is() { $KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/$1" | jq -e ".status.phase == \"$2\"" > /dev/null; }
 cond() { $KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/$1" |
          jq -r ".status.conditions[] | select(.type==\"PreassignmentHonored\") | .$2"; }
@@ -24,6 +26,7 @@ kube_ns ml
 uid_a=$(kube_pod ml a test-node)
 kube_pod ml b test-node > /dev/null
 kube_pod ml c test-node > /dev/null
+kube_pod ml d test-node > /dev/null
 sy_start
 
 # Pre-assign gpu-1 to b and gpu-2 to c before the kubelet admits them.
@@ -51,8 +54,21 @@ echo "$msg" | grep -q "gpu-3" && echo "$msg" | grep -q "gpu-2" || fail "the mess
 [ "$(cond c reason)" = Mismatch ] || fail "reason $(cond c reason)"
 ok "the kubelet chose other devices: Conflict naming both sets ($msg)"
 
+# The kubelet's List gives one group per device and NUMA node: d's
+# container has two of example.com/gpu. The CRD keys a container's groups
+# by resourceName, so the status has one, with both devices and nodes.
+two='{"name":"d","namespace":"ml","containers":[{"name":"main","devices":[{"resourceName":"example.com/gpu","deviceIds":["gpu-4"],"topology":{"nodes":[{"ID":1}]}},{"resourceName":"example.com/gpu","deviceIds":["gpu-5"],"topology":{"nodes":[{"ID":0}]}}]}]}'
+fk_state "{\"pods\":[$(pod a gpu-0),$(pod b gpu-1),$(pod c gpu-3),$two],$ALLOC}"
+wait_until 5 phase_is d Bound || fail "d is not Bound: $(tail -5 "$T/syncer.log")"
+dvb ml d
+[ "$(jq -cS '.status.containers[0].devices' "$T/out")" = \
+  '[{"deviceIds":["gpu-4","gpu-5"],"resourceName":"example.com/gpu","topology":{"nodes":[{"id":1},{"id":0}]}}]' ] ||
+    fail "d's groups: $(jq -c .status "$T/out")"
+[ "$(jqo .status.summary)" = example.com/gpu=2 ] || fail "summary: $(jqo .status.summary)"
+ok "two groups of one resource in a container are one group of the status: $(jqo .status.boundDevices)"
+
 # The kubelet drops pod a: its DeviceBinding goes.
-fk_state "{\"pods\":[$(pod b gpu-1),$(pod c gpu-3)],$ALLOC}"
+fk_state "{\"pods\":[$(pod b gpu-1),$(pod c gpu-3),$two],$ALLOC}"
 wait_until 5 sh -c "[ \$($KCURL -o /dev/null -w '%{http_code}' '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/a') = 404 ]" ||
     fail "the DeviceBinding of a dropped pod stayed"
 ok "a pod the kubelet drops loses its DeviceBinding"

@@ -128,6 +128,45 @@ static void test_status_several(void)
     json_decref(pr);
 }
 
+/* The kubelet lists one group per device and NUMA node, so a container
+ * may have several groups of one resource: the status has one (the CRD
+ * keys the groups by resourceName), where the first was, with the union of
+ * their ids and NUMA nodes in order, and their claims; podresd's JSON is
+ * left as it was. */
+static void test_status_merged(void)
+{
+    const char *text =
+        "{\"revision\":5,\"containers\":[{\"name\":\"main\",\"devices\":["
+        "{\"resourceName\":\"a.com/x\",\"deviceIds\":[\"x0\"],\"topology\":{\"nodes\":[{\"ID\":0}]}},"
+        "{\"resourceName\":\"b.com/y\",\"deviceIds\":[\"y0\"]},"
+        "{\"resourceName\":\"a.com/x\",\"deviceIds\":[\"x1\",\"x0\"],\"topology\":{\"nodes\":["
+        "{\"ID\":1},{\"ID\":0}]}},"
+        "{\"resourceName\":\"gpu.example.com\",\"deviceIds\":[\"p/g0\"],\"claims\":[{\"namespace\":"
+        "\"ml\",\"name\":\"c1\",\"deviceIds\":[\"p/g0\"]}]},"
+        "{\"resourceName\":\"gpu.example.com\",\"deviceIds\":[\"p/g1\"],\"claims\":[{\"namespace\":"
+        "\"ml\",\"name\":\"c2\",\"deviceIds\":[\"p/g1\"]},{\"namespace\":\"ml\",\"name\":\"c1\","
+        "\"deviceIds\":[\"p/g0\"]}]}]}]}";
+    json_t *pr = parse(text), *before = parse(text);
+    json_t *st = dvb_status(pr, "u1", "node-a");
+
+    CHECK_JSON(st, "{\"nodeName\":\"node-a\",\"podUID\":\"u1\",\"phase\":\"Bound\",\"summary\":"
+                   "\"a.com/x=2,b.com/y=1,gpu.example.com=2\",\"boundDevices\":"
+                   "\"x0,x1,y0,p/g0,p/g1\",\"observedRevision\":5,\"containers\":[{\"name\":"
+                   "\"main\",\"devices\":["
+                   "{\"resourceName\":\"a.com/x\",\"deviceIds\":[\"x0\",\"x1\"],\"topology\":{"
+                   "\"nodes\":[{\"id\":0},{\"id\":1}]}},"
+                   "{\"resourceName\":\"b.com/y\",\"deviceIds\":[\"y0\"],\"topology\":{"
+                   "\"nodes\":[]}},"
+                   "{\"resourceName\":\"gpu.example.com\",\"deviceIds\":[\"p/g0\",\"p/g1\"],"
+                   "\"topology\":{\"nodes\":[]},\"claims\":[{\"namespace\":\"ml\",\"name\":\"c1\","
+                   "\"deviceIds\":[\"p/g0\"]},{\"namespace\":\"ml\",\"name\":\"c2\","
+                   "\"deviceIds\":[\"p/g1\"]}]}]}]}");
+    CHECK(json_equal(pr, before));
+    json_decref(st);
+    json_decref(before);
+    json_decref(pr);
+}
+
 static void test_status_summary_order(void)
 {
     /* three resources given in reverse order */
@@ -213,4 +252,4 @@ static void test_pod_view(void)
 }
 
 TEST_MAIN(test_pod_view, test_has_devices, test_status_one, test_status_dra, test_status_several,
-          test_status_summary_order, test_status_empty, test_condition)
+          test_status_merged, test_status_summary_order, test_status_empty, test_condition)
