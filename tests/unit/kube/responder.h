@@ -101,9 +101,11 @@ static void *responder_serve(void *arg)
             nanosleep(&ts, NULL);
             responder_send(c, s->replies[i].more);
         }
+        /* counted before the close the client waits for: a test reads
+         * 'served' as soon as its call returns */
+        __atomic_store_n(&s->served, i + 1, __ATOMIC_SEQ_CST);
         shutdown(c, SHUT_WR);
         close(c);
-        s->served = i + 1;
     }
     return NULL;
 }
