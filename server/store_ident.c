@@ -197,7 +197,8 @@ static err_t direct_of(sqlite3 *db, const char *name, const char *resource, stru
 /* Every device 'name' covers, as Device objects into 'arr': the device it
  * names directly ('d', n <= 1), and every slice or replica whose physical
  * is the name, that device's id or one of its aliases, or (recursively) the
- * id of one found so; without a direct device only those of 'resource'. */
+ * id or an alias of one found so (a DRA MIG device's physical is its GPU's
+ * UUID, an alias); without a direct device only those of 'resource'. */
 static err_t family_of(sqlite3 *db, const char *name, const char *resource, const struct direct *d,
                        json_t *arr)
 {
@@ -209,8 +210,10 @@ static err_t family_of(sqlite3 *db, const char *name, const char *resource, cons
         "WITH RECURSIVE seed(n) AS (SELECT ?1 UNION SELECT ?3 WHERE ?3 IS NOT NULL UNION "
         "SELECT value FROM json_each(?4)), fam(resource,id) AS (SELECT resource,id FROM devices "
         "WHERE resource=?2 AND id=?3 UNION SELECT d.resource,d.id FROM devices d JOIN seed ON "
-        "d.physical=seed.n UNION SELECT d.resource,d.id FROM devices d JOIN fam f ON "
-        "d.physical=f.id) SELECT resource,id FROM fam WHERE ?3 IS NOT NULL OR ?5 IS NULL OR "
+        "d.physical=seed.n UNION SELECT d.resource,d.id FROM fam f JOIN devices fd ON "
+        "fd.resource=f.resource AND fd.id=f.id JOIN devices d ON d.physical<>'' AND "
+        "(d.physical=f.id OR d.physical IN (SELECT value FROM json_each(fd.aliases)))) "
+        "SELECT resource,id FROM fam WHERE ?3 IS NOT NULL OR ?5 IS NULL OR "
         "resource=?5 ORDER BY resource,id LIMIT ?6",
         "ttttti", name, d->n ? d->res : NULL, d->n ? d->id : NULL, d->n ? d->aliases : "[]",
         resource, (int64_t)FAMILY_MAX);

@@ -178,7 +178,9 @@ static void test_physical(void)
         put_devices(&f, GPU,
                     "{\"devices\":[{\"id\":\"" UUID "::0\"},{\"id\":\"" UUID "::1\"},"
                     "{\"id\":\"MIG-GPU-ab12/1/0\"},{\"id\":\"MIG-77\",\"physical\":\"GPU-cd\"},"
-                    "{\"id\":\"MIG-77::0\"},{\"id\":\"gpu-x\",\"aliases\":[\"GPU-cd\"]}]}",
+                    "{\"id\":\"MIG-77::0\"},{\"id\":\"gpu-x\",\"aliases\":[\"GPU-cd\"]},"
+                    "{\"id\":\"mig-1\",\"aliases\":[\"MIG-88\"],\"physical\":\"GPU-cd\"},"
+                    "{\"id\":\"MIG-88::0\"}]}",
                     NULL));
     d = device(&f, GPU, UUID "::1");
     CHECK_STREQ(json_string_value(json_object_get(d, "physical")), UUID);
@@ -188,14 +190,21 @@ static void test_physical(void)
     CHECK_STREQ(find(&f, UUID "::1", NULL, b, sizeof(b)), UUID "::1|" UUID "::1");
     CHECK_STREQ(find(&f, "GPU-ab12", NULL, b, sizeof(b)), "-|MIG-GPU-ab12/1/0");
     /* by an alias of the whole GPU: it, its MIG device and that one's replica */
-    CHECK_STREQ(find(&f, "GPU-cd", NULL, b, sizeof(b)), "gpu-x|MIG-77,MIG-77::0,gpu-x");
-    CHECK_STREQ(find(&f, "gpu-x", NULL, b, sizeof(b)), "gpu-x|MIG-77,MIG-77::0,gpu-x");
+    CHECK_STREQ(find(&f, "GPU-cd", NULL, b, sizeof(b)),
+                "gpu-x|MIG-77,MIG-77::0,MIG-88::0,gpu-x,mig-1");
+    CHECK_STREQ(find(&f, "gpu-x", NULL, b, sizeof(b)),
+                "gpu-x|MIG-77,MIG-77::0,MIG-88::0,gpu-x,mig-1");
+    /* a replica whose physical is its MIG device's alias, found by that
+     * device's id */
+    CHECK_STREQ(find(&f, "mig-1", NULL, b, sizeof(b)), "mig-1|MIG-88::0,mig-1");
     CHECK_OK(bind(&f, "ml", "a",
                   "{\"uid\":\"u1\",\"containers\":[{\"name\":\"c\",\"devices\":[{\"resourceName\":"
-                  "\"" GPU "\",\"deviceIds\":[\"" UUID "::1\",\"MIG-77::0\"]}]}]}",
+                  "\"" GPU "\",\"deviceIds\":[\"" UUID "::1\",\"MIG-77::0\",\"MIG-88::0\"]}]}]}",
                   NULL, NULL, NULL));
     CHECK_STREQ(history_of(&f, UUID, b, sizeof(b)), UUID "::1:a");
-    CHECK_STREQ(history_of(&f, "GPU-cd", b, sizeof(b)), "MIG-77::0:a");
+    CHECK_STREQ(history_of(&f, "GPU-cd", b, sizeof(b)), "MIG-77::0:a,MIG-88::0:a");
+    CHECK_STREQ(history_of(&f, "gpu-x", b, sizeof(b)), "MIG-77::0:a,MIG-88::0:a");
+    CHECK_STREQ(history_of(&f, "mig-1", b, sizeof(b)), "MIG-88::0:a");
     /* history by a name the device no longer has, of a device gone */
     CHECK_OK(release(&f, "ml", "a", NULL));
     CHECK_OK(put_devices(&f, GPU, "{\"devices\":[]}", NULL));
