@@ -43,9 +43,9 @@ err_t st_ident_of(struct store *st, const char *resource, const char *id, const 
         rc = ident_derive(st->ident, resource, id, &derived, all);
     if (rc)
         goto out;
-    if (gp && gp[0]) { /* the registration's own physical wins */
+    if (gp && gp[0]) { /* the registration's own physical wins; its own id: whole */
         free(derived);
-        derived = strdup(gp);
+        derived = strdup(strcmp(gp, id) == 0 ? "" : gp);
     } else if (!derived) {
         derived = strdup("");
     }

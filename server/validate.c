@@ -225,7 +225,8 @@ static err_t device_aliases(const json_t *a, const char *id, json_t **out, struc
     return *out ? ERR_OK : ERR_NOMEM;
 }
 
-/* devices[].physical: "" when absent or the device itself. */
+/* devices[].physical: "" when absent; the device's own id says it is whole
+ * (and wins over the identity rules, store_ident.c). */
 static err_t device_physical(const json_t *p, const char *id, const char **out, struct error *e)
 {
     *out = "";
@@ -235,8 +236,7 @@ static err_t device_physical(const json_t *p, const char *id, const char **out, 
         return errorf(e, ERR_UNPROCESSABLE,
                       "devices[].physical of \"%s\" is invalid: use 1..253 of [A-Za-z0-9._:/-]",
                       id);
-    if (strcmp(json_string_value(p), id) != 0)
-        *out = json_string_value(p);
+    *out = json_string_value(p);
     return ERR_OK;
 }
 

@@ -194,6 +194,14 @@ static void test_physical(void)
                 "gpu-x|MIG-77,MIG-77::0,MIG-88::0,gpu-x,mig-1");
     CHECK_STREQ(find(&f, "gpu-x", NULL, b, sizeof(b)),
                 "gpu-x|MIG-77,MIG-77::0,MIG-88::0,gpu-x,mig-1");
+    /* a registration's own physical wins over the rules, its own id too
+     * (whole) */
+    CHECK_OK(put_devices(
+        &f, NIC, "{\"devices\":[{\"id\":\"GPU-zz::0\",\"physical\":\"GPU-zz::0\"}]}", NULL));
+    d = device(&f, NIC, "GPU-zz::0");
+    CHECK_STREQ(json_string_value(json_object_get(d, "physical")), "GPU-zz::0");
+    json_decref(d);
+    CHECK_OK(put_devices(&f, NIC, "{\"devices\":[]}", NULL));
     /* a replica whose physical is its MIG device's alias, found by that
      * device's id */
     CHECK_STREQ(find(&f, "mig-1", NULL, b, sizeof(b)), "mig-1|MIG-88::0,mig-1");

@@ -118,7 +118,8 @@ static void test_devices_put(void)
     devices_bad("{\"devices\":[{\"id\":\"a\",\"physical\":7}]}", ERR_UNPROCESSABLE, "physical");
 }
 
-/* Aliases sorted, each once, without the id; physical "" for the device itself. */
+/* Aliases sorted, each once, without the id; physical as given, the
+ * device's own id (whole) included. */
 static void test_device_names(void)
 {
     json_t *b = J("{\"devices\":[{\"id\":\"GPU-a::1\",\"physical\":\"GPU-a\","
@@ -132,7 +133,7 @@ static void test_device_names(void)
     CHECK_STREQ(T(json_object_get(json_array_get(out, 0), "aliases")),
                 "[\"0000:3b:00.0\",\"nvidia1\"]");
     CHECK_STREQ(json_string_value(json_object_get(json_array_get(out, 0), "physical")), "GPU-a");
-    CHECK_STREQ(json_string_value(json_object_get(json_array_get(out, 1), "physical")), "");
+    CHECK_STREQ(json_string_value(json_object_get(json_array_get(out, 1), "physical")), "gpu-2");
     CHECK_STREQ(T(json_object_get(json_array_get(out, 1), "aliases")), "[]");
     json_decref(out);
     json_decref(b);
