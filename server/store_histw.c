@@ -5,8 +5,9 @@
  * written by TEMP triggers of the write connection on devices; interval
  * ids and times. To write a binding interval in few statements it keeps,
  * under the writer's lock, each device's interned id and open interval; a
- * write rolled back makes it forget them all (group commit hooks,
- * commit.h). Not the history's reads, nor its pruning (store_hist.c). */
+ * write rolled back makes it forget them all, and takes its ids back from
+ * the cap's row count (group commit hooks, commit.h). Not the history's
+ * reads, nor its pruning (store_hist.c). */
 #define LOG_MOD "store"
 #include "../common/common.h"
 #include "store_int.h"
@@ -54,6 +55,8 @@ static const char triggers_sql[] =
     CLOSE("OLD.resource", "OLD.id") "END;";
 /* clang-format on */
 
+static void given(struct store *st, int t);
+
 uint64_t st_hist_next_id(struct store *st, int t)
 {
     uint64_t id = st->commit.now_ms << 10;
@@ -61,8 +64,10 @@ uint64_t st_hist_next_id(struct store *st, int t)
     if (id <= st->hist.last_id)
         id = st->hist.last_id + 1;
     st->hist.last_id = id;
-    if (st->hist.rows[t] >= 0)
+    if (st->hist.rows[t] >= 0) {
         st->hist.rows[t]++;
+        given(st, t);
+    }
     return id;
 }
 
@@ -102,10 +107,13 @@ struct hdev {
 };
 
 struct hist_writer {
-    struct hdev **slot; /* known devices by key: open addressing, linear probing, 2 *
-                           DEVS_MAX slots; NULL until the first */
-    size_t ndevs;       /* known devices */
-    bool wrote[2];      /* the batch's kept writes, the current write wrote intervals */
+    struct hdev **slot;  /* known devices by key: open addressing, linear probing, 2 *
+                            DEVS_MAX slots; NULL until the first */
+    size_t ndevs;        /* known devices */
+    bool wrote[2];       /* the batch's kept writes, the current write wrote intervals */
+    int64_t given[2][2]; /* interval ids counted in hist.rows[t] by the batch's kept
+                            writes [0] and the current write [1]: taken back when they
+                            roll back, so that the cap counts only rows there are */
 };
 
 /* The key of device 'res' 'id'. */
@@ -188,26 +196,55 @@ static struct hdev *devs_add(struct hist_writer *w, const struct hkey *k, uint64
 
 /* ---- the hooks of group commit ---- */
 
+/* Count an id of table 't' counted in the rows as the current write's. */
+static void given(struct store *st, int t)
+{
+    if (st->hist.w)
+        st->hist.w->given[1][t]++;
+}
+
+/* Take back from the row counts the ids of writes 'i' (0 the batch's kept,
+ * 1 the current), rolled back, and forget them. */
+static void ungive(struct store *st, int i, bool rolled_back)
+{
+    struct hist_writer *w = st->hist.w;
+    int t;
+
+    for (t = 0; t < 2; t++) {
+        if (rolled_back && st->hist.rows[t] >= w->given[i][t])
+            st->hist.rows[t] -= w->given[i][t];
+        w->given[i][t] = 0;
+    }
+}
+
 /* A write rolled back that wrote intervals forgets every device: what is
  * known may be ids and intervals that are gone. One kept is the batch's. */
 static void member_end(void *arg, bool kept)
 {
-    struct hist_writer *w = ((struct store *)arg)->hist.w;
+    struct store *st = arg;
+    struct hist_writer *w = st->hist.w;
 
-    if (kept)
+    if (kept) {
         w->wrote[0] = w->wrote[0] || w->wrote[1];
-    else if (w->wrote[1])
+        w->given[0][0] += w->given[1][0];
+        w->given[0][1] += w->given[1][1];
+    } else if (w->wrote[1]) {
         devs_clear(w);
+    }
+    ungive(st, 1, !kept);
     w->wrote[1] = false;
 }
 
 /* A batch rolled back forgets as above. */
 static void batch_end(void *arg, bool committed)
 {
-    struct hist_writer *w = ((struct store *)arg)->hist.w;
+    struct store *st = arg;
+    struct hist_writer *w = st->hist.w;
 
     if (!committed && (w->wrote[0] || w->wrote[1]))
         devs_clear(w);
+    ungive(st, 0, !committed);
+    ungive(st, 1, !committed);
     w->wrote[0] = w->wrote[1] = false;
 }
 
