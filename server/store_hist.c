@@ -66,12 +66,13 @@ static void health_row(struct jsonw *w, sqlite3_stmt *s)
 /* The device ids a name stands for: itself, and the devices that have or
  * had it as alias or physical id, recursively, through the aliases each
  * device found has too (a GPU's MIG device's replicas, a DRA MIG device
- * whose physical is its GPU's UUID). The queries below read the names first (CROSS JOIN fixes the
- * order): with "IN nm" the planner scans every interval. */
-#define NAMES_CTE                                                                                   \
-    "WITH RECURSIVE nm(n) AS (SELECT ?1 UNION SELECT x.device_id FROM device_names x JOIN nm "      \
-    "ON x.name=nm.n UNION SELECT j.value FROM nm JOIN devices d ON d.id=nm.n,json_each(d.aliases) " \
-    "j) "
+ * whose physical is its GPU's UUID). The queries below read the names
+ * first (CROSS JOIN fixes the order): with "IN nm" the planner scans every
+ * interval. */
+#define NAMES_CTE                                                                                  \
+    "WITH RECURSIVE nm(n) AS (SELECT ?1 UNION SELECT x.device_id FROM device_names x JOIN nm "     \
+    "ON x.name=nm.n UNION SELECT j.value FROM nm JOIN devices d ON d.id=nm.n,"                     \
+    "json_each(d.aliases) j) "
 /* ?1 device, ?2 resource or NULL, [?3, ?4) the window, ?5 after, ?6 limit.
  * A device's intervals do not overlap: of those that start before the
  * window, only the last can reach into it. */
