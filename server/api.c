@@ -572,8 +572,8 @@ static err_t render_gauges(struct api *api, struct strbuf *sb)
             "%lld\n"
             "# HELP podresd_watchers Open change-feed streams.\n"
             "# TYPE podresd_watchers gauge\npodresd_watchers %ld\n"
-            "# HELP podresd_alias_conflicts_total Aliases of kubelet devices left out because "
-            "they named another device.\n"
+            "# HELP podresd_alias_conflicts_total Names of kubelet devices that name another "
+            "device too: rule aliases left out, and ids that are another device's alias.\n"
             "# TYPE podresd_alias_conflicts_total counter\npodresd_alias_conflicts_total %llu\n"
             "# HELP podresd_devices Devices by resource and health.\n"
             "# TYPE podresd_devices gauge\n",

@@ -66,10 +66,11 @@ out:
     return rc;
 }
 
-/* The first name of resource/id (aliases, a JSON array text) that names
- * another device: ERR_CONFLICT, 'e' naming both. */
+/* The first alias of resource/id (aliases, a JSON array text) that names
+ * another device, or with 'id_too' its id that is another device's alias:
+ * ERR_CONFLICT, 'e' naming both. */
 err_t st_names_check(struct store *st, const char *resource, const char *id, const char *aliases,
-                     struct error *e)
+                     bool id_too, struct error *e)
 {
     sqlite3_stmt *s = NULL;
     bool row = false;
@@ -79,9 +80,9 @@ err_t st_names_check(struct store *st, const char *resource, const char *id, con
         "ON a.name=j.value WHERE NOT (a.resource=?1 AND a.device_id=?2) "
         "UNION ALL SELECT j.value,d.resource,d.id,2 FROM json_each(?3) j JOIN "
         "devices d ON d.id=j.value "
-        "UNION ALL SELECT ?2,a.resource,a.device_id,3 FROM aliases a WHERE "
+        "UNION ALL SELECT ?2,a.resource,a.device_id,3 FROM aliases a WHERE ?4 AND "
         "a.name=?2 AND NOT (a.resource=?1 AND a.device_id=?2) LIMIT 1",
-        "ttt", resource, id, aliases);
+        "ttti", resource, id, aliases, (int64_t)id_too);
 
     if (!rc)
         rc = db_step(st->commit.db, s, &row);

@@ -49,10 +49,10 @@ struct store {
 err_t st_ident_of(struct store *st, const char *resource, const char *id, const json_t *given,
                   const char **physical, char **aliases) WARN_UNUSED;
 /* ERR_CONFLICT, 'e' naming both devices, when an alias of resource/id (a
- * JSON array text) is another device's alias or id, or its id another's
- * alias. */
+ * JSON array text) is another device's alias or id, or with 'id_too' its
+ * id another's alias. */
 err_t st_names_check(struct store *st, const char *resource, const char *id, const char *aliases,
-                     struct error *e) WARN_UNUSED;
+                     bool id_too, struct error *e) WARN_UNUSED;
 /* Inside a write of the whole device set of 'resource', once its rows are
  * written: ERR_CONFLICT, 'e' naming both devices, when a name its devices
  * hold names another device (st_names_check's cases, its own devices

@@ -717,17 +717,26 @@ static err_t put_pods(struct sync *s)
 }
 
 /* The identity of a device new to the store: the rules' physical id and
- * aliases (*physical, *aliases new). Aliases that name another device are
- * left out, logged and counted: the kubelet's word is not refused. */
+ * aliases (*physical, *aliases new). The kubelet's word is not refused: an
+ * id that is another device's alias stands, and aliases that name another
+ * device are left out; either is logged and counted. */
 static err_t new_identity(struct sync *s, const struct srow *d, const char **physical,
                           char **aliases)
 {
     struct error e = {0};
     err_t rc = st_ident_of(s->st, d->dev.res, d->dev.id, NULL, physical, aliases);
 
+    if (!rc)
+        rc = st_names_check(s->st, d->dev.res, d->dev.id, "[]", true, &e);
+    if (rc == ERR_CONFLICT) {
+        log_warn("kubelet device %s %s: %s; a lookup by that name finds both", d->dev.res,
+                 d->dev.id, error_msg(&e));
+        st_alias_conflict_count(s->st);
+        rc = ERR_OK;
+    }
     if (rc || strcmp(*aliases, "[]") == 0)
         return rc;
-    rc = st_names_check(s->st, d->dev.res, d->dev.id, *aliases, &e);
+    rc = st_names_check(s->st, d->dev.res, d->dev.id, *aliases, false, &e);
     if (rc != ERR_CONFLICT)
         return rc;
     log_warn("kubelet device %s %s: its aliases are left out: %s", d->dev.res, d->dev.id,

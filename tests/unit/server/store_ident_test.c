@@ -300,4 +300,36 @@ static void test_dra(void)
     ident_rules_free(rules);
 }
 
-TEST_MAIN(quiet, test_registered_names, test_names_rewritten, test_physical, test_dra)
+/* A kubelet device whose id is another device's alias (a DRA driver's
+ * published UUID, say) is kept, said and counted: the name then names
+ * both. */
+static void test_kubelet_id_clash(void)
+{
+    struct fx f;
+    char b[1024];
+    json_t *body, *devs = NULL, *out = NULL;
+    struct error e = {0};
+    bool changed;
+
+    if (fx_open(&f, 1000))
+        return;
+    body = J("{\"devices\":[{\"id\":\"pool-a/gpu-0\",\"aliases\":[\"GPU-k0\"]}]}");
+    CHECK_OK(validate_driver_put(body, &devs, &e));
+    CHECK_OK(store_driver_put(f.st, "gpu.example.com", devs, &e, &out, &changed));
+    json_decref(out);
+    json_decref(devs);
+    json_decref(body);
+    CHECK_EQ_INT(store_alias_conflicts(f.st), 0);
+    sync_text(&f, "{\"pods\":[],\"devices\":[{\"resourceName\":\"" GPU "\",\"id\":\"GPU-k0\"}]}");
+    CHECK_EQ_INT(store_alias_conflicts(f.st), 1);
+    CHECK_STREQ(holder(&f, GPU, "GPU-k0", b, sizeof(b)), "-");
+    CHECK_STREQ(find(&f, "GPU-k0", NULL, b, sizeof(b)), err_str(ERR_CONFLICT));
+    CHECK_STREQ(find(&f, "GPU-k0", GPU, b, sizeof(b)), "GPU-k0|GPU-k0");
+    /* the same List again: the device is not new, nothing more is counted */
+    sync_text(&f, "{\"pods\":[],\"devices\":[{\"resourceName\":\"" GPU "\",\"id\":\"GPU-k0\"}]}");
+    CHECK_EQ_INT(store_alias_conflicts(f.st), 1);
+    fx_close(&f);
+}
+
+TEST_MAIN(quiet, test_registered_names, test_names_rewritten, test_physical, test_dra,
+          test_kubelet_id_clash)
