@@ -132,7 +132,7 @@ static err_t ensure(struct reconciler *r, const struct target *t, struct inputs 
         rec_remember(r, t->key, made);
         in->cr = made;
     }
-    rc = rec_own(r, t, in->cr, uid, wrote, e);
+    rc = rec_own(r, t, &in->cr, uid, wrote, e);
     if (rc)
         return rc;
     return rec_put_status(r, t, in->cr, dvb_status(in->pr, uid, r->node), wrote, e);

@@ -39,13 +39,17 @@ err_t rec_create(struct reconciler *r, const struct target *t, const char *uid, 
 /* DELETE 'cr' (borrowed) with its uid and resourceVersion as preconditions. */
 err_t rec_delete(struct reconciler *r, const struct target *t, const json_t *cr,
                  struct error *e) WARN_UNUSED;
-/* Merge patch of 'sub' ("" or "/status") with 'body' (stolen; NULL is
- * ERR_NOMEM). */
-err_t rec_patch(struct reconciler *r, const struct target *t, const char *sub, json_t *body,
-                struct error *e) WARN_UNUSED;
-/* Make the Pod of 'pod_uid' (or NULL: none yet) an owner of 'cr' (borrowed)
- * unless it is one; *wrote set when it was written. */
-err_t rec_own(struct reconciler *r, const struct target *t, const json_t *cr, const char *pod_uid,
+/* Merge patch of 'sub' ("" or "/status") of 'cr' (borrowed, as read) with
+ * 'body' (stolen; NULL is ERR_NOMEM), with the uid and resourceVersion of
+ * 'cr' as preconditions: ERR_CONFLICT when the object changed or was made
+ * again since (read again, as after a 404). On ERR_OK, with 'out' not NULL,
+ * *out is the answer (new), or untouched when the answer is no object. */
+err_t rec_patch(struct reconciler *r, const struct target *t, const json_t *cr, const char *sub,
+                json_t *body, json_t **out, struct error *e) WARN_UNUSED;
+/* Make the Pod of 'pod_uid' (or NULL: none yet) an owner of *cr (owned by
+ * the caller) unless it is one; *wrote set when it was written, and *cr
+ * then replaced by the answer, the object a next write's preconditions name. */
+err_t rec_own(struct reconciler *r, const struct target *t, json_t **cr, const char *pod_uid,
               bool *wrote, struct error *e) WARN_UNUSED;
 /* Patch the status of 'cr' (borrowed) to 'desired' (stolen; NULL is
  * ERR_NOMEM) unless it is there already; *wrote set when it was written. */

@@ -349,7 +349,7 @@ err_t rec_preassigned(struct reconciler *r, const struct target *t, struct input
     rc = settle(r, t, in, bound, &v, requeue_ms, e);
     if (rc)
         return rc;
-    rc = rec_own(r, t, in->cr, pod_uid, wrote, e);
+    rc = rec_own(r, t, &in->cr, pod_uid, wrote, e);
     if (rc)
         return rc;
     rc = rec_put_status(r, t, in->cr, preassigned_status(r, in, pod_uid, bound, &v), wrote, e);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* reconcile_write.c - the reconciler's writes of a DeviceBinding (create,
- * patch, delete with preconditions). After every acknowledged write the
+/* reconcile_write.c - the reconciler's writes of a DeviceBinding: the
+ * create, and the patches and the delete, which hold only while the object
+ * is the one read (its uid and resourceVersion). After every acknowledged write the
  * answer goes into the informer's cache (newer versions only), so a key
  * queued again before the watch event arrives is not written twice. A 404
  * or 409 reads the object again: the next decision starts from the
@@ -108,40 +109,81 @@ out:
     return rc;
 }
 
-err_t rec_patch(struct reconciler *r, const struct target *t, const char *sub, json_t *body,
-                struct error *e)
+/* Make the merge patch 'body' hold only while the object is still 'cr':
+ * its uid and resourceVersion go in the patch's metadata. The API server
+ * answers 409 when the resourceVersion differs, on the object and on
+ * /status alike, so an object deleted and made again (under another node's
+ * label, say) since 'cr' was read is not written. The uid alone would not
+ * do: /status ignores it, and the object refuses a different one as an
+ * invalid change (422) only after the resourceVersion check. A field the
+ * cache lacks is left out. */
+static err_t precondition(json_t *body, const json_t *cr)
+{
+    json_t *meta = json_object_get(body, "metadata");
+    const char *uid = dvb_meta(cr, "uid"), *rv = dvb_meta(cr, "resourceVersion");
+
+    if (!meta) {
+        meta = json_object();
+        if (json_object_set_new(body, "metadata", meta))
+            return ERR_NOMEM;
+    }
+    if (uid && json_object_set_new(meta, "uid", json_string(uid)))
+        return ERR_NOMEM;
+    if (rv && json_object_set_new(meta, "resourceVersion", json_string(rv)))
+        return ERR_NOMEM;
+    return ERR_OK;
+}
+
+err_t rec_patch(struct reconciler *r, const struct target *t, const json_t *cr, const char *sub,
+                json_t *body, json_t **out, struct error *e)
 {
     char path[1024];
-    json_t *out = NULL;
-    err_t rc;
+    json_t *ans = NULL;
+    err_t rc = ERR_NOMEM;
 
-    if (!body)
-        return errorf(e, ERR_NOMEM, "out of memory");
+    if (!body || precondition(body, cr)) {
+        errorf(e, rc, "out of memory");
+        goto out;
+    }
     dvb_path(path, sizeof(path), t->ns, t->name, sub);
-    rc = rest_do(r->kube, "PATCH", path, body, REST_MERGE_PATCH, &out, e);
+    rc = rest_do(r->kube, "PATCH", path, body, REST_MERGE_PATCH, &ans, e);
+    if (!rc) {
+        rec_remember(r, t->key, ans);
+    } else if (rc == ERR_NOTFOUND || rc == ERR_CONFLICT) {
+        /* Gone, changed or replaced since it was read: decided again on
+         * the server's copy, unless that is not this node's. */
+        if (refetch(r, t, e) == ERR_FORBIDDEN)
+            rc = ERR_FORBIDDEN;
+    }
+    if (!rc && out && json_is_object(ans))
+        *out = json_incref(ans);
+out:
+    json_decref(ans);
     json_decref(body);
-    if (!rc)
-        rec_remember(r, t->key, out);
-    else if ((rc == ERR_NOTFOUND || rc == ERR_CONFLICT) && refetch(r, t, e) == ERR_FORBIDDEN)
-        rc = ERR_FORBIDDEN;
-    json_decref(out);
     return rc;
 }
 
-err_t rec_own(struct reconciler *r, const struct target *t, const json_t *cr, const char *pod_uid,
+err_t rec_own(struct reconciler *r, const struct target *t, json_t **cr, const char *pod_uid,
               bool *wrote, struct error *e)
 {
+    json_t *now = NULL;
     err_t rc;
 
-    if (!pod_uid || dvb_owned_by(cr, pod_uid))
+    if (!pod_uid || dvb_owned_by(*cr, pod_uid))
         return ERR_OK;
-    rc = rec_patch(r, t, "",
+    rc = rec_patch(r, t, *cr, "",
                    json_pack("{s:{s:o}}", "metadata", "ownerReferences",
-                             dvb_owners_with_pod(cr, t->name, pod_uid)),
-                   e);
-    if (!rc)
-        *wrote = true;
-    return rc;
+                             dvb_owners_with_pod(*cr, t->name, pod_uid)),
+                   &now, e);
+    if (rc)
+        return rc;
+    *wrote = true;
+    /* The next write's preconditions are the object's as written now. */
+    if (now) {
+        json_decref(*cr);
+        *cr = now;
+    }
+    return ERR_OK;
 }
 
 err_t rec_put_status(struct reconciler *r, const struct target *t, const json_t *cr,
@@ -152,8 +194,8 @@ err_t rec_put_status(struct reconciler *r, const struct target *t, const json_t 
     if (!desired)
         return errorf(e, ERR_NOMEM, "out of memory");
     if (!json_equal(desired, json_object_get(cr, "status"))) {
-        rc = rec_patch(r, t, "/status", dvb_status_patch(json_object_get(cr, "status"), desired),
-                       e);
+        rc = rec_patch(r, t, cr, "/status",
+                       dvb_status_patch(json_object_get(cr, "status"), desired), NULL, e);
         *wrote = *wrote || rc == ERR_OK;
     }
     json_decref(desired);

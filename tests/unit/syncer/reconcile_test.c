@@ -5,6 +5,7 @@
  * unexpected request fails (ERR_UPSTREAM) instead of passing unnoticed. */
 #include "../../../common/common.h"
 #include "../../../common/clock.h"
+#include "../../../syncer/dvb.h"
 #include "../../../syncer/queue.h"
 #include "../../../syncer/reconcile.h"
 #include "../test.h"
@@ -433,6 +434,148 @@ static void test_key_foreign_as_read(void)
     world_free(&w);
 }
 
+/* Point the world's API client at the responder 's'; 'url' holds its address. */
+static void world_serve(struct world *w, const struct responder *s, char *url, size_t cap)
+{
+    struct rest_opts o = {.max_attempts = 1};
+
+    snprintf(url, cap, "http://127.0.0.1:%d", s->port);
+    w->kc.server = url;
+    o.kc = &w->kc;
+    rest_free(w->kube);
+    w->kube = rest_new(&o);
+    CHECK(w->kube != NULL);
+    w->r.kube = w->kube;
+}
+
+/* The metadata field 'field' of the JSON body of request 'req', in 'out'
+ * ("" when it has none). */
+static void req_meta(const char *req, const char *field, char *out, size_t cap)
+{
+    const char *body = strstr(req, "\r\n\r\n");
+    json_t *v = body ? json_loads(body + 4, 0, NULL) : NULL;
+    const char *s = json_string_value(json_object_get(json_object_get(v, "metadata"), field));
+
+    snprintf(out, cap, "%s", s ? s : "");
+    json_decref(v);
+}
+
+#define CHECK_REQ_META(req, field, want)                                                           \
+    do {                                                                                           \
+        char got_[128];                                                                            \
+        req_meta((req), (field), got_, sizeof(got_));                                              \
+        CHECK_STREQ(got_, (want));                                                                 \
+    } while (0)
+
+#define DVB_PATH "/apis/podres.dev/v1alpha1/namespaces/d/devicebindings/p"
+#define HEAD_409                                                                                   \
+    "HTTP/1.1 409 Conflict\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"         \
+    "{\"kind\":\"Status\",\"code\":409,\"message\":\"Operation cannot be fulfilled on "            \
+    "devicebindings.podres.dev \\\"p\\\": the object has been modified\"}"
+
+/* Each merge patch holds only for the object as read: its uid and
+ * resourceVersion ride in the patch's metadata. The status patch after an
+ * owner patch names the object that patch answered with. */
+static void test_key_patch_preconditions(void)
+{
+    const struct reply r[] = {
+        {HEAD_200 "{\"metadata\":{\"namespace\":\"d\",\"name\":\"p\",\"uid\":\"cr1\","
+                  "\"resourceVersion\":\"6\",\"labels\":{\"podres.dev/node\":\"node-a\"},"
+                  "\"ownerReferences\":[" OWNER_POD("u1") "]},\"spec\":{\"nodeName\":"
+                                                          "\"node-a\"}}",
+         NULL, 0},
+        {HEAD_200 "{\"metadata\":{\"namespace\":\"d\",\"name\":\"p\",\"uid\":\"cr1\","
+                  "\"resourceVersion\":\"7\",\"labels\":{\"podres.dev/node\":\"node-a\"}}}",
+         NULL, 0},
+    };
+    struct responder s;
+    struct world w;
+    bool wrote = false;
+    uint64_t requeue = 0;
+    char url[64];
+    struct error err = {0};
+
+    responder_start(&s, r, 2);
+    world_new(&w);
+    world_serve(&w, &s, url, sizeof(url));
+    put(w.r.pr, "d/p", PR_DEV);
+    put(w.r.pods, "d/p", POD("u1"));
+    put(w.r.crs, "d/p", CR_PLAIN); /* no owner, no status: both patches */
+    CHECK_OK(reconcile_key(&w.r, "d/p", &wrote, &requeue, &err));
+    CHECK(wrote);
+    responder_stop(&s);
+    CHECK_EQ_INT(s.served, 2);
+    CHECK_PREFIX(s.req[0], "PATCH " DVB_PATH " HTTP");
+    CHECK(strstr(s.req[0], "\"ownerReferences\"") != NULL);
+    CHECK_REQ_META(s.req[0], "uid", "cr1");
+    CHECK_REQ_META(s.req[0], "resourceVersion", "5");
+    CHECK_PREFIX(s.req[1], "PATCH " DVB_PATH "/status HTTP");
+    CHECK(strstr(s.req[1], "\"status\"") != NULL);
+    CHECK_REQ_META(s.req[1], "uid", "cr1");
+    CHECK_REQ_META(s.req[1], "resourceVersion", "6");
+    world_free(&w);
+}
+
+/* A status patch refused (409) because the object was deleted and made
+ * again since it was read: read again, the new one (this node's) replaces
+ * the cached one and the next patch names it; made again for another node,
+ * it is left alone, leaves the cache and is counted. */
+static void test_key_patch_replaced(void)
+{
+    const struct reply r[] = {
+        {HEAD_409, NULL, 0},
+        {HEAD_200 "{\"metadata\":{\"namespace\":\"d\",\"name\":\"p\",\"uid\":\"cr9\","
+                  "\"resourceVersion\":\"9\",\"labels\":{\"podres.dev/node\":\"node-a\"},"
+                  "\"ownerReferences\":[" OWNER_POD("u1") "]}}",
+         NULL, 0},
+        {HEAD_200 "{}", NULL, 0},
+        {HEAD_409, NULL, 0},
+        {HEAD_200 "{\"metadata\":{\"namespace\":\"d\",\"name\":\"p\",\"uid\":\"cr10\","
+                  "\"resourceVersion\":\"10\"" LABELS_B "}}",
+         NULL, 0},
+    };
+    struct responder s;
+    struct world w;
+    bool wrote = true;
+    uint64_t requeue = 0;
+    char url[64];
+    struct error err = {0};
+    json_t *cached;
+
+    responder_start(&s, r, 5);
+    world_new(&w);
+    world_serve(&w, &s, url, sizeof(url));
+    put(w.r.pr, "d/p", PR_DEV);
+    put(w.r.pods, "d/p", POD("u1"));
+    put(w.r.crs, "d/p", CR_OWNED(OWNER_POD("u1"))); /* owned: the status patch only */
+    CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, &err), ERR_CONFLICT);
+    CHECK(!wrote);
+    CHECK(strstr(err.msg, "the object has been modified") != NULL);
+    cached = cache_get(w.r.crs, "d/p");
+    CHECK_STREQ(dvb_meta(cached, "uid"), "cr9");
+    json_decref(cached);
+    CHECK_OK(reconcile_key(&w.r, "d/p", &wrote, &requeue, &err));
+    CHECK(wrote);
+    /* made again for node-b */
+    put(w.r.crs, "d/p", CR_OWNED(OWNER_POD("u1")));
+    CHECK_EQ_INT(reconcile_key(&w.r, "d/p", &wrote, &requeue, &err), ERR_FORBIDDEN);
+    CHECK(strstr(err.msg, "labelled for node 'node-b', not node 'node-a'") != NULL);
+    CHECK_EQ_INT(cache_size(w.r.crs), 0);
+    CHECK_EQ_INT(reconcile_skipped(&w.r, RECONCILE_SKIP_FOREIGN_LABEL), 1);
+    responder_stop(&s);
+    CHECK_EQ_INT(s.served, 5);
+    CHECK_PREFIX(s.req[0], "PATCH " DVB_PATH "/status HTTP");
+    CHECK_REQ_META(s.req[0], "uid", "cr1");
+    CHECK_REQ_META(s.req[0], "resourceVersion", "5");
+    CHECK_PREFIX(s.req[1], "GET " DVB_PATH " HTTP");
+    CHECK_PREFIX(s.req[2], "PATCH " DVB_PATH "/status HTTP");
+    CHECK_REQ_META(s.req[2], "uid", "cr9");
+    CHECK_REQ_META(s.req[2], "resourceVersion", "9");
+    CHECK_REQ_META(s.req[3], "uid", "cr1");
+    CHECK_PREFIX(s.req[4], "GET " DVB_PATH " HTTP");
+    world_free(&w);
+}
+
 /* Another syncer on this podresd: a stray reservation removed once comes
  * back, and the DeviceBinding of its name pre-assigns it for node-b. The
  * writes stop: nothing more is sent, each key comes back after the hold,
@@ -573,4 +716,5 @@ static void test_key_refused_and_placed_forgotten(void)
 TEST_MAIN(test_key_nothing_to_do, test_key_waits_for_pod, test_key_deleting_cr, test_key_gc_deletes,
           test_key_foreign_label, test_key_foreign_as_read, test_key_skip_reasons,
           test_key_stray_reservation, test_key_stray_of_another_syncer, test_key_write_fails_loudly,
-          test_key_expired_forgotten, test_key_refused_and_placed_forgotten)
+          test_key_expired_forgotten, test_key_refused_and_placed_forgotten,
+          test_key_patch_preconditions, test_key_patch_replaced)
