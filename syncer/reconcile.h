@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* reconcile.h - one key ("namespace/name") at a time: the DeviceBinding the
  * node's state calls for, compared with the informer's copy, and the smallest
- * write that closes the gap (create, metadata patch, status patch, delete with
- * a uid precondition) or none. A DeviceBinding whose Pod is gone or going is
+ * write that closes the gap (create, metadata patch, status patch, delete; all
+ * but the create with the copy's uid and resourceVersion as preconditions) or
+ * none. A DeviceBinding whose Pod is gone or going is
  * the garbage collector's to delete (its ownerReference), never the
  * syncer's: a pod's lifecycle costs the syncer a create and a status patch.
  * Only this node's objects are touched, only the fields the syncer owns,
