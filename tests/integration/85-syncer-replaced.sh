@@ -63,10 +63,11 @@ reacted() { ! untouched || seen; }
 wait_until 10 reacted || true
 untouched || fail "other-node's DeviceBinding was written: $(field .)"
 seen || fail "the replaced object is not seen as other-node's: $(tail -5 "$T/syncer.log")"
-[ "$(audit '.verb == "patch" and .objectRef.name == "r0" and .objectRef.subresource == "status" and .responseStatus.code == 409' | wc -l)" -ge 1 ] ||
-    fail "no status PATCH of ml/r0 refused with 409"
-curl -s "http://127.0.0.1:$SY_PORT/metrics" | grep -qF 'podres_syncer_api_requests_total{verb="PATCH",code="409"}' ||
-    fail "the 409 is not counted in podres_syncer_api_requests_total"
+# The audit log and the syncer's counter may trail the log line a moment.
+refused() { [ "$(audit '.verb == "patch" and .objectRef.name == "r0" and .objectRef.subresource == "status" and .responseStatus.code == 409' | wc -l)" -ge 1 ]; }
+wait_until 10 refused || fail "no status PATCH of ml/r0 refused with 409"
+counted() { curl -s "http://127.0.0.1:$SY_PORT/metrics" | grep -qF 'podres_syncer_api_requests_total{verb="PATCH",code="409"}'; }
+wait_until 10 counted || fail "the 409 is not counted in podres_syncer_api_requests_total"
 # The watch catches up (the stall ended): still left alone.
 fp DELETE /_proxy/faults > /dev/null
 fp POST /_proxy/watches/drop > /dev/null
