@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* store_hist.c - binding and health history (schema/0004_history.sql): the
- * history and usage reads, pruning, and the per-device figures of
- * /metrics. Not what writes the intervals (store_histw.c), nor the change
- * log (changelog.h). */
+/* store_hist.c - binding and health history (schema/0004_history.sql,
+ * 0007_history_fold.sql): the history and usage reads, folding the
+ * intervals the writer appended into the lookups, pruning, and the
+ * per-device figures of /metrics. Not what writes the intervals
+ * (store_histw.c), nor the change log (changelog.h). */
 #define LOG_MOD "store"
 #include "../common/common.h"
 #include "store_int.h"
@@ -60,8 +61,11 @@ static void health_row(struct jsonw *w, sqlite3_stmt *s)
     jsonw_lit(w, "}");
 }
 
+/* A pod's uid is its interval's, or in rows of earlier schemas its
+ * hist_pod row's: the other is ''. */
 #define BIND_COLS                                                                                  \
-    "SELECT b.id,d.resource,d.device_id,p.namespace,p.name,p.uid,b.container,b.from_ms,b.to_ms "
+    "SELECT b.id,d.resource,d.device_id,p.namespace,p.name,p.uid||b.uid,b.container,b.from_ms,"    \
+    "b.to_ms "
 
 /* The device ids a name stands for: itself, and the devices that have or
  * had it as alias or physical id, recursively, through the aliases each
@@ -73,19 +77,31 @@ static void health_row(struct jsonw *w, sqlite3_stmt *s)
     "WITH RECURSIVE nm(n) AS (SELECT ?1 UNION SELECT x.device_id FROM device_names x JOIN nm "     \
     "ON x.name=nm.n UNION SELECT j.value FROM nm JOIN devices d ON d.id=nm.n,"                     \
     "json_each(d.aliases) j) "
+/* The last hist_bind id folded into the lookups
+ * (schema/0007_history_fold.sql): rows past it are read from hist_bind
+ * itself. */
+#define FOLDED "(SELECT value FROM meta WHERE key='hist_folded')"
 /* ?1 device, ?2 resource or NULL, [?3, ?4) the window, ?5 after, ?6 limit.
  * A device's intervals do not overlap: of those that start before the
- * window, only the last can reach into it. */
-static const char by_device_sql[] = NAMES_CTE BIND_COLS
-    "FROM nm CROSS JOIN hist_dev d CROSS JOIN hist_bind b ON b.dev=d.id JOIN hist_pod p ON "
-    "p.id=b.pod WHERE d.device_id=nm.n AND (?2 IS NULL OR d.resource=?2) AND b.from_ms>=ifnull(("
-    "SELECT max(x.from_ms) FROM hist_bind x WHERE x.dev=d.id AND x.from_ms<=?3),?3) "
-    "AND b.from_ms<?4 AND (b.to_ms IS NULL OR b.to_ms>?3) AND +b.id>?5 "
-    "ORDER BY b.from_ms,b.id LIMIT ?6";
-static const char by_pod_sql[] = BIND_COLS
-    "FROM hist_pod p JOIN hist_bind b ON b.pod=p.id JOIN hist_dev d ON d.id=b.dev "
-    "WHERE p.namespace=?1 AND p.name=?2 AND b.from_ms<?4 AND (b.to_ms IS NULL OR "
-    "b.to_ms>?3) AND +b.id>?5 ORDER BY +b.id LIMIT ?6";
+ * window, only the last can reach into it. Those past the fold start after
+ * every folded one. */
+static const char by_device_sql[] = NAMES_CTE
+    ",dv(id) AS (SELECT d.id FROM nm CROSS JOIN hist_dev d WHERE d.device_id=nm.n AND (?2 IS "
+    "NULL OR d.resource=?2)),iv(id) AS (SELECT x.id FROM dv CROSS JOIN hist_ix_dev x ON "
+    "x.dev=dv.id WHERE x.from_ms>=ifnull((SELECT max(y.from_ms) FROM hist_ix_dev y WHERE "
+    "y.dev=dv.id AND y.from_ms<=?3),?3) AND x.from_ms<?4 UNION ALL SELECT t.id FROM hist_bind t "
+    "WHERE t.id>" FOLDED " AND t.dev IN dv) " BIND_COLS
+    "FROM iv CROSS JOIN hist_bind b ON b.id=iv.id JOIN hist_dev d ON d.id=b.dev JOIN hist_pod p "
+    "ON p.id=b.pod WHERE b.from_ms<?4 AND (b.to_ms IS NULL OR b.to_ms>?3) AND +b.id>?5 ORDER BY "
+    "b.from_ms,b.id LIMIT ?6";
+/* The hist_pod rows of pod ?1/?2 and their intervals, folded or not. */
+static const char by_pod_sql[] =
+    "WITH pp(id) AS (SELECT id FROM hist_pod WHERE namespace=?1 AND name=?2),iv(id) AS (SELECT "
+    "x.id FROM pp CROSS JOIN hist_ix_pod x ON x.pod=pp.id UNION ALL SELECT t.id FROM hist_bind t "
+    "WHERE t.id>" FOLDED " AND t.pod IN pp) " BIND_COLS
+    "FROM iv CROSS JOIN hist_bind b ON b.id=iv.id JOIN hist_dev d ON d.id=b.dev JOIN hist_pod p "
+    "ON p.id=b.pod WHERE b.from_ms<?4 AND (b.to_ms IS NULL OR b.to_ms>?3) AND +b.id>?5 ORDER BY "
+    "+b.id LIMIT ?6";
 static const char health_sql[] = NAMES_CTE
     "SELECT h.id,d.resource,d.device_id,h.from_ms,h.to_ms FROM nm CROSS JOIN hist_dev d CROSS "
     "JOIN hist_health h ON h.dev=d.id WHERE d.device_id=nm.n AND (?2 IS NULL OR d.resource=?2) AND "
@@ -93,12 +109,21 @@ static const char health_sql[] = NAMES_CTE
     "SELECT max(x.from_ms) FROM hist_health x WHERE x.dev=d.id AND x.from_ms<=?3),?3) AND "
     "h.from_ms<?4 AND (h.to_ms IS NULL OR h.to_ms>?3) AND +h.id>?5 ORDER BY h.from_ms,h.id "
     "LIMIT ?6";
-/* ?1 at, ?2 resource or NULL: each device's last interval from at or before. */
-static const char at_sql[] = BIND_COLS
-    "FROM hist_dev d JOIN hist_bind b ON b.id=(SELECT x.id FROM hist_bind x WHERE "
-    "x.dev=d.id AND x.from_ms<=?1 ORDER BY x.from_ms DESC,x.id DESC LIMIT 1) "
-    "JOIN hist_pod p ON p.id=b.pod WHERE (?2 IS NULL OR d.resource=?2) AND "
-    "(b.to_ms IS NULL OR b.to_ms>?1) ORDER BY d.resource,d.device_id";
+/* Each device's last interval starting at or before ?1 (ids grow with the
+ * start: of a device's rows past the fold, the largest id). */
+#define LAST_BEFORE(op)                                                                            \
+    "tl(dev,id) AS MATERIALIZED (SELECT dev,max(id) FROM hist_bind WHERE id>" FOLDED               \
+    " AND from_ms" op "?1 GROUP BY dev) "
+#define LAST_JOIN(op)                                                                              \
+    "FROM hist_dev d LEFT JOIN tl ON tl.dev=d.id JOIN hist_bind b ON b.id=ifnull(tl.id,(SELECT "   \
+    "x.id FROM hist_ix_dev x WHERE x.dev=d.id AND x.from_ms" op "?1 ORDER BY x.from_ms DESC,x.id " \
+    "DESC LIMIT 1)) "
+/* ?1 at, ?2 resource or NULL. */
+/* clang-format off */
+static const char at_sql[] = "WITH " LAST_BEFORE("<=") BIND_COLS LAST_JOIN("<=")
+    "JOIN hist_pod p ON p.id=b.pod WHERE (?2 IS NULL OR d.resource=?2) AND (b.to_ms IS NULL OR "
+    "b.to_ms>?1) ORDER BY d.resource,d.device_id";
+/* clang-format on */
 
 /* Rows of 's' as {"intervals":[...]} into 'w', at most 'limit' of them;
  * one more row means more: "continue" is the id of the last one given.
@@ -190,12 +215,13 @@ err_t store_history(struct store *st, const struct histq *q, json_t **out)
  * now (?3): those starting in the window (a rowid range: an id is at least
  * from_ms * 1024, and a burst moves ids at most 2^30 past it) and, per
  * device, the last one starting before it. */
+/* clang-format off */
 #define USAGE_CTE                                                                                  \
-    "WITH c(dev,pod,f,t) AS (SELECT dev,pod,from_ms,ifnull(to_ms,?3) FROM hist_bind WHERE "        \
-    "id>=(?1<<10) AND id<(?2<<10)+(1<<30) AND from_ms>=?1 AND from_ms<?2 UNION ALL "               \
-    "SELECT b.dev,b.pod,b.from_ms,ifnull(b.to_ms,?3) FROM hist_dev d JOIN hist_bind b ON "         \
-    "b.id=(SELECT x.id FROM hist_bind x WHERE x.dev=d.id AND x.from_ms<?1 ORDER BY x.from_ms "     \
-    "DESC,x.id DESC LIMIT 1) WHERE b.to_ms IS NULL OR b.to_ms>?1) "
+    "WITH " LAST_BEFORE("<") ",c(dev,pod,f,t) AS (SELECT dev,pod,from_ms,ifnull(to_ms,?3) FROM "   \
+    "hist_bind WHERE id>=(?1<<10) AND id<(?2<<10)+(1<<30) AND from_ms>=?1 AND from_ms<?2 UNION "   \
+    "ALL SELECT b.dev,b.pod,b.from_ms,ifnull(b.to_ms,?3) " LAST_JOIN("<")                          \
+    "WHERE b.to_ms IS NULL OR b.to_ms>?1) "
+/* clang-format on */
 #define USAGE_SUM                                                                                  \
     ",sum(max(0,min(c.t,?2)-max(c.f,?1))) FROM c JOIN hist_dev d ON d.id=c.dev JOIN hist_pod p "   \
     "ON p.id=c.pod WHERE ?4 IS NULL OR d.resource=?4 "
@@ -267,22 +293,88 @@ out:
     return ERR_OK;
 }
 
+/* ---- folding ---- */
+
+#define FOLD_ROWS 1024 /* intervals one step folds at most: a few ms of the writer */
+
+/* The intervals a step folds are hist_bind's rows in (?1, ?2]. Settled
+ * first: the usage of those closed, and of those folded open that closed
+ * since (hist_unsettled, which then keeps the open ones). */
+static const char *const fold_sql[] = {
+    "INSERT INTO hist_usage(namespace,resource,ms) SELECT p.namespace,d.resource,sum(g.ms) FROM "
+    "(SELECT dev,pod,sum(max(0,to_ms-from_ms)) ms FROM (SELECT dev,pod,from_ms,to_ms FROM "
+    "hist_bind WHERE id>?1 AND id<=?2 AND to_ms IS NOT NULL UNION ALL SELECT b.dev,b.pod,"
+    "b.from_ms,b.to_ms FROM hist_unsettled u CROSS JOIN hist_bind b ON b.id=u.id WHERE b.to_ms IS "
+    "NOT NULL) GROUP BY 1,2) g JOIN hist_dev d ON d.id=g.dev JOIN hist_pod p ON p.id=g.pod WHERE "
+    "1 GROUP BY 1,2 ON CONFLICT DO UPDATE SET ms=ms+excluded.ms",
+    "DELETE FROM hist_unsettled WHERE (SELECT b.to_ms FROM hist_bind b WHERE "
+    "b.id=hist_unsettled.id) IS NOT NULL",
+    "INSERT INTO hist_unsettled(id) SELECT id FROM hist_bind WHERE id>?1 AND id<=?2 AND to_ms IS "
+    "NULL",
+    /* in id order, unsorted: a step's rows go to few places of each, and
+       sorting them first costs more than it saves */
+    "INSERT INTO hist_ix_dev(dev,from_ms,id) SELECT dev,from_ms,id FROM hist_bind WHERE id>?1 AND "
+    "id<=?2",
+    "INSERT INTO hist_ix_pod(pod,id) SELECT pod,id FROM hist_bind WHERE id>?1 AND id<=?2",
+    "UPDATE meta SET value=?2 WHERE key='hist_folded' AND ?2>?1",
+};
+
+/* Fold up to FOLD_ROWS intervals into the lookups; '*more' when more
+ * wait. */
+static err_t fold(struct store *st, bool *more)
+{
+    sqlite3 *db = st->commit.db;
+    uint64_t lo = 0, hi = 0, after = 0;
+    size_t i;
+    err_t rc = db_get_u64(db, &lo, "SELECT value FROM meta WHERE key='hist_folded'", NULL);
+
+    if (!rc)
+        rc = db_get_u64(db, &hi,
+                        "SELECT ifnull((SELECT id FROM hist_bind WHERE id>?1 ORDER BY id LIMIT 1 "
+                        "OFFSET ?2),(SELECT max(id) FROM hist_bind WHERE id>?1))",
+                        "ii", (int64_t)lo, (int64_t)FOLD_ROWS - 1);
+    if (rc)
+        return rc;
+    if (hi < lo)
+        hi = lo; /* nothing past the fold: only settling */
+    for (i = 0; !rc && i < ARRAY_SIZE(fold_sql); i++)
+        rc = db_exec(db, fold_sql[i], i == 1 ? NULL : "ii", (int64_t)lo, (int64_t)hi);
+    if (!rc)
+        rc = db_get_u64(db, &after, "SELECT EXISTS (SELECT 1 FROM hist_bind WHERE id>?)", "i",
+                        (int64_t)hi);
+    if (!rc && after)
+        *more = true;
+    return rc;
+}
+
 /* ---- pruning ---- */
 
 #define PRUNE_ROWS 256 /* intervals one step deletes at most, per table */
-#define PRUNE_PODS 512 /* pod instances one step looks at */
+#define PRUNE_PODS 512 /* hist_pod rows one step looks at */
 
-static const char *const prune_age_sql[] = {
-    "DELETE FROM hist_bind WHERE id IN (SELECT id FROM hist_bind WHERE id<(?1<<10) AND "
-    "to_ms<?1 ORDER BY id LIMIT ?2)",
-    "DELETE FROM hist_health WHERE id IN (SELECT id FROM hist_health WHERE id<(?1<<10) AND "
-    "to_ms<?1 ORDER BY id LIMIT ?2)",
+/* The id up to which a step drops intervals of table 't' (0 hist_bind, 1
+ * hist_health): the ?3-th of those that ended before ?1 [0], or over the
+ * cap of the oldest that ended [1], else the last; of hist_bind, folded
+ * ones only (what is settled). */
+static const char *const prune_hi_sql[2][2] = {
+    {"SELECT max(id) FROM (SELECT id FROM hist_bind WHERE id<(?1<<10) AND id<=" FOLDED " AND "
+     "to_ms<?1 ORDER BY id LIMIT ?3)",
+     "SELECT max(id) FROM (SELECT id FROM hist_bind WHERE id<=" FOLDED " AND to_ms IS NOT NULL "
+     "ORDER BY id LIMIT ?3)"},
+    {"SELECT max(id) FROM (SELECT id FROM hist_health WHERE id<(?1<<10) AND to_ms<?1 ORDER BY id "
+     "LIMIT ?3)",
+     "SELECT max(id) FROM (SELECT id FROM hist_health WHERE to_ms IS NOT NULL ORDER BY id LIMIT "
+     "?3)"},
 };
-static const char *const prune_cap_sql[] = {
-    "DELETE FROM hist_bind WHERE id IN (SELECT id FROM hist_bind WHERE to_ms IS NOT NULL ORDER "
-    "BY id LIMIT ?1)",
-    "DELETE FROM hist_health WHERE id IN (SELECT id FROM hist_health WHERE to_ms IS NOT NULL "
-    "ORDER BY id LIMIT ?1)",
+/* Drop them, from the lookups first: ?4 the id found above. */
+#define PRUNE_WHERE "id<=?4 AND to_ms IS NOT NULL AND (?2>0 OR (id<(?1<<10) AND to_ms<?1))"
+static const char *const prune_del_sql[2][3] = {
+    {"DELETE FROM hist_ix_dev WHERE (dev,from_ms,id) IN (SELECT dev,from_ms,id FROM hist_bind "
+     "WHERE " PRUNE_WHERE ")",
+     "DELETE FROM hist_ix_pod WHERE (pod,id) IN (SELECT pod,id FROM hist_bind WHERE " PRUNE_WHERE
+     ")",
+     "DELETE FROM hist_bind WHERE " PRUNE_WHERE},
+    {"DELETE FROM hist_health WHERE " PRUNE_WHERE},
 };
 static const char *const count_sql[] = {"SELECT count(*) FROM hist_bind",
                                         "SELECT count(*) FROM hist_health"};
@@ -291,44 +383,63 @@ struct prune_op {
     int64_t cut_ms;     /* intervals that ended before are dropped */
     uint64_t max_rows;  /* per table; 0 = no cap */
     int64_t counted[2]; /* rows counted before the step, -1 = not counted */
-    bool more;          /* a step would find more to drop */
+    bool more;          /* a step would find more to fold or drop */
 };
+
+/* How many rows of table 't' a step drops at most (*n), and how many are
+ * over the cap (*over, 0 none). */
+static void prune_limits(struct store *st, struct prune_op *o, int t, int64_t *over, int64_t *n)
+{
+    if (st->hist.rows[t] < 0 && o->counted[t] >= 0)
+        st->hist.rows[t] = o->counted[t];
+    *over = 0;
+    if (o->max_rows && st->hist.rows[t] > (int64_t)o->max_rows)
+        *over = st->hist.rows[t] - (int64_t)o->max_rows;
+    *n = *over > 0 && *over < PRUNE_ROWS ? *over : PRUNE_ROWS;
+}
 
 /* Drop up to PRUNE_ROWS of table 't': over the cap first, then too old. */
 static err_t prune_table(struct store *st, struct prune_op *o, int t)
 {
-    int64_t over = 0;
-    int n;
-    err_t rc = ERR_OK;
+    int64_t over, n;
+    uint64_t hi = 0;
+    size_t i;
+    err_t rc;
 
-    if (st->hist.rows[t] < 0 && o->counted[t] >= 0)
-        st->hist.rows[t] = o->counted[t];
-    if (o->max_rows && st->hist.rows[t] > (int64_t)o->max_rows)
-        over = st->hist.rows[t] - (int64_t)o->max_rows;
-    if (over > 0)
-        rc = db_exec(st->commit.db, prune_cap_sql[t], "i", over < PRUNE_ROWS ? over : PRUNE_ROWS);
-    if (!rc && over <= 0)
-        rc = db_exec(st->commit.db, prune_age_sql[t], "ii", o->cut_ms, (int64_t)PRUNE_ROWS);
+    prune_limits(st, o, t, &over, &n);
+    rc = db_get_u64(st->commit.db, &hi, prune_hi_sql[t][over > 0], "iii", o->cut_ms, over, n);
+    if (rc || !hi)
+        return rc;
+    for (i = 0; !rc && i < ARRAY_SIZE(prune_del_sql[t]) && prune_del_sql[t][i]; i++)
+        rc = db_exec(st->commit.db, prune_del_sql[t][i], "iiiu", o->cut_ms, over, n, hi);
     if (rc)
         return rc;
-    n = sqlite3_changes(st->commit.db);
+    n = sqlite3_changes(st->commit.db); /* the last statement's: the table's rows */
     if (st->hist.rows[t] >= 0)
         st->hist.rows[t] -= n;
+    st->hist.pods_due = st->hist.pods_due || (t == 0 && n > 0);
     o->more = o->more || n == PRUNE_ROWS;
     return ERR_OK;
 }
 
-/* Pod instances no interval names any more, PRUNE_PODS a step, round the table. */
+/* hist_pod rows no interval names any more, PRUNE_PODS a step, round the
+ * table, a round after intervals were dropped; the writer forgets the
+ * pods it knew when some go. */
 static err_t prune_pods(struct store *st)
 {
     sqlite3_stmt *s = NULL;
     bool row = false;
     int64_t hi = 0, n = 0;
-    err_t rc = db_prep(st->commit.db, &s,
-                       "SELECT max(id),count(*) FROM (SELECT id FROM hist_pod WHERE id>?1 ORDER "
-                       "BY id LIMIT ?2)",
-                       "ii", (int64_t)st->hist.pod_cursor, (int64_t)PRUNE_PODS);
+    err_t rc;
 
+    if (!st->hist.pod_cursor && !st->hist.pods_due)
+        return ERR_OK;
+    if (!st->hist.pod_cursor)
+        st->hist.pods_due = false;
+    rc = db_prep(st->commit.db, &s,
+                 "SELECT max(id),count(*) FROM (SELECT id FROM hist_pod WHERE id>?1 ORDER BY id "
+                 "LIMIT ?2)",
+                 "ii", (int64_t)st->hist.pod_cursor, (int64_t)PRUNE_PODS);
     if (rc)
         return rc;
     rc = db_step(st->commit.db, s, &row);
@@ -340,26 +451,30 @@ static err_t prune_pods(struct store *st)
     if (!rc && n > 0)
         rc = db_exec(st->commit.db,
                      "DELETE FROM hist_pod WHERE id>?1 AND id<=?2 AND NOT EXISTS (SELECT 1 FROM "
-                     "hist_bind b WHERE b.pod=hist_pod.id)",
+                     "hist_ix_pod x WHERE x.pod=hist_pod.id) AND id NOT IN (SELECT pod FROM "
+                     "hist_bind WHERE id>" FOLDED ")",
                      "ii", (int64_t)st->hist.pod_cursor, hi);
+    if (!rc && n > 0 && sqlite3_changes(st->commit.db) > 0)
+        st_hist_forget_pods(st);
     if (!rc)
         st->hist.pod_cursor = n < PRUNE_PODS ? 0 : (uint64_t)hi;
     return rc;
 }
 
-/* A step that dropped nothing is rolled back: no empty COMMIT a second. */
+/* A step folds, then drops. One that changed nothing is rolled back: no
+ * empty COMMIT a second. */
 static err_t prune_run(struct store *st, void *ctx)
 {
     struct prune_op *o = ctx;
     sqlite3_int64 before = sqlite3_total_changes64(st->commit.db);
-    err_t rc = prune_table(st, o, 0);
+    err_t rc = fold(st, &o->more);
 
-    if (rc)
-        return rc;
-    rc = prune_table(st, o, 1);
-    if (rc)
-        return rc;
-    rc = prune_pods(st);
+    if (!rc)
+        rc = prune_table(st, o, 0);
+    if (!rc)
+        rc = prune_table(st, o, 1);
+    if (!rc)
+        rc = prune_pods(st);
     if (!rc && sqlite3_total_changes64(st->commit.db) == before)
         st_write_discard(st);
     return rc;
@@ -433,11 +548,14 @@ static const struct {
      alloc_row},
     {"healthy", "SELECT resource,id,health FROM devices ORDER BY resource,id", healthy_row},
     {"seconds",
+     /* hist_usage holds the folded intervals that closed; the others are
+        those past the fold and those folded open (hist_unsettled), the
+        open ones counted up to now */
      "SELECT ns,res,sum(ms) FROM (SELECT namespace ns,resource res,ms FROM hist_usage UNION ALL "
-     "SELECT p.namespace,d.resource,max(0,?1-b.from_ms) FROM bindings x JOIN hist_dev d ON "
-     "d.resource=x.resource AND d.device_id=x.device_id JOIN hist_bind b ON b.id=(SELECT id FROM "
-     "hist_bind WHERE dev=d.id ORDER BY from_ms DESC,id DESC LIMIT 1) JOIN hist_pod p ON "
-     "p.id=b.pod WHERE x.pod<>'' AND b.to_ms IS NULL) GROUP BY 1,2 ORDER BY 1,2",
+     "SELECT p.namespace,d.resource,max(0,ifnull(b.to_ms,?1)-b.from_ms) FROM (SELECT id FROM "
+     "hist_unsettled UNION ALL SELECT id FROM hist_bind WHERE id>" FOLDED ") u CROSS JOIN "
+     "hist_bind b ON b.id=u.id JOIN hist_dev d ON d.id=b.dev JOIN hist_pod p ON p.id=b.pod) "
+     "GROUP BY 1,2 ORDER BY 1,2",
      seconds_row},
 };
 

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* store_histw.c - the history's writer (schema/0004_history.sql): binding
- * intervals, written by st_hist_bind()/st_hist_unbind(), which every
- * writer of a bindings row calls in its own write; health intervals,
- * written by TEMP triggers of the write connection on devices; interval
- * ids and times. To write a binding interval in few statements it keeps,
- * under the writer's lock, each device's interned id and open interval; a
- * write rolled back makes it forget them all, and takes its ids back from
- * the cap's row count (group commit hooks, commit.h). Not the history's
- * reads, nor its pruning (store_hist.c). */
+/* store_histw.c - the history's writer (schema/0004_history.sql,
+ * 0007_history_fold.sql): binding intervals, written by
+ * st_hist_bind()/st_hist_unbind(), which every writer of a bindings row
+ * calls in its own write; health intervals, written by TEMP triggers of
+ * the write connection on devices; interval ids and times. A binding
+ * change appends rows and closes one in place, nothing more: to find what
+ * it needs without the lookups (folded later, store_hist.c) it keeps,
+ * under the writer's lock, each device's interned id and open interval and
+ * the pods it met; a write rolled back makes it forget them all,
+ * and takes its ids back from the cap's row count (group commit hooks,
+ * commit.h). Not the history's reads, its folding, nor its pruning
+ * (store_hist.c). */
 #define LOG_MOD "store"
 #include "../common/common.h"
 #include "store_int.h"
@@ -93,105 +96,119 @@ static void fn_id(sqlite3_context *cx, int argc, sqlite3_value **argv)
 
 /* ---- what the writer knows ---- */
 
-#define DEVS_MAX 1024 /* devices known at most; past it, all are forgotten */
+#define KNOWN_MAX 1024 /* devices, and pods, known at most; past it, all are forgotten */
 
-/* A device the writer knows: its interned id and its open interval. */
-struct hdev {
+/* A device the writer knows, with its interned id and its open interval;
+ * or a pod, with its hist_pod id. */
+struct hent {
     uint32_t hash;   /* of 'key' */
     uint32_t klen;   /* bytes of 'key' */
-    uint64_t id;     /* its hist_dev.id */
-    uint64_t open;   /* its open interval, 0 none */
+    uint64_t id;     /* its hist_dev or hist_pod id */
+    uint64_t open;   /* a device's open interval, 0 none */
     int64_t from_ms; /* that interval's start */
-    char *ns;        /* the namespace of that interval's pod, new; NULL with none open */
-    char key[];      /* "resource\0id\0" */
+    char key[];      /* "resource\0id\0", "namespace\0name\0" */
+};
+
+/* Known entries by key: open addressing, linear probing, 2 * KNOWN_MAX
+ * slots; 'slot' NULL until the first. */
+struct hmap {
+    struct hent **slot;
+    size_t n;
 };
 
 struct hist_writer {
-    struct hdev **slot;  /* known devices by key: open addressing, linear probing, 2 *
-                            DEVS_MAX slots; NULL until the first */
-    size_t ndevs;        /* known devices */
+    struct hmap devs;    /* known devices */
+    struct hmap pods;    /* known pods */
     bool wrote[2];       /* the batch's kept writes, the current write wrote intervals */
     int64_t given[2][2]; /* interval ids counted in hist.rows[t] by the batch's kept
                             writes [0] and the current write [1]: taken back when they
                             roll back, so that the cap counts only rows there are */
 };
 
-/* The key of device 'res' 'id'. */
+/* A key of two texts. */
 struct hkey {
-    const char *res, *id; /* the texts */
-    size_t rlen, ilen;    /* their lengths */
-    uint32_t hash;        /* FNV-1a of both, each with its '\0' */
+    const char *part[2]; /* the texts */
+    size_t len[2];       /* their lengths */
+    uint32_t hash;       /* FNV-1a of both, each with its '\0' */
 };
 
-static void hkey_init(struct hkey *k, const char *res, const char *id)
+static void hkey_init(struct hkey *k, const char *a, const char *b)
 {
     uint32_t h = 2166136261u;
-    size_t i;
+    size_t i, j;
 
-    k->res = res;
-    k->id = id;
-    k->rlen = strlen(res);
-    k->ilen = strlen(id);
-    for (i = 0; i <= k->rlen; i++)
-        h = (h ^ (unsigned char)res[i]) * 16777619u;
-    for (i = 0; i <= k->ilen; i++)
-        h = (h ^ (unsigned char)id[i]) * 16777619u;
+    k->part[0] = a;
+    k->part[1] = b;
+    for (j = 0; j < 2; j++) {
+        k->len[j] = strlen(k->part[j]);
+        for (i = 0; i <= k->len[j]; i++)
+            h = (h ^ (unsigned char)k->part[j][i]) * 16777619u;
+    }
     k->hash = h;
 }
 
-static bool hkey_is(const struct hkey *k, const struct hdev *d)
+static bool hkey_is(const struct hkey *k, const struct hent *e)
 {
-    return d->hash == k->hash && d->klen == k->rlen + k->ilen + 2 &&
-           memcmp(d->key, k->res, k->rlen + 1) == 0 &&
-           memcmp(d->key + k->rlen + 1, k->id, k->ilen + 1) == 0;
+    return e->hash == k->hash && e->klen == k->len[0] + k->len[1] + 2 &&
+           memcmp(e->key, k->part[0], k->len[0] + 1) == 0 &&
+           memcmp(e->key + k->len[0] + 1, k->part[1], k->len[1] + 1) == 0;
 }
 
-/* Forget every device. */
-static void devs_clear(struct hist_writer *w)
+/* Forget every entry of 'm'. */
+static void hmap_clear(struct hmap *m)
 {
     size_t i;
 
-    for (i = 0; w->slot && i < 2 * DEVS_MAX; i++) {
-        if (w->slot[i]) {
-            free(w->slot[i]->ns);
-            free(w->slot[i]);
-            w->slot[i] = NULL;
-        }
+    for (i = 0; m->slot && i < 2 * KNOWN_MAX; i++) {
+        free(m->slot[i]);
+        m->slot[i] = NULL;
     }
-    w->ndevs = 0;
+    m->n = 0;
 }
 
-/* The slot of key 'k': its device's, or the empty one where it would go. */
-static struct hdev **devs_slot(struct hist_writer *w, const struct hkey *k)
+/* The slot of key 'k': its entry's, or the empty one where it would go. */
+static struct hent **hmap_slot(struct hmap *m, const struct hkey *k)
 {
-    size_t i = k->hash & (2 * DEVS_MAX - 1);
+    size_t i = k->hash & (2 * KNOWN_MAX - 1);
 
-    while (w->slot[i] && !hkey_is(k, w->slot[i]))
-        i = (i + 1) & (2 * DEVS_MAX - 1);
-    return &w->slot[i];
+    while (m->slot[i] && !hkey_is(k, m->slot[i]))
+        i = (i + 1) & (2 * KNOWN_MAX - 1);
+    return &m->slot[i];
 }
 
-/* Know device 'k' by its interned id 'id', with no open interval (all
- * forgotten first when DEVS_MAX are known); NULL when out of memory. */
-static struct hdev *devs_add(struct hist_writer *w, const struct hkey *k, uint64_t id)
+/* The entry of key 'k', or NULL. */
+static struct hent *hmap_get(struct hmap *m, const struct hkey *k)
 {
-    struct hdev *d;
+    return m->slot ? *hmap_slot(m, k) : NULL;
+}
 
-    if (!w->slot)
-        w->slot = calloc(2 * DEVS_MAX, sizeof(*w->slot));
-    d = w->slot ? calloc(1, sizeof(*d) + k->rlen + k->ilen + 2) : NULL;
-    if (!d)
+/* Know 'k' by id 'id', with no open interval (all forgotten first when
+ * KNOWN_MAX are known); NULL when out of memory. */
+static struct hent *hmap_add(struct hmap *m, const struct hkey *k, uint64_t id)
+{
+    struct hent *e;
+
+    if (!m->slot)
+        m->slot = calloc(2 * KNOWN_MAX, sizeof(*m->slot));
+    e = m->slot ? calloc(1, sizeof(*e) + k->len[0] + k->len[1] + 2) : NULL;
+    if (!e)
         return NULL;
-    if (w->ndevs == DEVS_MAX)
-        devs_clear(w);
-    d->hash = k->hash;
-    d->klen = (uint32_t)(k->rlen + k->ilen + 2);
-    d->id = id;
-    memcpy(d->key, k->res, k->rlen + 1);
-    memcpy(d->key + k->rlen + 1, k->id, k->ilen + 1);
-    *devs_slot(w, k) = d;
-    w->ndevs++;
-    return d;
+    if (m->n == KNOWN_MAX)
+        hmap_clear(m);
+    e->hash = k->hash;
+    e->klen = (uint32_t)(k->len[0] + k->len[1] + 2);
+    e->id = id;
+    memcpy(e->key, k->part[0], k->len[0] + 1);
+    memcpy(e->key + k->len[0] + 1, k->part[1], k->len[1] + 1);
+    *hmap_slot(m, k) = e;
+    m->n++;
+    return e;
+}
+
+static void forget(struct hist_writer *w)
+{
+    hmap_clear(&w->devs);
+    hmap_clear(&w->pods);
 }
 
 /* ---- the hooks of group commit ---- */
@@ -217,8 +234,9 @@ static void ungive(struct store *st, int i, bool rolled_back)
     }
 }
 
-/* A write rolled back that wrote intervals forgets every device: what is
- * known may be ids and intervals that are gone. One kept is the batch's. */
+/* A write rolled back that wrote intervals forgets every device and pod:
+ * what is known may be ids and intervals that are gone. One kept is the
+ * batch's. */
 static void member_end(void *arg, bool kept)
 {
     struct store *st = arg;
@@ -229,7 +247,7 @@ static void member_end(void *arg, bool kept)
         w->given[0][0] += w->given[1][0];
         w->given[0][1] += w->given[1][1];
     } else if (w->wrote[1]) {
-        devs_clear(w);
+        forget(w);
     }
     ungive(st, 1, !kept);
     w->wrote[1] = false;
@@ -242,7 +260,7 @@ static void batch_end(void *arg, bool committed)
     struct hist_writer *w = st->hist.w;
 
     if (!committed && (w->wrote[0] || w->wrote[1]))
-        devs_clear(w);
+        forget(w);
     ungive(st, 0, !committed);
     ungive(st, 1, !committed);
     w->wrote[0] = w->wrote[1] = false;
@@ -255,43 +273,33 @@ static void release(void *arg)
 
     if (!w)
         return;
-    devs_clear(w);
-    free(w->slot);
+    forget(w);
+    free(w->devs.slot);
+    free(w->pods.slot);
     free(w);
     st->hist.w = NULL;
 }
 
+void st_hist_forget_pods(struct store *st)
+{
+    if (st->hist.w)
+        hmap_clear(&st->hist.w->pods);
+}
+
 /* ---- binding intervals ---- */
 
-/* A device's hist_dev id and its last interval, if open, with the
- * namespace of its pod. */
+/* A device's hist_dev id and its last interval, if open: the last of the
+ * rows past the fold (schema/0007_history_fold.sql), else the last
+ * folded. */
 static const char dev_sql[] =
-    "SELECT d.id,b.id,b.from_ms,p.namespace FROM hist_dev d LEFT JOIN hist_bind b ON b.id=(SELECT "
-    "x.id FROM hist_bind x WHERE x.dev=d.id ORDER BY x.from_ms DESC,x.id DESC LIMIT 1) AND b.to_ms "
-    "IS NULL LEFT JOIN hist_pod p ON p.id=b.pod WHERE d.resource=?1 AND d.device_id=?2";
-
-/* Know the device 'k' of row 's' of dev_sql. */
-static err_t dev_known(struct hist_writer *w, const struct hkey *k, sqlite3_stmt *s,
-                       struct hdev **out)
-{
-    struct hdev *d = devs_add(w, k, (uint64_t)sqlite3_column_int64(s, 0));
-
-    if (!d)
-        return ERR_NOMEM;
-    if (sqlite3_column_type(s, 1) != SQLITE_NULL) {
-        d->ns = strdup(db_text(s, 3));
-        if (!d->ns)
-            return ERR_NOMEM; /* the write fails, and every device is forgotten */
-        d->open = (uint64_t)sqlite3_column_int64(s, 1);
-        d->from_ms = sqlite3_column_int64(s, 2);
-    }
-    *out = d;
-    return ERR_OK;
-}
+    "SELECT d.id,b.id,b.from_ms FROM hist_dev d LEFT JOIN hist_bind b ON b.id=ifnull((SELECT "
+    "max(t.id) FROM hist_bind t WHERE t.id>(SELECT value FROM meta WHERE key='hist_folded') AND "
+    "t.dev=d.id),(SELECT x.id FROM hist_ix_dev x WHERE x.dev=d.id ORDER BY x.from_ms DESC,x.id "
+    "DESC LIMIT 1)) AND b.to_ms IS NULL WHERE d.resource=?1 AND d.device_id=?2";
 
 /* Device 'res' 'id' as known, else as read; with 'add', interned when it
  * has no row (without, *out is NULL then: no row, no interval). */
-static err_t dev_get(struct store *st, const char *res, const char *id, bool add, struct hdev **out)
+static err_t dev_get(struct store *st, const char *res, const char *id, bool add, struct hent **out)
 {
     struct hist_writer *w = st->hist.w;
     struct hkey k;
@@ -299,14 +307,18 @@ static err_t dev_get(struct store *st, const char *res, const char *id, bool add
     err_t rc;
 
     hkey_init(&k, res, id);
-    *out = w->slot ? *devs_slot(w, &k) : NULL;
+    *out = hmap_get(&w->devs, &k);
     if (*out)
         return ERR_OK;
     rc = db_row(st->commit.db, &s, dev_sql, "tt", res, id);
     if (!rc) {
-        rc = dev_known(w, &k, s, out);
+        *out = hmap_add(&w->devs, &k, (uint64_t)sqlite3_column_int64(s, 0));
+        if (*out && sqlite3_column_type(s, 1) != SQLITE_NULL) {
+            (*out)->open = (uint64_t)sqlite3_column_int64(s, 1);
+            (*out)->from_ms = sqlite3_column_int64(s, 2);
+        }
         db_done(s);
-        return rc;
+        return *out ? ERR_OK : ERR_NOMEM;
     }
     if (rc != ERR_NOTFOUND || !add)
         return rc == ERR_NOTFOUND ? ERR_OK : rc;
@@ -314,68 +326,65 @@ static err_t dev_get(struct store *st, const char *res, const char *id, bool add
                  id);
     if (rc)
         return rc;
-    *out = devs_add(w, &k, (uint64_t)sqlite3_last_insert_rowid(st->commit.db));
+    *out = hmap_add(&w->devs, &k, (uint64_t)sqlite3_last_insert_rowid(st->commit.db));
     return *out ? ERR_OK : ERR_NOMEM;
 }
 
-/* The hist_pod id of pod instance ns/name/uid, interned if new. */
-static err_t pod_get(struct store *st, const char *ns, const char *name, const char *uid,
-                     uint64_t *id)
+/* The hist_pod id of pod 'ns'/'name' (its row of uid ''), interned if
+ * new. */
+static err_t pod_get(struct store *st, const char *ns, const char *name, uint64_t *id)
 {
-    err_t rc = db_get_u64(st->commit.db, id,
-                          "SELECT id FROM hist_pod WHERE namespace=? AND name=? AND uid=?", "ttt",
-                          ns, name, uid);
+    struct hist_writer *w = st->hist.w;
+    struct hkey k;
+    struct hent *e;
+    err_t rc;
 
-    if (rc || *id)
+    hkey_init(&k, ns, name);
+    e = hmap_get(&w->pods, &k);
+    if (e) {
+        *id = e->id;
+        return ERR_OK;
+    }
+    rc = db_get_u64(st->commit.db, id,
+                    "SELECT id FROM hist_pod WHERE namespace=? AND name=? AND uid=''", "tt", ns,
+                    name);
+    if (!rc && !*id) {
+        rc = db_exec(st->commit.db, "INSERT INTO hist_pod(namespace,name,uid) VALUES(?,?,'')", "tt",
+                     ns, name);
+        *id = (uint64_t)sqlite3_last_insert_rowid(st->commit.db);
+    }
+    if (rc)
         return rc;
-    rc = db_exec(st->commit.db, "INSERT INTO hist_pod(namespace,name,uid) VALUES(?,?,?)", "ttt", ns,
-                 name, uid);
-    *id = (uint64_t)sqlite3_last_insert_rowid(st->commit.db);
-    return rc;
+    return hmap_add(&w->pods, &k, *id) ? ERR_OK : ERR_NOMEM;
 }
 
-/* Close the open interval of device 'd' (of resource 'res'), if any, at
- * the write's time, and add it to the usage of its namespace. */
-static err_t dev_close(struct store *st, struct hdev *d, const char *res)
+/* Close the open interval of device 'd', if any, at the write's time. */
+static err_t dev_close(struct store *st, struct hent *d)
 {
-    int64_t now = (int64_t)st->commit.now_ms;
     err_t rc;
 
     if (!d || !d->open)
         return ERR_OK;
-    rc = db_exec(st->commit.db, "UPDATE hist_bind SET to_ms=? WHERE id=?", "iu", now, d->open);
-    if (!rc)
-        rc = db_exec(st->commit.db,
-                     "INSERT INTO hist_usage(namespace,resource,ms) VALUES(?,?,?) ON CONFLICT DO "
-                     "UPDATE SET ms=ms+excluded.ms",
-                     "tti", d->ns, res, now > d->from_ms ? now - d->from_ms : 0);
-    free(d->ns);
-    d->ns = NULL;
+    rc = db_exec(st->commit.db, "UPDATE hist_bind SET to_ms=? WHERE id=?", "iu",
+                 (int64_t)st->commit.now_ms, d->open);
     d->open = 0;
     return rc;
 }
 
-/* Open an interval of device 'd' held by pod instance 'pod' of 'ns' in
+/* Open an interval of device 'd' held by instance 'uid' of pod 'pod' in
  * 'container', from the write's time. */
-static err_t dev_open(struct store *st, struct hdev *d, uint64_t pod, const char *ns,
+static err_t dev_open(struct store *st, struct hent *d, uint64_t pod, const char *uid,
                       const char *container)
 {
     int64_t now = (int64_t)st->commit.now_ms;
-    char *keep = strdup(ns);
-    uint64_t id;
-    err_t rc;
+    uint64_t id = st_hist_next_id(st, 0);
+    err_t rc = db_exec(
+        st->commit.db,
+        "INSERT INTO hist_bind(id,dev,pod,uid,container,from_ms) VALUES(?,?,?,?,?,?)", "uuutti", id,
+        d->id, pod, uid, container, now);
 
-    if (!keep)
-        return ERR_NOMEM;
-    id = st_hist_next_id(st, 0);
-    rc = db_exec(st->commit.db,
-                 "INSERT INTO hist_bind(id,dev,pod,container,from_ms) VALUES(?,?,?,?,?)", "uuuti",
-                 id, d->id, pod, container, now);
-    if (rc) {
-        free(keep);
+    if (rc)
         return rc;
-    }
-    d->ns = keep;
     d->open = id;
     d->from_ms = now;
     return ERR_OK;
@@ -384,7 +393,7 @@ static err_t dev_open(struct store *st, struct hdev *d, uint64_t pod, const char
 err_t st_hist_bind(struct store *st, const char *res, const char *id, const char *ns,
                    const char *pod, const char *uid, const char *container)
 {
-    struct hdev *d = NULL;
+    struct hent *d = NULL;
     uint64_t pid = 0;
     err_t rc;
 
@@ -393,35 +402,37 @@ err_t st_hist_bind(struct store *st, const char *res, const char *id, const char
     st->hist.w->wrote[1] = true;
     rc = dev_get(st, res, id, true, &d);
     if (!rc)
-        rc = dev_close(st, d, res);
+        rc = dev_close(st, d);
     if (!rc)
-        rc = pod_get(st, ns, pod, uid, &pid);
+        rc = pod_get(st, ns, pod, &pid);
     if (!rc)
-        rc = dev_open(st, d, pid, ns, container);
+        rc = dev_open(st, d, pid, uid, container);
     return rc;
 }
 
 err_t st_hist_unbind(struct store *st, const char *res, const char *id)
 {
-    struct hdev *d = NULL;
+    struct hent *d = NULL;
     err_t rc;
 
     if (!st->hist.w)
         return ERR_OK;
     st->hist.w->wrote[1] = true;
     rc = dev_get(st, res, id, false, &d);
-    return rc ? rc : dev_close(st, d, res);
+    return rc ? rc : dev_close(st, d);
 }
 
 /* ---- setting up ---- */
 
-/* The last interval id given, and the time of writes from it: times never
- * go back across a restart. */
+/* The last interval id given, and the time of writes from it: times
+ * never go back across a restart, nor ids below the fold's (a pruned
+ * row's id is not given again). */
 static err_t last_id(struct store *st)
 {
     err_t rc = db_get_u64(st->commit.db, &st->hist.last_id,
                           "SELECT max(ifnull((SELECT max(id) FROM hist_bind),0),"
-                          "ifnull((SELECT max(id) FROM hist_health),0))",
+                          "ifnull((SELECT max(id) FROM hist_health),0),"
+                          "ifnull((SELECT value FROM meta WHERE key='hist_folded'),0))",
                           NULL);
 
     st->commit.now_ms = st->hist.last_id >> 10;
@@ -434,6 +445,7 @@ err_t st_hist_attach(struct store *st)
     int rc;
 
     st->hist.rows[0] = st->hist.rows[1] = -1;
+    st->hist.pods_due = true; /* what an earlier run left */
     if (!ST_HISTORY)
         return last_id(st);
     st->hist.w = calloc(1, sizeof(*st->hist.w));

@@ -20,7 +20,10 @@ struct store_hist {
     uint64_t last_id;      /* the last interval id given (writer's lock) */
     int64_t rows[2];       /* rows of hist_bind, hist_health for the cap; -1 not counted yet
                               (writer's lock; read atomically) */
-    uint64_t pod_cursor;   /* where the next pruning step looks at hist_pod (writer's lock) */
+    uint64_t pod_cursor;   /* where the next pruning step looks at hist_pod, 0 between
+                              rounds (writer's lock) */
+    bool pods_due;         /* intervals were dropped since the round began: another
+                              round of hist_pod is due (writer's lock) */
     struct hist_writer *w; /* what the writer remembers (writer's lock); new, NULL in a
                               build without history */
 };
@@ -106,5 +109,7 @@ err_t st_hist_unbind(struct store *st, const char *res, const char *id) WARN_UNU
  * is larger; counts a row of table 't' (0 hist_bind, 1 hist_health) for
  * the cap. Writer's lock. */
 uint64_t st_hist_next_id(struct store *st, int t);
+/* Forget the pods the writer knows: a pruning step deleted some. */
+void st_hist_forget_pods(struct store *st);
 
 #endif

@@ -101,7 +101,12 @@ for round in $(seq 1 "$ROUNDS"); do
     python3 -m podres_test.crash_load "$PD_SOCK" write "$T/acked" "$round" &
     lp=$!
     wait_until 20 test -e "$T/acked.started.$round" || fail "round $round: the writer did not start"
-    sleep "0.$((RANDOM % 3 + 1))$((RANDOM % 10))"
+    # every fifth round lives past podresd's first tick, which folds history
+    if [ $((round % 5)) = 0 ]; then
+        sleep "1.$((RANDOM % 4))$((RANDOM % 10))"
+    else
+        sleep "0.$((RANDOM % 3 + 1))$((RANDOM % 10))"
+    fi
     pd_kill9
     wait "$lp" || fail "round $round: the writer failed"
     pd_start
@@ -123,18 +128,37 @@ missing=$(comm -23 "$T/acked.s" "$T/present" | head -5)
 ok "all $(wc -l < "$T/acked.s") acknowledged writes present ($(wc -l < "$T/present") pods)"
 
 # Every binding has its open history interval, with the same holder, and no
-# interval is open without a binding (schema/0004_history.sql).
+# interval is open without a binding (schema/0004_history.sql; the pod's uid
+# is its interval's, 0007_history_fold.sql).
 orphans=$(pd_sql "SELECT count(*) FROM bindings b LEFT JOIN pods p ON p.namespace=b.namespace
   AND p.name=b.pod WHERE b.pod<>'' AND NOT EXISTS (SELECT 1 FROM hist_bind h JOIN hist_dev d
   ON d.id=h.dev JOIN hist_pod hp ON hp.id=h.pod WHERE h.to_ms IS NULL AND
   d.resource=b.resource AND d.device_id=b.device_id AND hp.namespace=b.namespace AND
-  hp.name=b.pod AND hp.uid=ifnull(p.uid,'') AND h.container=b.container)")
+  hp.name=b.pod AND hp.uid||h.uid=ifnull(p.uid,'') AND h.container=b.container)")
 [ "$orphans" = 0 ] || fail "$orphans bindings without their open history interval"
 nb=$(pd_sql "SELECT count(*) FROM bindings WHERE pod<>''")
 no=$(pd_sql "SELECT count(*) FROM hist_bind WHERE to_ms IS NULL")
 [ "$nb" = "$no" ] || fail "$no open intervals for $nb bindings"
 [ "$nb" -gt 0 ] || fail "no binding was acknowledged"
 ok "each of the $nb bindings has its open history interval, and no other interval is open"
+
+# The lookups hold exactly the intervals up to the fold's mark, and the
+# usage counter exactly the closed ones (nothing was pruned), whichever
+# step of the fold the kills hit (schema/0007_history_fold.sql).
+F="(SELECT value FROM meta WHERE key='hist_folded')"
+bad=$(pd_sql "SELECT (SELECT count(*) FROM hist_bind b WHERE b.id<=$F AND (NOT EXISTS (SELECT 1
+  FROM hist_ix_dev x WHERE x.dev=b.dev AND x.from_ms=b.from_ms AND x.id=b.id) OR NOT EXISTS
+  (SELECT 1 FROM hist_ix_pod x WHERE x.pod=b.pod AND x.id=b.id))) + (SELECT count(*) FROM
+  hist_ix_dev WHERE id>$F) + (SELECT count(*) FROM hist_ix_pod WHERE id>$F)")
+[ "$bad" = 0 ] || fail "$bad intervals whose lookup entries disagree with the fold's mark"
+usage=$(pd_sql "SELECT ifnull((SELECT sum(ms) FROM hist_usage),0) + ifnull((SELECT
+  sum(to_ms-from_ms) FROM hist_bind WHERE to_ms IS NOT NULL AND (id>$F OR id IN (SELECT id FROM
+  hist_unsettled))),0) = ifnull((SELECT sum(to_ms-from_ms) FROM hist_bind WHERE to_ms IS NOT
+  NULL),0)")
+[ "$usage" = 1 ] || fail "the usage counter disagrees with the closed intervals"
+folded=$(pd_sql "SELECT count(*) FROM hist_bind WHERE id<=$F")
+[ "$folded" -gt 0 ] || fail "no interval was folded: the check above checked nothing"
+ok "the lookups hold the $folded folded intervals and no other, the usage all closed ones"
 
 # The change log is contiguous and ends at the revision.
 final=$(revision)

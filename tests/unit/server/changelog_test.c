@@ -135,22 +135,24 @@ static void fx_schema1(struct fx *f, uint64_t rev, const char *rows)
     char sql[4096];
 
     fx_close_store(f);
-    snprintf(sql, sizeof(sql),
-             "DROP TRIGGER devices_names_ins; DROP TRIGGER devices_names_upd;"
-             "DROP TRIGGER devices_names_del; DROP INDEX devices_physical; DROP INDEX devices_id;"
-             "DROP TABLE aliases;"
-             "DROP TABLE device_names; ALTER TABLE devices DROP COLUMN physical;"
-             "ALTER TABLE devices DROP COLUMN aliases; ALTER TABLE bindings DROP COLUMN claim;"
-             "ALTER TABLE resources DROP COLUMN dra;"
-             "DROP TABLE changes; CREATE TABLE changes (revision INTEGER PRIMARY KEY, kind TEXT "
-             "NOT NULL, namespace TEXT NOT NULL DEFAULT '', event TEXT NOT NULL);"
-             "DELETE FROM meta WHERE key='ring'; DELETE FROM bindings WHERE pod='';"
-             "ALTER TABLE bindings DROP COLUMN revision; ALTER TABLE pods DROP COLUMN device_keys;"
-             "CREATE INDEX bindings_pod ON bindings(namespace, pod); DROP TABLE hist_bind;"
-             "DROP TABLE hist_health; DROP TABLE hist_pod; DROP TABLE hist_dev;"
-             "DROP TABLE hist_usage; UPDATE meta SET value=%" PRIu64
-             " WHERE key='revision'; %s PRAGMA user_version=1;",
-             rev, rows);
+    snprintf(
+        sql, sizeof(sql),
+        "DROP TRIGGER devices_names_ins; DROP TRIGGER devices_names_upd;"
+        "DROP TRIGGER devices_names_del; DROP INDEX devices_physical; DROP INDEX devices_id;"
+        "DROP TABLE aliases;"
+        "DROP TABLE device_names; ALTER TABLE devices DROP COLUMN physical;"
+        "ALTER TABLE devices DROP COLUMN aliases; ALTER TABLE bindings DROP COLUMN claim;"
+        "ALTER TABLE resources DROP COLUMN dra;"
+        "DROP TABLE changes; CREATE TABLE changes (revision INTEGER PRIMARY KEY, kind TEXT "
+        "NOT NULL, namespace TEXT NOT NULL DEFAULT '', event TEXT NOT NULL);"
+        "DELETE FROM meta WHERE key='ring'; DELETE FROM bindings WHERE pod='';"
+        "ALTER TABLE bindings DROP COLUMN revision; ALTER TABLE pods DROP COLUMN device_keys;"
+        "CREATE INDEX bindings_pod ON bindings(namespace, pod); DROP TABLE hist_bind;"
+        "DROP TABLE hist_health; DROP TABLE hist_pod; DROP TABLE hist_dev;"
+        "DROP TABLE hist_usage; DROP TABLE hist_ix_dev; DROP TABLE hist_ix_pod;"
+        "DROP TABLE hist_unsettled; DELETE FROM meta WHERE key='hist_folded'; UPDATE meta SET value=%" PRIu64
+        " WHERE key='revision'; %s PRAGMA user_version=1;",
+        rev, rows);
     CHECK_EQ_INT(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
     CHECK_EQ_INT(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);

@@ -2,7 +2,9 @@
 /* store_hist_test.c - binding and health history through store.h: the
  * intervals of bind, rebind, a new uid, release, removal while bound and
  * health changes; at= at the boundaries; usage; one device by id; pruning
- * by age and by the cap; intervals kept across a reopen. */
+ * by age and by the cap; intervals kept across a reopen; the same answers
+ * with the intervals folded into the lookups or not, and from a database
+ * of schema 6 migrated. */
 #include "../../../common/common.h"
 #include "../../../common/clock.h"
 #include "../../../server/histq.h"
@@ -10,6 +12,7 @@
 #include "../../../server/validate.h"
 #include "../test.h"
 
+#include <sqlite3.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,6 +77,17 @@ static void pause_ms(void)
     nanosleep(&ts, NULL);
 }
 
+/* Fold every interval into the lookups (a pruning step that drops
+ * nothing). */
+static void fold_all(struct store *st)
+{
+    bool more = true;
+
+    while (more)
+        CHECK_OK(
+            store_history_prune(st, (int64_t)clock_wall_ms(), 100ULL * 365 * 86400000, 0, &more));
+}
+
 /* "name/uid/open|closed;..." of the intervals 'q' selects. */
 static const char *summary(struct store *st, const struct histq *q, char *out, size_t cap)
 {
@@ -124,6 +138,7 @@ static void test_intervals(void)
     pause_ms();
     CHECK_STREQ(summary(st, &q, s, sizeof(s)), "a/ua/open");
     release(st, "a");
+    fold_all(st); /* a's interval folded, the ones below not */
     pause_ms();
     bind(st, "b", "ub", "gpu-0");
     pause_ms();
@@ -160,6 +175,26 @@ static void test_intervals(void)
                        .to_ms = INT64_MAX,
                        .limit = 100};
     CHECK_STREQ(summary(st, &q, s, sizeof(s)), "b/ub/closed;b/ub2/closed;b/ub2/closed");
+    q.limit = 2;
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "b/ub/closed;b/ub2/closed");
+
+    /* the same, all folded */
+    fold_all(st);
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "b/ub/closed;b/ub2/closed");
+    q.limit = 100;
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "b/ub/closed;b/ub2/closed;b/ub2/closed");
+    q = (struct histq){.sel = HISTQ_AT, .at_ms = b_to};
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "b/ub2/closed");
+    q.at_ms = b_to - 1;
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "b/ub/closed");
+    q = (struct histq){.sel = HISTQ_DEVICE,
+                       .device = "gpu-0",
+                       .from_ms = INT64_MIN,
+                       .to_ms = INT64_MAX,
+                       .limit = 100};
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "a/ua/closed;b/ub/closed;b/ub2/closed");
+    q.from_ms = b_to - 1; /* from the middle of b/ub's */
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "b/ub/closed;b/ub2/closed");
     store_free(st);
 }
 
@@ -221,6 +256,93 @@ static void test_prune(void)
     store_free(st);
 }
 
+/* Every answer of the history as one text: gpu-0's, gpu-1's, pod b's,
+ * the usage by pod, and the device-seconds of /metrics. */
+static const char *answers(struct store *st, char *out, size_t cap)
+{
+    struct histq q = {.sel = HISTQ_DEVICE,
+                      .device = "gpu-0",
+                      .from_ms = INT64_MIN,
+                      .to_ms = INT64_MAX,
+                      .limit = 9};
+    json_t *j = NULL;
+    char *t;
+    size_t used;
+
+    summary(st, &q, out, cap);
+    used = strlen(out);
+    q.device = "gpu-1";
+    used += strlen(summary(st, &q, out + used, cap - used));
+    q = (struct histq){.sel = HISTQ_POD,
+                       .ns = "ml",
+                       .name = "b",
+                       .from_ms = INT64_MIN,
+                       .to_ms = INT64_MAX,
+                       .limit = 9};
+    used += strlen(summary(st, &q, out + used, cap - used));
+    q = (struct histq){.by = HISTQ_BY_POD, .from_ms = 0, .to_ms = 4000000000000};
+    CHECK_OK(store_usage(st, &q, 4000000000000, &j));
+    t = json_dumps(j, JSON_COMPACT);
+    used += (size_t)snprintf(out + used, cap - used, "|%s", t);
+    free(t);
+    json_decref(j);
+    CHECK_OK(store_device_metrics(st, 4000000000000, &j));
+    t = json_dumps(json_object_get(j, "seconds"), JSON_COMPACT);
+    snprintf(out + used, cap - used, "|%s", t);
+    free(t);
+    json_decref(j);
+    return out;
+}
+
+/* A database of schema 6 (intervals of a pod instance name its hist_pod
+ * row, which holds the uid; the lookups are indexes) migrated to 7 gives
+ * the same answers. */
+static void test_migration(void)
+{
+    struct store *st = open_store();
+    char before[2048], after[2048];
+    sqlite3 *db = NULL;
+
+    release(st, "c");
+    bind(st, "b", "ub3", "gpu-0"); /* an open interval */
+    fold_all(st);
+    answers(st, before, sizeof(before));
+    CHECK(strstr(before, "c/uc/closed;b/ub3/open") != NULL);
+    CHECK(strstr(before, "\"seconds\":") != NULL);
+    store_free(st);
+    CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
+    CHECK_EQ_INT(
+        sqlite3_exec(
+            db,
+            "INSERT OR IGNORE INTO hist_pod(namespace,name,uid) SELECT p.namespace,p.name,b.uid "
+            "FROM hist_bind b JOIN hist_pod p ON p.id=b.pod;"
+            "UPDATE hist_bind SET pod=(SELECT i.id FROM hist_pod p JOIN hist_pod i ON "
+            "i.namespace=p.namespace AND i.name=p.name AND i.uid=hist_bind.uid WHERE "
+            "p.id=hist_bind.pod);"
+            "ALTER TABLE hist_bind DROP COLUMN uid; DROP TABLE hist_ix_dev; DROP TABLE hist_ix_pod;"
+            "DROP TABLE hist_unsettled; DELETE FROM meta WHERE key='hist_folded';"
+            "CREATE INDEX hist_bind_dev ON hist_bind(dev, from_ms);"
+            "CREATE INDEX hist_bind_pod ON hist_bind(pod); PRAGMA user_version=6;",
+            NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(db);
+    st = open_store();
+    CHECK_STREQ(answers(st, after, sizeof(after)), before);
+    fold_all(st); /* the open one settles once closed, not twice */
+    release(st, "b");
+    fold_all(st);
+    CHECK_STREQ(summary(st,
+                        &(struct histq){.sel = HISTQ_POD,
+                                        .ns = "ml",
+                                        .name = "b",
+                                        .from_ms = INT64_MIN,
+                                        .to_ms = INT64_MAX,
+                                        .limit = 9},
+                        after, sizeof(after)),
+                "b/ub3/closed");
+    store_free(st);
+}
+
 static void setup(void)
 {
     snprintf(dir, sizeof(dir), "/tmp/store_hist_test.XXXXXX");
@@ -240,4 +362,5 @@ static void teardown(void)
     CHECK_OK(rmdir(dir));
 }
 
-TEST_MAIN(setup, test_intervals, test_usage_and_reopen, test_device_find, test_prune, teardown)
+TEST_MAIN(setup, test_intervals, test_usage_and_reopen, test_device_find, test_prune,
+          test_migration, teardown)
