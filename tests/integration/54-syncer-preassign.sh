@@ -120,9 +120,12 @@ ok "deleting the DeviceBinding releases the reservation"
 # The pod goes away: the garbage collector removes the DeviceBinding (its
 # owner was set when the pod appeared) and the reservation is released.
 # The collector works on its own schedule: under load that takes seconds.
+owners() { $KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/$1" | jq -c '[.metadata.ownerReferences[]?.uid]'; }
+wait_until 5 sh -c "[ '$(jq -nc --arg u "$uid1" '[$u]')' = \"\$($KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/p1' | jq -c '[.metadata.ownerReferences[]?.uid]')\" ]" ||
+    fail "p1's DeviceBinding is not owned by its pod $uid1: owners $(owners p1)"
 kube_pod_delete ml p1
 wait_until 20 sh -c "[ \"\$(curl -s --unix-socket '$PD_SOCK' http://localhost/v1/reservations/ml/p1 | jq -r .code)\" = 404 ]" ||
-    fail "the reservation survived its pod: $(resv_state p1)"
+    fail "the reservation survived its pod: $(resv_state p1); its DeviceBinding: $($KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/p1" | jq -c '{owners: [.metadata.ownerReferences[]?.uid], phase: .status.phase, code: .code}')"
 ok "the pod goes away: DeviceBinding collected, reservation released"
 
 # A pre-assignment whose device another pod holds, or another pre-assignment
