@@ -575,12 +575,17 @@ static err_t render_gauges(struct api *api, struct strbuf *sb)
             "# HELP podresd_alias_conflicts_total Names of kubelet devices that name another "
             "device too: rule aliases left out, and ids that are another device's alias.\n"
             "# TYPE podresd_alias_conflicts_total counter\npodresd_alias_conflicts_total %llu\n"
+            "# HELP podresd_history_step_failures_total History pruning steps (folding the "
+            "lookups, dropping old intervals) that failed; the next tick tries again.\n"
+            "# TYPE podresd_history_step_failures_total counter\n"
+            "podresd_history_step_failures_total %llu\n"
             "# HELP podresd_devices Devices by resource and health.\n"
             "# TYPE podresd_devices gauge\n",
             (long long)stats.pods, (long long)stats.bound_devices,
             (unsigned long long)store_revision(api->store), (long long)stats.commits,
             (long long)stats.writes, (long long)stats.checkpoints, feed_watchers(api->feed),
-            (unsigned long long)store_alias_conflicts(api->store));
+            (unsigned long long)store_alias_conflicts(api->store),
+            (unsigned long long)store_history_failures(api->store));
     for (i = 0; !rc && i < stats.ndevices; i++)
         rc = strbuf_printf(sb, "podresd_devices{resource=\"%s\",health=\"%s\"} %lld\n",
                            stats.devices[i].resource, stats.devices[i].health,

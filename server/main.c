@@ -85,6 +85,7 @@ struct daemon {
     struct http *http;              /* listeners */
     struct source_kubelet *kubelet; /* the kubelet poll thread, in kubelet mode */
     bool kubelet_mode;              /* source is kubelet */
+    bool prune_failing;             /* the last history pruning step failed (logged once) */
 };
 
 /* Start the kubelet poll thread on the store (before the listeners, so the
@@ -214,20 +215,24 @@ static void stop(struct daemon *d)
 
 #define PRUNE_BUDGET_MS 100 /* pruning steps a tick runs at most, in time */
 
-/* Prune history in small steps (each its own short write) until there is
- * nothing more to drop or the tick's budget is spent. */
+/* Fold and prune history in small steps (each its own short write) until
+ * there is nothing more to do or the tick's budget is spent. A failure is
+ * logged once until a step works again (each is counted by the store):
+ * until then reads take more unfolded rows, and old ones stay. */
 static void prune_history(struct daemon *d)
 {
     uint64_t t0 = clock_mono_ms();
     bool more = true;
+    err_t rc = ERR_OK;
 
-    while (more && clock_mono_ms() - t0 < PRUNE_BUDGET_MS) {
-        if (store_history_prune(d->store, (int64_t)clock_wall_ms(), d->cfg.history_retention_ms,
-                                d->cfg.history_max_intervals, &more)) {
-            log_debug("history pruning failed; retrying in a second");
-            return;
-        }
-    }
+    while (!rc && more && clock_mono_ms() - t0 < PRUNE_BUDGET_MS)
+        rc = store_history_prune(d->store, (int64_t)clock_wall_ms(), d->cfg.history_retention_ms,
+                                 d->cfg.history_max_intervals, &more);
+    if (rc && !d->prune_failing)
+        log_warn("history pruning failed (%s); retrying every second", err_str(rc));
+    else if (!rc && d->prune_failing)
+        log_info("history pruning works again");
+    d->prune_failing = rc != ERR_OK;
 }
 
 /* Wait for SIGTERM/SIGINT, running the heartbeat check and history pruning

@@ -50,6 +50,8 @@ void store_set_ident(struct store *st, const struct ident_rules *rules);
 /* Aliases the kubelet mirror left out since open because they named
  * another device (a counter). */
 uint64_t store_alias_conflicts(struct store *st);
+/* Pruning steps that failed since open (podresd_history_step_failures_total). */
+uint64_t store_history_failures(struct store *st);
 /* The last committed revision. */
 uint64_t store_revision(struct store *st);
 /* Schema version the binary knows (the number of migrations). */
@@ -220,10 +222,12 @@ err_t store_usage(struct store *st, const struct histq *q, int64_t now_ms,
 err_t store_device_find(struct store *st, const char *name, const char *resource, struct error *e,
                         json_t **out) WARN_UNUSED;
 /* One pruning step, a write of its own that holds the writer a few
- * milliseconds: drops closed intervals beyond 'max_rows' per table (0: no
- * cap; the oldest first), else up to a few hundred that ended before
- * now_ms - retention_ms, and pod instances no interval names. *more: call
- * again, there is more to drop. */
+ * milliseconds: folds up to a thousand intervals the writes appended into
+ * the history's lookups (schema/0007_history_fold.sql), then drops closed
+ * intervals beyond 'max_rows' per table (0: no cap; the oldest first),
+ * else up to a few hundred that ended before now_ms - retention_ms, and
+ * pod rows no interval names. *more: call again, there is more to fold or
+ * drop. A failed step is counted (store_history_failures). */
 err_t store_history_prune(struct store *st, int64_t now_ms, uint64_t retention_ms,
                           uint64_t max_rows, bool *more) WARN_UNUSED;
 /* For /metrics: {"allocated":[{"resource","device","namespace","pod","container"}],

@@ -10,6 +10,7 @@
 #include "store_view.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 
 /* ---- reads ---- */
 
@@ -504,17 +505,22 @@ err_t store_history_prune(struct store *st, int64_t now_ms, uint64_t retention_m
     int t;
     err_t rc = ERR_OK;
 
-    for (t = 0; max_rows && t < 2; t++) {
-        if (__atomic_load_n(&st->hist.rows[t], __ATOMIC_RELAXED) >= 0)
-            continue;
-        rc = count_rows(st, t, &o.counted[t]);
-        if (rc)
-            return rc;
+    for (t = 0; !rc && max_rows && t < 2; t++) {
+        if (__atomic_load_n(&st->hist.rows[t], __ATOMIC_RELAXED) < 0)
+            rc = count_rows(st, t, &o.counted[t]);
     }
-    rc = st_write(st, prune_run, &o);
+    if (!rc)
+        rc = st_write(st, prune_run, &o);
     if (!rc)
         *more = o.more;
+    else
+        atomic_fetch_add_explicit(&st->hist_failures, 1, memory_order_relaxed);
     return rc;
+}
+
+uint64_t store_history_failures(struct store *st)
+{
+    return atomic_load_explicit(&st->hist_failures, memory_order_relaxed);
 }
 
 /* ---- /metrics ---- */

@@ -43,6 +43,7 @@ struct store {
     json_t *memory;         /* its last allocatable memory (an array), or NULL */
     const struct ident_rules *ident;  /* identity rules (ident.h), borrowed; NULL: none */
     _Atomic uint64_t alias_conflicts; /* aliases the kubelet mirror left out */
+    _Atomic uint64_t hist_failures;   /* pruning steps that failed */
 };
 
 /* Identity (store_ident.c), inside a write. The physical id and aliases of

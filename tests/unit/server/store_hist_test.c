@@ -4,7 +4,7 @@
  * health changes; at= at the boundaries; usage; one device by id; pruning
  * by age and by the cap; intervals kept across a reopen; the same answers
  * with the intervals folded into the lookups or not, and from a database
- * of schema 6 migrated. */
+ * of schema 6 migrated; a failed pruning step counted. */
 #include "../../../common/common.h"
 #include "../../../common/clock.h"
 #include "../../../server/histq.h"
@@ -343,6 +343,28 @@ static void test_migration(void)
     store_free(st);
 }
 
+/* A step that fails (a table gone under the store) is counted, and the
+ * next one works once it is back. */
+static void test_prune_failure(void)
+{
+    struct store *st = open_store();
+    sqlite3 *db = NULL;
+    bool more = false;
+
+    CHECK_EQ_INT((int)store_history_failures(st), 0);
+    CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
+    CHECK_EQ_INT(sqlite3_exec(db, "DROP TABLE hist_unsettled", NULL, NULL, NULL), SQLITE_OK);
+    CHECK(store_history_prune(st, (int64_t)clock_wall_ms(), 86400000, 0, &more) != ERR_OK);
+    CHECK_EQ_INT((int)store_history_failures(st), 1);
+    CHECK_EQ_INT(
+        sqlite3_exec(db, "CREATE TABLE hist_unsettled (id INTEGER PRIMARY KEY)", NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(db);
+    CHECK_OK(store_history_prune(st, (int64_t)clock_wall_ms(), 86400000, 0, &more));
+    CHECK_EQ_INT((int)store_history_failures(st), 1);
+    store_free(st);
+}
+
 static void setup(void)
 {
     snprintf(dir, sizeof(dir), "/tmp/store_hist_test.XXXXXX");
@@ -363,4 +385,4 @@ static void teardown(void)
 }
 
 TEST_MAIN(setup, test_intervals, test_usage_and_reopen, test_device_find, test_prune,
-          test_migration, teardown)
+          test_migration, test_prune_failure, teardown)
