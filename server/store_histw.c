@@ -101,12 +101,11 @@ static void fn_id(sqlite3_context *cx, int argc, sqlite3_value **argv)
 /* A device the writer knows, with its interned id and its open interval;
  * or a pod, with its hist_pod id. */
 struct hent {
-    uint32_t hash;   /* of 'key' */
-    uint32_t klen;   /* bytes of 'key' */
-    uint64_t id;     /* its hist_dev or hist_pod id */
-    uint64_t open;   /* a device's open interval, 0 none */
-    int64_t from_ms; /* that interval's start */
-    char key[];      /* "resource\0id\0", "namespace\0name\0" */
+    uint32_t hash; /* of 'key' */
+    uint32_t klen; /* bytes of 'key' */
+    uint64_t id;   /* its hist_dev or hist_pod id */
+    uint64_t open; /* a device's open interval, 0 none */
+    char key[];    /* "resource\0id\0", "namespace\0name\0" */
 };
 
 /* Known entries by key: open addressing, linear probing, 2 * KNOWN_MAX
@@ -292,7 +291,7 @@ void st_hist_forget_pods(struct store *st)
  * rows past the fold (schema/0007_history_fold.sql), else the last
  * folded. */
 static const char dev_sql[] =
-    "SELECT d.id,b.id,b.from_ms FROM hist_dev d LEFT JOIN hist_bind b ON b.id=ifnull((SELECT "
+    "SELECT d.id,b.id FROM hist_dev d LEFT JOIN hist_bind b ON b.id=ifnull((SELECT "
     "max(t.id) FROM hist_bind t WHERE t.id>(SELECT value FROM meta WHERE key='hist_folded') AND "
     "t.dev=d.id),(SELECT x.id FROM hist_ix_dev x WHERE x.dev=d.id ORDER BY x.from_ms DESC,x.id "
     "DESC LIMIT 1)) AND b.to_ms IS NULL WHERE d.resource=?1 AND d.device_id=?2";
@@ -313,10 +312,8 @@ static err_t dev_get(struct store *st, const char *res, const char *id, bool add
     rc = db_row(st->commit.db, &s, dev_sql, "tt", res, id);
     if (!rc) {
         *out = hmap_add(&w->devs, &k, (uint64_t)sqlite3_column_int64(s, 0));
-        if (*out && sqlite3_column_type(s, 1) != SQLITE_NULL) {
+        if (*out && sqlite3_column_type(s, 1) != SQLITE_NULL)
             (*out)->open = (uint64_t)sqlite3_column_int64(s, 1);
-            (*out)->from_ms = sqlite3_column_int64(s, 2);
-        }
         db_done(s);
         return *out ? ERR_OK : ERR_NOMEM;
     }
@@ -383,11 +380,9 @@ static err_t dev_open(struct store *st, struct hent *d, uint64_t pod, const char
         "INSERT INTO hist_bind(id,dev,pod,uid,container,from_ms) VALUES(?,?,?,?,?,?)", "uuutti", id,
         d->id, pod, uid, container, now);
 
-    if (rc)
-        return rc;
-    d->open = id;
-    d->from_ms = now;
-    return ERR_OK;
+    if (!rc)
+        d->open = id;
+    return rc;
 }
 
 err_t st_hist_bind(struct store *st, const char *res, const char *id, const char *ns,
