@@ -108,11 +108,10 @@ struct hent {
     char key[];    /* "resource\0id\0", "namespace\0name\0" */
 };
 
-/* Known entries by key: open addressing, linear probing, 2 * KNOWN_MAX
- * slots; 'slot' NULL until the first. */
+/* Known entries by key: open addressing, linear probing. */
 struct hmap {
-    struct hent **slot;
-    size_t n;
+    struct hent **slot; /* 2 * KNOWN_MAX slots, new; NULL until the first entry */
+    size_t n;           /* entries */
 };
 
 struct hist_writer {
