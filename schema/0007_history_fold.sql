@@ -10,11 +10,11 @@
 -- the device-milliseconds of an interval when a step folds it closed, or,
 -- folded while still open (hist_unsettled), at the first step after it
 -- closes. A pod instance's uid is kept in its intervals (hist_bind.uid):
--- hist_pod rows written from now on stand for a pod name (uid ''), which
--- a new instance of the pod finds already there; rows of earlier instances
--- keep their uid, their intervals an empty one (a reader takes the two
--- joined). Applied inside one transaction with PRAGMA user_version = 7;
--- never edited once released.
+-- a hist_pod row written at this schema stands for a pod name (uid ''),
+-- which a new instance of the pod finds already there; a row of schemas
+-- 4 to 6 stands for one instance and keeps its uid, its intervals an empty
+-- one (a reader takes the two joined). Applied inside one transaction with
+-- PRAGMA user_version = 7; never edited once released.
 
 DROP INDEX hist_bind_dev;
 DROP INDEX hist_bind_pod;
