@@ -14,13 +14,14 @@
 
 /* ---- reads ---- */
 
-/* A time column: an RFC 3339 string (no byte of it needs escaping), or null. */
+/* A time column: an RFC 3339 string (no byte of it needs escaping), or
+ * null for the end of an open interval. */
 static void time_text(struct jsonw *w, sqlite3_stmt *s, int col)
 {
     char buf[HISTQ_TIME_MAX + 2] = "\"";
     size_t n;
 
-    if (sqlite3_column_type(s, col) == SQLITE_NULL) {
+    if (sqlite3_column_type(s, col) == SQLITE_NULL || sqlite3_column_int64(s, col) >= HIST_OPEN_MS) {
         jsonw_lit(w, "null");
         return;
     }
@@ -93,23 +94,20 @@ static const char by_device_sql[] = NAMES_CTE
     "y.dev=dv.id AND y.from_ms<=?3),?3) AND x.from_ms<?4 UNION ALL SELECT t.id FROM hist_bind t "
     "WHERE t.id>" FOLDED " AND t.dev IN dv) " BIND_COLS
     "FROM iv CROSS JOIN hist_bind b ON b.id=iv.id JOIN hist_dev d ON d.id=b.dev JOIN hist_pod p "
-    "ON p.id=b.pod WHERE b.from_ms<?4 AND (b.to_ms IS NULL OR b.to_ms>?3) AND +b.id>?5 ORDER BY "
-    "b.from_ms,b.id LIMIT ?6";
+    "ON p.id=b.pod WHERE b.from_ms<?4 AND b.to_ms>?3 AND +b.id>?5 ORDER BY b.from_ms,b.id LIMIT ?6";
 /* The hist_pod rows of pod ?1/?2 and their intervals, folded or not. */
 static const char by_pod_sql[] =
     "WITH pp(id) AS (SELECT id FROM hist_pod WHERE namespace=?1 AND name=?2),iv(id) AS (SELECT "
     "x.id FROM pp CROSS JOIN hist_ix_pod x ON x.pod=pp.id UNION ALL SELECT t.id FROM hist_bind t "
     "WHERE t.id>" FOLDED " AND t.pod IN pp) " BIND_COLS
     "FROM iv CROSS JOIN hist_bind b ON b.id=iv.id JOIN hist_dev d ON d.id=b.dev JOIN hist_pod p "
-    "ON p.id=b.pod WHERE b.from_ms<?4 AND (b.to_ms IS NULL OR b.to_ms>?3) AND +b.id>?5 ORDER BY "
-    "+b.id LIMIT ?6";
+    "ON p.id=b.pod WHERE b.from_ms<?4 AND b.to_ms>?3 AND +b.id>?5 ORDER BY +b.id LIMIT ?6";
 static const char health_sql[] = NAMES_CTE
     "SELECT h.id,d.resource,d.device_id,h.from_ms,h.to_ms FROM nm CROSS JOIN hist_dev d CROSS "
     "JOIN hist_health h ON h.dev=d.id WHERE d.device_id=nm.n AND (?2 IS NULL OR d.resource=?2) AND "
     "h.from_ms>=ifnull(("
     "SELECT max(x.from_ms) FROM hist_health x WHERE x.dev=d.id AND x.from_ms<=?3),?3) AND "
-    "h.from_ms<?4 AND (h.to_ms IS NULL OR h.to_ms>?3) AND +h.id>?5 ORDER BY h.from_ms,h.id "
-    "LIMIT ?6";
+    "h.from_ms<?4 AND h.to_ms>?3 AND +h.id>?5 ORDER BY h.from_ms,h.id LIMIT ?6";
 /* Each device's last interval starting at or before ?1 (ids grow with the
  * start: of a device's rows past the fold, the largest id). */
 #define LAST_BEFORE(op)                                                                            \
@@ -122,8 +120,8 @@ static const char health_sql[] = NAMES_CTE
 /* ?1 at, ?2 resource or NULL. */
 /* clang-format off */
 static const char at_sql[] = "WITH " LAST_BEFORE("<=") BIND_COLS LAST_JOIN("<=")
-    "JOIN hist_pod p ON p.id=b.pod WHERE (?2 IS NULL OR d.resource=?2) AND (b.to_ms IS NULL OR "
-    "b.to_ms>?1) ORDER BY d.resource,d.device_id";
+    "JOIN hist_pod p ON p.id=b.pod WHERE (?2 IS NULL OR d.resource=?2) AND b.to_ms>?1 ORDER BY "
+    "d.resource,d.device_id";
 /* clang-format on */
 
 /* Rows of 's' as {"intervals":[...]} into 'w', at most 'limit' of them;
@@ -160,6 +158,13 @@ static err_t intervals(sqlite3 *db, sqlite3_stmt *s, void (*conv)(struct jsonw *
     return jsonw_done(w);
 }
 
+/* A time asked for, at most HIST_OPEN_MS - 1: an open interval's end is
+ * after it. */
+static int64_t before_open(int64_t ms)
+{
+    return ms < HIST_OPEN_MS ? ms : HIST_OPEN_MS - 1;
+}
+
 err_t store_history_text(struct store *st, const struct histq *q, char **text, size_t *len)
 {
     sqlite3 *db = NULL;
@@ -171,13 +176,13 @@ err_t store_history_text(struct store *st, const struct histq *q, char **text, s
     if (rc)
         return rc;
     if (q->sel == HISTQ_AT)
-        rc = db_prep(db, &s, at_sql, "it", q->at_ms, q->resource);
+        rc = db_prep(db, &s, at_sql, "it", before_open(q->at_ms), q->resource);
     else if (q->sel == HISTQ_POD)
-        rc = db_prep(db, &s, by_pod_sql, "ttiiui", q->ns, q->name, q->from_ms, q->to_ms, q->after,
-                     lim);
+        rc = db_prep(db, &s, by_pod_sql, "ttiiui", q->ns, q->name, before_open(q->from_ms),
+                     before_open(q->to_ms), q->after, lim);
     else
         rc = db_prep(db, &s, q->health ? health_sql : by_device_sql, "ttiiui", q->device,
-                     q->resource, q->from_ms, q->to_ms, q->after, lim);
+                     q->resource, before_open(q->from_ms), before_open(q->to_ms), q->after, lim);
     if (rc)
         goto out;
     rc = intervals(db, s, q->health ? health_row : bind_row,
@@ -218,10 +223,9 @@ err_t store_history(struct store *st, const struct histq *q, json_t **out)
  * device, the last one starting before it. */
 /* clang-format off */
 #define USAGE_CTE                                                                                  \
-    "WITH " LAST_BEFORE("<") ",c(dev,pod,f,t) AS (SELECT dev,pod,from_ms,ifnull(to_ms,?3) FROM "   \
+    "WITH " LAST_BEFORE("<") ",c(dev,pod,f,t) AS (SELECT dev,pod,from_ms,min(to_ms,?3) FROM "   \
     "hist_bind WHERE id>=(?1<<10) AND id<(?2<<10)+(1<<30) AND from_ms>=?1 AND from_ms<?2 UNION "   \
-    "ALL SELECT b.dev,b.pod,b.from_ms,ifnull(b.to_ms,?3) " LAST_JOIN("<")                          \
-    "WHERE b.to_ms IS NULL OR b.to_ms>?1) "
+    "ALL SELECT b.dev,b.pod,b.from_ms,min(b.to_ms,?3) " LAST_JOIN("<") "WHERE b.to_ms>?1) "
 /* clang-format on */
 #define USAGE_SUM                                                                                  \
     ",sum(max(0,min(c.t,?2)-max(c.f,?1))) FROM c JOIN hist_dev d ON d.id=c.dev JOIN hist_pod p "   \
@@ -270,7 +274,8 @@ err_t store_usage(struct store *st, const struct histq *q, int64_t now_ms, json_
 
     if (rc)
         goto out;
-    rc = db_prep(db, &s, usage_sql[q->by], "iiit", q->from_ms, q->to_ms, now_ms, q->resource);
+    rc = db_prep(db, &s, usage_sql[q->by], "iiit", before_open(q->from_ms), before_open(q->to_ms),
+                 before_open(now_ms), q->resource);
     while (!rc) {
         rc = db_step(db, s, &row);
         if (rc || !row)
@@ -304,14 +309,14 @@ out:
 static const char *const fold_sql[] = {
     "INSERT INTO hist_usage(namespace,resource,ms) SELECT p.namespace,d.resource,sum(g.ms) FROM "
     "(SELECT dev,pod,sum(max(0,to_ms-from_ms)) ms FROM (SELECT dev,pod,from_ms,to_ms FROM "
-    "hist_bind WHERE id>?1 AND id<=?2 AND to_ms IS NOT NULL UNION ALL SELECT b.dev,b.pod,"
-    "b.from_ms,b.to_ms FROM hist_unsettled u CROSS JOIN hist_bind b ON b.id=u.id WHERE b.to_ms IS "
-    "NOT NULL) GROUP BY 1,2) g JOIN hist_dev d ON d.id=g.dev JOIN hist_pod p ON p.id=g.pod WHERE "
+    "hist_bind WHERE id>?1 AND id<=?2 AND to_ms<" HIST_OPEN " UNION ALL SELECT b.dev,b.pod,"
+    "b.from_ms,b.to_ms FROM hist_unsettled u CROSS JOIN hist_bind b ON b.id=u.id WHERE b.to_ms<" HIST_OPEN
+    ") GROUP BY 1,2) g JOIN hist_dev d ON d.id=g.dev JOIN hist_pod p ON p.id=g.pod WHERE "
     "1 GROUP BY 1,2 ON CONFLICT DO UPDATE SET ms=ms+excluded.ms",
     "DELETE FROM hist_unsettled WHERE (SELECT b.to_ms FROM hist_bind b WHERE "
-    "b.id=hist_unsettled.id) IS NOT NULL",
-    "INSERT INTO hist_unsettled(id) SELECT id FROM hist_bind WHERE id>?1 AND id<=?2 AND to_ms IS "
-    "NULL",
+    "b.id=hist_unsettled.id)<" HIST_OPEN,
+    "INSERT INTO hist_unsettled(id) SELECT id FROM hist_bind WHERE id>?1 AND id<=?2 AND "
+    "to_ms>=" HIST_OPEN,
     /* in id order, unsorted: a step's rows go to few places of each, and
        sorting them first costs more than it saves */
     "INSERT INTO hist_ix_dev(dev,from_ms,id) SELECT dev,from_ms,id FROM hist_bind WHERE id>?1 AND "
@@ -360,15 +365,15 @@ static err_t fold(struct store *st, bool *more)
 static const char *const prune_hi_sql[2][2] = {
     {"SELECT max(id) FROM (SELECT id FROM hist_bind WHERE id<(?1<<10) AND id<=" FOLDED " AND "
      "to_ms<?1 ORDER BY id LIMIT ?3)",
-     "SELECT max(id) FROM (SELECT id FROM hist_bind WHERE id<=" FOLDED " AND to_ms IS NOT NULL "
-     "ORDER BY id LIMIT ?3)"},
+     "SELECT max(id) FROM (SELECT id FROM hist_bind WHERE id<=" FOLDED " AND to_ms<" HIST_OPEN
+     " ORDER BY id LIMIT ?3)"},
     {"SELECT max(id) FROM (SELECT id FROM hist_health WHERE id<(?1<<10) AND to_ms<?1 ORDER BY id "
      "LIMIT ?3)",
-     "SELECT max(id) FROM (SELECT id FROM hist_health WHERE to_ms IS NOT NULL ORDER BY id LIMIT "
+     "SELECT max(id) FROM (SELECT id FROM hist_health WHERE to_ms<" HIST_OPEN " ORDER BY id LIMIT "
      "?3)"},
 };
 /* Drop them, from the lookups first: ?4 the id found above. */
-#define PRUNE_WHERE "id<=?4 AND to_ms IS NOT NULL AND (?2>0 OR (id<(?1<<10) AND to_ms<?1))"
+#define PRUNE_WHERE "id<=?4 AND to_ms<" HIST_OPEN " AND (?2>0 OR (id<(?1<<10) AND to_ms<?1))"
 static const char *const prune_del_sql[2][3] = {
     {"DELETE FROM hist_ix_dev WHERE (dev,from_ms,id) IN (SELECT dev,from_ms,id FROM hist_bind "
      "WHERE " PRUNE_WHERE ")",
@@ -558,7 +563,7 @@ static const struct {
         those past the fold and those folded open (hist_unsettled), the
         open ones counted up to now */
      "SELECT ns,res,sum(ms) FROM (SELECT namespace ns,resource res,ms FROM hist_usage UNION ALL "
-     "SELECT p.namespace,d.resource,max(0,ifnull(b.to_ms,?1)-b.from_ms) FROM (SELECT id FROM "
+     "SELECT p.namespace,d.resource,max(0,min(b.to_ms,?1)-b.from_ms) FROM (SELECT id FROM "
      "hist_unsettled UNION ALL SELECT id FROM hist_bind WHERE id>" FOLDED ") u CROSS JOIN "
      "hist_bind b ON b.id=u.id JOIN hist_dev d ON d.id=b.dev JOIN hist_pod p ON p.id=b.pod) "
      "GROUP BY 1,2 ORDER BY 1,2",

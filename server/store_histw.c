@@ -26,7 +26,7 @@
  * from_ms) index, whose entries end with the id. */
 #define CLOSE(r, i)                                                                                \
     "UPDATE hist_health SET to_ms=podres_hist_ms() WHERE id=(SELECT id FROM hist_health WHERE "    \
-    "dev=" DEV(r, i) " ORDER BY from_ms DESC,id DESC LIMIT 1) AND to_ms IS NULL;"
+    "dev=" DEV(r, i) " ORDER BY from_ms DESC,id DESC LIMIT 1) AND to_ms=" HIST_OPEN ";"
 /* Intern the device, open its interval: INSERT .. VALUES with an upsert (in
  * a trigger, INSERT .. SELECT goes through a temporary table whenever the
  * program read the table before), so no step is conditional; the
@@ -34,8 +34,8 @@
 #define OPEN                                                                                       \
     "INSERT INTO hist_dev(resource,device_id) VALUES(NEW.resource,NEW.id) ON CONFLICT DO "         \
     "NOTHING;"                                                                                     \
-    "INSERT INTO hist_health(id,dev,from_ms) VALUES(podres_hist_id(1),"                            \
-    DEV("NEW.resource", "NEW.id") ",podres_hist_ms());"
+    "INSERT INTO hist_health(id,dev,from_ms,to_ms) VALUES(podres_hist_id(1),"                      \
+    DEV("NEW.resource", "NEW.id") ",podres_hist_ms()," HIST_OPEN ");"
 
 /* A device's row is inserted, updated in place or deleted. An update has
  * two triggers, one to Unhealthy (close and open) and one from it (close),
@@ -293,7 +293,7 @@ static const char dev_sql[] =
     "SELECT d.id,b.id FROM hist_dev d LEFT JOIN hist_bind b ON b.id=ifnull((SELECT "
     "max(t.id) FROM hist_bind t WHERE t.id>(SELECT value FROM meta WHERE key='hist_folded') AND "
     "t.dev=d.id),(SELECT x.id FROM hist_ix_dev x WHERE x.dev=d.id ORDER BY x.from_ms DESC,x.id "
-    "DESC LIMIT 1)) AND b.to_ms IS NULL WHERE d.resource=?1 AND d.device_id=?2";
+    "DESC LIMIT 1)) AND b.to_ms=" HIST_OPEN " WHERE d.resource=?1 AND d.device_id=?2";
 
 /* Device 'res' 'id' as known, else as read; with 'add', interned when it
  * has no row (without, *out is NULL then: no row, no interval). */
@@ -376,8 +376,9 @@ static err_t dev_open(struct store *st, struct hent *d, uint64_t pod, const char
     uint64_t id = st_hist_next_id(st, 0);
     err_t rc = db_exec(
         st->commit.db,
-        "INSERT INTO hist_bind(id,dev,pod,uid,container,from_ms) VALUES(?,?,?,?,?,?)", "uuutti", id,
-        d->id, pod, uid, container, now);
+        "INSERT INTO hist_bind(id,dev,pod,uid,container,from_ms,to_ms) VALUES(?,?,?,?,?,?," HIST_OPEN
+        ")",
+        "uuutti", id, d->id, pod, uid, container, now);
 
     if (!rc)
         d->open = id;

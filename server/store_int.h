@@ -14,6 +14,12 @@
 #include "db.h"
 #include "store.h"
 
+/* The end of an open interval (schema/0008_history_open.sql): 2^47 - 1
+ * ms, a 6-byte integer in a record as every end before it is; in SQL text
+ * and as a number. A time asked for is taken at most HIST_OPEN_MS - 1. */
+#define HIST_OPEN "140737488355327"
+#define HIST_OPEN_MS INT64_C(140737488355327)
+
 /* The history's state on the write connection (store_histw.c,
  * store_hist.c). */
 struct store_hist {

@@ -129,15 +129,17 @@ ok "all $(wc -l < "$T/acked.s") acknowledged writes present ($(wc -l < "$T/prese
 
 # Every binding has its open history interval, with the same holder, and no
 # interval is open without a binding (schema/0004_history.sql; the pod's uid
-# is its interval's, 0007_history_fold.sql).
+# is its interval's, 0007_history_fold.sql; an open interval ends at 2^47 - 1
+# ms, 0008_history_open.sql, and none at NULL).
+OPEN=140737488355327
 orphans=$(pd_sql "SELECT count(*) FROM bindings b LEFT JOIN pods p ON p.namespace=b.namespace
   AND p.name=b.pod WHERE b.pod<>'' AND NOT EXISTS (SELECT 1 FROM hist_bind h JOIN hist_dev d
-  ON d.id=h.dev JOIN hist_pod hp ON hp.id=h.pod WHERE h.to_ms IS NULL AND
+  ON d.id=h.dev JOIN hist_pod hp ON hp.id=h.pod WHERE h.to_ms=$OPEN AND
   d.resource=b.resource AND d.device_id=b.device_id AND hp.namespace=b.namespace AND
   hp.name=b.pod AND hp.uid||h.uid=ifnull(p.uid,'') AND h.container=b.container)")
 [ "$orphans" = 0 ] || fail "$orphans bindings without their open history interval"
 nb=$(pd_sql "SELECT count(*) FROM bindings WHERE pod<>''")
-no=$(pd_sql "SELECT count(*) FROM hist_bind WHERE to_ms IS NULL")
+no=$(pd_sql "SELECT count(*) FROM hist_bind WHERE to_ms IS NULL OR to_ms>=$OPEN")
 [ "$nb" = "$no" ] || fail "$no open intervals for $nb bindings"
 [ "$nb" -gt 0 ] || fail "no binding was acknowledged"
 ok "each of the $nb bindings has its open history interval, and no other interval is open"
@@ -152,9 +154,9 @@ bad=$(pd_sql "SELECT (SELECT count(*) FROM hist_bind b WHERE b.id<=$F AND (NOT E
   hist_ix_dev WHERE id>$F) + (SELECT count(*) FROM hist_ix_pod WHERE id>$F)")
 [ "$bad" = 0 ] || fail "$bad intervals whose lookup entries disagree with the fold's mark"
 usage=$(pd_sql "SELECT ifnull((SELECT sum(ms) FROM hist_usage),0) + ifnull((SELECT
-  sum(to_ms-from_ms) FROM hist_bind WHERE to_ms IS NOT NULL AND (id>$F OR id IN (SELECT id FROM
-  hist_unsettled))),0) = ifnull((SELECT sum(to_ms-from_ms) FROM hist_bind WHERE to_ms IS NOT
-  NULL),0)")
+  sum(to_ms-from_ms) FROM hist_bind WHERE to_ms<$OPEN AND (id>$F OR id IN (SELECT id FROM
+  hist_unsettled))),0) = ifnull((SELECT sum(to_ms-from_ms) FROM hist_bind WHERE
+  to_ms<$OPEN),0)")
 [ "$usage" = 1 ] || fail "the usage counter disagrees with the closed intervals"
 folded=$(pd_sql "SELECT count(*) FROM hist_bind WHERE id<=$F")
 [ "$folded" -gt 0 ] || fail "no interval was folded: the check above checked nothing"

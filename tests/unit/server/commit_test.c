@@ -328,11 +328,12 @@ static const char *rows_of(struct store *st, const char *sql, char *out, size_t 
 /* The intervals as dev,pod,uid,container,open; pods; and whether hist_usage
  * holds exactly the closed intervals' device-milliseconds (once folded:
  * usage_of()). */
-#define HIST_ROWS "SELECT dev,pod,uid,container,to_ms IS NULL FROM hist_bind ORDER BY id"
+/* (an open interval ends at 2^47 - 1 ms: schema/0008_history_open.sql) */
+#define HIST_ROWS "SELECT dev,pod,uid,container,to_ms=140737488355327 FROM hist_bind ORDER BY id"
 #define HIST_PODS "SELECT id,name,uid FROM hist_pod ORDER BY id"
 #define HIST_USAGE                                                                                 \
     "SELECT ifnull((SELECT ms FROM hist_usage),-1)=ifnull((SELECT sum(to_ms-from_ms) FROM "        \
-    "hist_bind WHERE to_ms IS NOT NULL),-1)"
+    "hist_bind WHERE to_ms<140737488355327),-1)"
 
 /* HIST_USAGE once a pruning step folded every interval. */
 static const char *usage_of(struct store *st, char *out, size_t cap)

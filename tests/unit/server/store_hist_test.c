@@ -273,6 +273,13 @@ static const char *answers(struct store *st, char *out, size_t cap)
     used = strlen(out);
     q.device = "gpu-1";
     used += strlen(summary(st, &q, out + used, cap - used));
+    q.device = "gpu-0";
+    q.health = true;
+    CHECK_OK(store_history(st, &q, &j));
+    t = json_dumps(j, JSON_COMPACT);
+    used += (size_t)snprintf(out + used, cap - used, "|%s|", t);
+    free(t);
+    json_decref(j);
     q = (struct histq){.sel = HISTQ_POD,
                        .ns = "ml",
                        .name = "b",
@@ -295,8 +302,8 @@ static const char *answers(struct store *st, char *out, size_t cap)
 }
 
 /* A database of schema 6 (intervals of a pod instance name its hist_pod
- * row, which holds the uid; the lookups are indexes) migrated to 7 gives
- * the same answers. */
+ * row, which holds the uid; the lookups are indexes; an open interval ends
+ * at NULL) migrated to the newest gives the same answers. */
 static void test_migration(void)
 {
     struct store *st = open_store();
@@ -305,9 +312,13 @@ static void test_migration(void)
 
     release(st, "c");
     bind(st, "b", "ub3", "gpu-0"); /* an open interval */
+    put_devices(st, "{\"devices\":[{\"id\":\"gpu-0\",\"health\":\"Unhealthy\"},{\"id\":"
+                    "\"gpu-1\"}]}"); /* an open health interval */
     fold_all(st);
     answers(st, before, sizeof(before));
     CHECK(strstr(before, "c/uc/closed;b/ub3/open") != NULL);
+    CHECK(strstr(before, "\"health\":\"Unhealthy\"") != NULL);
+    CHECK(strstr(before, "\"to\":null") != NULL);
     CHECK(strstr(before, "\"seconds\":") != NULL);
     store_free(st);
     CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
@@ -319,6 +330,8 @@ static void test_migration(void)
             "UPDATE hist_bind SET pod=(SELECT i.id FROM hist_pod p JOIN hist_pod i ON "
             "i.namespace=p.namespace AND i.name=p.name AND i.uid=hist_bind.uid WHERE "
             "p.id=hist_bind.pod);"
+            "UPDATE hist_bind SET to_ms=NULL WHERE to_ms=140737488355327;"
+            "UPDATE hist_health SET to_ms=NULL WHERE to_ms=140737488355327;"
             "ALTER TABLE hist_bind DROP COLUMN uid; DROP TABLE hist_ix_dev; DROP TABLE hist_ix_pod;"
             "DROP TABLE hist_unsettled; DELETE FROM meta WHERE key='hist_folded';"
             "CREATE INDEX hist_bind_dev ON hist_bind(dev, from_ms);"
