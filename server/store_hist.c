@@ -21,7 +21,8 @@ static void time_text(struct jsonw *w, sqlite3_stmt *s, int col)
     char buf[HISTQ_TIME_MAX + 2] = "\"";
     size_t n;
 
-    if (sqlite3_column_type(s, col) == SQLITE_NULL || sqlite3_column_int64(s, col) >= HIST_OPEN_MS) {
+    if (sqlite3_column_type(s, col) == SQLITE_NULL ||
+        sqlite3_column_int64(s, col) >= HIST_OPEN_MS) {
         jsonw_lit(w, "null");
         return;
     }
@@ -95,13 +96,21 @@ static const char by_device_sql[] = NAMES_CTE
     "WHERE t.id>" FOLDED " AND t.dev IN dv) " BIND_COLS
     "FROM iv CROSS JOIN hist_bind b ON b.id=iv.id JOIN hist_dev d ON d.id=b.dev JOIN hist_pod p "
     "ON p.id=b.pod WHERE b.from_ms<?4 AND b.to_ms>?3 AND +b.id>?5 ORDER BY b.from_ms,b.id LIMIT ?6";
-/* The hist_pod rows of pod ?1/?2 and their intervals, folded or not. */
+/* The hist_pod rows of pod ?1/?2 and their intervals: folded, those of
+ * each device it held in the span of its starts there
+ * (schema/0009_history_pod_devices.sql), from the last of the device's
+ * starting at or before the window (as by device), with the pod's own
+ * kept; and those past the fold. */
 static const char by_pod_sql[] =
-    "WITH pp(id) AS (SELECT id FROM hist_pod WHERE namespace=?1 AND name=?2),iv(id) AS (SELECT "
-    "x.id FROM pp CROSS JOIN hist_ix_pod x ON x.pod=pp.id UNION ALL SELECT t.id FROM hist_bind t "
-    "WHERE t.id>" FOLDED " AND t.pod IN pp) " BIND_COLS
+    "WITH pp(id) AS (SELECT id FROM hist_pod WHERE namespace=?1 AND name=?2),iv(id,pod) AS ("
+    "SELECT x.id,pd.pod FROM pp CROSS JOIN hist_pod_dev pd ON pd.pod=pp.id CROSS JOIN hist_ix_dev "
+    "x ON x.dev=pd.dev WHERE x.from_ms>=max(pd.first_ms,ifnull((SELECT max(y.from_ms) FROM "
+    "hist_ix_dev y WHERE y.dev=pd.dev AND y.from_ms<=?3),?3)) AND x.from_ms<=pd.last_ms AND "
+    "x.from_ms<?4 UNION ALL SELECT t.id,t.pod FROM hist_bind t WHERE t.id>" FOLDED
+    " AND t.pod IN pp) " BIND_COLS
     "FROM iv CROSS JOIN hist_bind b ON b.id=iv.id JOIN hist_dev d ON d.id=b.dev JOIN hist_pod p "
-    "ON p.id=b.pod WHERE b.from_ms<?4 AND b.to_ms>?3 AND +b.id>?5 ORDER BY +b.id LIMIT ?6";
+    "ON p.id=b.pod WHERE b.pod=iv.pod AND b.from_ms<?4 AND b.to_ms>?3 AND +b.id>?5 ORDER BY +b.id "
+    "LIMIT ?6";
 static const char health_sql[] = NAMES_CTE
     "SELECT h.id,d.resource,d.device_id,h.from_ms,h.to_ms FROM nm CROSS JOIN hist_dev d CROSS "
     "JOIN hist_health h ON h.dev=d.id WHERE d.device_id=nm.n AND (?2 IS NULL OR d.resource=?2) AND "
@@ -303,27 +312,128 @@ out:
 
 #define FOLD_ROWS 1024 /* intervals one step folds at most: a few ms of the writer */
 
-/* The intervals a step folds are hist_bind's rows in (?1, ?2]. Settled
- * first: the usage of those closed, and of those folded open that closed
- * since (hist_unsettled, which then keeps the open ones). */
-static const char *const fold_sql[] = {
-    "INSERT INTO hist_usage(namespace,resource,ms) SELECT p.namespace,d.resource,sum(g.ms) FROM "
-    "(SELECT dev,pod,sum(max(0,to_ms-from_ms)) ms FROM (SELECT dev,pod,from_ms,to_ms FROM "
-    "hist_bind WHERE id>?1 AND id<=?2 AND to_ms<" HIST_OPEN " UNION ALL SELECT b.dev,b.pod,"
-    "b.from_ms,b.to_ms FROM hist_unsettled u CROSS JOIN hist_bind b ON b.id=u.id WHERE b.to_ms<" HIST_OPEN
-    ") GROUP BY 1,2) g JOIN hist_dev d ON d.id=g.dev JOIN hist_pod p ON p.id=g.pod WHERE "
-    "1 GROUP BY 1,2 ON CONFLICT DO UPDATE SET ms=ms+excluded.ms",
-    "DELETE FROM hist_unsettled WHERE (SELECT b.to_ms FROM hist_bind b WHERE "
-    "b.id=hist_unsettled.id)<" HIST_OPEN,
-    "INSERT INTO hist_unsettled(id) SELECT id FROM hist_bind WHERE id>?1 AND id<=?2 AND "
-    "to_ms>=" HIST_OPEN,
-    /* in id order, unsorted: a step's rows go to few places of each, and
-       sorting them first costs more than it saves */
-    "INSERT INTO hist_ix_dev(dev,from_ms,id) SELECT dev,from_ms,id FROM hist_bind WHERE id>?1 AND "
-    "id<=?2",
-    "INSERT INTO hist_ix_pod(pod,id) SELECT pod,id FROM hist_bind WHERE id>?1 AND id<=?2",
-    "UPDATE meta SET value=?2 WHERE key='hist_folded' AND ?2>?1",
+/* An interval a step reads: of the step, or folded open and closed
+ * since (hist_unsettled). */
+struct fold_row {
+    int64_t dev, pod, from_ms, to_ms, id;
+    bool step; /* of the step: its pod and device's row of hist_pod_dev counts it */
 };
+
+struct fold_rows {
+    struct fold_row *v;
+    size_t n, cap;
+};
+
+/* The rows of 'sql' (id,dev,pod,from_ms,to_ms; with 'step', of the step:
+ * arguments lo, hi) appended to 'r'. */
+static err_t fold_read(sqlite3 *db, const char *sql, bool step, uint64_t lo, uint64_t hi,
+                       struct fold_rows *r)
+{
+    sqlite3_stmt *s = NULL;
+    bool row = true;
+    err_t rc = db_prep(db, &s, sql, step ? "ii" : NULL, (int64_t)lo, (int64_t)hi);
+
+    while (!rc) {
+        rc = db_step(db, s, &row);
+        if (rc || !row)
+            break;
+        if (r->n == r->cap) {
+            size_t cap = r->cap ? 2 * r->cap : 256;
+            struct fold_row *v = realloc(r->v, cap * sizeof(*v));
+
+            if (!v) {
+                rc = ERR_NOMEM;
+                break;
+            }
+            r->v = v;
+            r->cap = cap;
+        }
+        r->v[r->n++] = (struct fold_row){sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2),
+                                         sqlite3_column_int64(s, 3), sqlite3_column_int64(s, 4),
+                                         sqlite3_column_int64(s, 0), step};
+    }
+    db_done(s);
+    return rc;
+}
+
+static int fold_cmp(const void *a, const void *b)
+{
+    const struct fold_row *x = a, *y = b;
+
+    if (x->dev != y->dev)
+        return x->dev < y->dev ? -1 : 1;
+    return x->pod < y->pod ? -1 : x->pod > y->pod;
+}
+
+/* The rows v[0..n) of one device and pod: their pod and device's row of
+ * hist_pod_dev takes those of the step; the usage of their namespace and
+ * resource the device-milliseconds of those closed. */
+static err_t fold_group(sqlite3 *db, const struct fold_row *v, size_t n)
+{
+    int64_t first = INT64_MAX, last = INT64_MIN, last_id = 0, ms = 0;
+    size_t i;
+    err_t rc = ERR_OK;
+
+    for (i = 0; i < n; i++) {
+        if (v[i].to_ms < HIST_OPEN_MS && v[i].to_ms > v[i].from_ms)
+            ms += v[i].to_ms - v[i].from_ms;
+        if (!v[i].step)
+            continue;
+        first = v[i].from_ms < first ? v[i].from_ms : first;
+        last = v[i].from_ms > last ? v[i].from_ms : last;
+        last_id = v[i].id > last_id ? v[i].id : last_id;
+    }
+    if (last_id)
+        rc = db_exec(db,
+                     "INSERT INTO hist_pod_dev(pod,dev,first_ms,last_ms,last_id) VALUES(?,?,?,?,?) "
+                     "ON CONFLICT DO UPDATE SET first_ms=min(first_ms,excluded.first_ms),"
+                     "last_ms=max(last_ms,excluded.last_ms),last_id=max(last_id,excluded.last_id)",
+                     "iiiii", v[0].pod, v[0].dev, first, last, last_id);
+    if (!rc && ms)
+        rc = db_exec(
+            db,
+            "INSERT INTO hist_usage(namespace,resource,ms) SELECT p.namespace,d.resource,?3 "
+            "FROM hist_dev d,hist_pod p WHERE d.id=?1 AND p.id=?2 ON CONFLICT DO UPDATE "
+            "SET ms=ms+excluded.ms",
+            "iii", v[0].dev, v[0].pod, ms);
+    return rc;
+}
+
+/* Settle what the step's rows (id in (lo, hi]) and the unsettled ones
+ * closed since give, by device and pod, and keep the step's open ones
+ * unsettled. The rows are grouped here, not by SQL: a step's rows are of
+ * few devices and pods, and SQLite's GROUP BY sorts them through its
+ * sorter, twice, once for the usage and once for hist_pod_dev. */
+static err_t fold_settle(sqlite3 *db, uint64_t lo, uint64_t hi)
+{
+    struct fold_rows r = {NULL, 0, 0};
+    size_t i, j;
+    err_t rc = fold_read(db,
+                         "SELECT b.id,b.dev,b.pod,b.from_ms,b.to_ms FROM hist_unsettled u CROSS "
+                         "JOIN hist_bind b ON b.id=u.id WHERE b.to_ms<" HIST_OPEN,
+                         false, lo, hi, &r);
+
+    if (!rc)
+        rc = fold_read(db, "SELECT id,dev,pod,from_ms,to_ms FROM hist_bind WHERE id>?1 AND id<=?2",
+                       true, lo, hi, &r);
+    if (!rc)
+        rc = db_exec(db,
+                     "DELETE FROM hist_unsettled WHERE (SELECT b.to_ms FROM hist_bind b WHERE "
+                     "b.id=hist_unsettled.id)<" HIST_OPEN,
+                     NULL);
+    for (i = 0; !rc && i < r.n; i++)
+        if (r.v[i].step && r.v[i].to_ms >= HIST_OPEN_MS)
+            rc = db_exec(db, "INSERT INTO hist_unsettled(id) VALUES(?)", "i", r.v[i].id);
+    if (!rc && r.n)
+        qsort(r.v, r.n, sizeof(*r.v), fold_cmp);
+    for (i = 0; !rc && i < r.n; i = j) {
+        for (j = i + 1; j < r.n && !fold_cmp(&r.v[i], &r.v[j]); j++)
+            ;
+        rc = fold_group(db, r.v + i, j - i);
+    }
+    free(r.v);
+    return rc;
+}
 
 /* Fold up to FOLD_ROWS intervals into the lookups; '*more' when more
  * wait. */
@@ -331,7 +441,6 @@ static err_t fold(struct store *st, bool *more)
 {
     sqlite3 *db = st->commit.db;
     uint64_t lo = 0, hi = 0, after = 0;
-    size_t i;
     err_t rc = db_get_u64(db, &lo, "SELECT value FROM meta WHERE key='hist_folded'", NULL);
 
     if (!rc)
@@ -343,8 +452,17 @@ static err_t fold(struct store *st, bool *more)
         return rc;
     if (hi < lo)
         hi = lo; /* nothing past the fold: only settling */
-    for (i = 0; !rc && i < ARRAY_SIZE(fold_sql); i++)
-        rc = db_exec(db, fold_sql[i], i == 1 ? NULL : "ii", (int64_t)lo, (int64_t)hi);
+    rc = fold_settle(db, lo, hi);
+    /* in id order, unsorted: a step's rows go to few places of the index,
+       and sorting them first costs more than it saves */
+    if (!rc)
+        rc = db_exec(db,
+                     "INSERT INTO hist_ix_dev(dev,from_ms,id) SELECT dev,from_ms,id FROM hist_bind "
+                     "WHERE id>?1 AND id<=?2",
+                     "ii", (int64_t)lo, (int64_t)hi);
+    if (!rc)
+        rc = db_exec(db, "UPDATE meta SET value=?2 WHERE key='hist_folded' AND ?2>?1", "ii",
+                     (int64_t)lo, (int64_t)hi);
     if (!rc)
         rc = db_get_u64(db, &after, "SELECT EXISTS (SELECT 1 FROM hist_bind WHERE id>?)", "i",
                         (int64_t)hi);
@@ -374,11 +492,9 @@ static const char *const prune_hi_sql[2][2] = {
 };
 /* Drop them, from the lookups first: ?4 the id found above. */
 #define PRUNE_WHERE "id<=?4 AND to_ms<" HIST_OPEN " AND (?2>0 OR (id<(?1<<10) AND to_ms<?1))"
-static const char *const prune_del_sql[2][3] = {
+static const char *const prune_del_sql[2][2] = {
     {"DELETE FROM hist_ix_dev WHERE (dev,from_ms,id) IN (SELECT dev,from_ms,id FROM hist_bind "
      "WHERE " PRUNE_WHERE ")",
-     "DELETE FROM hist_ix_pod WHERE (pod,id) IN (SELECT pod,id FROM hist_bind WHERE " PRUNE_WHERE
-     ")",
      "DELETE FROM hist_bind WHERE " PRUNE_WHERE},
     {"DELETE FROM hist_health WHERE " PRUNE_WHERE},
 };
@@ -428,14 +544,26 @@ static err_t prune_table(struct store *st, struct prune_op *o, int t)
     return ERR_OK;
 }
 
-/* hist_pod rows no interval names any more, PRUNE_PODS a step, round the
- * table, a round after intervals were dropped; the writer forgets the
- * pods it knew when some go. */
+/* The rows of hist_pod_dev, then of hist_pod, in (?1, ?2] that no interval
+ * needs: a row of hist_pod_dev whose last interval is older than every one
+ * left has none left (one of its device and pod past the fold makes it
+ * again when folded); the last statement's changes are the pods'. */
+static const char *const prune_pods_sql[] = {
+    "DELETE FROM hist_pod_dev WHERE pod>?1 AND pod<=?2 AND last_id<ifnull((SELECT min(id) FROM "
+    "hist_bind),9223372036854775807)",
+    "DELETE FROM hist_pod WHERE id>?1 AND id<=?2 AND NOT EXISTS (SELECT 1 FROM hist_pod_dev x "
+    "WHERE x.pod=hist_pod.id) AND id NOT IN (SELECT pod FROM hist_bind WHERE id>" FOLDED ")",
+};
+
+/* hist_pod rows no interval names any more, and their hist_pod_dev rows,
+ * PRUNE_PODS a step, round the table, a round after intervals were
+ * dropped; the writer forgets the pods it knew when some go. */
 static err_t prune_pods(struct store *st)
 {
     sqlite3_stmt *s = NULL;
     bool row = false;
     int64_t hi = 0, n = 0;
+    size_t i;
     err_t rc;
 
     if (!st->hist.pod_cursor && !st->hist.pods_due)
@@ -454,12 +582,8 @@ static err_t prune_pods(struct store *st)
         n = sqlite3_column_int64(s, 1);
     }
     db_done(s);
-    if (!rc && n > 0)
-        rc = db_exec(st->commit.db,
-                     "DELETE FROM hist_pod WHERE id>?1 AND id<=?2 AND NOT EXISTS (SELECT 1 FROM "
-                     "hist_ix_pod x WHERE x.pod=hist_pod.id) AND id NOT IN (SELECT pod FROM "
-                     "hist_bind WHERE id>" FOLDED ")",
-                     "ii", (int64_t)st->hist.pod_cursor, hi);
+    for (i = 0; !rc && n > 0 && i < ARRAY_SIZE(prune_pods_sql); i++)
+        rc = db_exec(st->commit.db, prune_pods_sql[i], "ii", (int64_t)st->hist.pod_cursor, hi);
     if (!rc && n > 0 && sqlite3_changes(st->commit.db) > 0)
         st_hist_forget_pods(st);
     if (!rc)

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """hist_year.py DB DAYS [PODS] [DEVS] - write DAYS days of binding history into
-a podresd database (schema 7, made by podresd and closed): PODS pods
+a podresd database (schema 9, made by podresd and closed): PODS pods
 (default 110) of DEVS devices each (default 8, bench.io/gpu "gpu-N"), each
 pod restarted once an hour (a new uid of 36 characters, a 2 s gap), ending an
 hour ago, all intervals closed. Rows go in time order with the ids podresd gives
 (from_ms * 1024 + n), then all of them are folded into the lookups at once,
-as podresd's pruning steps would have (schema/0007_history_fold.sql). Prints
-intervals=N pods=N seconds=S."""
+as podresd's pruning steps would have (schema/0007_history_fold.sql,
+0009_history_pod_devices.sql). Prints intervals=N pods=N seconds=S."""
 import sqlite3
 import sys
 import time
@@ -56,7 +56,8 @@ c.execute("INSERT INTO hist_usage(namespace,resource,ms) SELECT p.namespace,'ben
 for (sql,) in idx:
     c.execute(sql)
 c.execute("INSERT INTO hist_ix_dev(dev,from_ms,id) SELECT dev,from_ms,id FROM hist_bind ORDER BY 1,2,3")
-c.execute("INSERT INTO hist_ix_pod(pod,id) SELECT pod,id FROM hist_bind ORDER BY 1,2")
+c.execute("INSERT INTO hist_pod_dev(pod,dev,first_ms,last_ms,last_id) SELECT pod,dev,min(from_ms),"
+          "max(from_ms),max(id) FROM hist_bind GROUP BY 1,2")
 c.execute("UPDATE meta SET value=(SELECT max(id) FROM hist_bind) WHERE key='hist_folded'")
 c.commit()
 c.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -10,6 +10,9 @@
 # through the same connection (tests/bench/hist_query.py), and its size.
 log "H: history: writes with and without it; queries on ${HIST_DAYS:-365} days of churn"
 NOHIST=$TOOLS/nohist/podresd
+# H1's runs: at least 6, an even number (each build first in half of them);
+# the figures are 3 s each and move by several per cent from run to run.
+H1_RUNS=$((RUNS < 6 ? 6 : RUNS + RUNS % 2))
 [ -x "$NOHIST" ] || die "no $NOHIST (mk/bench.mk builds it)"
 hw=() nw=() hw1=() nw1=()
 for build in hist nohist; do
@@ -20,11 +23,27 @@ for build in hist nohist; do
     python3 "$BENCH/populate.py" "$PD_SOCK" devs 16
     "$TOOLS/podbench" put "$PD_SOCK" 16 3 200000 > /dev/null || die "warm-up put"
 done
-for r in $(seq "$RUNS"); do
-    l=$("$TOOLS/podbench" put "$H_hist_SOCK" 16 3 200000) || die "put: $l"; hw+=("$(kv rate "$l")")
-    l=$("$TOOLS/podbench" put "$H_nohist_SOCK" 16 3 200000) || die "put: $l"; nw+=("$(kv rate "$l")")
-    l=$("$TOOLS/podbench" put "$H_hist_SOCK" 1 3 200000) || die "put: $l"; hw1+=("$(kv rate "$l")")
-    l=$("$TOOLS/podbench" put "$H_nohist_SOCK" 1 3 200000) || die "put: $l"; nw1+=("$(kv rate "$l")")
+# One 3 s run of build $1 with $2 clients, its rate appended to array $3;
+# from a disk with nothing of the run before still to write (a run leaves
+# tens of MiB of WAL and checkpoint writeback, which would slow the next
+# run's syncs, whichever build that is).
+h1_run() {
+    local sock l
+    eval "sock=\$H_${1}_SOCK"
+    sync
+    l=$("$TOOLS/podbench" put "$sock" "$2" 3 200000) || die "put: $l"
+    eval "$3+=(\"\$(kv rate \"\$l\")\")"
+}
+# Runs alternate which build goes first (hist, nohist; then nohist, hist),
+# so neither always follows the other.
+for r in $(seq "$H1_RUNS"); do
+    if [ $((r % 2)) = 1 ]; then order="hist nohist"; else order="nohist hist"; fi
+    for b in $order; do
+        if [ $b = hist ]; then h1_run hist 16 hw; else h1_run nohist 16 nw; fi
+    done
+    for b in $order; do
+        if [ $b = hist ]; then h1_run hist 1 hw1; else h1_run nohist 1 nw1; fi
+    done
 done
 pd_stop "$H_hist_PID"; pd_stop "$H_nohist_PID"
 a=$(median "${hw[@]}") b=$(median "${nw[@]}") q=$(ratio "$a" "$b")

@@ -144,14 +144,18 @@ no=$(pd_sql "SELECT count(*) FROM hist_bind WHERE to_ms IS NULL OR to_ms>=$OPEN"
 [ "$nb" -gt 0 ] || fail "no binding was acknowledged"
 ok "each of the $nb bindings has its open history interval, and no other interval is open"
 
-# The lookups hold exactly the intervals up to the fold's mark, and the
-# usage counter exactly the closed ones (nothing was pruned), whichever
-# step of the fold the kills hit (schema/0007_history_fold.sql).
+# The lookups hold exactly the intervals up to the fold's mark (by device,
+# and each pod's devices with the span of its intervals' starts there), and
+# the usage counter exactly the closed ones (nothing was pruned), whichever
+# step of the fold the kills hit (schema/0007_history_fold.sql,
+# 0009_history_pod_devices.sql).
 F="(SELECT value FROM meta WHERE key='hist_folded')"
-bad=$(pd_sql "SELECT (SELECT count(*) FROM hist_bind b WHERE b.id<=$F AND (NOT EXISTS (SELECT 1
-  FROM hist_ix_dev x WHERE x.dev=b.dev AND x.from_ms=b.from_ms AND x.id=b.id) OR NOT EXISTS
-  (SELECT 1 FROM hist_ix_pod x WHERE x.pod=b.pod AND x.id=b.id))) + (SELECT count(*) FROM
-  hist_ix_dev WHERE id>$F) + (SELECT count(*) FROM hist_ix_pod WHERE id>$F)")
+PD="SELECT pod,dev,min(from_ms),max(from_ms),max(id) FROM hist_bind WHERE id<=$F GROUP BY 1,2"
+PDX="SELECT pod,dev,first_ms,last_ms,last_id FROM hist_pod_dev"
+bad=$(pd_sql "SELECT (SELECT count(*) FROM hist_bind b WHERE b.id<=$F AND NOT EXISTS (SELECT 1
+  FROM hist_ix_dev x WHERE x.dev=b.dev AND x.from_ms=b.from_ms AND x.id=b.id)) + (SELECT count(*)
+  FROM hist_ix_dev WHERE id>$F) + (SELECT count(*) FROM ($PD EXCEPT $PDX)) + (SELECT count(*)
+  FROM ($PDX EXCEPT $PD))")
 [ "$bad" = 0 ] || fail "$bad intervals whose lookup entries disagree with the fold's mark"
 usage=$(pd_sql "SELECT ifnull((SELECT sum(ms) FROM hist_usage),0) + ifnull((SELECT
   sum(to_ms-from_ms) FROM hist_bind WHERE to_ms<$OPEN AND (id>$F OR id IN (SELECT id FROM

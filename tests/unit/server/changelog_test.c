@@ -149,7 +149,7 @@ static void fx_schema1(struct fx *f, uint64_t rev, const char *rows)
         "ALTER TABLE bindings DROP COLUMN revision; ALTER TABLE pods DROP COLUMN device_keys;"
         "CREATE INDEX bindings_pod ON bindings(namespace, pod); DROP TABLE hist_bind;"
         "DROP TABLE hist_health; DROP TABLE hist_pod; DROP TABLE hist_dev;"
-        "DROP TABLE hist_usage; DROP TABLE hist_ix_dev; DROP TABLE hist_ix_pod;"
+        "DROP TABLE hist_usage; DROP TABLE hist_ix_dev; DROP TABLE hist_pod_dev;"
         "DROP TABLE hist_unsettled; DELETE FROM meta WHERE key='hist_folded'; UPDATE meta SET value=%" PRIu64
         " WHERE key='revision'; %s PRAGMA user_version=1;",
         rev, rows);

@@ -122,6 +122,24 @@ static int64_t edge(struct store *st, const char *dev, size_t i, const char *fie
     return ms;
 }
 
+/* The first column of the first row of 'sql' on the database, as text
+ * (the last answer's, until the next call). */
+static const char *sql_text(const char *sql)
+{
+    static char out[256];
+    sqlite3 *db = NULL;
+    sqlite3_stmt *s = NULL;
+
+    out[0] = '\0';
+    CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
+    CHECK_EQ_INT(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+    if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+        snprintf(out, sizeof(out), "%s", (const char *)sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return out;
+}
+
 static void test_intervals(void)
 {
     struct store *st = open_store();
@@ -183,6 +201,13 @@ static void test_intervals(void)
     CHECK_STREQ(summary(st, &q, s, sizeof(s)), "b/ub/closed;b/ub2/closed");
     q.limit = 100;
     CHECK_STREQ(summary(st, &q, s, sizeof(s)), "b/ub/closed;b/ub2/closed;b/ub2/closed");
+    q.from_ms = b_to - 1; /* from the end of b/ub's */
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "b/ub/closed;b/ub2/closed;b/ub2/closed");
+    q.from_ms = b_to;
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "b/ub2/closed;b/ub2/closed");
+    q.name = "a"; /* gpu-0's intervals of b are not a's */
+    q.from_ms = INT64_MIN;
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "a/ua/closed");
     q = (struct histq){.sel = HISTQ_AT, .at_ms = b_to};
     CHECK_STREQ(summary(st, &q, s, sizeof(s)), "b/ub2/closed");
     q.at_ms = b_to - 1;
@@ -253,6 +278,11 @@ static void test_prune(void)
     CHECK_STREQ(summary(st, &q, s, sizeof(s)), "");
     q.device = "gpu-0";
     CHECK_STREQ(summary(st, &q, s, sizeof(s)), "c/uc/open");
+    /* the pods whose intervals all went go, with their devices' rows */
+    CHECK_STREQ(sql_text("SELECT group_concat(p.name) FROM hist_pod p"), "c");
+    CHECK_STREQ(sql_text("SELECT group_concat(p.name||'/'||d.device_id) FROM hist_pod_dev x JOIN "
+                         "hist_pod p ON p.id=x.pod JOIN hist_dev d ON d.id=x.dev"),
+                "c/gpu-0");
     store_free(st);
 }
 
@@ -332,7 +362,7 @@ static void test_migration(void)
             "p.id=hist_bind.pod);"
             "UPDATE hist_bind SET to_ms=NULL WHERE to_ms=140737488355327;"
             "UPDATE hist_health SET to_ms=NULL WHERE to_ms=140737488355327;"
-            "ALTER TABLE hist_bind DROP COLUMN uid; DROP TABLE hist_ix_dev; DROP TABLE hist_ix_pod;"
+            "ALTER TABLE hist_bind DROP COLUMN uid; DROP TABLE hist_ix_dev; DROP TABLE hist_pod_dev;"
             "DROP TABLE hist_unsettled; DELETE FROM meta WHERE key='hist_folded';"
             "CREATE INDEX hist_bind_dev ON hist_bind(dev, from_ms);"
             "CREATE INDEX hist_bind_pod ON hist_bind(pod); PRAGMA user_version=6;",
