@@ -32,6 +32,7 @@ h1_run() {
     eval "sock=\$H_${1}_SOCK"
     sync
     l=$("$TOOLS/podbench" put "$sock" "$2" 3 200000) || die "put: $l"
+    log "  H1 $1, $2 clients: $(kv rate "$l") writes/s"
     eval "$3+=(\"\$(kv rate \"\$l\")\")"
 }
 # Runs alternate which build goes first (hist, nohist; then nohist, hist),
