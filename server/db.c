@@ -4,28 +4,79 @@
  * column helpers, and the read pool. No SQL of podresd's schema is here. */
 #define LOG_MOD "store"
 #include "../common/common.h"
+#include "../common/clock.h"
 #include "db.h"
 #include "sqlmem.h"
 #include "walvfs.h"
 
 #include <assert.h>
+#include <pthread.h>
 #include <stdarg.h>
+
+/* The last failure logged, across threads. */
+static struct {
+    pthread_mutex_t mu;
+    char text[512];    /* its message */
+    uint64_t at_ms;    /* when it was logged (monotonic) */
+    unsigned repeats;  /* times it failed again since, not logged */
+    uint64_t quiet_ms; /* DB_ERR_QUIET_MS, or a test's */
+} last_err = {PTHREAD_MUTEX_INITIALIZER, "", 0, 0, DB_ERR_QUIET_MS};
+
+void db_err_quiet_ms(uint64_t ms)
+{
+    pthread_mutex_lock(&last_err.mu);
+    last_err.quiet_ms = ms;
+    pthread_mutex_unlock(&last_err.mu);
+}
+
+/* Log 'text' at 'lvl', unless it is the last failure logged and that was
+ * less than the quiet interval ago. */
+static void report(enum log_level lvl, const char *text)
+{
+    uint64_t now = clock_mono_ms();
+    unsigned repeats = 0;
+    bool loud;
+
+    pthread_mutex_lock(&last_err.mu);
+    loud = strcmp(last_err.text, text) != 0 || now - last_err.at_ms >= last_err.quiet_ms;
+    if (loud) {
+        if (strcmp(last_err.text, text) == 0)
+            repeats = last_err.repeats;
+        snprintf(last_err.text, sizeof(last_err.text), "%s", text);
+        last_err.at_ms = now;
+        last_err.repeats = 0;
+    } else {
+        last_err.repeats++;
+    }
+    pthread_mutex_unlock(&last_err.mu);
+    if (loud && repeats)
+        log_write(lvl, LOG_MOD, "%s (and %u times more since it was last logged)", text, repeats);
+    else if (loud)
+        log_write(lvl, LOG_MOD, "%s", text);
+    else
+        log_debug("%s (again; logged once a minute)", text);
+}
 
 err_t db_err(sqlite3 *db, int rc, const char *what)
 {
     int prim = rc & 0xff;
+    char text[512];
 
+    if (prim == SQLITE_NOMEM)
+        return ERR_NOMEM;
     if (prim == SQLITE_FULL) {
-        log_warn("cannot %s: database or disk is full", what);
+        snprintf(text, sizeof(text), "cannot %s: database or disk is full", what);
+        report(LOG_WARN, text);
         return ERR_NOSPACE;
     }
     if (prim == SQLITE_BUSY || prim == SQLITE_LOCKED) {
-        log_warn("cannot %s: database is busy", what);
+        snprintf(text, sizeof(text), "cannot %s: database is busy", what);
+        report(LOG_WARN, text);
         return ERR_UNAVAIL;
     }
-    if (prim == SQLITE_NOMEM)
-        return ERR_NOMEM;
-    log_err("cannot %s: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    snprintf(text, sizeof(text), "cannot %s: %s", what,
+             db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    report(LOG_ERR, text);
     if (prim == SQLITE_IOERR && (rc == SQLITE_IOERR_WRITE || rc == SQLITE_IOERR_FSYNC))
         return ERR_NOSPACE;
     return ERR_DB;

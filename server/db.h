@@ -20,10 +20,16 @@
 #define DB_POOL_MAX 16 /* read connections at most, in use or idle */
 #define DB_POOL_WARM 2 /* idle read connections that keep their page cache */
 
-/* Map an SQLite result code 'rc' to an err_t, logging once what failed
+/* Map an SQLite result code 'rc' to an err_t, logging what failed
  * ("cannot <what>: <sqlite3_errmsg>"): a full disk (or a failed write or
  * fsync) is ERR_NOSPACE, a busy database ERR_UNAVAIL, else ERR_DB. 'db'
- * may be NULL. */
+ * may be NULL. The same failure again, the last one logged, is logged
+ * once every DB_ERR_QUIET_MS at most (at debug level in between), with the
+ * number of times it was not: a step retried every second that keeps
+ * failing does not log every second. */
+#define DB_ERR_QUIET_MS 60000
+/* Set that interval to 'ms' (tests; DB_ERR_QUIET_MS until then). */
+void db_err_quiet_ms(uint64_t ms);
 err_t db_err(sqlite3 *db, int rc, const char *what);
 
 /* Open (creating it if needed) the database 'path' with podresd's settings

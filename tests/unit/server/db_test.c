@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* db_test.c - SQLite connections (db.c): the statement cache, one-row
- * queries, and the database file being its process's (store_fx.h). */
+ * queries, the database file being its process's (store_fx.h), and a
+ * failure logged once, not each time it repeats. */
 #include "store_fx.h"
 
 /* The statement cache (db.c): more distinct statements than a
@@ -115,4 +116,70 @@ static void test_other_process(void)
     CHECK_EQ_INT(store_revision(f.st), 4);
     fx_close(&f);
 }
-TEST_MAIN(quiet, test_statement_cache, test_row, test_other_process)
+/* Run the failing statement 'sql' on 'db' 'times' times; the lines logged
+ * at err level (stderr, to a file meanwhile) into 'out'. */
+static void fail_logged(sqlite3 *db, const char *sql, int times, char *out, size_t cap)
+{
+    FILE *f = tmpfile();
+    int saved = dup(STDERR_FILENO), i;
+    size_t n = 0;
+
+    out[0] = '\0';
+    CHECK(f != NULL && saved >= 0);
+    if (!f || saved < 0)
+        return;
+    CHECK_OK(log_setup("text", "err"));
+    fflush(stderr);
+    dup2(fileno(f), STDERR_FILENO);
+    for (i = 0; i < times; i++)
+        CHECK_EQ_INT(db_exec(db, sql, NULL), ERR_DB);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    rewind(f);
+    n = fread(out, 1, cap - 1, f);
+    out[n] = '\0';
+    fclose(f);
+}
+
+static int lines(const char *s)
+{
+    int n = 0;
+
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* A failure logged again within the quiet interval is not logged; another
+ * failure is; the first, once the interval passed, with its count. */
+static void test_error_logged_once(void)
+{
+    struct fx f;
+    sqlite3 *db = NULL;
+    char out[4096];
+
+    if (fx_open(&f, 100))
+        return;
+    CHECK_OK(db_read_begin(&f.st->readers, &db));
+    if (!db) {
+        fx_close(&f);
+        return;
+    }
+    fail_logged(db, "SELECT * FROM nope", 5, out, sizeof(out));
+    CHECK_EQ_INT(lines(out), 1);
+    CHECK(strstr(out, "level=err") && strstr(out, "no such table: nope"));
+    fail_logged(db, "SELECT * FROM nope2", 1, out, sizeof(out));
+    CHECK_EQ_INT(lines(out), 1);
+    CHECK(strstr(out, "no such table: nope2") != NULL);
+    fail_logged(db, "SELECT * FROM nope2", 3, out, sizeof(out));
+    CHECK_EQ_INT(lines(out), 0);
+    db_err_quiet_ms(0);
+    fail_logged(db, "SELECT * FROM nope2", 1, out, sizeof(out));
+    CHECK(strstr(out, "no such table: nope2 (and 3 times more since it was last logged)") != NULL);
+    db_err_quiet_ms(DB_ERR_QUIET_MS);
+    db_read_end(&f.st->readers, db);
+    fx_close(&f);
+}
+
+TEST_MAIN(quiet, test_statement_cache, test_row, test_other_process, test_error_logged_once)
