@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test.h - a tiny TAP harness. Each CHECK prints "ok N" or "not ok N" with
  * both values and file:line; TEST_MAIN runs the listed tests and exits
- * non-zero when any check failed. */
+ * non-zero when any check failed; test_stderr_begin/end catch what is
+ * logged meanwhile. */
 #ifndef PODRES_TEST_H
 #define PODRES_TEST_H
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int test_n, test_failed;
 
@@ -17,7 +20,7 @@ static int test_n, test_failed;
             printf("ok %d - %s:%d\n", test_n, __FILE__, __LINE__);                                 \
         } else {                                                                                   \
             test_failed++;                                                                         \
-            printf("not ok %d - %s:%d: " fmt "\n", test_n, __FILE__, __LINE__, __VA_ARGS__);      \
+            printf("not ok %d - %s:%d: " fmt "\n", test_n, __FILE__, __LINE__, __VA_ARGS__);       \
         }                                                                                          \
     } while (0)
 
@@ -35,10 +38,47 @@ static int test_n, test_failed;
 #define CHECK_STREQ(a, b)                                                                          \
     do {                                                                                           \
         const char *check_a_ = (a), *check_b_ = (b);                                               \
-        TEST_REPORT(check_a_ && check_b_ && strcmp(check_a_, check_b_) == 0,                       \
+        TEST_REPORT(check_a_ &&check_b_ &&strcmp(check_a_, check_b_) == 0,                         \
                     "%s == \"%s\", want \"%s\"", #a, check_a_ ? check_a_ : "(null)",               \
                     check_b_ ? check_b_ : "(null)");                                               \
     } while (0)
+
+/* stderr sent to a temporary file, between test_stderr_begin() and
+ * test_stderr_end(). */
+struct test_stderr {
+    FILE *f;   /* the file */
+    int saved; /* stderr's descriptor before */
+};
+
+/* false (and stderr unchanged) when it cannot. */
+static inline bool test_stderr_begin(struct test_stderr *c)
+{
+    c->f = tmpfile();
+    c->saved = c->f ? dup(STDERR_FILENO) : -1;
+    if (c->saved < 0) {
+        if (c->f)
+            fclose(c->f);
+        return false;
+    }
+    fflush(stderr);
+    dup2(fileno(c->f), STDERR_FILENO);
+    return true;
+}
+
+/* stderr back; what was written to it since into 'out' (cap >= 1 bytes,
+ * cut to fit, NUL-terminated). */
+static inline void test_stderr_end(struct test_stderr *c, char *out, size_t cap)
+{
+    size_t n;
+
+    fflush(stderr);
+    dup2(c->saved, STDERR_FILENO);
+    close(c->saved);
+    rewind(c->f);
+    n = fread(out, 1, cap - 1, c->f);
+    out[n] = '\0';
+    fclose(c->f);
+}
 
 #define TEST_MAIN(...)                                                                             \
     int main(void)                                                                                 \

@@ -29,22 +29,15 @@ static void test_time(void)
 /* The line log_write() writes to stderr for one message. */
 static void capture(const char *format, char *out, size_t cap)
 {
-    FILE *f = tmpfile();
-    int saved = dup(STDERR_FILENO);
-    size_t n;
+    struct test_stderr c;
 
-    CHECK(f != NULL && saved >= 0);
-    if (!f || saved < 0)
-        return;
+    out[0] = '\0';
     CHECK_OK(log_setup(format, "debug"));
-    dup2(fileno(f), STDERR_FILENO);
+    CHECK(test_stderr_begin(&c));
+    if (c.saved < 0)
+        return;
     log_write(LOG_WARN, "test", "cannot open '%s'", "a\"b");
-    dup2(saved, STDERR_FILENO);
-    close(saved);
-    rewind(f);
-    n = fread(out, 1, cap - 1, f);
-    out[n] = '\0';
-    fclose(f);
+    test_stderr_end(&c, out, cap);
 }
 
 static bool matches(const char *s, const char *pattern)

@@ -120,26 +120,17 @@ static void test_other_process(void)
  * at err level (stderr, to a file meanwhile) into 'out'. */
 static void fail_logged(sqlite3 *db, const char *sql, int times, char *out, size_t cap)
 {
-    FILE *f = tmpfile();
-    int saved = dup(STDERR_FILENO), i;
-    size_t n = 0;
+    struct test_stderr c;
+    int i;
 
     out[0] = '\0';
-    CHECK(f != NULL && saved >= 0);
-    if (!f || saved < 0)
-        return;
     CHECK_OK(log_setup("text", "err"));
-    fflush(stderr);
-    dup2(fileno(f), STDERR_FILENO);
+    CHECK(test_stderr_begin(&c));
+    if (c.saved < 0)
+        return;
     for (i = 0; i < times; i++)
         CHECK_EQ_INT(db_exec(db, sql, NULL), ERR_DB);
-    fflush(stderr);
-    dup2(saved, STDERR_FILENO);
-    close(saved);
-    rewind(f);
-    n = fread(out, 1, cap - 1, f);
-    out[n] = '\0';
-    fclose(f);
+    test_stderr_end(&c, out, cap);
 }
 
 static int lines(const char *s)
