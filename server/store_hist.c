@@ -80,10 +80,6 @@ static void health_row(struct jsonw *w, sqlite3_stmt *s)
     "WITH RECURSIVE nm(n) AS (SELECT ?1 UNION SELECT x.device_id FROM device_names x JOIN nm "     \
     "ON x.name=nm.n UNION SELECT j.value FROM nm JOIN devices d ON d.id=nm.n,"                     \
     "json_each(d.aliases) j) "
-/* The last hist_bind id folded into the lookups
- * (schema/0007_history_fold.sql): rows past it are read from hist_bind
- * itself. */
-#define FOLDED "(SELECT value FROM meta WHERE key='hist_folded')"
 /* ?1 device, ?2 resource or NULL, [?3, ?4) the window, ?5 after, ?6 limit.
  * A device's intervals do not overlap: of those that start before the
  * window, only the last can reach into it. Those past the fold start after
@@ -93,7 +89,7 @@ static const char by_device_sql[] = NAMES_CTE
     "NULL OR d.resource=?2)),iv(id) AS (SELECT x.id FROM dv CROSS JOIN hist_ix_dev x ON "
     "x.dev=dv.id WHERE x.from_ms>=ifnull((SELECT max(y.from_ms) FROM hist_ix_dev y WHERE "
     "y.dev=dv.id AND y.from_ms<=?3),?3) AND x.from_ms<?4 UNION ALL SELECT t.id FROM hist_bind t "
-    "WHERE t.id>" FOLDED " AND t.dev IN dv) " BIND_COLS
+    "WHERE t.id>" HIST_FOLDED " AND t.dev IN dv) " BIND_COLS
     "FROM iv CROSS JOIN hist_bind b ON b.id=iv.id JOIN hist_dev d ON d.id=b.dev JOIN hist_pod p "
     "ON p.id=b.pod WHERE b.from_ms<?4 AND b.to_ms>?3 AND +b.id>?5 ORDER BY b.from_ms,b.id LIMIT ?6";
 /* The hist_pod rows of pod ?1/?2 and their intervals: folded, those of
@@ -106,7 +102,7 @@ static const char by_pod_sql[] =
     "SELECT x.id,pd.pod FROM pp CROSS JOIN hist_pod_dev pd ON pd.pod=pp.id CROSS JOIN hist_ix_dev "
     "x ON x.dev=pd.dev WHERE x.from_ms>=max(pd.first_ms,ifnull((SELECT max(y.from_ms) FROM "
     "hist_ix_dev y WHERE y.dev=pd.dev AND y.from_ms<=?3),?3)) AND x.from_ms<=pd.last_ms AND "
-    "x.from_ms<?4 UNION ALL SELECT t.id,t.pod FROM hist_bind t WHERE t.id>" FOLDED
+    "x.from_ms<?4 UNION ALL SELECT t.id,t.pod FROM hist_bind t WHERE t.id>" HIST_FOLDED
     " AND t.pod IN pp) " BIND_COLS
     "FROM iv CROSS JOIN hist_bind b ON b.id=iv.id JOIN hist_dev d ON d.id=b.dev JOIN hist_pod p "
     "ON p.id=b.pod WHERE b.pod=iv.pod AND b.from_ms<?4 AND b.to_ms>?3 AND +b.id>?5 ORDER BY +b.id "
@@ -120,7 +116,7 @@ static const char health_sql[] = NAMES_CTE
 /* Each device's last interval starting at or before ?1 (ids grow with the
  * start: of a device's rows past the fold, the largest id). */
 #define LAST_BEFORE(op)                                                                            \
-    "tl(dev,id) AS MATERIALIZED (SELECT dev,max(id) FROM hist_bind WHERE id>" FOLDED               \
+    "tl(dev,id) AS MATERIALIZED (SELECT dev,max(id) FROM hist_bind WHERE id>" HIST_FOLDED          \
     " AND from_ms" op "?1 GROUP BY dev) "
 #define LAST_JOIN(op)                                                                              \
     "FROM hist_dev d LEFT JOIN tl ON tl.dev=d.id JOIN hist_bind b ON b.id=ifnull(tl.id,(SELECT "   \
@@ -441,7 +437,7 @@ static err_t fold(struct store *st, bool *more)
 {
     sqlite3 *db = st->commit.db;
     uint64_t lo = 0, hi = 0, after = 0;
-    err_t rc = db_get_u64(db, &lo, "SELECT value FROM meta WHERE key='hist_folded'", NULL);
+    err_t rc = db_get_u64(db, &lo, "SELECT " HIST_FOLDED, NULL);
 
     if (!rc)
         rc = db_get_u64(db, &hi,
@@ -481,9 +477,9 @@ static err_t fold(struct store *st, bool *more)
  * cap of the oldest that ended [1], else the last; of hist_bind, folded
  * ones only (what is settled). */
 static const char *const prune_hi_sql[2][2] = {
-    {"SELECT max(id) FROM (SELECT id FROM hist_bind WHERE id<(?1<<10) AND id<=" FOLDED " AND "
+    {"SELECT max(id) FROM (SELECT id FROM hist_bind WHERE id<(?1<<10) AND id<=" HIST_FOLDED " AND "
      "to_ms<?1 ORDER BY id LIMIT ?3)",
-     "SELECT max(id) FROM (SELECT id FROM hist_bind WHERE id<=" FOLDED " AND to_ms<" HIST_OPEN
+     "SELECT max(id) FROM (SELECT id FROM hist_bind WHERE id<=" HIST_FOLDED " AND to_ms<" HIST_OPEN
      " ORDER BY id LIMIT ?3)"},
     {"SELECT max(id) FROM (SELECT id FROM hist_health WHERE id<(?1<<10) AND to_ms<?1 ORDER BY id "
      "LIMIT ?3)",
@@ -552,7 +548,7 @@ static const char *const prune_pods_sql[] = {
     "DELETE FROM hist_pod_dev WHERE pod>?1 AND pod<=?2 AND last_id<ifnull((SELECT min(id) FROM "
     "hist_bind),9223372036854775807)",
     "DELETE FROM hist_pod WHERE id>?1 AND id<=?2 AND NOT EXISTS (SELECT 1 FROM hist_pod_dev x "
-    "WHERE x.pod=hist_pod.id) AND id NOT IN (SELECT pod FROM hist_bind WHERE id>" FOLDED ")",
+    "WHERE x.pod=hist_pod.id) AND id NOT IN (SELECT pod FROM hist_bind WHERE id>" HIST_FOLDED ")",
 };
 
 /* hist_pod rows no interval names any more, and their hist_pod_dev rows,
@@ -688,7 +684,7 @@ static const struct {
         open ones counted up to now */
      "SELECT ns,res,sum(ms) FROM (SELECT namespace ns,resource res,ms FROM hist_usage UNION ALL "
      "SELECT p.namespace,d.resource,max(0,min(b.to_ms,?1)-b.from_ms) FROM (SELECT id FROM "
-     "hist_unsettled UNION ALL SELECT id FROM hist_bind WHERE id>" FOLDED ") u CROSS JOIN "
+     "hist_unsettled UNION ALL SELECT id FROM hist_bind WHERE id>" HIST_FOLDED ") u CROSS JOIN "
      "hist_bind b ON b.id=u.id JOIN hist_dev d ON d.id=b.dev JOIN hist_pod p ON p.id=b.pod) "
      "GROUP BY 1,2 ORDER BY 1,2",
      seconds_row},

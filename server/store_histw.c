@@ -291,7 +291,7 @@ void st_hist_forget_pods(struct store *st)
  * folded. */
 static const char dev_sql[] =
     "SELECT d.id,b.id FROM hist_dev d LEFT JOIN hist_bind b ON b.id=ifnull((SELECT "
-    "max(t.id) FROM hist_bind t WHERE t.id>(SELECT value FROM meta WHERE key='hist_folded') AND "
+    "max(t.id) FROM hist_bind t WHERE t.id>" HIST_FOLDED " AND "
     "t.dev=d.id),(SELECT x.id FROM hist_ix_dev x WHERE x.dev=d.id ORDER BY x.from_ms DESC,x.id "
     "DESC LIMIT 1)) AND b.to_ms=" HIST_OPEN " WHERE d.resource=?1 AND d.device_id=?2";
 
@@ -427,7 +427,7 @@ static err_t last_id(struct store *st)
     err_t rc = db_get_u64(st->commit.db, &st->hist.last_id,
                           "SELECT max(ifnull((SELECT max(id) FROM hist_bind),0),"
                           "ifnull((SELECT max(id) FROM hist_health),0),"
-                          "ifnull((SELECT value FROM meta WHERE key='hist_folded'),0))",
+                          "ifnull(" HIST_FOLDED ",0))",
                           NULL);
 
     st->commit.now_ms = st->hist.last_id >> 10;

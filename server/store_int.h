@@ -19,6 +19,10 @@
  * and as a number. A time asked for is taken at most HIST_OPEN_MS - 1. */
 #define HIST_OPEN "140737488355327"
 #define HIST_OPEN_MS INT64_C(140737488355327)
+/* The last hist_bind id folded into the lookups
+ * (schema/0007_history_fold.sql), as an SQL subquery: rows past it are
+ * read from hist_bind itself. */
+#define HIST_FOLDED "(SELECT value FROM meta WHERE key='hist_folded')"
 
 /* The history's state on the write connection (store_histw.c,
  * store_hist.c). */

@@ -149,12 +149,20 @@ static void test_intervals(void)
                       .to_ms = INT64_MAX,
                       .limit = 100};
     char s[512];
-    int64_t b_to;
+    int64_t b_to, far = 0;
 
     put_devices(st, "{\"devices\":[{\"id\":\"gpu-0\"},{\"id\":\"gpu-1\"}]}");
     bind(st, "a", "ua", "gpu-0");
     pause_ms();
     CHECK_STREQ(summary(st, &q, s, sizeof(s)), "a/ua/open");
+    /* a time past an open interval's stored end (2^47 - 1 ms) still falls
+       in it */
+    CHECK_OK(histq_parse_time("9999-12-31T23:59:59Z", &far));
+    q.from_ms = far;
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), "a/ua/open");
+    q.from_ms = INT64_MIN;
+    CHECK_STREQ(summary(st, &(struct histq){.sel = HISTQ_AT, .at_ms = far}, s, sizeof(s)),
+                "a/ua/open");
     release(st, "a");
     fold_all(st); /* a's interval folded, the ones below not */
     pause_ms();
