@@ -38,6 +38,7 @@ void changelog_release(struct changelog *cl)
     free(cl->ev);
     cl->ev = NULL;
     cl->cap = 0;
+    strbuf_release(&cl->hist);
 }
 
 void changelog_set_feed(struct changelog *cl, struct feed *feed)
@@ -302,12 +303,14 @@ void changelog_undo(struct changelog *cl, struct changelog_mark m)
     assert(m.nev <= cl->nev && m.rev <= cl->tx_rev);
     drop_from(cl, m.nev);
     cl->tx_rev = m.rev;
+    cl->hist.len = 0;
 }
 
 void changelog_abort(struct changelog *cl)
 {
     drop_from(cl, 0);
     cl->tx_rev = cl->rev;
+    cl->hist.len = 0;
 }
 
 void changelog_commit(struct changelog *cl)
@@ -368,20 +371,33 @@ static void event_head(struct jsonw *w, const char *type, const char *kind, uint
 static err_t emit_line(struct changelog *cl, const char *kind, const char *ns, struct jsonw *w)
 {
     uint64_t rev = cl->tx_rev + 1;
+    sqlite3_stmt *s = NULL;
     size_t len = 0;
     char *line;
-    err_t rc;
+    bool row;
+    err_t rc = ERR_OK;
 
     jsonw_lit(w, "}\n");
     line = jsonw_detach(w, &len);
     if (!line)
         return ERR_NOMEM;
+    if (cl->keeper.keep && rev > cl->ring && rev - cl->ring > cl->kept)
+        rc = cl->keeper.keep(cl->keeper.arg, rev);
     line[len - 1] = '\0'; /* the row holds the line without its newline */
-    rc = db_exec(cl->wdb,
-                 "INSERT OR REPLACE INTO changes(slot,revision,kind,namespace,event) "
-                 "VALUES(?,?,?,?,?)",
-                 "uuttt", rev % cl->ring, rev, kind, ns ? ns : "", line);
+    if (!rc)
+        rc = db_prep(cl->wdb, &s,
+                     "INSERT OR REPLACE INTO changes(slot,revision,kind,namespace,event,hist) "
+                     "VALUES(?,?,?,?,?,?)",
+                     "uuttt", rev % cl->ring, rev, kind, ns ? ns : "", line);
+    if (!rc && cl->hist.len &&
+        sqlite3_bind_blob(s, 6, cl->hist.buf, (int)cl->hist.len, SQLITE_STATIC) != SQLITE_OK)
+        rc = db_err(cl->wdb, sqlite3_errcode(cl->wdb), "bind a change's history");
+    if (!rc)
+        rc = db_step(cl->wdb, s, &row);
+    db_done(s);
     line[len - 1] = '\n';
+    if (!rc)
+        cl->hist.len = 0;
     if (!rc)
         rc = push_event(cl, kind, ns, line, len);
     if (rc) {

@@ -21,17 +21,33 @@
 #include <stdint.h>
 
 #include "../common/err.h"
+#include "../common/strbuf.h"
 #include "feed.h"
 
+/* What the change log asks of the history (store_histw.c): that the
+ * operations a row holds be applied before the ring overwrites the row. */
+struct changelog_keeper {
+    void *arg; /* given to 'keep' */
+    /* Apply every operation of the log up to the open batch's last
+       revision; called before revision 'rev' overwrites revision
+       'rev' - ring when that is past 'kept'. Sets 'kept'. */
+    err_t (*keep)(void *arg, uint64_t rev);
+};
+
 struct changelog {
-    uint64_t ring;         /* slots of the ring, the revisions kept (>= 1) */
-    sqlite3 *wdb;          /* the write connection; borrowed, set by changelog_open() */
-    struct feed *feed;     /* gets each committed batch's events; borrowed, may be NULL */
-    uint64_t rev;          /* the last committed revision (atomic for readers) */
-    uint64_t tx_rev;       /* the last revision taken inside the open batch */
-    struct feed_event *ev; /* the open batch's events, revisions rev+1..tx_rev */
-    size_t nev;            /* events in 'ev': always tx_rev - rev */
-    size_t cap;            /* slots allocated in 'ev' */
+    uint64_t ring;                  /* slots of the ring, the revisions kept (>= 1) */
+    sqlite3 *wdb;                   /* the write connection; borrowed, set by changelog_open() */
+    struct feed *feed;              /* gets each committed batch's events; borrowed, may be NULL */
+    uint64_t rev;                   /* the last committed revision (atomic for readers) */
+    uint64_t tx_rev;                /* the last revision taken inside the open batch */
+    struct feed_event *ev;          /* the open batch's events, revisions rev+1..tx_rev */
+    size_t nev;                     /* events in 'ev': always tx_rev - rev */
+    size_t cap;                     /* slots allocated in 'ev' */
+    struct strbuf hist;             /* the history's operations for the next row's 'hist'
+                                       column (schema/0010_history_ops.sql); empty: NULL */
+    uint64_t kept;                  /* revisions up to this one have no operation left to
+                                       apply: the ring may overwrite them */
+    struct changelog_keeper keeper; /* NULL 'keep': no operations are written */
 };
 
 /* Where a write of the batch began: changelog_undo() goes back to it. */
@@ -76,9 +92,11 @@ err_t changelog_read(struct changelog *cl, sqlite3 *db, uint64_t *cursor,
 void changelog_begin(struct changelog *cl);
 /* Where the log of the open batch is now. */
 struct changelog_mark changelog_mark(const struct changelog *cl);
-/* Drop the events emitted after 'm' (their write was rolled back). */
+/* Drop the events emitted after 'm' (their write was rolled back), and
+ * the history's operations not in a row yet. */
 void changelog_undo(struct changelog *cl, struct changelog_mark m);
-/* The batch was rolled back: drop its events, the revision stays. */
+/* The batch was rolled back: drop its events and operations not in a row
+ * yet, the revision stays. */
 void changelog_abort(struct changelog *cl);
 /* The batch committed: its last revision becomes the revision and its
  * events go to the feed. */
@@ -88,7 +106,8 @@ uint64_t changelog_next(const struct changelog *cl);
 /* Record event 'type' ("ADDED", "MODIFIED", "DELETED") of 'kind' in
  * namespace 'ns' (NULL: none) for the object 'obj' (borrowed), whose
  * "revision" must be changelog_next(): one row of the log, one pending
- * event; takes the revision. */
+ * event; takes the revision. The row takes the history's operations in
+ * cl->hist, which empties. */
 err_t changelog_emit(struct changelog *cl, const char *type, const char *kind, const char *ns,
                      const json_t *obj) WARN_UNUSED;
 /* The same for an object already serialised: 'n' bytes of compact JSON. */

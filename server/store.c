@@ -82,10 +82,12 @@ err_t store_open(const struct store_opts *opts, struct store **out)
     rc = migrate(st->commit.db);
     if (rc)
         goto out;
-    rc = changelog_open(&st->log, st->commit.db);
+    /* the history first: it applies what the log holds for it before the
+       ring is laid out again */
+    rc = st_hist_attach(st);
     if (rc)
         goto out;
-    rc = st_hist_attach(st);
+    rc = changelog_open(&st->log, st->commit.db);
     if (rc)
         goto out;
     rc = commit_start(&st->commit, st->path);
@@ -141,8 +143,9 @@ struct st_op {
 static err_t st_op_run(void *arg)
 {
     struct st_op *o = arg;
+    err_t rc = o->fn(o->st, o->ctx);
 
-    return o->fn(o->st, o->ctx);
+    return rc ? rc : st_hist_after_write(o->st);
 }
 
 err_t st_write(struct store *st, err_t (*fn)(struct store *st, void *ctx), void *ctx)

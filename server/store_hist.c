@@ -14,6 +14,15 @@
 
 /* ---- reads ---- */
 
+/* Before a read: the binding operations committed so far applied
+ * (st_hist_sync). When that write fails (logged by it), the read answers
+ * from what is applied, and the failure is counted. */
+static void read_sync(struct store *st)
+{
+    if (st_hist_sync(st))
+        atomic_fetch_add_explicit(&st->hist_failures, 1, memory_order_relaxed);
+}
+
 /* A time column: an RFC 3339 string (no byte of it needs escaping), or
  * null for the end of an open interval. */
 static void time_text(struct jsonw *w, sqlite3_stmt *s, int col)
@@ -176,8 +185,10 @@ err_t store_history_text(struct store *st, const struct histq *q, char **text, s
     sqlite3_stmt *s = NULL;
     struct jsonw w = JSONW_INIT;
     int64_t lim = (int64_t)q->limit + 1;
-    err_t rc = db_read_begin(&st->readers, &db);
+    err_t rc;
 
+    read_sync(st);
+    rc = db_read_begin(&st->readers, &db);
     if (rc)
         return rc;
     if (q->sel == HISTQ_AT)
@@ -275,8 +286,12 @@ err_t store_usage(struct store *st, const struct histq *q, int64_t now_ms, json_
     sqlite3_stmt *s = NULL;
     json_t *arr = json_array(), *o = json_object();
     bool row;
-    err_t rc = arr && o ? db_read_begin(&st->readers, &db) : ERR_NOMEM;
+    err_t rc = arr && o ? ERR_OK : ERR_NOMEM;
 
+    if (!rc) {
+        read_sync(st);
+        rc = db_read_begin(&st->readers, &db);
+    }
     if (rc)
         goto out;
     rc = db_prep(db, &s, usage_sql[q->by], "iiit", before_open(q->from_ms), before_open(q->to_ms),
@@ -306,7 +321,7 @@ out:
 
 /* ---- folding ---- */
 
-#define FOLD_ROWS 1024 /* intervals one step folds at most: a few ms of the writer */
+#define FOLD_ROWS 8192 /* intervals one step folds at most: a few ms of the writer */
 
 /* An interval a step reads: of the step, or folded open and closed
  * since (hist_unsettled). */
@@ -433,7 +448,7 @@ static err_t fold_settle(sqlite3 *db, uint64_t lo, uint64_t hi)
 
 /* Fold up to FOLD_ROWS intervals into the lookups; '*more' when more
  * wait. */
-static err_t fold(struct store *st, bool *more)
+err_t st_hist_fold(struct store *st, bool *more)
 {
     sqlite3 *db = st->commit.db;
     uint64_t lo = 0, hi = 0, after = 0;
@@ -593,8 +608,10 @@ static err_t prune_run(struct store *st, void *ctx)
 {
     struct prune_op *o = ctx;
     sqlite3_int64 before = sqlite3_total_changes64(st->commit.db);
-    err_t rc = fold(st, &o->more);
+    err_t rc = st_hist_replay(st);
 
+    if (!rc)
+        rc = st_hist_fold(st, &o->more);
     if (!rc)
         rc = prune_table(st, o, 0);
     if (!rc)
@@ -628,7 +645,8 @@ err_t store_history_prune(struct store *st, int64_t now_ms, uint64_t retention_m
     struct prune_op o = {
         .cut_ms = now_ms - (int64_t)retention_ms, .max_rows = max_rows, .counted = {-1, -1}};
     int t;
-    err_t rc = ERR_OK;
+    /* the operations not applied yet first: the count takes their rows */
+    err_t rc = st_hist_sync(st);
 
     for (t = 0; !rc && max_rows && t < 2; t++) {
         if (__atomic_load_n(&st->hist.rows[t], __ATOMIC_RELAXED) < 0)
@@ -717,8 +735,12 @@ err_t store_device_metrics(struct store *st, int64_t now_ms, json_t **out)
     sqlite3 *db = NULL;
     json_t *o = json_object();
     size_t i;
-    err_t rc = o ? db_read_begin(&st->readers, &db) : ERR_NOMEM;
+    err_t rc = o ? ERR_OK : ERR_NOMEM;
 
+    if (!rc) {
+        read_sync(st);
+        rc = db_read_begin(&st->readers, &db);
+    }
     if (rc) {
         json_decref(o);
         return rc;

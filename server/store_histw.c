@@ -16,6 +16,7 @@
 #include "store_int.h"
 
 #include <assert.h>
+#include <stdatomic.h>
 
 /* ---- health: the triggers ---- */
 
@@ -62,7 +63,12 @@ static void given(struct store *st, int t);
 
 uint64_t st_hist_next_id(struct store *st, int t)
 {
-    uint64_t id = st->commit.now_ms << 10;
+    return st_hist_next_id_at(st, t, st->commit.now_ms);
+}
+
+uint64_t st_hist_next_id_at(struct store *st, int t, uint64_t ms)
+{
+    uint64_t id = ms << 10;
 
     if (id <= st->hist.last_id)
         id = st->hist.last_id + 1;
@@ -96,6 +102,12 @@ static void fn_id(sqlite3_context *cx, int argc, sqlite3_value **argv)
 
 /* ---- what the writer knows ---- */
 
+/* Revisions past the mark after which a write replays
+ * (st_hist_after_write): the ring's keeper replays only when a row is
+ * about to be overwritten, which with a large ring is a long replay
+ * inside one write. */
+#define REPLAY_LAG 1024
+
 #define KNOWN_MAX 1024 /* devices, and pods, known at most; past it, all are forgotten */
 
 /* A device the writer knows, with its interned id and its open interval;
@@ -105,6 +117,7 @@ struct hent {
     uint32_t klen; /* bytes of 'key' */
     uint64_t id;   /* its hist_dev or hist_pod id */
     uint64_t open; /* a device's open interval, 0 none */
+    size_t pend;   /* a device's interval a replay opened and holds: its index + 1; 0 none */
     char key[];    /* "resource\0id\0", "namespace\0name\0" */
 };
 
@@ -115,12 +128,16 @@ struct hmap {
 };
 
 struct hist_writer {
-    struct hmap devs;    /* known devices */
-    struct hmap pods;    /* known pods */
-    bool wrote[2];       /* the batch's kept writes, the current write wrote intervals */
-    int64_t given[2][2]; /* interval ids counted in hist.rows[t] by the batch's kept
-                            writes [0] and the current write [1]: taken back when they
-                            roll back, so that the cap counts only rows there are */
+    struct hmap devs;           /* known devices */
+    struct hmap pods;           /* known pods */
+    uint64_t mark;              /* the revision replayed up to, in the open batch (schema 10) */
+    bool mark_stale;            /* a rollback may have taken 'mark' back: read it again */
+    _Atomic uint64_t pending;   /* the last revision a write gave operations */
+    _Atomic uint64_t published; /* the revision replayed up to, committed */
+    bool wrote[2];              /* the batch's kept writes, the current write wrote intervals */
+    int64_t given[2][2];        /* interval ids counted in hist.rows[t] by the batch's kept
+                                   writes [0] and the current write [1]: taken back when they
+                                   roll back, so that the cap counts only rows there are */
 };
 
 /* A key of two texts. */
@@ -218,6 +235,14 @@ static void given(struct store *st, int t)
         st->hist.w->given[1][t]++;
 }
 
+/* A rollback may have taken the mark back: read it again before it is
+ * used, and let the change log ask before overwriting any row. */
+static void mark_lost(struct store *st)
+{
+    st->hist.w->mark_stale = true;
+    st->log.kept = 0;
+}
+
 /* Take back from the row counts the ids of writes 'i' (0 the batch's kept,
  * 1 the current), rolled back, and forget them. */
 static void ungive(struct store *st, int i, bool rolled_back)
@@ -246,6 +271,7 @@ static void member_end(void *arg, bool kept)
         w->given[0][1] += w->given[1][1];
     } else if (w->wrote[1]) {
         forget(w);
+        mark_lost(st);
     }
     ungive(st, 1, !kept);
     w->wrote[1] = false;
@@ -257,8 +283,12 @@ static void batch_end(void *arg, bool committed)
     struct store *st = arg;
     struct hist_writer *w = st->hist.w;
 
-    if (!committed && (w->wrote[0] || w->wrote[1]))
+    if (!committed && (w->wrote[0] || w->wrote[1])) {
         forget(w);
+        mark_lost(st);
+    }
+    if (committed && !w->mark_stale)
+        atomic_store_explicit(&w->published, w->mark, memory_order_release);
     ungive(st, 0, !committed);
     ungive(st, 1, !committed);
     w->wrote[0] = w->wrote[1] = false;
@@ -286,6 +316,67 @@ void st_hist_forget_pods(struct store *st)
 
 /* ---- binding intervals ---- */
 
+/* A binding operation as a row's 'hist' holds it
+ * (schema/0010_history_ops.sql), one after another: the byte 'B' (taken)
+ * or 'U' (let go), the time in ms (8 bytes, little-endian), then the
+ * texts, each ended by its '\0': resource, device id; for 'B', namespace,
+ * pod, uid, container. */
+#define OP_TEXTS_B 6
+#define OP_TEXTS_U 2
+
+struct hist_op {
+    char kind;                    /* 'B' or 'U' */
+    int64_t ms;                   /* its time */
+    const char *text[OP_TEXTS_B]; /* into the bytes it was read from */
+};
+
+static err_t op_put(struct store *st, char kind, const char *const *text, int n)
+{
+    struct strbuf *b = &st->log.hist;
+    unsigned char head[9];
+    uint64_t ms = st->commit.now_ms;
+    int i;
+    err_t rc;
+
+    head[0] = (unsigned char)kind;
+    for (i = 0; i < 8; i++)
+        head[1 + i] = (unsigned char)(ms >> (8 * i));
+    rc = strbuf_add(b, head, sizeof(head));
+    for (i = 0; !rc && i < n; i++)
+        rc = strbuf_add(b, text[i], strlen(text[i]) + 1);
+    if (!rc)
+        atomic_store_explicit(&st->hist.w->pending, changelog_next(&st->log), memory_order_release);
+    return rc;
+}
+
+/* The operation at *p in [*p, end) into 'op', *p moved past it; false at
+ * the end, or on bytes no writer made. */
+static bool op_get(const char **p, const char *end, struct hist_op *op)
+{
+    const unsigned char *u = (const unsigned char *)*p;
+    const char *q;
+    int i, n;
+
+    if (end - *p < 9 || (u[0] != 'B' && u[0] != 'U'))
+        return false;
+    op->kind = (char)u[0];
+    op->ms = 0;
+    for (i = 0; i < 8; i++)
+        op->ms |= (int64_t)((uint64_t)u[1 + i] << (8 * i));
+    q = *p + 9;
+    n = op->kind == 'B' ? OP_TEXTS_B : OP_TEXTS_U;
+    for (i = 0; i < n; i++) {
+        const char *z = memchr(q, '\0', (size_t)(end - q));
+
+        if (!z)
+            return false;
+        op->text[i] = q;
+        q = z + 1;
+    }
+    *p = q;
+    return true;
+}
+
 /* A device's hist_dev id and its last interval, if open: the last of the
  * rows past the fold (schema/0007_history_fold.sql), else the last
  * folded. */
@@ -295,9 +386,28 @@ static const char dev_sql[] =
     "t.dev=d.id),(SELECT x.id FROM hist_ix_dev x WHERE x.dev=d.id ORDER BY x.from_ms DESC,x.id "
     "DESC LIMIT 1)) AND b.to_ms=" HIST_OPEN " WHERE d.resource=?1 AND d.device_id=?2";
 
+/* An interval a replay opened, written when the replay ends: most close
+ * before, and are written closed. */
+struct pend {
+    uint64_t id, dev, pod;
+    const char *uid, *container;
+    int64_t from_ms, to_ms;
+    struct hent *d; /* its device: told the id of the one left open */
+};
+
+/* What a replay has opened and not written yet. */
+struct replay {
+    struct pend *v;
+    size_t n, cap;
+};
+
+static err_t pend_write(struct store *st, struct replay *r);
+
 /* Device 'res' 'id' as known, else as read; with 'add', interned when it
- * has no row (without, *out is NULL then: no row, no interval). */
-static err_t dev_get(struct store *st, const char *res, const char *id, bool add, struct hent **out)
+ * has no row (without, *out is NULL then: no row, no interval). Knowing
+ * one more may forget all: what the replay holds is written first. */
+static err_t dev_get(struct store *st, struct replay *r, const char *res, const char *id, bool add,
+                     struct hent **out)
 {
     struct hist_writer *w = st->hist.w;
     struct hkey k;
@@ -308,7 +418,9 @@ static err_t dev_get(struct store *st, const char *res, const char *id, bool add
     *out = hmap_get(&w->devs, &k);
     if (*out)
         return ERR_OK;
-    rc = db_row(st->commit.db, &s, dev_sql, "tt", res, id);
+    rc = w->devs.n == KNOWN_MAX ? pend_write(st, r) : ERR_OK;
+    if (!rc)
+        rc = db_row(st->commit.db, &s, dev_sql, "tt", res, id);
     if (!rc) {
         *out = hmap_add(&w->devs, &k, (uint64_t)sqlite3_column_int64(s, 0));
         if (*out && sqlite3_column_type(s, 1) != SQLITE_NULL)
@@ -354,67 +466,294 @@ static err_t pod_get(struct store *st, const char *ns, const char *name, uint64_
     return hmap_add(&w->pods, &k, *id) ? ERR_OK : ERR_NOMEM;
 }
 
-/* Close the open interval of device 'd', if any, at the write's time. */
-static err_t dev_close(struct store *st, struct hent *d)
+/* Close the open interval of device 'd', if any, at 'ms': in the replay's
+ * hands, or written. */
+static err_t dev_close(struct store *st, struct replay *r, struct hent *d, int64_t ms)
 {
     err_t rc;
 
-    if (!d || !d->open)
+    if (!d)
         return ERR_OK;
-    rc = db_exec(st->commit.db, "UPDATE hist_bind SET to_ms=? WHERE id=?", "iu",
-                 (int64_t)st->commit.now_ms, d->open);
+    if (d->pend) {
+        r->v[d->pend - 1].to_ms = ms;
+        d->pend = 0;
+        return ERR_OK;
+    }
+    if (!d->open)
+        return ERR_OK;
+    rc = db_exec(st->commit.db, "UPDATE hist_bind SET to_ms=? WHERE id=?", "iu", ms, d->open);
     d->open = 0;
     return rc;
 }
 
-/* Open an interval of device 'd' held by instance 'uid' of pod 'pod' in
- * 'container', from the write's time. */
-static err_t dev_open(struct store *st, struct hent *d, uint64_t pod, const char *uid,
-                      const char *container)
+/* Write the intervals the replay opened, in id order (appended); a device
+ * whose interval is left open knows it by its id. */
+static err_t pend_write(struct store *st, struct replay *r)
 {
-    int64_t now = (int64_t)st->commit.now_ms;
-    uint64_t id = st_hist_next_id(st, 0);
-    err_t rc = db_exec(
-        st->commit.db,
-        "INSERT INTO hist_bind(id,dev,pod,uid,container,from_ms,to_ms) VALUES(?,?,?,?,?,?," HIST_OPEN
-        ")",
-        "uuutti", id, d->id, pod, uid, container, now);
+    size_t i;
+    err_t rc = ERR_OK;
+
+    for (i = 0; !rc && i < r->n; i++) {
+        struct pend *p = &r->v[i];
+
+        rc = db_exec(st->commit.db,
+                     "INSERT INTO hist_bind(id,dev,pod,uid,container,from_ms,to_ms) "
+                     "VALUES(?,?,?,?,?,?,?)",
+                     "uuuttii", p->id, p->dev, p->pod, p->uid, p->container, p->from_ms, p->to_ms);
+        if (!rc && p->to_ms == HIST_OPEN_MS && p->d->pend == i + 1) {
+            p->d->open = p->id;
+            p->d->pend = 0;
+        }
+    }
+    r->n = 0;
+    return rc;
+}
+
+/* Apply operation 'op': the device's interval closes, and for 'B' one
+ * opens, at the operation's time. */
+static err_t op_apply(struct store *st, struct replay *r, const struct hist_op *op)
+{
+    struct hent *d = NULL;
+    uint64_t pod = 0;
+    err_t rc = dev_get(st, r, op->text[0], op->text[1], op->kind == 'B', &d);
 
     if (!rc)
-        d->open = id;
+        rc = dev_close(st, r, d, op->ms);
+    if (rc || op->kind != 'B')
+        return rc;
+    rc = st->hist.w->pods.n == KNOWN_MAX ? pend_write(st, r) : ERR_OK;
+    if (!rc)
+        rc = pod_get(st, op->text[2], op->text[3], &pod);
+    if (!rc && r->n == r->cap) {
+        size_t cap = r->cap ? 2 * r->cap : 256;
+        struct pend *v = realloc(r->v, cap * sizeof(*v));
+
+        if (!v)
+            return ERR_NOMEM;
+        r->v = v;
+        r->cap = cap;
+    }
+    if (rc)
+        return rc;
+    r->v[r->n] = (struct pend){st_hist_next_id_at(st, 0, (uint64_t)op->ms),
+                               d->id,
+                               pod,
+                               op->text[4],
+                               op->text[5],
+                               op->ms,
+                               HIST_OPEN_MS,
+                               d};
+    d->pend = ++r->n;
+    return ERR_OK;
+}
+
+/* Apply the operations of one row, bytes [p, end). Bytes no writer made
+ * (a damaged file) are logged, counted with the failed history steps and
+ * skipped: a write that replays must not fail for them. */
+static err_t ops_apply(struct store *st, struct replay *r, const char *p, const char *end)
+{
+    struct hist_op op;
+    err_t rc = ERR_OK;
+
+    st->hist.w->wrote[1] = true; /* rolled back, the writer forgets what it learnt */
+    while (!rc && p < end) {
+        if (!op_get(&p, end, &op)) {
+            log_err("a change log row holds history operations podresd cannot read; skipped");
+            atomic_fetch_add_explicit(&st->hist_failures, 1, memory_order_relaxed);
+            return ERR_OK;
+        }
+        rc = op_apply(st, r, &op);
+    }
     return rc;
+}
+
+/* The 'hist' of rows of the change log, one after another. */
+struct rows {
+    struct strbuf b; /* their bytes */
+    size_t *end;     /* where each row's end in 'b' */
+    size_t n, cap;   /* rows */
+};
+
+/* The 'hist' of the change log's rows with revisions in (lo, hi], slots
+ * [a, b] (in slot order), or all of them with 'b' UINT64_MAX (in revision
+ * order), appended to 'r'. */
+static err_t rows_read(struct store *st, uint64_t lo, uint64_t hi, uint64_t a, uint64_t b,
+                       struct rows *r)
+{
+    static const char *const sql[] = {
+        "SELECT hist FROM changes WHERE slot>=?1 AND slot<=?2 AND revision>?3 AND revision<=?4 "
+        "AND hist IS NOT NULL ORDER BY slot",
+        "SELECT hist FROM changes WHERE revision>?3 AND revision<=?4 AND hist IS NOT NULL ORDER "
+        "BY revision"};
+    sqlite3_stmt *s = NULL;
+    bool row = true;
+    err_t rc = db_prep(st->commit.db, &s, sql[b == UINT64_MAX], "uuuu", a, b, lo, hi);
+
+    while (!rc) {
+        rc = db_step(st->commit.db, s, &row);
+        if (rc || !row)
+            break;
+        if (r->n == r->cap) {
+            size_t cap = r->cap ? 2 * r->cap : 64, *v = realloc(r->end, cap * sizeof(*v));
+
+            if (!v) {
+                rc = ERR_NOMEM;
+                break;
+            }
+            r->end = v;
+            r->cap = cap;
+        }
+        rc = strbuf_add(&r->b, sqlite3_column_blob(s, 0), (size_t)sqlite3_column_bytes(s, 0));
+        if (!rc)
+            r->end[r->n++] = r->b.len;
+    }
+    db_done(s);
+    return rc;
+}
+
+/* Apply the operations of 'rows', in order; the intervals opened are
+ * written at the end. */
+static err_t rows_apply(struct store *st, struct rows *rows)
+{
+    struct replay r = {NULL, 0, 0};
+    size_t i, from = 0;
+    err_t rc = ERR_OK;
+
+    for (i = 0; !rc && i < rows->n; i++) {
+        rc = ops_apply(st, &r, rows->b.buf + from, rows->b.buf + rows->end[i]);
+        from = rows->end[i];
+    }
+    if (!rc)
+        rc = pend_write(st, &r);
+    free(r.v);
+    return rc;
+}
+
+/* The mark is 'rev': ops up to it are applied, the ring may overwrite
+ * them. */
+static void replayed(struct store *st, uint64_t rev)
+{
+    st->hist.w->mark = rev;
+    st->hist.w->mark_stale = false;
+    st->log.kept = rev;
+}
+
+/* Apply every operation of the log's rows past the mark
+ * ('hist_replayed') up to revision 'hi', and move the mark there. The
+ * rows are read by slot: a ring's revisions lo..hi are one run of slots,
+ * or two when they wrap; 'all' reads every row (at open, before the ring
+ * is laid out for another size). */
+static err_t replay_to(struct store *st, uint64_t hi, bool all)
+{
+    struct hist_writer *w = st->hist.w;
+    uint64_t ring = st->log.ring, lo = w->mark;
+    struct rows rows = {{NULL, 0, 0}, NULL, 0, 0};
+    err_t rc = ERR_OK;
+
+    if (w->mark_stale)
+        rc = db_get_u64(st->commit.db, &lo, "SELECT value FROM meta WHERE key='hist_replayed'",
+                        NULL);
+    if (rc || lo >= hi) {
+        if (!rc)
+            replayed(st, lo);
+        return rc;
+    }
+    if (all || hi - lo >= ring)
+        rc = rows_read(st, lo, hi, 0, UINT64_MAX, &rows);
+    else if ((lo + 1) % ring <= hi % ring)
+        rc = rows_read(st, lo, hi, (lo + 1) % ring, hi % ring, &rows);
+    else {
+        rc = rows_read(st, lo, hi, (lo + 1) % ring, ring - 1, &rows);
+        if (!rc)
+            rc = rows_read(st, lo, hi, 0, hi % ring, &rows);
+    }
+    w->wrote[1] = true; /* rolled back, the mark and what was learnt go back */
+    rc = rc ? rc : rows_apply(st, &rows);
+    if (!rc)
+        rc = db_exec(st->commit.db, "UPDATE meta SET value=? WHERE key='hist_replayed'", "u", hi);
+    if (!rc)
+        replayed(st, hi);
+    strbuf_release(&rows.b);
+    free(rows.end);
+    return rc;
+}
+
+static err_t replay(struct store *st)
+{
+    return replay_to(st, st->log.tx_rev, false);
+}
+
+/* A write of its own that replays (st_hist_sync). Committed even when
+ * there was nothing to apply (a COMMIT that changed nothing writes
+ * nothing): its commit publishes the mark (batch_end). */
+static err_t replay_write(struct store *st, void *ctx)
+{
+    (void)ctx;
+    return replay(st);
+}
+
+err_t st_hist_replay(struct store *st)
+{
+    return st->hist.w ? replay(st) : ERR_OK;
+}
+
+/* The change log's keeper: a row is about to be overwritten. */
+static err_t keep(void *arg, uint64_t rev)
+{
+    (void)rev;
+    return replay(arg);
 }
 
 err_t st_hist_bind(struct store *st, const char *res, const char *id, const char *ns,
                    const char *pod, const char *uid, const char *container)
 {
-    struct hent *d = NULL;
-    uint64_t pid = 0;
-    err_t rc;
+    const char *text[OP_TEXTS_B] = {res, id, ns, pod, uid, container};
 
     if (!st->hist.w || !pod[0])
         return ERR_OK;
-    st->hist.w->wrote[1] = true;
-    rc = dev_get(st, res, id, true, &d);
-    if (!rc)
-        rc = dev_close(st, d);
-    if (!rc)
-        rc = pod_get(st, ns, pod, &pid);
-    if (!rc)
-        rc = dev_open(st, d, pid, uid, container);
-    return rc;
+    return op_put(st, 'B', text, OP_TEXTS_B);
 }
 
 err_t st_hist_unbind(struct store *st, const char *res, const char *id)
 {
-    struct hent *d = NULL;
-    err_t rc;
+    const char *text[OP_TEXTS_U] = {res, id};
 
     if (!st->hist.w)
         return ERR_OK;
-    st->hist.w->wrote[1] = true;
-    rc = dev_get(st, res, id, false, &d);
-    return rc ? rc : dev_close(st, d);
+    return op_put(st, 'U', text, OP_TEXTS_U);
+}
+
+err_t st_hist_after_write(struct store *st)
+{
+    struct hist_writer *w = st->hist.w;
+    struct strbuf *left = &st->log.hist;
+    struct replay r = {NULL, 0, 0};
+    err_t rc;
+
+    if (!w)
+        return ERR_OK;
+    if (!left->len)
+        return st->log.tx_rev - w->mark >= REPLAY_LAG ? replay(st) : ERR_OK;
+    /* operations no row took (the write emitted no event after them):
+       applied here, after every one before them */
+    rc = replay(st);
+    if (!rc)
+        rc = ops_apply(st, &r, left->buf, left->buf + left->len);
+    if (!rc)
+        rc = pend_write(st, &r);
+    free(r.v);
+    left->len = 0;
+    return rc;
+}
+
+err_t st_hist_sync(struct store *st)
+{
+    struct hist_writer *w = st->hist.w;
+
+    if (!w || atomic_load_explicit(&w->pending, memory_order_acquire) <=
+                  atomic_load_explicit(&w->published, memory_order_acquire))
+        return ERR_OK;
+    return st_write(st, replay_write, NULL);
 }
 
 /* ---- setting up ---- */
@@ -434,9 +773,41 @@ static err_t last_id(struct store *st)
     return rc;
 }
 
+/* At open, before the ring is laid out again (changelog_open, which may
+ * drop rows): apply what an earlier run left in the log, in a transaction
+ * of its own. */
+static err_t replay_open(struct store *st)
+{
+    uint64_t hi = 0;
+    err_t rc = db_get_u64(st->commit.db, &hi, "SELECT ifnull(max(revision),0) FROM changes", NULL);
+    int e;
+
+    st->hist.w->mark_stale = true;
+    if (rc)
+        return rc;
+    e = sqlite3_exec(st->commit.db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (e != SQLITE_OK)
+        return db_err(st->commit.db, e, "begin a write transaction");
+    rc = replay_to(st, hi, true);
+    e = sqlite3_exec(st->commit.db, rc ? "ROLLBACK" : "COMMIT", NULL, NULL, NULL);
+    if (!rc && e != SQLITE_OK)
+        rc = db_err(st->commit.db, e, "commit");
+    if (rc) {
+        forget(st->hist.w);
+        st->hist.w->mark_stale = true;
+        return rc;
+    }
+    st->hist.w->wrote[1] = false;
+    atomic_store_explicit(&st->hist.w->published, st->hist.w->mark, memory_order_release);
+    if (st->hist.last_id >> 10 > st->commit.now_ms)
+        st->commit.now_ms = st->hist.last_id >> 10;
+    return ERR_OK;
+}
+
 err_t st_hist_attach(struct store *st)
 {
     struct commit_hooks h = {st, member_end, batch_end, release};
+    err_t e;
     int rc;
 
     st->hist.rows[0] = st->hist.rows[1] = -1;
@@ -456,5 +827,7 @@ err_t st_hist_attach(struct store *st)
         rc = sqlite3_exec(st->commit.db, triggers_sql, NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         return db_err(st->commit.db, rc, "set up the history triggers");
-    return last_id(st);
+    st->log.keeper = (struct changelog_keeper){st, keep};
+    e = last_id(st);
+    return e ? e : replay_open(st);
 }

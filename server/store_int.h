@@ -117,9 +117,25 @@ err_t st_hist_bind(struct store *st, const char *res, const char *id, const char
                    const char *pod, const char *uid, const char *container) WARN_UNUSED;
 err_t st_hist_unbind(struct store *st, const char *res, const char *id) WARN_UNUSED;
 /* The next interval id, from_ms * 1024 or the id after the last, whichever
- * is larger; counts a row of table 't' (0 hist_bind, 1 hist_health) for
+ * is larger, for an interval from the write's time (st_hist_next_id) or
+ * from 'ms'; counts a row of table 't' (0 hist_bind, 1 hist_health) for
  * the cap. Writer's lock. */
 uint64_t st_hist_next_id(struct store *st, int t);
+uint64_t st_hist_next_id_at(struct store *st, int t, uint64_t ms);
+/* After a write's own work, inside it: apply the binding operations that
+ * no row of the change log took, and replay the log when it is
+ * REPLAY_LAG revisions past the mark (store_histw.c). */
+err_t st_hist_after_write(struct store *st) WARN_UNUSED;
+/* Inside a write: apply the binding operations of the change log's rows
+ * past the mark (the pruning tick, before it folds). */
+err_t st_hist_replay(struct store *st) WARN_UNUSED;
+/* Inside a write: fold up to FOLD_ROWS intervals into the lookups
+ * (store_hist.c); '*more' set when more wait. */
+err_t st_hist_fold(struct store *st, bool *more) WARN_UNUSED;
+/* Outside a write: make the history hold every binding operation
+ * committed so far (a write of its own when some are not applied yet);
+ * a read of the history calls it first. */
+err_t st_hist_sync(struct store *st) WARN_UNUSED;
 /* Forget the pods the writer knows: a pruning step deleted some. */
 void st_hist_forget_pods(struct store *st);
 

@@ -150,8 +150,8 @@ static void fx_schema1(struct fx *f, uint64_t rev, const char *rows)
         "CREATE INDEX bindings_pod ON bindings(namespace, pod); DROP TABLE hist_bind;"
         "DROP TABLE hist_health; DROP TABLE hist_pod; DROP TABLE hist_dev;"
         "DROP TABLE hist_usage; DROP TABLE hist_ix_dev; DROP TABLE hist_pod_dev;"
-        "DROP TABLE hist_unsettled; DELETE FROM meta WHERE key='hist_folded'; UPDATE meta SET value=%" PRIu64
-        " WHERE key='revision'; %s PRAGMA user_version=1;",
+        "DROP TABLE hist_unsettled; DELETE FROM meta WHERE key IN ('hist_folded','hist_replayed');"
+        "UPDATE meta SET value=%" PRIu64 " WHERE key='revision'; %s PRAGMA user_version=1;",
         rev, rows);
     CHECK_EQ_INT(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
     CHECK_EQ_INT(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);

@@ -4,7 +4,8 @@
  * health changes; at= at the boundaries; usage; one device by id; pruning
  * by age and by the cap; intervals kept across a reopen; the same answers
  * with the intervals folded into the lookups or not, and from a database
- * of schema 6 migrated; a failed pruning step counted. */
+ * of schema 6 migrated; a failed pruning step counted; binding changes
+ * replayed from the change log's rows, however small its ring. */
 #include "../../../common/common.h"
 #include "../../../common/clock.h"
 #include "../../../server/histq.h"
@@ -371,7 +372,8 @@ static void test_migration(void)
             "UPDATE hist_bind SET to_ms=NULL WHERE to_ms=140737488355327;"
             "UPDATE hist_health SET to_ms=NULL WHERE to_ms=140737488355327;"
             "ALTER TABLE hist_bind DROP COLUMN uid; DROP TABLE hist_ix_dev; DROP TABLE hist_pod_dev;"
-            "DROP TABLE hist_unsettled; DELETE FROM meta WHERE key='hist_folded';"
+            "DROP TABLE hist_unsettled; ALTER TABLE changes DROP COLUMN hist;"
+            "DELETE FROM meta WHERE key IN ('hist_folded','hist_replayed');"
             "CREATE INDEX hist_bind_dev ON hist_bind(dev, from_ms);"
             "CREATE INDEX hist_bind_pod ON hist_bind(pod); PRAGMA user_version=6;",
             NULL, NULL, NULL),
@@ -416,6 +418,77 @@ static void test_prune_failure(void)
     store_free(st);
 }
 
+static struct store *open_ring(uint64_t ring)
+{
+    struct store_opts o = {.path = path, .history = ring};
+    struct store *st = NULL;
+
+    CHECK_OK(store_open(&o, &st));
+    return st;
+}
+
+/* "r/r<i>/closed;..." for i = first, first + 2, .. < n: pod r's instances
+ * on one device as it moves between two; the last of all, n - 1, open. */
+static const char *every_other(int first, int n, char *out, size_t cap)
+{
+    size_t used = 0;
+    int i;
+
+    out[0] = '\0';
+    for (i = first; i < n; i += 2)
+        used += (size_t)snprintf(out + used, cap - used, "%sr/r%d/%s", used ? ";" : "", i,
+                                 i + 1 < n ? "closed" : "open");
+    return out;
+}
+
+/* Binding changes reach the history through the change log's rows
+ * (replayed): with a ring of 3 slots, rows are overwritten every few
+ * writes and none is lost (the log's keeper replays first); what a run
+ * left unreplayed is applied at open, before the ring is laid out for
+ * fewer slots. */
+static void test_replay(void)
+{
+    struct store *st = open_ring(3);
+    struct histq q = {.sel = HISTQ_DEVICE,
+                      .device = "gpu-0",
+                      .from_ms = (int64_t)clock_wall_ms() + 1, /* the earlier tests' are over */
+                      .to_ms = INT64_MAX,
+                      .limit = 100};
+    char s[2048], want[2048], uid[16];
+    uint64_t mark;
+    int i;
+
+    pause_ms();
+    for (i = 0; i < 20; i++) {
+        snprintf(uid, sizeof(uid), "r%d", i);
+        bind(st, "r", uid, i % 2 ? "gpu-1" : "gpu-0");
+    }
+    /* no read yet: the mark is at most a ring behind */
+    mark = strtoull(sql_text("SELECT value FROM meta WHERE key='hist_replayed'"), NULL, 10);
+    CHECK(mark + 3 >= store_revision(st));
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), every_other(0, 20, want, sizeof(want)));
+    q.device = "gpu-1";
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), every_other(1, 20, want, sizeof(want)));
+
+    /* left unreplayed, then opened with a ring of 1: all there */
+    for (i = 20; i < 24; i++) {
+        snprintf(uid, sizeof(uid), "r%d", i);
+        bind(st, "r", uid, i % 2 ? "gpu-1" : "gpu-0");
+    }
+    CHECK(strtoull(sql_text("SELECT value FROM meta WHERE key='hist_replayed'"), NULL, 10) <
+          store_revision(st));
+    store_free(st);
+    st = open_ring(1);
+    CHECK_STREQ(sql_text("SELECT count(*) FROM changes WHERE revision>(SELECT value FROM meta "
+                         "WHERE key='hist_replayed') AND hist IS NOT NULL"),
+                "0");
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), every_other(1, 24, want, sizeof(want)));
+    q.device = "gpu-0";
+    CHECK_STREQ(summary(st, &q, s, sizeof(s)), every_other(0, 24, want, sizeof(want)));
+    release(st, "r");
+    store_free(st);
+}
+
 static void setup(void)
 {
     snprintf(dir, sizeof(dir), "/tmp/store_hist_test.XXXXXX");
@@ -436,4 +509,4 @@ static void teardown(void)
 }
 
 TEST_MAIN(setup, test_intervals, test_usage_and_reopen, test_device_find, test_prune,
-          test_migration, test_prune_failure, teardown)
+          test_migration, test_prune_failure, test_replay, teardown)
