@@ -50,7 +50,8 @@ void store_set_ident(struct store *st, const struct ident_rules *rules);
 /* Aliases the kubelet mirror left out since open because they named
  * another device (a counter). */
 uint64_t store_alias_conflicts(struct store *st);
-/* Pruning steps that failed since open (podresd_history_step_failures_total). */
+/* History steps that failed since open (podresd_history_step_failures_total):
+ * pruning steps, replays a read asked for, operations that could not be read. */
 uint64_t store_history_failures(struct store *st);
 /* The last committed revision. */
 uint64_t store_revision(struct store *st);

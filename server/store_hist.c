@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* store_hist.c - binding and health history (schema/0004_history.sql,
- * 0007_history_fold.sql): the history and usage reads, folding the
- * intervals the writer appended into the lookups, pruning, and the
- * per-device figures of /metrics. Not what writes the intervals
- * (store_histw.c), nor the change log (changelog.h). */
+ * 0007_history_fold.sql): the history and usage reads (each after the
+ * binding changes committed so far are replayed), folding the intervals
+ * the replay appended into the lookups, pruning, and the per-device
+ * figures of /metrics. Not what writes the intervals (store_histw.c), nor
+ * the change log (changelog.h). */
 #define LOG_MOD "store"
 #include "../common/common.h"
 #include "store_int.h"
@@ -321,7 +322,10 @@ out:
 
 /* ---- folding ---- */
 
-#define FOLD_ROWS 8192 /* intervals one step folds at most: a few ms of the writer */
+/* Intervals one step folds at most: ~10 ms of the writer. A step writes
+ * each device's last hist_ix_dev page whatever its size, so fewer, larger
+ * steps write fewer pages an interval. */
+#define FOLD_ROWS 4096
 
 /* An interval a step reads: of the step, or folded open and closed
  * since (hist_unsettled). */

@@ -1,16 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* store_histw.c - the history's writer (schema/0004_history.sql,
- * 0007_history_fold.sql): binding intervals, written by
- * st_hist_bind()/st_hist_unbind(), which every writer of a bindings row
- * calls in its own write; health intervals, written by TEMP triggers of
- * the write connection on devices; interval ids and times. A binding
- * change appends rows and closes one in place, nothing more: to find what
- * it needs without the lookups (folded later, store_hist.c) it keeps,
- * under the writer's lock, each device's interned id and open interval and
- * the pods it met; a write rolled back makes it forget them all,
- * and takes its ids back from the cap's row count (group commit hooks,
- * commit.h). Not the history's reads, its folding, nor its pruning
- * (store_hist.c). */
+ * 0007_history_fold.sql, 0010_history_ops.sql): binding intervals and
+ * health intervals, interval ids and times. A binding change, in its own
+ * write, only records its operation (st_hist_bind()/st_hist_unbind(),
+ * which every writer of a bindings row calls) in the change log's next
+ * row; replaying applies the operations to hist_bind in revision order,
+ * in bulk: when a write leaves the log REPLAY_LAG revisions past the mark,
+ * before the ring overwrites a row not applied (the log's keeper), before
+ * a read of the history (st_hist_sync), at the pruning tick, and at open.
+ * A replay closes and opens intervals in memory, and writes those it
+ * opened at its end, most of them closed already. To find what it needs
+ * without the lookups (folded later, store_hist.c) it keeps, under the
+ * writer's lock, each device's interned id and open interval and the pods
+ * it met; a write rolled back that replayed makes it forget them all and
+ * read the mark again, and takes its ids back from the cap's row count
+ * (group commit hooks, commit.h). Health intervals are written by TEMP
+ * triggers of the write connection on devices, in the change's write.
+ * Not the history's reads, its folding, nor its pruning (store_hist.c). */
 #define LOG_MOD "store"
 #include "../common/common.h"
 #include "store_int.h"

@@ -27,7 +27,7 @@
 /* The history's state on the write connection (store_histw.c,
  * store_hist.c). */
 struct store_hist {
-    uint64_t last_id;      /* the last interval id given (writer's lock) */
+    uint64_t last_id;      /* the last interval id given, of either table (writer's lock) */
     int64_t rows[2];       /* rows of hist_bind, hist_health for the cap; -1 not counted yet
                               (writer's lock; read atomically) */
     uint64_t pod_cursor;   /* where the next pruning step looks at hist_pod, 0 between
@@ -110,9 +110,12 @@ err_t st_hist_attach(struct store *st) WARN_UNUSED;
  * 'container', so the device's open interval closes and one opens
  * (a holder with pod "" is none: nothing is recorded); or it is held by
  * nobody (let go, or its row deleted), so its open interval, if any,
- * closes. Every writer of a bindings row calls one of them for each row it
- * changes: a device has an open interval exactly while its bindings row
- * names a pod. An error fails the write. */
+ * closes. The operation goes into the change log's next row (replayed
+ * into hist_bind later, store_histw.c), or, when the write emits no event
+ * after it, is applied at the write's end. Every writer of a bindings row
+ * calls one of them for each row it changes: a device has an open
+ * interval exactly while its bindings row names a pod. An error fails
+ * the write. */
 err_t st_hist_bind(struct store *st, const char *res, const char *id, const char *ns,
                    const char *pod, const char *uid, const char *container) WARN_UNUSED;
 err_t st_hist_unbind(struct store *st, const char *res, const char *id) WARN_UNUSED;

@@ -130,7 +130,12 @@ ok "all $(wc -l < "$T/acked.s") acknowledged writes present ($(wc -l < "$T/prese
 # Every binding has its open history interval, with the same holder, and no
 # interval is open without a binding (schema/0004_history.sql; the pod's uid
 # is its interval's, 0007_history_fold.sql; an open interval ends at 2^47 - 1
-# ms, 0008_history_open.sql, and none at NULL).
+# ms, 0008_history_open.sql, and none at NULL). The intervals are made from
+# the binding operations of the change log's rows, all replayed at open
+# (0010_history_ops.sql).
+left=$(pd_sql "SELECT count(*) FROM changes WHERE hist IS NOT NULL AND revision>(SELECT value
+  FROM meta WHERE key='hist_replayed')")
+[ "$left" = 0 ] || fail "$left change log rows with binding operations not replayed"
 OPEN=140737488355327
 orphans=$(pd_sql "SELECT count(*) FROM bindings b LEFT JOIN pods p ON p.namespace=b.namespace
   AND p.name=b.pod WHERE b.pod<>'' AND NOT EXISTS (SELECT 1 FROM hist_bind h JOIN hist_dev d
