@@ -401,11 +401,21 @@ struct pend {
     struct hent *d; /* its device: told the id of the one left open */
 };
 
-/* What a replay has opened and not written yet. */
+/* What a replay has opened and not written yet: struct pends, one after
+ * another. */
 struct replay {
-    struct pend *v;
-    size_t n, cap;
+    struct strbuf b;
 };
+
+static size_t pend_count(const struct replay *r)
+{
+    return r->b.len / sizeof(struct pend);
+}
+
+static struct pend *pend_at(struct replay *r, size_t i)
+{
+    return (struct pend *)(void *)r->b.buf + i;
+}
 
 static err_t pend_write(struct store *st, struct replay *r);
 
@@ -481,7 +491,7 @@ static err_t dev_close(struct store *st, struct replay *r, struct hent *d, int64
     if (!d)
         return ERR_OK;
     if (d->pend) {
-        r->v[d->pend - 1].to_ms = ms;
+        pend_at(r, d->pend - 1)->to_ms = ms;
         d->pend = 0;
         return ERR_OK;
     }
@@ -499,8 +509,8 @@ static err_t pend_write(struct store *st, struct replay *r)
     size_t i;
     err_t rc = ERR_OK;
 
-    for (i = 0; !rc && i < r->n; i++) {
-        struct pend *p = &r->v[i];
+    for (i = 0; !rc && i < pend_count(r); i++) {
+        struct pend *p = pend_at(r, i);
 
         rc = db_exec(st->commit.db,
                      "INSERT INTO hist_bind(id,dev,pod,uid,container,from_ms,to_ms) "
@@ -511,7 +521,7 @@ static err_t pend_write(struct store *st, struct replay *r)
             p->d->pend = 0;
         }
     }
-    r->n = 0;
+    r->b.len = 0;
     return rc;
 }
 
@@ -530,27 +540,21 @@ static err_t op_apply(struct store *st, struct replay *r, const struct hist_op *
     rc = st->hist.w->pods.n == KNOWN_MAX ? pend_write(st, r) : ERR_OK;
     if (!rc)
         rc = pod_get(st, op->text[2], op->text[3], &pod);
-    if (!rc && r->n == r->cap) {
-        size_t cap = r->cap ? 2 * r->cap : 256;
-        struct pend *v = realloc(r->v, cap * sizeof(*v));
+    if (!rc) {
+        struct pend p = {st_hist_next_id_at(st, 0, (uint64_t)op->ms),
+                         d->id,
+                         pod,
+                         op->text[4],
+                         op->text[5],
+                         op->ms,
+                         HIST_OPEN_MS,
+                         d};
 
-        if (!v)
-            return ERR_NOMEM;
-        r->v = v;
-        r->cap = cap;
+        rc = strbuf_add(&r->b, &p, sizeof(p));
     }
-    if (rc)
-        return rc;
-    r->v[r->n] = (struct pend){st_hist_next_id_at(st, 0, (uint64_t)op->ms),
-                               d->id,
-                               pod,
-                               op->text[4],
-                               op->text[5],
-                               op->ms,
-                               HIST_OPEN_MS,
-                               d};
-    d->pend = ++r->n;
-    return ERR_OK;
+    if (!rc)
+        d->pend = pend_count(r);
+    return rc;
 }
 
 /* Apply the operations of one row, bytes [p, end). Bytes no writer made
@@ -573,18 +577,11 @@ static err_t ops_apply(struct store *st, struct replay *r, const char *p, const 
     return rc;
 }
 
-/* The 'hist' of rows of the change log, one after another. */
-struct rows {
-    struct strbuf b; /* their bytes */
-    size_t *end;     /* where each row's end in 'b' */
-    size_t n, cap;   /* rows */
-};
-
 /* The 'hist' of the change log's rows with revisions in (lo, hi], slots
  * [a, b] (in slot order), or all of them with 'b' UINT64_MAX (in revision
- * order), appended to 'r'. */
+ * order), appended to 'r', each after its size (a size_t). */
 static err_t rows_read(struct store *st, uint64_t lo, uint64_t hi, uint64_t a, uint64_t b,
-                       struct rows *r)
+                       struct strbuf *r)
 {
     static const char *const sql[] = {
         "SELECT hist FROM changes WHERE slot>=?1 AND slot<=?2 AND revision>?3 AND revision<=?4 "
@@ -599,39 +596,33 @@ static err_t rows_read(struct store *st, uint64_t lo, uint64_t hi, uint64_t a, u
         rc = db_step(st->commit.db, s, &row);
         if (rc || !row)
             break;
-        if (r->n == r->cap) {
-            size_t cap = r->cap ? 2 * r->cap : 64, *v = realloc(r->end, cap * sizeof(*v));
+        size_t n = (size_t)sqlite3_column_bytes(s, 0);
 
-            if (!v) {
-                rc = ERR_NOMEM;
-                break;
-            }
-            r->end = v;
-            r->cap = cap;
-        }
-        rc = strbuf_add(&r->b, sqlite3_column_blob(s, 0), (size_t)sqlite3_column_bytes(s, 0));
+        rc = strbuf_add(r, &n, sizeof(n));
         if (!rc)
-            r->end[r->n++] = r->b.len;
+            rc = strbuf_add(r, sqlite3_column_blob(s, 0), n);
     }
     db_done(s);
     return rc;
 }
 
-/* Apply the operations of 'rows', in order; the intervals opened are
- * written at the end. */
-static err_t rows_apply(struct store *st, struct rows *rows)
+/* Apply the operations of the rows in 'rows' (rows_read), in order; the
+ * intervals opened are written at the end. */
+static err_t rows_apply(struct store *st, const struct strbuf *rows)
 {
-    struct replay r = {NULL, 0, 0};
-    size_t i, from = 0;
+    struct replay r = {{NULL, 0, 0}};
+    size_t at = 0, n;
     err_t rc = ERR_OK;
 
-    for (i = 0; !rc && i < rows->n; i++) {
-        rc = ops_apply(st, &r, rows->b.buf + from, rows->b.buf + rows->end[i]);
-        from = rows->end[i];
+    while (!rc && at < rows->len) {
+        memcpy(&n, rows->buf + at, sizeof(n));
+        at += sizeof(n);
+        rc = ops_apply(st, &r, rows->buf + at, rows->buf + at + n);
+        at += n;
     }
     if (!rc)
         rc = pend_write(st, &r);
-    free(r.v);
+    strbuf_release(&r.b);
     return rc;
 }
 
@@ -653,7 +644,7 @@ static err_t replay_to(struct store *st, uint64_t hi, bool all)
 {
     struct hist_writer *w = st->hist.w;
     uint64_t ring = st->log.ring, lo = w->mark;
-    struct rows rows = {{NULL, 0, 0}, NULL, 0, 0};
+    struct strbuf rows = {NULL, 0, 0};
     err_t rc = ERR_OK;
 
     if (w->mark_stale)
@@ -679,8 +670,7 @@ static err_t replay_to(struct store *st, uint64_t hi, bool all)
         rc = db_exec(st->commit.db, "UPDATE meta SET value=? WHERE key='hist_replayed'", "u", hi);
     if (!rc)
         replayed(st, hi);
-    strbuf_release(&rows.b);
-    free(rows.end);
+    strbuf_release(&rows);
     return rc;
 }
 
@@ -733,7 +723,7 @@ err_t st_hist_after_write(struct store *st)
 {
     struct hist_writer *w = st->hist.w;
     struct strbuf *left = &st->log.hist;
-    struct replay r = {NULL, 0, 0};
+    struct replay r = {{NULL, 0, 0}};
     err_t rc;
 
     if (!w)
@@ -747,7 +737,7 @@ err_t st_hist_after_write(struct store *st)
         rc = ops_apply(st, &r, left->buf, left->buf + left->len);
     if (!rc)
         rc = pend_write(st, &r);
-    free(r.v);
+    strbuf_release(&r.b);
     left->len = 0;
     return rc;
 }
