@@ -593,11 +593,12 @@ static err_t rows_read(struct store *st, uint64_t lo, uint64_t hi, uint64_t a, u
     err_t rc = db_prep(st->commit.db, &s, sql[b == UINT64_MAX], "uuuu", a, b, lo, hi);
 
     while (!rc) {
+        size_t n;
+
         rc = db_step(st->commit.db, s, &row);
         if (rc || !row)
             break;
-        size_t n = (size_t)sqlite3_column_bytes(s, 0);
-
+        n = (size_t)sqlite3_column_bytes(s, 0);
         rc = strbuf_add(r, &n, sizeof(n));
         if (!rc)
             rc = strbuf_add(r, sqlite3_column_blob(s, 0), n);
