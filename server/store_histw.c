@@ -395,16 +395,20 @@ static const char dev_sql[] =
 /* An interval a replay opened, written when the replay ends: most close
  * before, and are written closed. */
 struct pend {
-    uint64_t id, dev, pod;
-    const char *uid, *container;
-    int64_t from_ms, to_ms;
-    struct hent *d; /* its device: told the id of the one left open */
+    uint64_t id;           /* its hist_bind id */
+    uint64_t dev;          /* hist_dev id */
+    uint64_t pod;          /* hist_pod id */
+    const char *uid;       /* the pod instance's; borrowed from the operation's bytes */
+    const char *container; /* borrowed likewise */
+    int64_t from_ms;       /* its start */
+    int64_t to_ms;         /* its end, HIST_OPEN_MS while open */
+    struct hent *d;        /* its device: told the id of the one left open */
 };
 
 /* What a replay has opened and not written yet: struct pends, one after
  * another. */
 struct replay {
-    struct strbuf b;
+    struct strbuf b; /* the struct pends, in id order */
 };
 
 static size_t pend_count(const struct replay *r)
