@@ -396,8 +396,10 @@ static err_t emit_line(struct changelog *cl, const char *kind, const char *ns, s
         rc = db_step(cl->wdb, s, &row);
     db_done(s);
     line[len - 1] = '\n';
-    if (!rc)
+    if (!rc && cl->hist.len) {
         cl->hist.len = 0;
+        cl->hist_rev = rev;
+    }
     if (!rc)
         rc = push_event(cl, kind, ns, line, len);
     if (rc) {

@@ -47,6 +47,8 @@ struct changelog {
                                        column (schema/0010_history_ops.sql); empty: NULL */
     uint64_t kept;                  /* revisions up to this one have no operation left to
                                        apply: the ring may overwrite them */
+    uint64_t hist_rev;              /* the last revision whose row took operations (a
+                                       rolled-back one too) */
     struct changelog_keeper keeper; /* NULL 'keep': no operations are written */
 };
 

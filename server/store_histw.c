@@ -138,7 +138,7 @@ struct hist_writer {
     struct hmap pods;           /* known pods */
     uint64_t mark;              /* the revision replayed up to, in the open batch (schema 10) */
     bool mark_stale;            /* a rollback may have taken 'mark' back: read it again */
-    _Atomic uint64_t pending;   /* the last revision a write gave operations */
+    _Atomic uint64_t pending;   /* the last revision whose row took operations */
     _Atomic uint64_t published; /* the revision replayed up to, committed */
     bool wrote[2];              /* the batch's kept writes, the current write wrote intervals */
     int64_t given[2][2];        /* interval ids counted in hist.rows[t] by the batch's kept
@@ -350,8 +350,6 @@ static err_t op_put(struct store *st, char kind, const char *const *text, int n)
     rc = strbuf_add(b, head, sizeof(head));
     for (i = 0; !rc && i < n; i++)
         rc = strbuf_add(b, text[i], strlen(text[i]) + 1);
-    if (!rc)
-        atomic_store_explicit(&st->hist.w->pending, changelog_next(&st->log), memory_order_release);
     return rc;
 }
 
@@ -733,6 +731,8 @@ err_t st_hist_after_write(struct store *st)
 
     if (!w)
         return ERR_OK;
+    if (st->log.hist_rev > atomic_load_explicit(&w->pending, memory_order_relaxed))
+        atomic_store_explicit(&w->pending, st->log.hist_rev, memory_order_release);
     if (!left->len)
         return st->log.tx_rev - w->mark >= REPLAY_LAG ? replay(st) : ERR_OK;
     /* operations no row took (the write emitted no event after them):

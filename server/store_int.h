@@ -125,9 +125,10 @@ err_t st_hist_unbind(struct store *st, const char *res, const char *id) WARN_UNU
  * the cap. Writer's lock. */
 uint64_t st_hist_next_id(struct store *st, int t);
 uint64_t st_hist_next_id_at(struct store *st, int t, uint64_t ms);
-/* After a write's own work, inside it: apply the binding operations that
- * no row of the change log took, and replay the log when it is
- * REPLAY_LAG revisions past the mark (store_histw.c). */
+/* After a write's own work, inside it: note the last row of the change log
+ * that took binding operations (st_hist_sync replays up to it), apply
+ * those no row took, and replay the log when it is REPLAY_LAG revisions
+ * past the mark (store_histw.c). */
 err_t st_hist_after_write(struct store *st) WARN_UNUSED;
 /* Inside a write: apply the binding operations of the change log's rows
  * past the mark (the pruning tick, before it folds). */
