@@ -776,30 +776,40 @@ static err_t last_id(struct store *st)
 
 /* At open, before the ring is laid out again (changelog_open, which may
  * drop rows): apply what an earlier run left in the log, in a transaction
- * of its own. */
+ * of its own, when it left any. The log's head is found as changelog_open
+ * finds it, near the mark, in the ring the file is laid out for ('ring'
+ * 0: not laid out yet, slot = revision). */
 static err_t replay_open(struct store *st)
 {
-    uint64_t hi = 0;
-    err_t rc = db_get_u64(st->commit.db, &hi, "SELECT ifnull(max(revision),0) FROM changes", NULL);
+    struct hist_writer *w = st->hist.w;
+    uint64_t was = 0, hi = 0;
+    err_t rc = db_get_u64(st->commit.db, &w->mark,
+                          "SELECT value FROM meta WHERE key='hist_replayed'", NULL);
     int e;
 
-    st->hist.w->mark_stale = true;
+    if (!rc)
+        rc = db_get_u64(st->commit.db, &was, "SELECT value FROM meta WHERE key='ring'", NULL);
+    if (!rc)
+        rc = changelog_head(st->commit.db, was ? was : UINT64_MAX, w->mark, &hi);
     if (rc)
         return rc;
-    e = sqlite3_exec(st->commit.db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-    if (e != SQLITE_OK)
-        return db_err(st->commit.db, e, "begin a write transaction");
-    rc = replay_to(st, hi, true);
-    e = sqlite3_exec(st->commit.db, rc ? "ROLLBACK" : "COMMIT", NULL, NULL, NULL);
-    if (!rc && e != SQLITE_OK)
-        rc = db_err(st->commit.db, e, "commit");
-    if (rc) {
-        forget(st->hist.w);
-        st->hist.w->mark_stale = true;
-        return rc;
+    if (w->mark < hi) {
+        e = sqlite3_exec(st->commit.db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        if (e != SQLITE_OK)
+            return db_err(st->commit.db, e, "begin a write transaction");
+        rc = replay_to(st, hi, true);
+        e = sqlite3_exec(st->commit.db, rc ? "ROLLBACK" : "COMMIT", NULL, NULL, NULL);
+        if (!rc && e != SQLITE_OK)
+            rc = db_err(st->commit.db, e, "commit");
+        if (rc) {
+            forget(w);
+            mark_lost(st);
+            return rc;
+        }
     }
-    st->hist.w->wrote[1] = false;
-    atomic_store_explicit(&st->hist.w->published, st->hist.w->mark, memory_order_release);
+    replayed(st, w->mark);
+    w->wrote[1] = false;
+    atomic_store_explicit(&w->published, w->mark, memory_order_release);
     if (st->hist.last_id >> 10 > st->commit.now_ms)
         st->commit.now_ms = st->hist.last_id >> 10;
     return ERR_OK;
