@@ -34,9 +34,12 @@ dvb ml train-0
     fail "observedRevision"
 ok "a binding is a Bound DeviceBinding in ${ms} ms, with label, owner and status"
 
-k get devicebindings -A > "$T/kget" 2>&1 || fail "kubectl: $(cat "$T/kget")"
+# (a list can lag the status just written by a moment on a loaded machine: poll)
+row='^ml +train-0 +test-node +Bound +example.com/gpu=2 '
+kget_dvb() { k get devicebindings -A > "$T/kget" 2>&1 && grep -qE "$row" "$T/kget"; }
+wait_until 10 kget_dvb || true
 head -1 "$T/kget" | grep -qE 'NAMESPACE +NAME +NODE +PHASE +DEVICES +AGE' || fail "columns: $(cat "$T/kget")"
-grep -qE '^ml +train-0 +test-node +Bound +example.com/gpu=2 ' "$T/kget" || fail "row: $(cat "$T/kget")"
+grep -qE "$row" "$T/kget" || fail "row: $(cat "$T/kget")"
 ok "kubectl get devicebindings -A shows it"
 
 # A pod without devices gets none; releasing deletes; rebinding recreates.

@@ -40,13 +40,15 @@ jq -e --arg uid "$node_uid" '
     fail "NodeDevices test-node: $(jq -c . "$T/nd.json")"
 ok "NodeDevices test-node: every device sorted, with health, topology (id), properties; totals; owned by the Node"
 
-# (a list can lag the object just made by a moment on a loaded machine: poll)
-kget_nd() { k get nodedevices > "$T/kget" 2>&1 && grep -qE '^test-node ' "$T/kget"; }
-wait_until 5 kget_nd || true
+# (a list can lag the object just written by a moment on a loaded machine,
+# showing it as created, before its status was written: poll for the row)
+row='^test-node +example.com/gpu=3,example.com/nic=1 +0 '
+kget_nd() { k get nodedevices > "$T/kget" 2>&1 && grep -qE "$row" "$T/kget"; }
+wait_until 10 kget_nd || true
 head -1 "$T/kget" | grep -qE '^NAME +RESOURCES +UNHEALTHY +AGE$' || fail "columns: $(cat "$T/kget");
 $(jq -c 'select(.stage == "ResponseComplete" and .objectRef.resource == "nodedevices")
     | [.verb, .objectRef.name, .objectRef.subresource, .user.username, .responseStatus.code, .requestURI]' "$KUBE_AUDIT" | tail -20)"
-grep -qE '^test-node +example.com/gpu=3,example.com/nic=1 +0 ' "$T/kget" || fail "row: $(cat "$T/kget")"
+grep -qE "$row" "$T/kget" || fail "row: $(cat "$T/kget")"
 k get nd test-node > /dev/null || fail "short name nd"
 k get podres 2>&1 | grep -q 'nodedevices.podres.dev/test-node' || fail "category podres: $(k get podres 2>&1)"
 ok "kubectl get nodedevices / nd / podres: NAME RESOURCES UNHEALTHY AGE"
