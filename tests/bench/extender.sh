@@ -20,7 +20,7 @@ cleanup() {
 }
 trap cleanup EXIT
 log() { printf '[bench-extender %s] %s\n' "$(date +%T)" "$*" >&2; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+free_port() { python3 "$ROOT/tests/py/podres_test/free_port.py"; }
 wait_until() { local i=0 limit=$(($1 * 10)); shift; until "$@" > /dev/null 2>&1; do i=$((i + 1)); [ $i -ge $limit ] && return 1; sleep 0.1; done; }
 
 "$ROOT/tests/kube/cluster" up "$KD" --owner $$ --crd "$ROOT/schema/crd-nodedevices.yaml" \

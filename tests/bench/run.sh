@@ -37,7 +37,7 @@ export KUBECACHEDIR=$T/kube-cache  # kubectl's discovery cache stays in the temp
 
 log() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "FAIL: $*"; exit 1; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+free_port() { python3 "$ROOT/tests/py/podres_test/free_port.py"; }
 wait_until() { # SECONDS CMD...
     local i=0 limit=$(( $1 * 20 )); shift
     until "$@" >/dev/null 2>&1; do i=$((i + 1)); [ $i -ge $limit ] && return 1; sleep 0.05; done

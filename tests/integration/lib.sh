@@ -42,9 +42,7 @@ fail() {
 }
 ok() { echo "ok - $*"; }
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+free_port() { python3 "$PODRES_ROOT/tests/py/podres_test/free_port.py"; }
 
 # wait_until SECONDS CMD... - poll CMD every 0.1 s until it succeeds.
 wait_until() {

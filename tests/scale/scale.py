@@ -27,7 +27,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -37,7 +36,9 @@ import urllib.parse
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "py"))
 import pdhttp  # noqa: E402
+from podres_test.free_port import free_port  # noqa: E402
 
 SYNCER = "system:serviceaccount:podres-system:podres-syncer"
 GC = "system:serviceaccount:kube-system:generic-garbage-collector"
@@ -46,14 +47,6 @@ GROUP = "/apis/podres.dev/v1alpha1"
 
 def env_int(name, default):
     return int(os.environ.get(name, default))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 class Kube:
