@@ -236,8 +236,9 @@ err_t store_history(struct store *st, const struct histq *q, json_t **out)
 
 /* The intervals that overlap [?1, ?2) as (dev, pod, f, t), t clipped to
  * now (?3): those starting in the window (a rowid range: an id is at least
- * from_ms * 1024, and a burst moves ids at most 2^30 past it) and, per
- * device, the last one starting before it. */
+ * from_ms * 1024, and hist_bind's own ids move at most 2^30 past it, a
+ * million intervals in a millisecond) and, per device, the last one
+ * starting before it. */
 /* clang-format off */
 #define USAGE_CTE                                                                                  \
     "WITH " LAST_BEFORE("<") ",c(dev,pod,f,t) AS (SELECT dev,pod,from_ms,min(to_ms,?3) FROM "   \

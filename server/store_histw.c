@@ -76,9 +76,9 @@ uint64_t st_hist_next_id_at(struct store *st, int t, uint64_t ms)
 {
     uint64_t id = ms << 10;
 
-    if (id <= st->hist.last_id)
-        id = st->hist.last_id + 1;
-    st->hist.last_id = id;
+    if (id <= st->hist.last_id[t])
+        id = st->hist.last_id[t] + 1;
+    st->hist.last_id[t] = id;
     if (st->hist.rows[t] >= 0) {
         st->hist.rows[t]++;
         given(st, t);
@@ -759,18 +759,20 @@ err_t st_hist_sync(struct store *st)
 
 /* ---- setting up ---- */
 
-/* The last interval id given, and the time of writes from it: times
- * never go back across a restart, nor ids below the fold's (a pruned
- * row's id is not given again). */
+/* The last interval id given of each table, and the time of writes from
+ * them: times never go back across a restart, nor binding ids below the
+ * fold's (a pruned row's id is not given again). */
 static err_t last_id(struct store *st)
 {
-    err_t rc = db_get_u64(st->commit.db, &st->hist.last_id,
+    uint64_t *last = st->hist.last_id;
+    err_t rc = db_get_u64(st->commit.db, &last[0],
                           "SELECT max(ifnull((SELECT max(id) FROM hist_bind),0),"
-                          "ifnull((SELECT max(id) FROM hist_health),0),"
                           "ifnull(" HIST_FOLDED ",0))",
                           NULL);
 
-    st->commit.now_ms = st->hist.last_id >> 10;
+    if (!rc)
+        rc = db_get_u64(st->commit.db, &last[1], "SELECT ifnull(max(id),0) FROM hist_health", NULL);
+    st->commit.now_ms = (last[0] > last[1] ? last[0] : last[1]) >> 10;
     return rc;
 }
 
@@ -810,8 +812,8 @@ static err_t replay_open(struct store *st)
     replayed(st, w->mark);
     w->wrote[1] = false;
     atomic_store_explicit(&w->published, w->mark, memory_order_release);
-    if (st->hist.last_id >> 10 > st->commit.now_ms)
-        st->commit.now_ms = st->hist.last_id >> 10;
+    if (st->hist.last_id[0] >> 10 > st->commit.now_ms)
+        st->commit.now_ms = st->hist.last_id[0] >> 10;
     return ERR_OK;
 }
 

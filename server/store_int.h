@@ -27,7 +27,10 @@
 /* The history's state on the write connection (store_histw.c,
  * store_hist.c). */
 struct store_hist {
-    uint64_t last_id;      /* the last interval id given, of either table (writer's lock) */
+    uint64_t last_id[2];   /* the last interval id given, of hist_bind, hist_health: each
+                              table's ids grow with its times, whatever the other's
+                              (a replay gives ids for the times of older writes)
+                              (writer's lock) */
     int64_t rows[2];       /* rows of hist_bind, hist_health for the cap; -1 not counted yet
                               (writer's lock; read atomically) */
     uint64_t pod_cursor;   /* where the next pruning step looks at hist_pod, 0 between
@@ -119,10 +122,10 @@ err_t st_hist_attach(struct store *st) WARN_UNUSED;
 err_t st_hist_bind(struct store *st, const char *res, const char *id, const char *ns,
                    const char *pod, const char *uid, const char *container) WARN_UNUSED;
 err_t st_hist_unbind(struct store *st, const char *res, const char *id) WARN_UNUSED;
-/* The next interval id, from_ms * 1024 or the id after the last, whichever
- * is larger, for an interval from the write's time (st_hist_next_id) or
- * from 'ms'; counts a row of table 't' (0 hist_bind, 1 hist_health) for
- * the cap. Writer's lock. */
+/* The next interval id of table 't' (0 hist_bind, 1 hist_health):
+ * from_ms * 1024 or the id after the table's last, whichever is larger,
+ * for an interval from the write's time (st_hist_next_id) or from 'ms';
+ * counts a row of the table for the cap. Writer's lock. */
 uint64_t st_hist_next_id(struct store *st, int t);
 uint64_t st_hist_next_id_at(struct store *st, int t, uint64_t ms);
 /* After a write's own work, inside it: note the last row of the change log
