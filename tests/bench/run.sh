@@ -560,7 +560,10 @@ if want history; then . "$BENCH/history.sh"; fi
 {
     echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(free -m | awk '/^Mem/ {print $2}') MiB RAM"
     echo "disk: $(df -h --output=source,fstype "$T" | tail -1 | tr -s ' ') (rotational=$(cat /sys/block/"$(basename "$(df --output=source "$T" | tail -1)")"/queue/rotational 2>/dev/null || echo ?))"
-    echo "kernel: $(uname -r); $(nginx -v 2>&1); $(wrk --version 2>&1 | head -1 | cut -c1-40); sqlite $(sqlite3 --version | cut -d' ' -f1)"
+    # (nginx and wrk only when installed: a BENCH_ONLY run may go without make bench-deps)
+    echo "kernel: $(uname -r); $(command -v nginx > /dev/null && nginx -v 2>&1 || echo 'no nginx');" \
+        "$(command -v wrk > /dev/null && wrk --version 2>&1 | head -1 | cut -c1-40 || echo 'no wrk');" \
+        "sqlite $(sqlite3 --version | cut -d' ' -f1)"
     [ -z "${KUBE_VERSION:-}" ] || echo "control plane (rows 5, 6e): kube-apiserver $KUBE_VERSION, etcd $ETCD_VERSION (tests/kube/cluster)"
     echo "runs per figure: $RUNS (medians); total $(( $(date +%s) - START )) s; CPU time stolen by the host (/proc/stat steal): $(steal_pct "$STAT0" "$(cpu_stat)") %"
 } > "$OUT/machine.txt"
