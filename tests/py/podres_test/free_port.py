@@ -1,4 +1,7 @@
-"""A free loopback TCP port for a test's listener, printed when run as a script.
+# SPDX-License-Identifier: Apache-2.0
+"""podres_test.free_port - a free loopback TCP port for a test's listener;
+run as a script (tests/integration/lib.sh, tests/kube/cluster, the bench)
+it prints one.
 
 The port is taken below the kernel's ephemeral range: a port from bind(0)
 lies inside it, where any outgoing connection on the machine (a test's
