@@ -44,6 +44,18 @@ ok() { echo "ok - $*"; }
 
 free_port() { python3 "$PODRES_ROOT/tests/py/podres_test/free_port.py"; }
 
+# jqe FILTER [JQ ARGS...] - `jq -e FILTER` over stdin that also fails on empty
+# input: jq -e exits 0 when it reads nothing, so a check piped from a kubectl
+# or curl that printed nothing (an error, a timeout, a missing object) would
+# pass. Exported, so `bash -c "... | jqe ..."` (wait_until) has it too.
+jqe() {
+    local in
+    in=$(cat)
+    [ -n "$in" ] || { echo "jqe: empty input for $1" >&2; return 1; }
+    printf '%s\n' "$in" | jq -e "$@"
+}
+export -f jqe
+
 # wait_until SECONDS CMD... - poll CMD every 0.1 s until it succeeds.
 wait_until() {
     local limit=$(( $1 * MULT * 10 )) i=0
