@@ -105,7 +105,7 @@ pd_config 'devices:
 python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])" "$PD_SOCK" 2>/dev/null ||
     { mkdir -p "$(dirname "$PD_SOCK")"; python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])" "$PD_SOCK"; }
 pd_start --node-name from-flag
-curl -s --unix-socket "$PD_SOCK" http://localhost/version | jq -e '.nodeName == "from-flag"' >/dev/null ||
+curl -s --unix-socket "$PD_SOCK" http://localhost/version | jqe '.nodeName == "from-flag"' >/dev/null ||
     fail "the flag did not win over the file"
 req GET /v1/devices
 [ "$(jqo '[.devices[].id] | join(",")')" = a,b ] || fail "static devices: $(out)"

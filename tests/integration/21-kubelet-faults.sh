@@ -28,7 +28,7 @@ pd_start
 not_ready || fail "ready without a kubelet"
 # the 503 is a Status (CONTRACT.md, Errors) whose message gives the reason
 curl -s --unix-socket "$PD_SOCK" http://localhost/readyz |
-    jq -e '.kind == "Status" and .code == 503 and .reason == "ServiceUnavailable" and
+    jqe '.kind == "Status" and .code == 503 and .reason == "ServiceUnavailable" and
         (.message | startswith("not ready: ") and contains("no successful kubelet sync"))' > /dev/null ||
     fail "readyz reason: $(curl -s --unix-socket "$PD_SOCK" http://localhost/readyz)"
 fk_start

@@ -38,9 +38,9 @@ EOF
 
 # The CRD: accepted as structural, Established, names accepted.
 k get crd devicebindings.podres.dev -o json > "$T/crd.json"
-jq -e '[.status.conditions[] | select(.type == "Established" and .status == "True")] | length == 1' \
-    "$T/crd.json" > /dev/null || fail "not Established: $(jq -c .status.conditions "$T/crd.json")"
-jq -e '[.status.conditions[] | select(.type == "NonStructuralSchema")] | length == 0' "$T/crd.json" > /dev/null ||
+jqe '[.status.conditions[] | select(.type == "Established" and .status == "True")] | length == 1' \
+    < "$T/crd.json" > /dev/null || fail "not Established: $(jq -c .status.conditions "$T/crd.json")"
+jqe '[.status.conditions[] | select(.type == "NonStructuralSchema")] | length == 0' < "$T/crd.json" > /dev/null ||
     fail "the schema is not structural: $(jq -c .status.conditions "$T/crd.json")"
 [ "$(jq -c .status.acceptedNames.shortNames "$T/crd.json")" = '["dvb"]' ] || fail "short names"
 k create namespace ml > /dev/null

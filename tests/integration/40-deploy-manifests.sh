@@ -102,7 +102,7 @@ audit_new() {
 }
 WRITE='(.verb | IN("create","update","patch","delete","deletecollection"))'
 crd_ok() {  # the CRD is Established with its names accepted, and no condition says otherwise
-    k get crd devicebindings.podres.dev -o json | jq -e '[.status.conditions[] | {(.type): .status}] | add
+    k get crd devicebindings.podres.dev -o json | jqe '[.status.conditions[] | {(.type): .status}] | add
         | .Established == "True" and .NamesAccepted == "True" and .NonStructuralSchema == null' > /dev/null
 }
 OBJS="namespace/podres-system customresourcedefinition.apiextensions.k8s.io/devicebindings.podres.dev
@@ -306,7 +306,7 @@ ok "ClusterRole podres-syncer grants exactly devicebindings{,/status} get/list/w
 # (deploy/scheduler/ is another kustomization, with the extender's own identity)
 n=$(grep -lE '^kind: *(Role|ClusterRole|RoleBinding|ClusterRoleBinding)$' deploy/*.yaml | wc -l)
 [ "$n" = 1 ] || fail "RBAC objects outside deploy/rbac.yaml: $(grep -lE '^kind: *(Role|ClusterRole|RoleBinding)' deploy/*.yaml)"
-k get clusterrolebinding podres-syncer -o json | jq -e '.roleRef == {"apiGroup":"rbac.authorization.k8s.io",
+k get clusterrolebinding podres-syncer -o json | jqe '.roleRef == {"apiGroup":"rbac.authorization.k8s.io",
     "kind":"ClusterRole","name":"podres-syncer"} and .subjects == [{"kind":"ServiceAccount",
     "name":"podres-syncer","namespace":"podres-system"}]' >/dev/null || fail "ClusterRoleBinding subjects/roleRef"
 ok "the binding gives that role to ServiceAccount podres-system/podres-syncer only; no other RBAC object"
@@ -510,7 +510,7 @@ EOF
 ok "DaemonSet: 3 hostPaths, source kubelet, shared socket dir, NODE_NAME, exec probes, requests/limits, read-only root, no capabilities, non-root syncer"
 # apps/v1 validated, defaulted and stored it (no kubelet and no DaemonSet controller: the
 # object is checked, not pods): one spec change since its creation, the overlay's.
-k get ds podres -n podres-system -o json | jq -e '.metadata.generation == 2 and .spec.revisionHistoryLimit == 10
+k get ds podres -n podres-system -o json | jqe '.metadata.generation == 2 and .spec.revisionHistoryLimit == 10
     and .spec.updateStrategy.rollingUpdate.maxSurge == 0 and .spec.template.spec.dnsPolicy == "ClusterFirst"
     and .spec.template.spec.schedulerName == "default-scheduler"
     and ([.spec.template.spec.containers[].terminationMessagePolicy] == ["File", "File"])' > /dev/null ||
@@ -525,11 +525,11 @@ pod_of() {  # pod_of NS - the DaemonSet's pod for node-a in NS, as JSON
 pod_of podres-system >"$T/pod.json"
 out=$(k create --dry-run=server -o json -f "$T/pod.json" 2>"$T/stderr") || fail "the DaemonSet's pod in podres-system: $out $(cat "$T/stderr")"
 [ ! -s "$T/stderr" ] || fail "the DaemonSet's pod in podres-system: warnings: $(cat "$T/stderr")"
-jq -e '.spec.priority == 2000001000 and .spec.serviceAccountName == "podres-syncer"' <<<"$out" > /dev/null ||
+jqe '.spec.priority == 2000001000 and .spec.serviceAccountName == "podres-syncer"' <<<"$out" > /dev/null ||
     fail "the DaemonSet's pod as admitted: $(jq -c '{priority: .spec.priority, sa: .spec.serviceAccountName}' <<<"$out")"
 # Its syncer's token is the projected service-account token (bound to the pod by the kubelet,
 # so it carries the node's name: deploy/admission-node-scope.yaml relies on it).
-jq -e '.spec.automountServiceAccountToken == true
+jqe '.spec.automountServiceAccountToken == true
     and any(.spec.volumes[]; (.name | startswith("kube-api-access-"))
         and any(.projected.sources[]?; .serviceAccountToken.path == "token" and .serviceAccountToken.expirationSeconds > 0))
     and any(.spec.containers[] | select(.name == "podres-syncer") | .volumeMounts[];

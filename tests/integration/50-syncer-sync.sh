@@ -17,7 +17,7 @@ sy_start
 # right status. The bound is loose: a loaded CI runner is slow, not wrong.
 bind ml train-0 "$uid_a" gpu-0 gpu-1
 start=$(date +%s%N)
-wait_until 10 sh -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0' | jq -e '.status.phase == \"Bound\"'" ||
+wait_until 10 bash -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0' | jqe '.status.phase == \"Bound\"'" ||
     fail "no Bound DeviceBinding for ml/train-0: $(cat "$T/syncer.log")"
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
 [ "$ms" -lt $((5000 * MULT)) ] || fail "the DeviceBinding took ${ms} ms"
@@ -45,20 +45,20 @@ ok "kubectl get devicebindings -A shows it"
 # A pod without devices gets none; releasing deletes; rebinding recreates.
 req PUT /v1/namespaces/web/pods/nginx "{\"uid\":\"$uid_c\",\"containers\":[{\"name\":\"main\"}]}"
 bind ml train-1 "$uid_b" gpu-2
-wait_until 3 sh -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-1' | jq -e '.status.phase'" ||
+wait_until 3 bash -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-1' | jqe '.status.phase'" ||
     fail "no DeviceBinding for ml/train-1"
 dvb web nginx; [ "$CODE" = 404 ] || fail "a pod without devices got a DeviceBinding"
 req DELETE /v1/namespaces/ml/pods/train-1
 wait_until 3 sh -c "[ \$($KCURL -o /dev/null -w '%{http_code}' '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-1') = 404 ]" ||
     fail "release did not delete the DeviceBinding"
 bind ml train-1 "$uid_b" gpu-2 gpu-3
-wait_until 3 sh -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-1' | jq -e '.status.summary == \"example.com/gpu=2\"'" ||
+wait_until 3 bash -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-1' | jqe '.status.summary == \"example.com/gpu=2\"'" ||
     fail "rebinding did not recreate it"
 ok "release deletes, rebind recreates, a pod without devices gets none"
 
 # A change of the binding updates the status in place.
 bind ml train-0 "$uid_a" gpu-0
-wait_until 3 sh -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0' | jq -e '.status.summary == \"example.com/gpu=1\"'" ||
+wait_until 3 bash -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0' | jqe '.status.summary == \"example.com/gpu=1\"'" ||
     fail "status not updated"
 ok "a changed binding updates the status"
 
@@ -87,11 +87,11 @@ ok "a name taken by another node's DeviceBinding: left alone, logged, not hammer
 
 # Hand edits: a deleted object comes back, an edited status is repaired.
 kapi DELETE /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0
-wait_until 10 sh -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0' | jq -e '.status.phase == \"Bound\"'" ||
+wait_until 10 bash -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0' | jqe '.status.phase == \"Bound\"'" ||
     fail "a DeviceBinding deleted by hand was not recreated"
 kapi PATCH /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-1/status '{"status":{"summary":"bogus","phase":"Conflict"}}' application/merge-patch+json
 [ "$CODE" = 200 ] || fail "hand edit: $CODE"
-wait_until 3 sh -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-1' | jq -e '.status.summary == \"example.com/gpu=2\" and .status.phase == \"Bound\"'" ||
+wait_until 3 bash -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-1' | jqe '.status.summary == \"example.com/gpu=2\" and .status.phase == \"Bound\"'" ||
     fail "a status edited by hand was not repaired"
 ok "deleted and edited DeviceBindings are repaired"
 
@@ -102,7 +102,7 @@ bind ml train-0 "$uid_a" gpu-0 gpu-1
 sy_start --resync-interval 5s # resyncs inside the idle window below
 wait_until 5 sh -c "[ \$($KCURL -o /dev/null -w '%{http_code}' '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-1') = 404 ]" ||
     fail "an orphan survived a restart"
-wait_until 3 sh -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0' | jq -e '.status.summary == \"example.com/gpu=2\"'" ||
+wait_until 3 bash -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/train-0' | jqe '.status.summary == \"example.com/gpu=2\"'" ||
     fail "a change made while the syncer was down was not applied"
 [ "$($KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/devicebindings?labelSelector=podres.dev%2Fnode%3Dtest-node" | jq '.items | length')" = 1 ] ||
     fail "duplicates or orphans after SIGKILL"

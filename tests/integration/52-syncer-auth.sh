@@ -43,7 +43,7 @@ mkdir -p "$T/sa"
 printf '%s' "$SA_TOKEN" > "$T/sa/token"
 sy_start
 bind ml a "$uid" g0
-wait_until 5 sh -c "$(declare -f auth_dvb); T='$T' KUBE_CA='$KUBE_CA' KUBE_SERVER='$KUBE_SERVER' auth_dvb a | jq -e '.status.phase == \"Bound\"'" ||
+wait_until 5 bash -c "$(declare -f auth_dvb); T='$T' KUBE_CA='$KUBE_CA' KUBE_SERVER='$KUBE_SERVER' auth_dvb a | jqe '.status.phase == \"Bound\"'" ||
     fail "no DeviceBinding over TLS + token: $(tail -5 "$T/syncer.log")"
 grep -qF "$SA_TOKEN" "$T/syncer.log" && fail "the token appears in the log"
 sy_stop
@@ -149,7 +149,7 @@ SY_PID=$!; PIDS+=("$SY_PID")
 wait_until 10 curl -sf "http://127.0.0.1:$SY_PORT/healthz" || fail "in-cluster syncer did not start: $(tail "$T/syncer.log")"
 grep -q "from in-cluster" "$T/syncer.log" || fail "not using the in-cluster configuration: $(tail -3 "$T/syncer.log")"
 bind ml a "$uid" g1
-wait_until 5 sh -c "$(declare -f auth_dvb); T='$T' KUBE_CA='$KUBE_CA' KUBE_SERVER='$KUBE_SERVER' auth_dvb a | jq -e '.status.summary == \"example.com/gpu=1\" and .status.containers[0].devices[0].deviceIds[0] == \"g1\"'" ||
+wait_until 5 bash -c "$(declare -f auth_dvb); T='$T' KUBE_CA='$KUBE_CA' KUBE_SERVER='$KUBE_SERVER' auth_dvb a | jqe '.status.summary == \"example.com/gpu=1\" and .status.containers[0].devices[0].deviceIds[0] == \"g1\"'" ||
     fail "in-cluster syncer did not sync"
 ok "in-cluster configuration from the environment and the service-account files"
 
@@ -162,7 +162,7 @@ k -n podres-system delete secret tok-1 > /dev/null
 wait_until 10 sh -c "[ \$(curl -s -o /dev/null -w '%{http_code}' --cacert '$KUBE_CA' -H 'Authorization: Bearer $old' '$KUBE_SERVER/api/v1/namespaces/ml/pods') = 401 ]" ||
     fail "the old token was not revoked"
 bind ml a "$uid" g2
-wait_until 10 sh -c "$(declare -f auth_dvb); T='$T' KUBE_CA='$KUBE_CA' KUBE_SERVER='$KUBE_SERVER' auth_dvb a | jq -e '.status.containers[0].devices[0].deviceIds[0] == \"g2\"'" ||
+wait_until 10 bash -c "$(declare -f auth_dvb); T='$T' KUBE_CA='$KUBE_CA' KUBE_SERVER='$KUBE_SERVER' auth_dvb a | jqe '.status.containers[0].devices[0].deviceIds[0] == \"g2\"'" ||
     fail "the rotated token was not picked up: $(tail -5 "$T/syncer.log")"
 grep -qF "$(cat "$T/sa/token")" "$T/syncer.log" && fail "the token appears in the log"
 ok "a rotated token file is picked up once the old token is revoked"

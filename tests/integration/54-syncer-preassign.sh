@@ -17,7 +17,7 @@ JSON
     k apply -f "$T/pa-$name.json" > /dev/null || fail "kubectl apply $name"
 }
 phase_is() { # NAME PHASE
-    $KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/$1" | jq -e ".status.phase == \"$2\"" > /dev/null
+    $KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/$1" | jqe ".status.phase == \"$2\"" > /dev/null
 }
 cond() { # NAME FIELD
     $KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/$1" |
@@ -52,7 +52,7 @@ wait_until 3 phase_is p1 Bound || fail "p1 is not Bound"
 dvb ml p1
 [ "$(jqo '.metadata.ownerReferences[0].uid')" = "$uid1" ] || fail "no ownerReference to the pod"
 [ "$(jqo '.spec.containers[0].devices[0].deviceIds[0]')" = gpu-0 ] || fail "the scheduler's spec was touched"
-wait_until 5 sh -c "$KCURL '$KUBE_SERVER/apis/events.k8s.io/v1/namespaces/ml/events' | jq -e '[.items[] | select(.regarding.name == \"p1\" and .reason == \"PreassignmentHonored\" and .type == \"Normal\")] | length == 1'" ||
+wait_until 5 bash -c "$KCURL '$KUBE_SERVER/apis/events.k8s.io/v1/namespaces/ml/events' | jqe '[.items[] | select(.regarding.name == \"p1\" and .reason == \"PreassignmentHonored\" and .type == \"Normal\")] | length == 1'" ||
     fail "no PreassignmentHonored event on p1"
 ok "allocate uses the reservation; Bound with PreassignmentHonored=True and a lastTransitionTime, and a Normal Event"
 
@@ -74,7 +74,7 @@ events_of() {
         jq -c --arg n "$1" --arg r "$2" '[.items[] | select(.regarding.kind == "DeviceBinding"
             and .regarding.name == $n and .reason == $r)]'
 }
-wait_until 5 sh -c "$KCURL '$KUBE_SERVER/apis/events.k8s.io/v1/namespaces/ml/events' | jq -e '[.items[] | select(.regarding.name == \"p3\" and .reason == \"Conflict\")] | length == 1'" ||
+wait_until 5 bash -c "$KCURL '$KUBE_SERVER/apis/events.k8s.io/v1/namespaces/ml/events' | jqe '[.items[] | select(.regarding.name == \"p3\" and .reason == \"Conflict\")] | length == 1'" ||
     fail "no Conflict event on p3: $(events_of p3 Conflict)"
 for i in 1 2; do
     preassign p3 gpu-3
@@ -82,9 +82,9 @@ for i in 1 2; do
     preassign p3 gpu-1
     wait_until 3 phase_is p3 Conflict || fail "p3 did not come back to the conflict"
 done
-series() { events_of p3 Conflict | jq -e 'length == 1 and .[0].series.count == 3' > /dev/null; }
+series() { events_of p3 Conflict | jqe 'length == 1 and .[0].series.count == 3' > /dev/null; }
 wait_until 5 series || fail "a flapping conflict is not one series of 3: $(events_of p3 Conflict)"
-events_of p3 Conflict | jq -e '.[0] | .type == "Warning" and .reportingController == "podres.dev/podres-syncer"
+events_of p3 Conflict | jqe '.[0] | .type == "Warning" and .reportingController == "podres.dev/podres-syncer"
     and .reportingInstance == "test-node" and .action == "Reserve" and (.note | contains("gpu-1 is reserved for pod ml/p2"))
     and .regarding.uid != ""' > /dev/null || fail "the Conflict event: $(events_of p3 Conflict)"
 k events -n ml --for devicebinding/p3 > "$T/kevents" 2>&1 || fail "kubectl events: $(cat "$T/kevents")"
@@ -162,7 +162,7 @@ wait_until 3 phase_is p6 Pending || fail "p6 is not Pending"
 wait_until 8 phase_is p6 Conflict || fail "the TTL did not expire p6"
 [ "$(cond p6 reason)" = ReservationExpired ] || fail "reason $(cond p6 reason)"
 [ "$(resv_state p6)" = none ] || fail "the reservation of p6 was not released"
-wait_until 5 sh -c "$KCURL '$KUBE_SERVER/apis/events.k8s.io/v1/namespaces/ml/events' | jq -e '[.items[] | select(.regarding.name == \"p6\" and .reason == \"ReservationExpired\" and .type == \"Warning\")] | length == 1'" ||
+wait_until 5 bash -c "$KCURL '$KUBE_SERVER/apis/events.k8s.io/v1/namespaces/ml/events' | jqe '[.items[] | select(.regarding.name == \"p6\" and .reason == \"ReservationExpired\" and .type == \"Warning\")] | length == 1'" ||
     fail "no ReservationExpired event on p6"
 ok "the TTL releases an unused reservation and says so, in the condition and a Warning Event: $(cond p6 message)"
 
@@ -172,7 +172,7 @@ kapi POST /apis/podres.dev/v1alpha1/namespaces/ml/devicebindings \
 [ "$CODE" = 201 ] || fail "create ml/grp: HTTP $CODE $(out)"
 grp_uid=$(kube_pod ml grp test-node)
 owners() { $KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/grp" | jq -c '[.metadata.ownerReferences[] | [.kind, .uid]] | sort'; }
-wait_until 5 sh -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/grp' | jq -e '.metadata.ownerReferences | length == 2' > /dev/null" ||
+wait_until 5 bash -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/grp' | jqe '.metadata.ownerReferences | length == 2' > /dev/null" ||
     fail "owners of ml/grp: $(owners)"
 [ "$(owners)" = "[[\"Pod\",\"$grp_uid\"],[\"PodGroup\",\"pg-1\"]]" ] || fail "owners of ml/grp: $(owners)"
 ok "a scheduler's owner reference is kept beside the Pod's"

@@ -13,7 +13,7 @@ pod() { # NAME DEVICE...
     printf '{"name":"%s","namespace":"ml","containers":[{"name":"main","devices":[{"resourceName":"example.com/gpu","deviceIds":[%s],"topology":{"nodes":[{"ID":0}]}}]}]}' "$1" "${ids%,}"
 }
 ALLOC='"allocatable":{"devices":[{"resourceName":"example.com/gpu","deviceIds":["gpu-0","gpu-1","gpu-2","gpu-3"],"topology":{"nodes":[{"ID":0}]}},{"resourceName":"example.com/gpu","deviceIds":["gpu-4"],"topology":{"nodes":[{"ID":1}]}},{"resourceName":"example.com/gpu","deviceIds":["gpu-5"],"topology":{"nodes":[{"ID":0}]}}],"cpuIds":[],"memory":[]}'
-phase_is() { $KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/$1" | jq -e ".status.phase == \"$2\"" > /dev/null; }
+phase_is() { $KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/$1" | jqe ".status.phase == \"$2\"" > /dev/null; }
 cond() { $KCURL "$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/$1" |
          jq -r ".status.conditions[] | select(.type==\"PreassignmentHonored\") | .$2"; }
 

@@ -36,10 +36,10 @@ SY_KCFG=$FP_KCFG sy_start
 fp POST /_proxy/faults '410:verbs=watch:count=2' > /dev/null
 fp POST /_proxy/watches/drop > /dev/null
 bind ns p2 "${uid[2]}" g2
-wait_until 5 sh -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ns/devicebindings/p2' | jq -e '.status.phase == \"Bound\"'" ||
+wait_until 5 bash -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ns/devicebindings/p2' | jqe '.status.phase == \"Bound\"'" ||
     fail "no sync after the API server's compaction"
 kapi DELETE /apis/podres.dev/v1alpha1/namespaces/ns/devicebindings/p1
-wait_until 5 sh -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ns/devicebindings/p1' | jq -e '.status.phase == \"Bound\"'" ||
+wait_until 5 bash -c "$KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ns/devicebindings/p1' | jqe '.status.phase == \"Bound\"'" ||
     fail "the DeviceBinding informer did not recover from 410"
 grep -q "expired; listing again" "$T/syncer.log" || fail "no relist logged after 410"
 ok "API watches expired (410): relisted, in sync"
@@ -53,8 +53,8 @@ req DELETE /v1/namespaces/ns/pods/p0
 for i in 3 4 5 6 7 8 9; do req PATCH "/v1/resources/example.com/gpu/devices/g$i" '{"health":"Unhealthy"}'; done
 bind ns p1 "${uid[1]}" g1 g10
 kill -CONT "$SY_PID"
-wait_until 10 sh -c "[ \$($KCURL -o /dev/null -w '%{http_code}' '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ns/devicebindings/p0') = 404 ] &&
-    $KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ns/devicebindings/p1' | jq -e '.status.summary == \"example.com/gpu=2\"'" ||
+wait_until 10 bash -c "[ \$($KCURL -o /dev/null -w '%{http_code}' '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ns/devicebindings/p0') = 404 ] &&
+    $KCURL '$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ns/devicebindings/p1' | jqe '.status.summary == \"example.com/gpu=2\"'" ||
     fail "changes made beyond podresd's history were missed: $(tail -5 "$T/syncer.log")"
 grep -qE "podresd's feed expired|podresd no longer keeps revision" "$T/syncer.log" ||
     fail "the feed did not expire; the test did not test a relist"

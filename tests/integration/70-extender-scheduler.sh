@@ -51,9 +51,9 @@ settled() {
     pods_json
     local fa fb
     fa=$((4 - $(gpus_on gpu-a))) fb=$((4 - $(gpus_on gpu-b)))
-    jq -e --argjson a "$fa" --argjson b "$fb" '[.items[] | select(.metadata.name != "big" and
+    jqe --argjson a "$fa" --argjson b "$fb" '[.items[] | select(.metadata.name != "big" and
         (.spec.nodeName // "") == "") | .spec.containers[0].resources.limits["example.com/gpu"] |
-        tonumber | select(. <= $a or . <= $b)] | length == 0' "$T/pods.json" > /dev/null
+        tonumber | select(. <= $a or . <= $b)] | length == 0' < "$T/pods.json" > /dev/null
 }
 
 kube_up --scheduler
@@ -90,7 +90,7 @@ for p in $(jq -r '.items[] | select(.spec.nodeName) | .metadata.name' "$T/pods.j
     uid=$(jq -r --arg p "$p" '.items[] | select(.metadata.name == $p) | .metadata.uid' "$T/pods.json")
     want=$(jq -r --arg p "$p" '.items[] | select(.metadata.name == $p) |
         .spec.containers[0].resources.limits["example.com/gpu"]' "$T/pods.json")
-    jq -e --arg p "$p" --arg node "$node" --arg uid "$uid" --argjson want "$want" --slurpfile nd "$T/nd.json" '
+    jqe --arg p "$p" --arg node "$node" --arg uid "$uid" --argjson want "$want" --slurpfile nd "$T/nd.json" '
         .items[] | select(.metadata.name == $p) |
         ($nd[0].items[] | select(.metadata.name == $node) | [.status.devices[].id]) as $ids |
         .spec.nodeName == $node and .metadata.labels["podres.dev/node"] == $node and
@@ -98,7 +98,7 @@ for p in $(jq -r '.items[] | select(.spec.nodeName) | .metadata.name' "$T/pods.j
         (.spec.containers | length) == 1 and .spec.containers[0].name == "main" and
         (.spec.containers[0].devices[0].deviceIds | length) == $want and
         (.spec.containers[0].devices[0].deviceIds | all(. as $d | $ids | index($d)))' \
-        "$T/dvb.json" > /dev/null ||
+        < "$T/dvb.json" > /dev/null ||
         fail "DeviceBinding ml/$p is not $want devices of $node: $(jq -c --arg p "$p" '.items[] | select(.metadata.name == $p)' "$T/dvb.json")"
 done
 [ "$(jq '.items | length' "$T/dvb.json")" = "$bound" ] || fail "DeviceBindings for unbound pods"
@@ -148,7 +148,7 @@ k patch nodedevices gpu-b --subresource=status --type=json -p '[{"op":"add","pat
 fits() {
     jq -nc --argjson pod "$pod" '{Pod: $pod, NodeNames: ["gpu-b"]}' |
         curl -s -H 'Content-Type: application/json' --data-binary @- "$EXTENDER_URL/filter" |
-        jq -e '.NodeNames == ["gpu-b"]'
+        jqe '.NodeNames == ["gpu-b"]'
 }
 wait_until 10 fits || fail "the extender did not see gpu-b's fifth device"
 code=$(curl -s -o "$T/out" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary \

@@ -50,9 +50,9 @@ allowed() { [[ "$CODE" == 20? ]] || fail "$1: HTTP $CODE $(head -c 600 "$T/out")
 # Forbidden, a Status whose message is the policy's, ending in MESSAGE.
 denied() {
     [ "$CODE" = 403 ] || fail "$1: want 403, got HTTP $CODE $(head -c 600 "$T/out")"
-    jq -e --arg p "$POLICY" --arg m "$2" '.kind == "Status" and .reason == "Forbidden" and .code == 403
+    jqe --arg p "$POLICY" --arg m "$2" '.kind == "Status" and .reason == "Forbidden" and .code == 403
         and (.message | contains("ValidatingAdmissionPolicy '\''" + $p + "'\'' with binding '\''" + $p + "'\'' denied request: "))
-        and (.message | endswith($m))' "$T/out" > /dev/null ||
+        and (.message | endswith($m))' < "$T/out" > /dev/null ||
         fail "$1: not the policy's refusal (want ...$2): $(cat "$T/out")"
 }
 
@@ -60,8 +60,8 @@ denied() {
 as "$T/a.kubeconfig" POST /apis/authentication.k8s.io/v1/selfsubjectreviews \
     '{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}'
 allowed "SelfSubjectReview"
-jq -e '.status.userInfo.username == "system:serviceaccount:podres-system:podres-syncer"
-    and .status.userInfo.extra["authentication.kubernetes.io/node-name"] == ["node-a"]' "$T/out" > /dev/null ||
+jqe '.status.userInfo.username == "system:serviceaccount:podres-system:podres-syncer"
+    and .status.userInfo.extra["authentication.kubernetes.io/node-name"] == ["node-a"]' < "$T/out" > /dev/null ||
     fail "a Node-bound token's user: $(jq -c .status.userInfo "$T/out")"
 ok "a token bound to Node node-a authenticates as the syncer's ServiceAccount with extra node-name [node-a]"
 
@@ -128,8 +128,8 @@ as "$T/a.kubeconfig" PATCH "$ND/node-b" '{"metadata":{"labels":{"x":"y"}}}' "$ME
 denied "node-a patches NodeDevices node-b" "refusing UPDATE of NodeDevices node-b, the inventory of node 'node-b'"
 as "$T/a.kubeconfig" DELETE "$ND/node-b"
 denied "node-a deletes NodeDevices node-b" "refusing DELETE of NodeDevices node-b, the inventory of node 'node-b'"
-k get dvb -n ml b1 -o json | jq -e '.metadata.labels["podres.dev/node"] == "node-b" and .status == null' > /dev/null &&
-    k get nd node-b -o json | jq -e '.status == null and .metadata.labels == null' > /dev/null &&
+k get dvb -n ml b1 -o json | jqe '.metadata.labels["podres.dev/node"] == "node-b" and .status == null' > /dev/null &&
+    k get nd node-b -o json | jqe '.status == null and .metadata.labels == null' > /dev/null &&
     [ "$(k get dvb -n ml a2 -o jsonpath='{.metadata.labels.podres\.dev/node}')" = node-a ] ||
     fail "a refused write changed something"
 ok "node-a's token gets 403 Forbidden with the policy's message for node-b's DeviceBinding (create, status, relabel, delete), relabelling its own away, a foreign spec/status.nodeName, and NodeDevices node-b/node-c (create, status, patch, delete); nothing changed"
@@ -167,8 +167,8 @@ tok=$(k create token podres-syncer -n podres-system --duration 1h --bound-object
 echo "token: $tok" | write_kubeconfig "$T/pod.kubeconfig" "$KUBE_SERVER" podres-syncer
 as "$T/pod.kubeconfig" POST /apis/authentication.k8s.io/v1/selfsubjectreviews \
     '{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}'
-jq -e '.status.userInfo.extra | .["authentication.kubernetes.io/node-name"] == ["node-a"]
-    and .["authentication.kubernetes.io/pod-name"] == ["syncer-a"]' "$T/out" > /dev/null ||
+jqe '.status.userInfo.extra | .["authentication.kubernetes.io/node-name"] == ["node-a"]
+    and .["authentication.kubernetes.io/pod-name"] == ["syncer-a"]' < "$T/out" > /dev/null ||
     fail "a Pod-bound token's user: $(jq -c .status.userInfo "$T/out")"
 as "$T/pod.kubeconfig" PATCH "$NS/a2/status" '{"status":{"phase":"Pending"}}' "$MERGE"
 allowed "the Pod-bound token patches node-a's DeviceBinding's status"
@@ -216,7 +216,7 @@ node_kubeconfig test-node "$SY_KCFG"
 uid=$(kube_pod ml p0 test-node)
 sy_start
 bind ml p0 "$uid" g0
-wait_until 10 sh -c "$KCURL '$KUBE_SERVER$NS/p0' | jq -e '.status.phase == \"Bound\"'" ||
+wait_until 10 bash -c "$KCURL '$KUBE_SERVER$NS/p0' | jqe '.status.phase == \"Bound\"'" ||
     fail "no Bound DeviceBinding for ml/p0 under the policy: $(tail -20 "$T/syncer.log")"
 req DELETE /v1/namespaces/ml/pods/p0
 wait_until 10 sh -c "[ \"\$($KCURL -o /dev/null -w '%{http_code}' '$KUBE_SERVER$NS/p0')\" = 404 ]" ||

@@ -23,10 +23,10 @@ node_uid=$(k get node test-node -o jsonpath='{.metadata.uid}')
 SYNCER_USER=system:serviceaccount:podres-system:podres-syncer
 sy_start
 
-wait_until 10 sh -c "$KCURL -f '$KUBE_SERVER$ND/test-node' | jq -e '.status.summary'" ||
+wait_until 10 bash -c "$KCURL -f '$KUBE_SERVER$ND/test-node' | jqe '.status.summary'" ||
     fail "no NodeDevices test-node: $(tail -5 "$T/syncer.log")"
 nd_get test-node > "$T/nd.json"
-jq -e --arg uid "$node_uid" '
+jqe --arg uid "$node_uid" '
     .metadata.ownerReferences == [{"apiVersion":"v1","kind":"Node","name":"test-node","uid":$uid}]
     and .metadata.labels["podres.dev/node"] == "test-node"
     and .status.summary == "example.com/gpu=3,example.com/nic=1"
@@ -36,7 +36,7 @@ jq -e --arg uid "$node_uid" '
     and .status.devices[1] == {"resourceName":"example.com/gpu","id":"gpu-1","health":"Healthy","topology":{"nodes":[{"id":1}]},"properties":{"model":"H100"}}
     and .status.devices[2].topology == {"nodes":[]}
     and (.status.conditions[0] | .type == "Truncated" and .status == "False")
-    and (.status | has("observedRevision"))' "$T/nd.json" > /dev/null ||
+    and (.status | has("observedRevision"))' < "$T/nd.json" > /dev/null ||
     fail "NodeDevices test-node: $(jq -c . "$T/nd.json")"
 ok "NodeDevices test-node: every device sorted, with health, topology (id), properties; totals; owned by the Node"
 
@@ -58,11 +58,11 @@ w0=$(nd_writes)
 req PATCH /v1/resources/example.com/gpu/devices/gpu-1 '{"health":"Unhealthy"}'
 [ "$CODE" = 200 ] || fail "PATCH health: $CODE $(out)"
 start=$(date +%s%N)
-wait_until 5 sh -c "$KCURL -f '$KUBE_SERVER$ND/test-node' | jq -e '.status.unhealthy == 1'" ||
+wait_until 5 bash -c "$KCURL -f '$KUBE_SERVER$ND/test-node' | jqe '.status.unhealthy == 1'" ||
     fail "the Unhealthy device did not show: $(nd_get test-node | jq -c .status)"
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
 [ "$ms" -lt $((2000 * MULT)) ] || fail "the health change took $ms ms"
-nd_get test-node | jq -e '.status.devices[1].health == "Unhealthy" and .status.resources[0].healthy == 2' > /dev/null ||
+nd_get test-node | jqe '.status.devices[1].health == "Unhealthy" and .status.resources[0].healthy == 2' > /dev/null ||
     fail "device health: $(nd_get test-node | jq -c .status)"
 sleep 1.5
 [ "$(( $(nd_writes) - w0 ))" = 1 ] || fail "$(( $(nd_writes) - w0 )) writes for one health change"
@@ -76,14 +76,14 @@ done
 sleep 2.5
 n=$(( $(nd_writes) - w0 ))
 [ "$n" -ge 1 ] && [ "$n" -le 2 ] || fail "$n writes for five changes within a second"
-nd_get test-node | jq -e '.status.unhealthy == 1' > /dev/null || fail "after the burst: $(nd_get test-node | jq -c .status)"
+nd_get test-node | jqe '.status.unhealthy == 1' > /dev/null || fail "after the burst: $(nd_get test-node | jq -c .status)"
 ok "five health changes in a burst: $n writes (--inventory-interval 1s), the last state shown"
 
 # Holders are not inventory: binding and releasing pods writes no NodeDevices.
 uid_a=$(kube_pod ml train-0 test-node)
 w0=$(nd_writes)
 bind ml train-0 "$uid_a" gpu-0
-wait_until 10 sh -c "$KCURL -f '$KUBE_SERVER$DVB/namespaces/ml/devicebindings/train-0' | jq -e '.status.phase == \"Bound\"'" ||
+wait_until 10 bash -c "$KCURL -f '$KUBE_SERVER$DVB/namespaces/ml/devicebindings/train-0' | jqe '.status.phase == \"Bound\"'" ||
     fail "no Bound DeviceBinding: $(tail -3 "$T/syncer.log")"
 req DELETE /v1/namespaces/ml/pods/train-0
 wait_until 10 sh -c "[ \$($KCURL -o /dev/null -w '%{http_code}' '$KUBE_SERVER$DVB/namespaces/ml/devicebindings/train-0') = 404 ]" ||
@@ -107,10 +107,10 @@ ok "idle for 6 s and across a restart: no NodeDevices write"
 # Repaired: a hand edit of the status is undone, a deleted object is made again.
 kapi PATCH "$ND/test-node/status" '{"status":{"summary":"example.com/gpu=99","unhealthy":7}}' application/merge-patch+json
 [ "$CODE" = 200 ] || fail "hand edit: $CODE $(out)"
-wait_until 5 sh -c "$KCURL -f '$KUBE_SERVER$ND/test-node' | jq -e '.status.summary == \"example.com/gpu=3,example.com/nic=1\" and .status.unhealthy == 1'" ||
+wait_until 5 bash -c "$KCURL -f '$KUBE_SERVER$ND/test-node' | jqe '.status.summary == \"example.com/gpu=3,example.com/nic=1\" and .status.unhealthy == 1'" ||
     fail "the hand edit stayed: $(nd_get test-node | jq -c .status)"
 k delete nodedevices test-node > /dev/null || fail "delete"
-wait_until 5 sh -c "$KCURL -f '$KUBE_SERVER$ND/test-node' | jq -e '.status.unhealthy == 1'" ||
+wait_until 5 bash -c "$KCURL -f '$KUBE_SERVER$ND/test-node' | jqe '.status.unhealthy == 1'" ||
     fail "the deleted NodeDevices was not made again: $(tail -3 "$T/syncer.log")"
 ok "a hand edit of the status is undone, a deleted NodeDevices made again"
 

@@ -52,7 +52,7 @@ for n in $NODES; do
     PIDS+=("$!")
 done
 for n in $NODES; do
-    wait_until 15 sh -c "$KCURL -f '$KUBE_SERVER$ND/$n' | jq -e '.status.summary == \"example.com/gpu=6\"'" ||
+    wait_until 15 bash -c "$KCURL -f '$KUBE_SERVER$ND/$n' | jqe '.status.summary == \"example.com/gpu=6\"'" ||
         fail "no NodeDevices $n: $(tail -5 "$T/$n/syncer.log")"
 done
 rows() { k get nodedevices > "$T/kget" 2>&1 && [ "$(grep -cE '^node-[ab] +example.com/gpu=6 +0 ' "$T/kget")" = 2 ]; }
@@ -70,7 +70,7 @@ PD_SOCK=${SOCK[node-b]}
 req PATCH /v1/resources/example.com/gpu/devices/node-b-g5 '{"health":"Unhealthy"}'
 [ "$CODE" = 200 ] || fail "PATCH health: $CODE $(out)"
 start=$(date +%s%N)
-wait_until 5 sh -c "$KCURL -f '$KUBE_SERVER$ND/node-b' | jq -e '.status.unhealthy == 1'" ||
+wait_until 5 bash -c "$KCURL -f '$KUBE_SERVER$ND/node-b' | jqe '.status.unhealthy == 1'" ||
     fail "node-b's Unhealthy device did not show"
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
 [ "$ms" -lt $((2000 * MULT)) ] || fail "the health change took $ms ms"
@@ -117,16 +117,16 @@ k get dvb -n ml -o json > "$T/dvbs.json"
 for p in "${!WANT[@]}"; do
     node=$(jq -r --arg p "$p" '.items[] | select(.metadata.name == $p) | .spec.nodeName' "$T/pods.json")
     uid=$(jq -r --arg p "$p" '.items[] | select(.metadata.name == $p) | .metadata.uid' "$T/pods.json")
-    jq -e --arg p "$p" --arg n "$node" --arg uid "$uid" --argjson w "${WANT[$p]}" '.items[] | select(.metadata.name == $p)
+    jqe --arg p "$p" --arg n "$node" --arg uid "$uid" --argjson w "${WANT[$p]}" '.items[] | select(.metadata.name == $p)
         | .spec.nodeName == $n and .metadata.labels["podres.dev/node"] == $n
         and .metadata.ownerReferences[0].uid == $uid
         and ([.spec.containers[].devices[] | select(.resourceName == "example.com/gpu") | .deviceIds[]] | length) == $w
-        and all(.spec.containers[].devices[].deviceIds[]; startswith($n + "-g"))' "$T/dvbs.json" > /dev/null ||
+        and all(.spec.containers[].devices[].deviceIds[]; startswith($n + "-g"))' < "$T/dvbs.json" > /dev/null ||
         fail "pre-assignment of $p on $node: $(jq -c --arg p "$p" '.items[] | select(.metadata.name == $p) | {metadata: {labels: .metadata.labels}, spec}' "$T/dvbs.json")"
 done
 dups=$(jq -r '[.items[].spec.containers[]?.devices[].deviceIds[]] | group_by(.) | map(select(length > 1) | .[0]) | join(",")' "$T/dvbs.json")
 [ -z "$dups" ] || fail "devices pre-assigned twice: $dups"
-jq -e '[.items[].spec.containers[]?.devices[].deviceIds[]] | index("node-b-g5") == null' "$T/dvbs.json" > /dev/null ||
+jqe '[.items[].spec.containers[]?.devices[].deviceIds[]] | index("node-b-g5") == null' < "$T/dvbs.json" > /dev/null ||
     fail "the Unhealthy device was pre-assigned"
 ok "every pod has a DeviceBinding pre-assignment on its node (label, owner, the requested count of that node's devices); no device twice, none Unhealthy"
 
@@ -171,8 +171,8 @@ pod_yaml small 1 > "$T/small.yaml"
 k create --dry-run=client -o json -f "$T/small.yaml" > "$T/small.json"
 jq -c '{Pod: ., NodeNames: ["node-a", "node-b"]}' "$T/small.json" |
     curl -s -o "$T/out" -H 'Content-Type: application/json' --data-binary @- "$EXTENDER_URL/filter"
-jq -e '.NodeNames == [] and .FailedNodes["node-a"] == "example.com/gpu: 0 free healthy, 1 requested"
-    and .FailedNodes["node-b"] == "example.com/gpu: 0 free healthy, 1 requested"' "$T/out" > /dev/null ||
+jqe '.NodeNames == [] and .FailedNodes["node-a"] == "example.com/gpu: 0 free healthy, 1 requested"
+    and .FailedNodes["node-b"] == "example.com/gpu: 0 free healthy, 1 requested"' < "$T/out" > /dev/null ||
     fail "after a restart the extender's view: $(out)"
 ok "the extender restarted: its view, rebuilt from the API server, still has no device free"
 
@@ -188,7 +188,7 @@ req DELETE "/v1/namespaces/ml/pods/$vp"
 k apply -f "$T/small.yaml" > /dev/null || fail "create pod small"
 wait_until 30 sh -c "'$KUBECTL' --kubeconfig '$KCFG' get pod -n ml small -o jsonpath='{.spec.nodeName}' | grep -qx '$vnode'" ||
     fail "small was not placed on $vnode: $(k get pod -n ml small -o wide)"
-wait_until 10 sh -c "$KCURL -f '$KUBE_SERVER$DVB/namespaces/ml/devicebindings/small' | jq -e '.spec.containers'" ||
+wait_until 10 bash -c "$KCURL -f '$KUBE_SERVER$DVB/namespaces/ml/devicebindings/small' | jqe '.spec.containers'" ||
     fail "no pre-assignment for small"
 got=$($KCURL "$KUBE_SERVER$DVB/namespaces/ml/devicebindings/small" | jq -r '[.spec.containers[].devices[].deviceIds[]] | join(",")')
 [ "$got" = "$freed" ] || fail "small was given $got, the freed device is $freed"

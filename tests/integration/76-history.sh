@@ -280,7 +280,7 @@ hist "device=gpu-1"
 [ "$(jqo '.intervals[0].namespace + "/" + .intervals[0].name + "/" + .intervals[0].container')" = ml/train/main ] &&
     [ "$(jqo '.intervals[0].to')" = null ] || fail "kubelet interval: $(out)"
 fk_state "{\"pods\":[],\"allocatable\":{\"devices\":[$DEVS]}}"
-wait_until 10 sh -c "curl -s --unix-socket $PD_SOCK 'http://localhost/v1/history?device=gpu-1' | jq -e '.intervals[0].to != null'" ||
+wait_until 10 bash -c "curl -s --unix-socket $PD_SOCK 'http://localhost/v1/history?device=gpu-1' | jqe '.intervals[0].to != null'" ||
     fail "the kubelet interval did not close: $(curl -s --unix-socket "$PD_SOCK" 'http://localhost/v1/history?device=gpu-1')"
 pd_stop
 ok "kubelet mode: the poll that first and last saw a binding opens and closes its interval"

@@ -16,7 +16,7 @@ uid_b=$(kube_pod ml stays test-node)
 uid_c=$(kube_pod ml slow test-node)
 sy_start
 
-bound() { $KCURL "$KUBE_SERVER$DVB/namespaces/ml/devicebindings/$1" | jq -e '.status.phase == "Bound"'; }
+bound() { $KCURL "$KUBE_SERVER$DVB/namespaces/ml/devicebindings/$1" | jqe '.status.phase == "Bound"'; }
 absent() { [ "$(dvb_code ml "$1")" = 404 ]; }
 # syncer_verbs NAME - the syncer's completed requests on the DeviceBinding
 # NAME (status included), "verb code" per line.

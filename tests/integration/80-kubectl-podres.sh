@@ -133,7 +133,7 @@ line '^node-c +example.com/gpu +2 +2 +1 +0 +1$'
 [ "$(wc -l < "$T/kp.out")" = 4 ] || fail "kubectl podres nodes: $(cat "$T/kp.out")"
 # The same numbers from the DeviceBindings themselves (jq over the API's lists).
 kpa nodes -o json
-jq -e . "$T/kp.out" > /dev/null || fail "-o json is not JSON"
+jqe . < "$T/kp.out" > /dev/null || fail "-o json is not JSON"
 jq -n --slurpfile nd "$T/nds.json" --slurpfile dvb "$T/dvbs.json" '
     [$dvb[0].items[] | .status.nodeName as $n | .status.containers[]?.devices[].deviceIds[] | "\($n)/\(.)"] as $held |
     ([$dvb[0].items[] | select(.status.phase != "Bound") | .spec.nodeName as $n
@@ -144,7 +144,7 @@ jq -n --slurpfile nd "$T/nds.json" --slurpfile dvb "$T/dvbs.json" '
          reserved: ([$d[] | select(("\($n)/\(.id)") | IN($resv[]))] | length)}
         | .free = ([$d[] | select(.health == "Healthy" and (("\($n)/\(.id)") | IN($held[], $resv[]) | not))] | length)]' \
     > "$T/want.json"
-jq -e --slurpfile want "$T/want.json" '[.items[] | {node, total, healthy, held, reserved, free}] == $want[0]' "$T/kp.out" > /dev/null ||
+jqe --slurpfile want "$T/want.json" '[.items[] | {node, total, healthy, held, reserved, free}] == $want[0]' < "$T/kp.out" > /dev/null ||
     fail "kubectl podres nodes -o json: $(jq -c '.items' "$T/kp.out"), from the DeviceBindings: $(jq -c . "$T/want.json")"
 kpa nodes -o yaml
 python3 -c 'import sys, yaml; d = yaml.safe_load(open(sys.argv[1])); assert [r["free"] for r in d["items"]] == [1, 1, 1], d' \
@@ -178,8 +178,8 @@ line '^node-a +example.com/gpu +a-g2 +Healthy +held +web/infer-0/main +'
 kpa who nvidia0
 line '^node-c +example.com/gpu +c-g0 +Healthy +held +ml/c-pod/main +'
 kpa who 0000:3b:00.0 -o json
-jq -e '.items | length == 1 and .[0].node == "node-c" and .[0].id == "c-g0" and .[0].holder.pod == "c-pod"
-    and .[0].aliases == ["nvidia0", "0000:3b:00.0"]' "$T/kp.out" > /dev/null || fail "who by PCI address: $(cat "$T/kp.out")"
+jqe '.items | length == 1 and .[0].node == "node-c" and .[0].id == "c-g0" and .[0].holder.pod == "c-pod"
+    and .[0].aliases == ["nvidia0", "0000:3b:00.0"]' < "$T/kp.out" > /dev/null || fail "who by PCI address: $(cat "$T/kp.out")"
 kpa who nvidia1 -o wide
 line '^node-c +example.com/gpu +c-g1 +Healthy +<none> +free +<none> +<none> +nvidia1$'
 ok "kubectl podres who: a device by id and by alias (NodeDevices aliases), its node and holder"

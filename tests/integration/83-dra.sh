@@ -100,12 +100,12 @@ ok "ResourceSlices not served: said once, counted, ready; the DeviceBinding is m
 
 # ---- served: podresd learns the slice's devices ----
 sy_start
-wait_until 10 sh -c "curl -s --unix-socket '$PD_SOCK' 'http://localhost/v1/devices/$UUID' | jq -e '.device.id == \"test-node/gpu-0\"'" ||
+wait_until 10 bash -c "curl -s --unix-socket '$PD_SOCK' 'http://localhost/v1/devices/$UUID' | jqe '.device.id == \"test-node/gpu-0\"'" ||
     fail "podresd does not find $UUID: $(curl -s --unix-socket "$PD_SOCK" "http://localhost/v1/devices/$UUID") $(tail -5 "$T/syncer.log")"
 pd_device "$UUID"
-jq -e --arg u "$UUID" --arg p "$PCI" '.device | .resourceName == "gpu.example.com" and .id == "test-node/gpu-0"
+jqe --arg u "$UUID" --arg p "$PCI" '.device | .resourceName == "gpu.example.com" and .id == "test-node/gpu-0"
     and (.aliases | index($u) != null and index($p) != null) and .properties.model == "H100"
-    and .properties.index == "0" and .physical == "test-node/gpu-0"' "$T/out" > /dev/null ||
+    and .properties.index == "0" and .physical == "test-node/gpu-0"' < "$T/out" > /dev/null ||
     fail "GET /v1/devices/$UUID: $(out)"
 pd_device "$PCI"
 [ "$(jqo .device.id)" = test-node/gpu-0 ] || fail "GET /v1/devices/$PCI: $CODE $(out)"
@@ -118,9 +118,9 @@ ok "podresd finds the DRA device by its UUID and PCI bus id (aliases, properties
 # The DeviceBinding: the DRA device with its claim.
 has_claim() {
     dvb ml train-0
-    jq -e '.status.containers[0].devices | map(select(.resourceName == "gpu.example.com"))
+    jqe '.status.containers[0].devices | map(select(.resourceName == "gpu.example.com"))
         == [{"resourceName":"gpu.example.com","deviceIds":["test-node/gpu-0"],"topology":{"nodes":[]},
-             "claims":[{"namespace":"ml","name":"claim-1","deviceIds":["test-node/gpu-0"]}]}]' "$T/out"
+             "claims":[{"namespace":"ml","name":"claim-1","deviceIds":["test-node/gpu-0"]}]}]' < "$T/out"
 }
 wait_until 10 has_claim || fail "DeviceBinding ml/train-0: $(out)"
 [ "$(jqo .status.summary)" = "gpu.example.com=1" ] || fail "summary $(jqo .status.summary)"
@@ -129,10 +129,10 @@ ok "DeviceBinding ml/train-0: the DRA device test-node/gpu-0 with claim ml/claim
 # NodeDevices: the DRA devices with their aliases.
 nd_dra() {
     $KCURL -f "$KUBE_SERVER$ND/test-node" > "$T/nd.json" &&
-        jq -e --arg u "$UUID" --arg p "$PCI" '[.status.devices[] | select(.resourceName == "gpu.example.com")] as $d
+        jqe --arg u "$UUID" --arg p "$PCI" '[.status.devices[] | select(.resourceName == "gpu.example.com")] as $d
         | ($d | map(.id)) == ["test-node/gpu-0","test-node/gpu-1"]
         and ($d[0].aliases | sort) == ([$u, $p] | sort) and $d[0].properties.model == "H100"
-        and ($d[0] | has("physical") | not)' "$T/nd.json"
+        and ($d[0] | has("physical") | not)' < "$T/nd.json"
 }
 wait_until 10 nd_dra || fail "NodeDevices test-node: $(jq -c '.status.devices' "$T/nd.json")"
 ok "NodeDevices test-node lists the DRA devices with their aliases and properties"
@@ -142,8 +142,8 @@ kp who "$UUID"
 line '^NODE +RESOURCE +ID +HEALTH +STATE +HOLDER +CLAIM +SINCE$'
 line "^test-node +gpu.example.com +test-node/gpu-0 +Healthy +held +ml/train-0/main +claim-1 "
 kp who "$PCI" -o json
-jq -e '.items | length == 1 and .[0].holder.pod == "train-0" and .[0].holder.claim == {"namespace":"ml","name":"claim-1"}' \
-    "$T/kp.out" > /dev/null || fail "who $PCI -o json: $(cat "$T/kp.out")"
+jqe '.items | length == 1 and .[0].holder.pod == "train-0" and .[0].holder.claim == {"namespace":"ml","name":"claim-1"}' \
+    < "$T/kp.out" > /dev/null || fail "who $PCI -o json: $(cat "$T/kp.out")"
 kp node test-node
 line '^RESOURCE +ID +HEALTH +NUMA +STATE +HOLDER +CLAIM +SINCE$'
 line '^gpu.example.com +test-node/gpu-0 +Healthy +<none> +held +ml/train-0/main +claim-1 '
@@ -160,13 +160,13 @@ ok "idle: no push to podresd, no NodeDevices write"
 
 # ---- a MIG instance of gpu-0 (parentUUID): found through the GPU ----
 slice test-node-gpu "$DRIVER" 2 "$(jq -c --arg m "$MIG" --arg u "$UUID" '. + [{"name":"gpu-0-mig-0","attributes":{"uuid":{"string":$m},"parentUUID":{"string":$u}}}]' <<<"$GPUS")"
-wait_until 10 sh -c "curl -s --unix-socket '$PD_SOCK' 'http://localhost/v1/devices/$MIG' | jq -e '.device.physical == \"$UUID\"'" ||
+wait_until 10 bash -c "curl -s --unix-socket '$PD_SOCK' 'http://localhost/v1/devices/$MIG' | jqe '.device.physical == \"$UUID\"'" ||
     fail "podresd does not know the MIG: $(curl -s --unix-socket "$PD_SOCK" "http://localhost/v1/devices/$MIG")"
 pd_device "$UUID"
 [ "$(jq -c '[.devices[].id] | sort' "$T/out")" = '["test-node/gpu-0","test-node/gpu-0-mig-0"]' ] ||
     fail "GET /v1/devices/$UUID does not cover the MIG: $(out)"
 nd_mig() {
-    $KCURL -f "$KUBE_SERVER$ND/test-node" | jq -e --arg u "$UUID" \
+    $KCURL -f "$KUBE_SERVER$ND/test-node" | jqe --arg u "$UUID" \
         '.status.devices[] | select(.id == "test-node/gpu-0-mig-0") | .physical == $u'
 }
 wait_until 10 nd_mig || fail "NodeDevices: the MIG's physical: $($KCURL "$KUBE_SERVER$ND/test-node" | jq -c .status.devices)"
@@ -201,7 +201,7 @@ ok "an alias naming a device plugin's device: podresd's 409 logged with its mess
 # ---- the rest of the syncer still works: a device plugin's pod is mirrored ----
 kube_pod ml infer-0 test-node > /dev/null
 fk_state "{\"pods\":[$TRAIN,$INFER],$ALLOC}"
-wait_until 10 sh -c "$KCURL -f '$KUBE_SERVER$DVB/namespaces/ml/devicebindings/infer-0' | jq -e '.status.summary == \"example.com/gpu=1\"'" ||
+wait_until 10 bash -c "$KCURL -f '$KUBE_SERVER$DVB/namespaces/ml/devicebindings/infer-0' | jqe '.status.summary == \"example.com/gpu=1\"'" ||
     fail "no DeviceBinding for infer-0: $(tail -3 "$T/syncer.log")"
 ok "a device plugin's pod beside them is mirrored as before"
 

@@ -51,7 +51,7 @@ free_port() { python3 "$PODRES_ROOT/tests/py/podres_test/free_port.py"; }
 jqe() {
     local in
     in=$(cat)
-    [ -n "$in" ] || { echo "jqe: empty input for $1" >&2; return 1; }
+    [ -n "$in" ] || { echo "jqe: empty input (jq -e $*)" >&2; return 1; }
     printf '%s\n' "$in" | jq -e "$@"
 }
 export -f jqe
