@@ -206,10 +206,10 @@ deps:
 check unit: deps all $(UNIT_BINS)
 	@prove --exec '' $(UNIT_BINS)
 
-integration: deps all kube helm
+integration: deps all kube helm node-deps image
 	@PODRES_BIN=$(CURDIR)/$(BIN) tests/run-integration.sh
 
-test: deps all kube helm $(UNIT_BINS)
+test: deps all kube helm node-deps image $(UNIT_BINS)
 	@PODRES_BIN=$(CURDIR)/$(BIN) UNIT_BINS="$(UNIT_BINS)" tests/run-all.sh
 
 run: deps all

@@ -19,6 +19,7 @@ cleanup() {
     for p in "${PIDS[@]:-}"; do
         [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true
     done
+    node_down
     kube_down
     rm -rf "$T"
 }
@@ -282,6 +283,98 @@ cert_kubeconfig() {
     k create clusterrolebinding "$1" --clusterrole podres-syncer --user "$1" > /dev/null 2>&1 || true
     printf 'client-certificate-data: %s\nclient-key-data: %s\n' "$(base64 -w0 < "$T/certs/$1.crt")" \
         "$(base64 -w0 < "$T/certs/$1.key")" | write_kubeconfig "$2" "$KUBE_SERVER" "$1"
+}
+
+# ---- the real node (tests/kube/node): kubelet, containerd, device plugin ----
+
+# node_up [NODE FLAGS...] - a real node of this test's own in $T/node, joined
+# to the control plane of kube_up (which needs --scheduler --nodes for
+# DaemonSets and scheduled pods), stopped by the EXIT trap or its watchdog.
+# Its name is $NODE (default node-1); sets NDIR and, from NDIR/env,
+# KUBELET_PODRES_SOCKET, RUNTIME_SOCKET and CTR. The podres image
+# (make image, build/image/) is imported into its containerd.
+node_up() {
+    [ "$(id -u)" = 0 ] || fail "a real node runs as root (tests/kube/node)"
+    NDIR=$T/node NODE=${NODE:-node-1}
+    NODE_OWNED=1
+    "$PODRES_ROOT/tests/kube/node" up "$KDIR" "$NDIR" "$NODE" --owner $$ "$@" \
+        > "$T/node-up.log" 2>&1 || { tail -n 40 "$T/node-up.log" >&2; fail "the node did not start"; }
+    # shellcheck disable=SC1091
+    . "$NDIR/env"
+}
+
+node_down() {
+    [ "${NODE_OWNED:-0}" = 1 ] && "$PODRES_ROOT/tests/kube/node" down "$NDIR" || true
+}
+
+# node_deploy - podres from deploy/ (kubectl apply -k, through an overlay
+# that only moves the DaemonSet's database and socket hostPaths into
+# $NDIR/podresd-db and $NDIR/podresd-run: /var/lib/podresd and /run/podresd
+# are this machine's own, which a podresd run by hand may hold), with the
+# project's image; waits until the DaemonSet's pod is Ready. Sets PD_SOCK
+# (podresd's socket on the host) and DS_POD (the pod's name).
+node_deploy() {
+    mkdir -p "$T/overlay"
+    cat > "$T/overlay/kustomization.yaml" <<YAML
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- $(realpath --relative-to "$T/overlay" "$PODRES_ROOT/deploy")
+patches:
+- patch: |-
+    apiVersion: apps/v1
+    kind: DaemonSet
+    metadata: {name: podres, namespace: podres-system}
+    spec:
+      template:
+        spec:
+          volumes:
+          - name: db
+            hostPath: {path: $NDIR/podresd-db, type: DirectoryOrCreate}
+          - name: socket-dir
+            hostPath: {path: $NDIR/podresd-run, type: DirectoryOrCreate}
+YAML
+    k apply -k "$T/overlay" > "$T/deploy.log" 2>&1 || { cat "$T/deploy.log" >&2; fail "kubectl apply -k deploy/"; }
+    ds_ready 180
+    PD_SOCK=$NDIR/podresd-run/podresd.sock
+}
+
+# ds_ready SECONDS - until the podres DaemonSet is rolled out and its pod is
+# Ready on $NODE; sets DS_POD.
+ds_ready() {
+    k rollout status ds/podres -n podres-system --timeout "$(( $1 * MULT ))s" > "$T/rollout.log" 2>&1 || {
+        cat "$T/rollout.log" >&2
+        k get pods -n podres-system -o wide >&2 || true
+        k describe pods -n podres-system 2>&1 | tail -n 40 >&2 || true
+        fail "the podres DaemonSet did not roll out"
+    }
+    DS_POD=$(k get pods -n podres-system -l app.kubernetes.io/name=podres \
+        --field-selector "spec.nodeName=$NODE,status.phase=Running" -o jsonpath='{.items[0].metadata.name}')
+    [ -n "$DS_POD" ] || fail "no running podres pod on $NODE"
+}
+
+# node_pod NS NAME [EXTRA SPEC JSON] - a busybox pod (sleep) on the node,
+# requesting one example.com/resource unless EXTRA says otherwise (merged
+# into the pod's spec); waits until it runs.
+node_pod() {
+    local extra=${3:-'{}'}
+    kube_ns "$1"
+    jq -n --arg ns "$1" --arg n "$2" --argjson extra "$extra" '{
+        apiVersion: "v1", kind: "Pod", metadata: {name: $n, namespace: $ns},
+        spec: ({terminationGracePeriodSeconds: 1, automountServiceAccountToken: false,
+               containers: [{name: "main", image: "podres.test/busybox:1",
+                             command: ["sleep", "3600"],
+                             resources: {limits: {"example.com/resource": "1"}}}]} * $extra)}' |
+        k apply -f - > /dev/null || fail "create pod $1/$2"
+    k wait --for condition=Ready --timeout "$(( 60 * MULT ))s" -n "$1" "pod/$2" > /dev/null ||
+        { k describe pod -n "$1" "$2" | tail -n 20 >&2; fail "pod $1/$2 did not run"; }
+}
+
+# pod_devices NS NAME - the sample plugin's devices that the kubelet gave the
+# pod's container main, as the container sees them (the plugin mounts
+# /tmp/DEVICE-ID into it), sorted and comma-separated.
+pod_devices() {
+    k exec -n "$1" "$2" -c main -- ls /tmp | grep '^Dev-' | sort | paste -sd, -
 }
 
 kube_down() {
