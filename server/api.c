@@ -617,6 +617,8 @@ static err_t get_metrics(struct api_req *r, struct api_resp *out)
         rc = render_gauges(r->api, &sb);
     if (!rc)
         rc = render_devices(r->api, &sb);
+    if (!rc && r->api->source_metrics)
+        rc = r->api->source_metrics(r->api->source_ctx, &sb);
     buf = strbuf_detach(&sb, &len);
     if (rc) {
         free(buf);

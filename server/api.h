@@ -32,7 +32,9 @@ struct api {
     /* Readiness hook of the binding source; NULL = always ready. Sets
      * 'why' (errorf) when not ready. Thread-safe. */
     bool (*source_ready)(void *ctx, struct error *why);
-    void *source_ctx;      /* argument of source_ready */
+    /* The binding source's own metrics, appended to GET /metrics; NULL = none. */
+    err_t (*source_metrics)(void *ctx, struct strbuf *sb);
+    void *source_ctx;      /* argument of source_ready and source_metrics */
     volatile int stopping; /* set once at shutdown */
     /* The snapshots watchers share and the count of what they hold
      * (api_watch_init), or NULL: each watcher then holds its own copy. */

@@ -116,6 +116,7 @@ static err_t start_api(struct daemon *d)
                           .node_name = d->cfg.node_name,
                           .kubelet_mode = d->kubelet_mode,
                           .source_ready = d->kubelet ? source_kubelet_ready : NULL,
+                          .source_metrics = d->kubelet ? source_kubelet_metrics : NULL,
                           .source_ctx = d->kubelet};
     return api_watch_init(&d->api, (size_t)d->cfg.watch_memory << 20);
 }

@@ -12,6 +12,7 @@
 #include "source_kubelet.h"
 #include "grpc.h"
 #include "podresources.pb-c.h"
+#include "settle.h"
 
 #include <assert.h>
 #include <pthread.h>
@@ -42,6 +43,10 @@ struct source_kubelet {
     uint8_t *seen_list, *seen_alloc; /* raw List and GetAllocatableResources answers */
     size_t seen_llen, seen_alen;     /* their lengths */
     uint64_t seen_rev;               /* store revision after storing them */
+    struct settle settle;            /* a restarted kubelet's gaps bridged */
+    /* Guarded by 'mu': for the metrics. */
+    uint64_t settles;            /* settling windows opened */
+    size_t held_pods, held_devs; /* what the last stored snapshot kept (settle.h) */
 };
 
 /* True when the kubelet said exactly what was stored last and nothing else
@@ -577,17 +582,25 @@ static err_t poll_once(struct source_kubelet *k, struct grpc_status *gs, struct 
     size_t llen = 0, alen = 0;
     json_t *snap = NULL;
     bool changed = false;
+    struct settle_held held;
     err_t rc = grpc_call(k->grpc, METHOD_LIST, NULL, 0, &list, &llen, gs);
 
     if (!rc) /* one report for either call */
         rc = grpc_call(k->grpc, METHOD_ALLOC, NULL, 0, &alloc, &alen, gs);
     if (rc) {
+        /* A kubelet out of reach may be restarting; one that refused for
+         * its rate limit is not. */
+        if (gs->code != GRPC_RESOURCE_EXHAUSTED)
+            settle_failed(&k->settle);
         errorf(e, rc, "%s", gs->message[0] ? gs->message : err_str(rc));
         goto out;
     }
-    if (unchanged(k, list, llen, alloc, alen))
+    /* While settling, an unchanged answer may still change what is wanted. */
+    if (!settle_active(&k->settle) && unchanged(k, list, llen, alloc, alen))
         goto out;
     rc = source_kubelet_decode(list, llen, alloc, alen, &snap, e);
+    if (!rc && (rc = settle_apply(&k->settle, snap, clock_mono_ms(), &held)))
+        errorf(e, rc, "cannot settle the kubelet's answer: %s", err_str(rc));
     if (rc)
         goto out;
     rc = store_kubelet_sync(k->store, snap, &changed);
@@ -595,6 +608,12 @@ static err_t poll_once(struct source_kubelet *k, struct grpc_status *gs, struct 
         errorf(e, rc, "cannot store the kubelet's state: %s", err_str(rc));
         goto out;
     }
+    settle_stored(&k->settle, snap);
+    pthread_mutex_lock(&k->mu);
+    k->settles += held.started;
+    k->held_pods = held.pods;
+    k->held_devs = held.devices;
+    pthread_mutex_unlock(&k->mu);
     remember(k, &list, llen, &alloc, alen);
     log_debug("kubelet poll: List %zu bytes, GetAllocatableResources %zu bytes, %s "
               "(revision %llu)",
@@ -749,6 +768,7 @@ void source_kubelet_free(struct source_kubelet *k)
         pthread_join(k->thread, NULL);
     }
     grpc_free(k->grpc);
+    settle_free(&k->settle);
     free(k->seen_list);
     free(k->seen_alloc);
     free(k->socket_path);
@@ -776,4 +796,28 @@ bool source_kubelet_ready(void *ctx, struct error *why)
                k->last_err[0] ? ": " : "", k->last_err);
     pthread_mutex_unlock(&k->mu);
     return ready;
+}
+
+err_t source_kubelet_metrics(void *ctx, struct strbuf *sb)
+{
+    struct source_kubelet *k = ctx;
+    unsigned long long settles;
+    size_t pods, devs;
+
+    assert(k);
+    pthread_mutex_lock(&k->mu);
+    settles = (unsigned long long)k->settles;
+    pods = k->held_pods;
+    devs = k->held_devs;
+    pthread_mutex_unlock(&k->mu);
+    return strbuf_printf(
+        sb,
+        "# HELP podresd_kubelet_settles_total Times the kubelet came back from an outage or a "
+        "restart (or lost a resource's devices) and its answers were settled for a while.\n"
+        "# TYPE podresd_kubelet_settles_total counter\npodresd_kubelet_settles_total %llu\n"
+        "# HELP podresd_kubelet_held What the kubelet's last answer left out and podresd kept as "
+        "it was, while settling: pods, and allocatable devices.\n"
+        "# TYPE podresd_kubelet_held gauge\n"
+        "podresd_kubelet_held{kind=\"pod\"} %zu\npodresd_kubelet_held{kind=\"device\"} %zu\n",
+        settles, pods, devs);
 }

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "../common/err.h"
+#include "../common/strbuf.h"
 #include "store.h"
 
 #define SOURCE_KUBELET_MAX_RECV (64u << 20) /* largest answer accepted, bytes */
@@ -40,6 +41,9 @@ void source_kubelet_free(struct source_kubelet *k);
  * last successful sync is at most three intervals old; else false and the
  * reason in 'why' (ERR_UNAVAIL; may be NULL). Thread-safe. */
 bool source_kubelet_ready(void *ctx, struct error *why);
+/* Append the poll thread's metrics (the settling of a restarted kubelet,
+ * settle.h) to 'sb'. 'ctx' is the struct source_kubelet. Thread-safe. */
+err_t source_kubelet_metrics(void *ctx, struct strbuf *sb) WARN_UNUSED;
 
 /* ---- pure parts, for the tests ---- */
 
