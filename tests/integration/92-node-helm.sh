@@ -14,7 +14,7 @@ HELM=$PODRES_ROOT/build/helm/helm
 export HELM_CACHE_HOME=$T/helm/cache HELM_CONFIG_HOME=$T/helm/config HELM_DATA_HOME=$T/helm/data
 h() { "$HELM" --kubeconfig "$KCFG" "$@"; }
 
-kube_up --scheduler --nodes
+KUBE_BARE=1 kube_up --scheduler --nodes # the chart brings the CRDs and RBAC
 node_up --device-plugin
 h install podres "$PODRES_ROOT/deploy/helm/podres" -n podres-system --create-namespace \
     --set podresd.hostPaths.data="$NDIR/podresd-db" --set podresd.hostPaths.socket="$NDIR/podresd-run" \

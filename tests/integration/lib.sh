@@ -196,23 +196,25 @@ register() {
 # kube_up [CLUSTER FLAGS...] - a control plane of this test's own in $T/kube
 # (stopped by the EXIT trap, or by its watchdog if this shell is killed),
 # with the project's CRDs (schema/) and the syncer's namespace,
-# ServiceAccount and RBAC from deploy/. Sets KDIR, KUBE_SERVER, KUBE_CA,
+# ServiceAccount and RBAC from deploy/ (with KUBE_BARE=1 without them, for
+# an installer that brings its own). Sets KDIR, KUBE_SERVER, KUBE_CA,
 # KUBE_AUDIT, KUBECTL, KCFG (the cluster admin's kubeconfig), KCURL (curl as
 # the cluster admin) and SY_KCFG (a kubeconfig of the podres-syncer
 # ServiceAccount, with a token from the TokenRequest API).
 kube_up() {
+    local crds=(--crd "$PODRES_ROOT/schema/crd-devicebinding.yaml"
+        --crd "$PODRES_ROOT/schema/crd-nodedevices.yaml")
     KDIR=$T/kube
     KUBE_OWNED=1
-    "$PODRES_ROOT/tests/kube/cluster" up "$KDIR" --owner $$ \
-        --crd "$PODRES_ROOT/schema/crd-devicebinding.yaml" \
-        --crd "$PODRES_ROOT/schema/crd-nodedevices.yaml" "$@" > "$T/kube-up.log" 2>&1 ||
-        { cat "$T/kube-up.log" >&2; fail "the control plane did not start"; }
+    [ "${KUBE_BARE:-0}" = 0 ] || crds=()
+    "$PODRES_ROOT/tests/kube/cluster" up "$KDIR" --owner $$ "${crds[@]}" "$@" \
+        > "$T/kube-up.log" 2>&1 || { cat "$T/kube-up.log" >&2; fail "the control plane did not start"; }
     # shellcheck disable=SC1091
     . "$KDIR/env"
     KCFG=$KUBECONFIG
     unset KUBECONFIG
     KCURL="curl -s --cacert $KUBE_CA --cert $KDIR/pki/admin.crt --key $KDIR/pki/admin.key"
-    kube_install
+    [ "${KUBE_BARE:-0}" = 1 ] || kube_install
 }
 
 # k ARGS... - kubectl of the server's release, as the cluster admin.
