@@ -219,8 +219,12 @@ run: deps all
 	@echo "  curl -s http://127.0.0.1:9444/v1/devices | jq"
 	$(BIN)/podresd --config deploy/dev/podresd.yaml
 
-demo: deps all kube
-	@tools/demo.sh $(BIN)
+# make demo: as root on a real node (tools/demo-node.sh: kubelet, containerd, the sample device
+# plugin, podres from deploy/ with its image); otherwise, or with PODRES_DEMO=api, podresd
+# beside a control plane (tools/demo.sh).
+PODRES_DEMO ?= $(if $(filter 0,$(shell id -u)),node,api)
+demo: deps all kube $(if $(filter node,$(PODRES_DEMO)),node-deps image)
+	@if [ "$(PODRES_DEMO)" = node ]; then tools/demo-node.sh $(BIN); else tools/demo.sh $(BIN); fi
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the daemons, their man pages, the systemd units,
 # the sysusers entry, and the docs with an example /etc/podres/podresd.yaml; paths in the units

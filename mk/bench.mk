@@ -7,7 +7,7 @@ BENCH_DIR := build/bench
 BENCH_PKGS := wrk nginx-light jq curl sqlite3 libsqlite3-dev python3 linux-perf
 
 .PHONY: bench bench-ab bench-deps bench-tools
-bench: deps bench-deps all bench-tools kube
+bench: deps bench-deps all bench-tools kube node-deps
 	@tests/bench/run.sh $(BIN) $(BENCH_DIR) $(BENCH_DIR)
 
 # Row 3 for several podresd builds side by side, in sets with the raw loop

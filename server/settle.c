@@ -106,8 +106,24 @@ fail:
     return NULL;
 }
 
-/* The pods of 'prev' that 'pods' leaves out, or lists holding fewer
- * devices, put back into 'pods' as they were. */
+/* Whether 'pod' holds a device. */
+static bool holds_any(const json_t *pod)
+{
+    const json_t *c, *g;
+    size_t i, j;
+
+    json_array_foreach(json_object_get(pod, "containers"), i, c) {
+        json_array_foreach(json_object_get(c, "devices"), j, g) {
+            if (json_array_size(json_object_get(g, "deviceIds")) > 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+/* The pods of 'prev' holding devices that 'pods' leaves out, or lists
+ * holding fewer, put back into 'pods' as they were. (A pod without devices
+ * binds nothing: it goes and comes back with the kubelet's word.) */
 static err_t carry_pods(const json_t *prev, json_t *pods, size_t *n)
 {
     const json_t *p;
@@ -119,7 +135,7 @@ static err_t carry_pods(const json_t *prev, json_t *pods, size_t *n)
     json_array_foreach(prev, i, p) {
         ns = str_of(p, "namespace");
         name = str_of(p, "name");
-        if (!ns || !name)
+        if (!ns || !name || !holds_any(p))
             continue;
         at = find_pod(pods, ns, name);
         if (at >= 0 && holds_all(p, json_array_get(pods, (size_t)at)))
@@ -158,21 +174,19 @@ static err_t carry_devices(const json_t *prev, json_t *devs, size_t *n)
     return rc;
 }
 
-/* Whether the allocatable devices of 'prev' have a resource that 'snap's lack. */
-static bool resource_lost(const json_t *prev, const json_t *snap)
+/* Whether 'snap' lists no allocatable device where 'prev' listed some: how a
+ * restarted kubelet answers until its plugins register again. (One plugin
+ * gone is not that: the kubelet keeps its devices, Unhealthy, for minutes.) */
+static bool all_lost(const json_t *prev, const json_t *snap)
 {
-    json_t *lost = lost_resources(json_object_get(prev, "devices"),
-                                  json_object_get(snap, "devices"));
-    bool any = lost && json_object_size(lost) > 0;
-
-    json_decref(lost);
-    return any;
+    return json_array_size(json_object_get(prev, "devices")) > 0 &&
+           json_array_size(json_object_get(snap, "devices")) == 0;
 }
 
 /* Open, extend or close the window at 'now'; true while it is open. A
  * failure opens it or, within it, extends it (the kubelet went away again);
- * a lost resource only opens it, since what the window keeps would
- * otherwise reopen it for ever. */
+ * an allocatable answer emptied only opens it, since what the window keeps
+ * would otherwise reopen it for ever. */
 static bool window(struct settle *s, const json_t *snap, uint64_t now, struct settle_held *held)
 {
     bool failed = s->failed, lost;
@@ -187,14 +201,14 @@ static bool window(struct settle *s, const json_t *snap, uint64_t now, struct se
     }
     if (!s->prev)
         return false;
-    lost = !failed && !s->until_ms && resource_lost(s->prev, snap);
+    lost = !failed && !s->until_ms && all_lost(s->prev, snap);
     if (!failed && !lost)
         return s->until_ms != 0;
     s->until_ms = now + SETTLE_MS;
     held->started = true;
     log_info("the kubelet %s: for up to %d s, pods and devices its answers leave out are kept "
              "as they were",
-             failed ? "was unreachable or restarted" : "lost a resource's devices (a restart?)",
+             failed ? "was unreachable or restarted" : "lists no allocatable device (restarted?)",
              SETTLE_MS / 1000);
     return true;
 }

@@ -5,14 +5,15 @@
  * device plugins have not registered again, and its first Lists may leave
  * out a running pod's devices, or the pod. Taken at its word, podresd would
  * close the pod's interval and open a new one a moment later: a release and
- * a re-take that never happened. So after a failed poll, or when a resource
- * vanishes from the allocatable answer, the kubelet's snapshots are settled
- * for SETTLE_MS: a pod of the last stored snapshot that a new one leaves out,
- * or lists with fewer devices, is kept as it was, and so are the devices of
- * a resource the new allocatable answer lacks; another failure within the
- * window starts it over. After the window the
- * kubelet's word holds again: a pod deleted meanwhile is released then. The
- * poll thread's alone; no locking. */
+ * a re-take that never happened. So after a failed poll, or when the
+ * allocatable answer lists no device where the last one listed some (a
+ * restart the polls did not see), the kubelet's snapshots are settled for
+ * SETTLE_MS: a pod of the last stored snapshot holding devices that a new
+ * one leaves out, or lists with fewer devices, is kept as it was, and so
+ * are the devices of a resource the new allocatable answer lacks; another
+ * failure within the window starts it over. After the window the kubelet's
+ * word holds again: a pod deleted meanwhile is released then. The poll
+ * thread's alone; no locking. */
 #ifndef PODRES_SETTLE_H
 #define PODRES_SETTLE_H
 #include <stdbool.h>

@@ -43,7 +43,12 @@ lane() {
 kube=() other=()
 for t in "$@"; do
     [ -n "${ONLY:-}" ] && [[ "$t" != *"$ONLY"* ]] && continue
-    if [ "$lanes" -gt 1 ] && grep -q '^[^#]*kube_up' "$t"; then kube+=("$t"); else other+=("$t"); fi
+    # A test that starts a control plane some other way says "# lane: kube".
+    if [ "$lanes" -gt 1 ] && grep -qE '^[^#]*kube_up|^# lane: kube$' "$t"; then
+        kube+=("$t")
+    else
+        other+=("$t")
+    fi
 done
 lane kube "${kube[@]}" &
 lane other "${other[@]}"

@@ -5,7 +5,7 @@
 # measured in the same run, interleaved with the podres figure. Only 127.0.0.1
 # and unix sockets are used; every loop is bounded in count and time.
 # BENCH_ONLY="writes kubelet" runs only the named parts (get, watchers, writes,
-# syncer, restart, kubelet, extender, history).
+# syncer, restart, kubelet, extender, node, history).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -545,6 +545,13 @@ if want extender; then
     while IFS='|' read -r tag id fig a b q goal; do
         [ "$tag" = ROW ] && row "$id" "$fig" "$a" "$b" "$q" "$goal" "$(meets "$q <= 3")"
     done < <(bash "$BENCH/extender.sh" "$BIN" "$TOOLS" "$T/extender") || die "extender bench"
+fi
+
+# N: on a real node, a pod's creation to its DeviceBinding Bound (tests/bench/node.sh)
+if want node; then
+    while IFS='|' read -r tag id fig a b q goal met; do
+        [ "$tag" = ROW ] && row "$id" "$fig" "$a" "$b" "$q" "$goal" "${met/no/**no**}"
+    done < <(bash "$BENCH/node.sh" "$BIN" "$T/node") || die "node bench"
 fi
 
 # ---------------------------------------------------------------------------

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* settle_test.c - a restarted kubelet's gaps bridged (settle.h): no window
  * without a failure or a lost resource; a failure opens one, in which a pod
- * left out or listed with fewer devices is kept as it was and a lost
- * resource's devices are kept; new pods and devices pass; a failure within
+ * holding devices left out or listed with fewer is kept as it was (a pod
+ * without devices is not), and a lost
+ * resource's devices are kept; an allocatable answer emptied opens one, a
+ * single resource gone does not; new pods and devices pass; a failure within
  * the window starts it over; the window ends
  * after SETTLE_MS and is not opened again by what it kept; a pod deleted
  * meanwhile goes then. */
@@ -69,8 +71,8 @@ static void test_failure_window(void)
     struct settle_held h;
     char out[2048];
 
-    step(&s, POD("a", "\"d1\"") "," POD("b", "\"d2\""), DEV("d1") "," DEV("d2") "," NIC, 1000, out,
-         sizeof(out));
+    step(&s, POD("a", "\"d1\"") "," POD("b", "\"d2\"") "," POD("idle", ""),
+         DEV("d1") "," DEV("d2") "," NIC, 1000, out, sizeof(out));
     settle_failed(&s);
     /* Back, without a's device, without b, with no example.com/r device and a new pod c. */
     h = step(&s, POD("a", "") "," POD("c", "\"d3\""), NIC, 2000, out, sizeof(out));
@@ -103,21 +105,26 @@ static void test_failure_window(void)
     settle_free(&s);
 }
 
-static void test_lost_resource(void)
+static void test_emptied(void)
 {
     struct settle s = {0};
     struct settle_held h;
     char out[2048];
 
     step(&s, POD("a", "\"d1\""), DEV("d1") "," NIC, 1000, out, sizeof(out));
-    /* example.com/r gone from the allocatable answer (a restart the polls missed). */
-    h = step(&s, POD("a", "\"d1\""), NIC, 1500, out, sizeof(out));
-    CHECK(h.started && h.devices == 1 && h.pods == 0);
-    /* The window ends with the resource still gone: it goes, and no window opens again. */
-    h = step(&s, POD("a", "\"d1\""), NIC, 1500 + SETTLE_MS, out, sizeof(out));
-    CHECK(!h.started && h.devices == 0 && !settle_active(&s));
+    /* One resource gone (one plugin): taken at once. */
+    h = step(&s, POD("a", "\"d1\""), NIC, 1200, out, sizeof(out));
+    CHECK(!h.started && !settle_active(&s));
     CHECK_STREQ(out, "[" POD("a", "\"d1\"") "] [" NIC "]");
-    h = step(&s, POD("a", "\"d1\""), NIC, 2000 + SETTLE_MS, out, sizeof(out));
+    /* No allocatable device at all (a restart the polls missed): a window. */
+    h = step(&s, POD("a", "\"d1\""), "", 1500, out, sizeof(out));
+    CHECK(h.started && h.devices == 1 && h.pods == 0);
+    CHECK_STREQ(out, "[" POD("a", "\"d1\"") "] [" NIC "]");
+    /* The window ends with nothing allocatable still: it goes, and no window opens again. */
+    h = step(&s, POD("a", "\"d1\""), "", 1500 + SETTLE_MS, out, sizeof(out));
+    CHECK(!h.started && h.devices == 0 && !settle_active(&s));
+    CHECK_STREQ(out, "[" POD("a", "\"d1\"") "] []");
+    h = step(&s, POD("a", "\"d1\""), "", 2000 + SETTLE_MS, out, sizeof(out));
     CHECK(!h.started && !settle_active(&s));
     settle_free(&s);
 }
@@ -135,4 +142,4 @@ static void test_first_answer(void)
     settle_free(&s);
 }
 
-TEST_MAIN(test_steady, test_failure_window, test_lost_resource, test_first_answer)
+TEST_MAIN(test_steady, test_failure_window, test_emptied, test_first_answer)
