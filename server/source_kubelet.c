@@ -211,7 +211,30 @@ static err_t cdi_json(const V1__CDIDevice *d, json_t *arr)
     return json_array_append_new(arr, o) ? ERR_NOMEM : ERR_OK;
 }
 
-static err_t claim_json(const V1__ClaimResource *c, json_t **out)
+/* How many of claim resource 'c''s CDI ids the kubelet repeated from 'prev',
+ * the claim resource before it (NULL: none). The 1.36 kubelet's
+ * GetDynamicResources gathers a driver's CDI ids across the claim's devices,
+ * so each device also lists those of the driver's devices before it: 'prev'
+ * as sent, of the same driver and a proper prefix of 'c''s, is taken for
+ * that. (A kubelet without the bug whose device lists its predecessor's ids
+ * and more would lose those: no driver known to us does that.) */
+static size_t repeated_cdi(const V1__ClaimResource *prev, const V1__ClaimResource *c)
+{
+    size_t i;
+
+    if (!prev || !prev->driver_name || !c->driver_name ||
+        strcmp(prev->driver_name, c->driver_name) != 0 || prev->n_cdi_devices >= c->n_cdi_devices)
+        return 0;
+    for (i = 0; i < prev->n_cdi_devices; i++) {
+        if (!prev->cdi_devices[i]->name || !c->cdi_devices[i]->name ||
+            strcmp(prev->cdi_devices[i]->name, c->cdi_devices[i]->name) != 0)
+            return 0;
+    }
+    return prev->n_cdi_devices;
+}
+
+/* Claim resource 'c' as JSON, without its first 'skip' CDI ids (repeated_cdi()). */
+static err_t claim_json(const V1__ClaimResource *c, size_t skip, json_t **out)
 {
     const char *const kv[] = {"driverName", c->driver_name, "poolName",
                               c->pool_name, "deviceName",   c->device_name};
@@ -219,7 +242,7 @@ static err_t claim_json(const V1__ClaimResource *c, json_t **out)
     size_t i;
     err_t rc = o && cdi ? ERR_OK : ERR_NOMEM;
 
-    for (i = 0; !rc && i < c->n_cdi_devices; i++)
+    for (i = skip; !rc && i < c->n_cdi_devices; i++)
         rc = cdi_json(c->cdi_devices[i], cdi);
     if (rc)
         goto out;
@@ -253,10 +276,16 @@ out:
 static err_t dynamic_json(const V1__DynamicResource *r, json_t **out)
 {
     const char *const kv[] = {"claimName", r->claim_name, "claimNamespace", r->claim_namespace};
-    json_t *o = json_object(), *claims = json_array();
+    json_t *o = json_object(), *claims = json_array(), *c;
     err_t rc = o && claims ? put_strs(o, kv, ARRAY_SIZE(kv) / 2, true) : ERR_NOMEM;
+    size_t i, skip;
 
-    APPEND_ALL(rc, claims, r->n_claim_resources, r->claim_resources, claim_json);
+    for (i = 0; !rc && i < r->n_claim_resources; i++) {
+        skip = repeated_cdi(i ? r->claim_resources[i - 1] : NULL, r->claim_resources[i]);
+        rc = claim_json(r->claim_resources[i], skip, &c);
+        if (!rc && json_array_append_new(claims, c))
+            rc = ERR_NOMEM;
+    }
     if (rc)
         goto out;
     if (json_object_set(o, "claimResources", claims)) {

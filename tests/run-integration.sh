@@ -4,10 +4,12 @@
 # printing PASS/FAIL and the tail of a failed test's output. --summary-file F
 # writes "passed failed" to F.
 #
-# Two lanes run side by side (INTEGRATION_LANES=1 for one): the tests that
-# start a control plane (kube_up) one after another in one lane, the others
-# in the second. So at most one control plane runs at a time, and a 2-CPU
-# machine is busy while a test waits on a timeout or a watch.
+# Three lanes run side by side (INTEGRATION_LANES=1 for one): the tests that
+# bring up the real node (node_up: one per machine, tests/kube/node) one
+# after another, those that start a control plane alone (kube_up) one after
+# another, and the others. So at most one node and two control planes run at
+# a time, and a 2-CPU machine is busy while a test waits on a timeout or a
+# watch.
 set -u
 cd "$(dirname "$0")/.."
 summary=""
@@ -40,21 +42,25 @@ lane() {
     echo "$fail" > "$out/$name.fail"
 }
 
-kube=() other=()
+node=() kube=() other=()
 for t in "$@"; do
     [ -n "${ONLY:-}" ] && [[ "$t" != *"$ONLY"* ]] && continue
-    # A test that starts a control plane some other way says "# lane: kube".
-    if [ "$lanes" -gt 1 ] && grep -qE '^[^#]*kube_up|^# lane: kube$' "$t"; then
+    # A test that brings up the real node (or starts a control plane) some
+    # other way says "# lane: node" (or "# lane: kube").
+    if [ "$lanes" -gt 1 ] && grep -qE '^[^#]*node_up|^# lane: node$' "$t"; then
+        node+=("$t")
+    elif [ "$lanes" -gt 1 ] && grep -qE '^[^#]*kube_up|^# lane: kube$' "$t"; then
         kube+=("$t")
     else
         other+=("$t")
     fi
 done
+lane node "${node[@]}" &
 lane kube "${kube[@]}" &
 lane other "${other[@]}"
 wait
-pass=$(( $(cat "$out/kube.pass") + $(cat "$out/other.pass") ))
-fail=$(( $(cat "$out/kube.fail") + $(cat "$out/other.fail") ))
+pass=$(( $(cat "$out/node.pass") + $(cat "$out/kube.pass") + $(cat "$out/other.pass") ))
+fail=$(( $(cat "$out/node.fail") + $(cat "$out/kube.fail") + $(cat "$out/other.fail") ))
 [ -n "$summary" ] && echo "$pass $fail" > "$summary"
 [ -z "$summary" ] && echo "${pass} passed, ${fail} failed"
 [ "$fail" -eq 0 ]

@@ -48,28 +48,10 @@ export PATH=$(dirname "$KUBECTL"):$BIN:$PATH
 say "to run these commands in another shell while the demo runs (DEMO_HOLD=1 make demo keeps it up):"
 cmd "cd $PWD; export KUBECONFIG=$KUBECONFIG PATH=$(dirname "$KUBECTL"):$BIN:\$PATH"
 say "a real node: the upstream kubelet on containerd, with the sample device plugin's example.com/resource"
-run "kubectl get nodes -o custom-columns=NAME:.metadata.name,STATUS:.status.conditions[-1].type,DEVICES:.status.allocatable.example\\.com/resource,RUNTIME:.status.nodeInfo.containerRuntimeVersion"
+run "kubectl get nodes -o 'custom-columns=NAME:.metadata.name,READY:.status.conditions[?(@.type==\"Ready\")].status,DEVICES:.status.allocatable.example\\.com/resource,RUNTIME:.status.nodeInfo.containerRuntimeVersion'"
 
 say "podres from deploy/, its image loaded into the node's containerd (make image)"
-mkdir -p "$T/overlay"
-cat > "$T/overlay/kustomization.yaml" <<YAML
-# deploy/, with podresd's database and socket in the demo's directory
-apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- $(realpath --relative-to "$T/overlay" deploy)
-patches:
-- patch: |-
-    apiVersion: apps/v1
-    kind: DaemonSet
-    metadata: {name: podres, namespace: podres-system}
-    spec:
-      template:
-        spec:
-          volumes:
-          - {name: db, hostPath: {path: $T/podresd-db, type: DirectoryOrCreate}}
-          - {name: socket-dir, hostPath: {path: $T/podresd-run, type: DirectoryOrCreate}}
-YAML
+tests/kube/node overlay "$T/node" "$T/overlay" # deploy/, its hostPaths in the demo's directory
 run "kubectl apply -k $T/overlay | grep -c created"
 run "kubectl -n podres-system rollout status ds/podres --timeout 180s"
 run "kubectl -n podres-system get pods -o wide"
@@ -87,7 +69,7 @@ bound() { # N - N DeviceBindings Bound
     [ "$(kubectl get devicebindings -A -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c Bound)" = "$1" ]
 }
 until_ok 30 bound 2 || { echo "demo: DeviceBindings did not appear"; exit 1; }
-S="curl -s --unix-socket $T/podresd-run/podresd.sock"
+S="curl -s --unix-socket $T/node/podresd-run/podresd.sock"
 say "what podresd, in its pod, read from the kubelet: every pod with its devices, every device with its holder"
 run "$S http://localhost/v1/pods | jq -c '.podResources[] | select(.namespace == \"ml\") | {namespace, name, devices: [.containers[].devices[].deviceIds[]]}'"
 run "$S http://localhost/v1/devices | jq -r '.devices[] | \"\\(.resourceName)\\t\\(.id)\\t\\(.health)\\t\\(if .holder then \"\\(.holder.namespace)/\\(.holder.name)\" else \"-\" end)\"' | column -t"

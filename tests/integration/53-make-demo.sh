@@ -6,7 +6,7 @@
 # sample device plugin, podres from deploy/ with its image) two pods get the
 # plugin's two devices, the third gets one when the first ends, and the
 # device's history shows both holders. Its commands are pasteable lines.
-# lane: kube
+# lane: node
 . "$(dirname "$0")/lib.sh"
 
 flavor=()
@@ -56,7 +56,7 @@ ok "make demo PODRES_DEMO=api: three Bound pods, the node's NodeDevices, pasteab
 # ---- on a real node ------------------------------------------------------------------
 [ "$(id -u)" = 0 ] || fail "make demo on a real node needs root"
 demo node
-grep -qE '^demo-node +Ready +2 +containerd://' "$T/demo.out" || fail "no Ready node with 2 devices: $(cat "$T/demo.out")"
+grep -qE '^demo-node +True +2 +containerd://' "$T/demo.out" || fail "no Ready node with 2 devices: $(cat "$T/demo.out")"
 grep -qE '^podres-[a-z0-9]+ +2/2 +Running ' "$T/demo.out" || fail "the DaemonSet's pod not 2/2 Running: $(cat "$T/demo.out")"
 grep -qE '^infer-0 +0/1 +Pending ' "$T/demo.out" || fail "infer-0 did not wait for a device: $(cat "$T/demo.out")"
 # The table before train-0 ends: train-0 and train-1 Bound; after: train-1 and infer-0.

@@ -7,7 +7,9 @@
 # kubelet's List gives it; podres-syncer hands the slice's devices to podresd,
 # so the device is found by its pool/device name; the DeviceBinding shows the
 # DRA device with its claim and `kubectl podres who POOL/DEVICE` names the pod
-# and the claim; the pod deleted, released. (The test driver's devices carry
+# and the claim; a claim of two devices gives each its own CDI ids (the
+# kubelet's List repeats the first's on the second); the pod deleted,
+# released. (The test driver's devices carry
 # no uuid or pciBusID attribute, so lookups by alias stay with 83-dra.sh.)
 . "$(dirname "$0")/lib.sh"
 
@@ -99,6 +101,46 @@ PATH="$PODRES_BIN:$PATH" "$KUBECTL" podres --kubeconfig "$KCFG" who "$dev" > "$T
 grep -qE "^$NODE +$DRIVER +$dev +Healthy +held +ml/dra-0/main +$claim " "$T/who" ||
     fail "kubectl podres who $dev: $(cat "$T/who")"
 ok "found by its pool/device name; DeviceBinding Bound with the claim; kubectl podres who names ml/dra-0 and $claim"
+
+# ---- a claim of two devices: each with its own CDI ids ----------------------------
+# The 1.36 kubelet's List gives each device of a driver the CDI ids of the
+# claim's devices before it too; podresd gives each device its own.
+k apply -f - > /dev/null <<YAML || fail "ResourceClaimTemplate two-devices, pod ml/dra-2"
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: two-devices, namespace: ml}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: dev
+        exactly: {deviceClassName: test-dra, allocationMode: ExactCount, count: 2}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: dra-2, namespace: ml}
+spec:
+  terminationGracePeriodSeconds: 1
+  automountServiceAccountToken: false
+  containers:
+  - name: main
+    image: podres.test/busybox:1
+    command: [sleep, "3600"]
+    resources:
+      claims: [{name: dev}]
+  resourceClaims:
+  - name: dev
+    resourceClaimTemplateName: two-devices
+YAML
+k wait --for condition=Ready --timeout "$(( 90 * MULT ))s" -n ml pod/dra-2 > /dev/null ||
+    { k describe pod -n ml dra-2 | tail -n 20 >&2; fail "ml/dra-2 did not run"; }
+wait_until 20 bash -c "curl -sf --unix-socket '$PD_SOCK' http://localhost/v1/namespaces/ml/pods/dra-2 |
+    jqe '.podResources.containers[0].dynamicResources[0].claimResources | length == 2'" ||
+    fail "ml/dra-2's claim resources: $(pd /v1/namespaces/ml/pods/dra-2)"
+pd /v1/namespaces/ml/pods/dra-2 | jqe '.podResources.containers[0].dynamicResources[0].claimResources
+    | map(.cdiDevices | length) == [1, 1] and (.[0].cdiDevices[0].name | startswith("'"$DRIVER"'/test=claim-"))' \
+    > /dev/null || fail "ml/dra-2's CDI ids per device: $(pd /v1/namespaces/ml/pods/dra-2 | jq -c '.podResources.containers[0].dynamicResources')"
+ok "a claim of two devices: each device with its own CDI id, not its predecessor's too"
 
 k delete pod -n ml dra-0 --timeout "$(( 60 * MULT ))s" > /dev/null || fail "delete ml/dra-0"
 wait_until 20 bash -c "[ \$(curl -s -o /dev/null -w '%{http_code}' --unix-socket '$PD_SOCK' http://localhost/v1/namespaces/ml/pods/dra-0) = 404 ]" ||

@@ -316,26 +316,7 @@ node_down() {
 # project's image; waits until the DaemonSet's pod is Ready. Sets PD_SOCK
 # (podresd's socket on the host) and DS_POD (the pod's name).
 node_deploy() {
-    mkdir -p "$T/overlay"
-    cat > "$T/overlay/kustomization.yaml" <<YAML
-apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- $(realpath --relative-to "$T/overlay" "$PODRES_ROOT/deploy")
-patches:
-- patch: |-
-    apiVersion: apps/v1
-    kind: DaemonSet
-    metadata: {name: podres, namespace: podres-system}
-    spec:
-      template:
-        spec:
-          volumes:
-          - name: db
-            hostPath: {path: $NDIR/podresd-db, type: DirectoryOrCreate}
-          - name: socket-dir
-            hostPath: {path: $NDIR/podresd-run, type: DirectoryOrCreate}
-YAML
+    "$PODRES_ROOT/tests/kube/node" overlay "$NDIR" "$T/overlay" || fail "the deploy/ overlay"
     k apply -k "$T/overlay" > "$T/deploy.log" 2>&1 || { cat "$T/deploy.log" >&2; fail "kubectl apply -k deploy/"; }
     ds_ready 180
     PD_SOCK=$NDIR/podresd-run/podresd.sock

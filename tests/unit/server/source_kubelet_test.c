@@ -246,5 +246,87 @@ static void test_not_ready_before_sync(void)
     source_kubelet_free(NULL);
 }
 
-TEST_MAIN(test_decode, test_empty_answers, test_reject_bad_names, test_hostile_bytes, test_backoff,
-          test_not_ready_before_sync)
+/* The 1.36 kubelet lists with each DRA device the CDI ids of the driver's
+ * devices before it in the claim: each device keeps its own. A device of
+ * another driver, and one whose list is not a longer copy of the one before,
+ * keep theirs as sent. */
+static void test_repeated_cdi(void)
+{
+    V1__CDIDevice ca = V1__CDIDEVICE__INIT, cb = V1__CDIDEVICE__INIT, cc = V1__CDIDEVICE__INIT,
+                  cz = V1__CDIDEVICE__INIT;
+    V1__CDIDevice *l0[] = {&ca}, *l1[] = {&ca, &cb}, *l2[] = {&ca, &cb, &cc}, *l3[] = {&cz},
+                  *l4[] = {&cz};
+    V1__CDIDevice **lists[] = {l0, l1, l2, l3, l4};
+    size_t lens[] = {1, 2, 3, 1, 1};
+    const char *drivers[] = {"d.example.com", "d.example.com", "d.example.com", "e.example.com",
+                             "e.example.com"};
+    const char *names[] = {"dev-0", "dev-1", "dev-2", "dev-3", "dev-4"};
+    V1__ClaimResource cr[5], *crs[5];
+    V1__DynamicResource dyn = V1__DYNAMIC_RESOURCE__INIT;
+    V1__DynamicResource *dyns[] = {&dyn};
+    V1__ContainerResources c = V1__CONTAINER_RESOURCES__INIT;
+    V1__ContainerResources *cs[] = {&c};
+    V1__PodResources pod = V1__POD_RESOURCES__INIT;
+    V1__PodResources *pods[] = {&pod};
+    V1__ListPodResourcesResponse resp = V1__LIST_POD_RESOURCES_RESPONSE__INIT;
+    json_t *snap = NULL, *claims, *x;
+    struct error e = {0};
+    size_t i, j, ll, n = 0;
+    uint8_t *l;
+    char got[256] = "";
+
+    ca.name = S("d/x=a");
+    cb.name = S("d/x=b");
+    cc.name = S("d/x=c");
+    cz.name = S("e/x=z");
+    for (i = 0; i < 5; i++) {
+        v1__claim_resource__init(&cr[i]);
+        cr[i].driver_name = S(drivers[i]);
+        cr[i].pool_name = S("node-a");
+        cr[i].device_name = S(names[i]);
+        cr[i].n_cdi_devices = lens[i];
+        cr[i].cdi_devices = lists[i];
+        crs[i] = &cr[i];
+    }
+    dyn.claim_name = S("claim-a");
+    dyn.claim_namespace = S("ml");
+    dyn.n_claim_resources = 5;
+    dyn.claim_resources = crs;
+    c.name = S("main");
+    c.n_dynamic_resources = 1;
+    c.dynamic_resources = dyns;
+    pod.name = S("p");
+    pod.namespace_ = S("ml");
+    pod.n_containers = 1;
+    pod.containers = cs;
+    resp.n_pod_resources = 1;
+    resp.pod_resources = pods;
+    ll = v1__list_pod_resources_response__get_packed_size(&resp);
+    l = malloc(ll);
+    v1__list_pod_resources_response__pack(&resp, l);
+    CHECK_OK(source_kubelet_decode(l, ll, NULL, 0, &snap, &e));
+    claims = json_object_get(
+        json_array_get(
+            json_object_get(
+                json_array_get(
+                    json_object_get(json_array_get(json_object_get(snap, "pods"), 0), "containers"),
+                    0),
+                "dynamicResources"),
+            0),
+        "claimResources");
+    for (i = 0; i < json_array_size(claims) && n < sizeof(got); i++) {
+        json_array_foreach(json_object_get(json_array_get(claims, i), "cdiDevices"), j, x) {
+            if (n < sizeof(got))
+                n += (size_t)snprintf(got + n, sizeof(got) - n, "%s ",
+                                      json_string_value(json_object_get(x, "name")));
+        }
+        if (n < sizeof(got))
+            n += (size_t)snprintf(got + n, sizeof(got) - n, "|");
+    }
+    CHECK_STREQ(got, "d/x=a |d/x=b |d/x=c |e/x=z |e/x=z |");
+    json_decref(snap);
+    free(l);
+}
+
+TEST_MAIN(test_decode, test_repeated_cdi, test_empty_answers, test_reject_bad_names,
+          test_hostile_bytes, test_backoff, test_not_ready_before_sync)
