@@ -4,8 +4,8 @@
 # a pod's creation (spec.nodeName, one example.com/resource) to podresd's
 # binding of it (kubelet mode, polling every 2 s as deploy/ does) and to its
 # DeviceBinding Bound in the API server (podres-syncer), p50 and p99 of
-# BENCH_NODE_PODS pods (default 20), one after another; the reference is the
-# kubelet poll interval. Prints "ROW|id|figure|podres|reference|ratio|goal"
+# BENCH_NODE_PODS pods (default 20), one after another, each created at a
+# random phase of the poll; the reference is the kubelet poll interval. Prints "ROW|id|figure|podres|reference|ratio|goal"
 # lines for run.sh; as root only (a real node), else one row saying so.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -90,6 +90,10 @@ for i in $(seq "$N"); do
         spec: {nodeName: "bench-node", terminationGracePeriodSeconds: 0, automountServiceAccountToken: false,
                containers: [{name: "main", image: "podres.test/busybox:1", command: ["sleep", "600"],
                              resources: {limits: {"example.com/resource": "1"}}}]}}' > "$OUT/pod.json"
+    # A random phase against the poll clock: each pod follows the release of
+    # the one before, which a poll saw, and would otherwise always wait a whole interval.
+    ms=$((RANDOM % INTERVAL_MS))
+    sleep "$((ms / 1000)).$(printf %03d $((ms % 1000)))"
     t0=$(now_ms)
     k create -f "$OUT/pod.json" > /dev/null
     t1="" t2=""
