@@ -33,6 +33,8 @@ void reconcile_release(struct reconciler *r)
     json_decref(r->strays);
     json_decref(r->placed);
     json_decref(r->removed);
+    json_decref(r->made);
+    r->made = NULL;
     r->placed = NULL;
     r->removed = NULL;
     r->foreign = NULL;
@@ -116,20 +118,52 @@ static bool foreign(struct reconciler *r, const char *key, const json_t *cr)
 
 /* The pod's DeviceBinding, made when there is none, owned by the Pod 'uid',
  * with the status of podresd's binding. */
+/* Whether the Pod of uid 'uid' that 't' names is gone from the API server
+ * (or going), asked of the server itself: the Pod cache may not have seen
+ * its deletion yet when the garbage collector's of its DeviceBinding comes
+ * in first (two watches, no order between them). */
+static bool pod_gone_live(struct reconciler *r, const struct target *t, const char *uid)
+{
+    char path[1024];
+    json_t *pod = NULL;
+    const char *live;
+    bool gone;
+    err_t rc;
+
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", t->ns, t->name);
+    rc = rest_do(r->kube, "GET", path, NULL, NULL, &pod, NULL);
+    live = rc ? NULL : dvb_meta(pod, "uid");
+    gone = rc == ERR_NOTFOUND || (!rc && (dvb_pod_going(pod) || !live || strcmp(live, uid) != 0));
+    json_decref(pod);
+    return gone;
+}
+
 static err_t ensure(struct reconciler *r, const struct target *t, struct inputs *in,
                     const char *uid, bool *wrote, struct error *e)
 {
+    const char *before = json_string_value(json_object_get(r->made, t->key));
     json_t *made = NULL;
     err_t rc;
 
     if (!in->cr) {
         if (dvb_pod_going(in->pod))
             return ERR_OK; /* the collector would remove it at once */
+        /* Made once for this Pod and gone since: deleted, by the collector
+         * if the Pod is gone (its binding released a moment later). */
+        if (before && strcmp(before, uid) == 0 && pod_gone_live(r, t, uid)) {
+            note_skip(r, t->key, RECONCILE_SKIP_NO_POD,
+                      "its Pod is gone from the API server (and its DeviceBinding collected); "
+                      "waiting for podresd to release it");
+            return ERR_OK;
+        }
         rc = rec_create(r, t, uid, &made, e);
         if (rc)
             return rc;
         *wrote = true;
         rec_remember(r, t->key, made);
+        if (!r->made)
+            r->made = json_object();
+        json_object_set_new(r->made, t->key, json_string(uid));
         in->cr = made;
     }
     rc = rec_own(r, t, &in->cr, uid, wrote, e);
@@ -213,6 +247,7 @@ static err_t decide(struct reconciler *r, const struct target *t, struct inputs 
         return rc;
     if (!dvb_has_devices(in->pr)) {
         json_object_del(r->skips, t->key); /* nothing to mirror */
+        json_object_del(r->made, t->key);
         return unbound(r, t, in, wrote, e);
     }
     return mirror(r, t, in, wrote, e);

@@ -65,6 +65,8 @@ struct reconciler {
     json_t *placed;     /* keys of the reservations this reconciler's PUT holds now */
     json_t *removed;    /* keys of reservations removed once although another node's
                          * DeviceBinding pre-assigns them (until writes stop) */
+    json_t *made;       /* key -> the Pod uid of each DeviceBinding this reconciler
+                         * created, while podresd binds the pod */
     struct fence fence; /* writes stop while another syncer writes this podresd's
                          * reservations; fence_stopped() is thread-safe */
 };

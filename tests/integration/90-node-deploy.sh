@@ -49,7 +49,15 @@ uid=$(k get pod -n ml dp-0 -o jsonpath='{.metadata.uid}')
 dvb_get ml dp-0 | jqe --arg u "$uid" '.metadata.ownerReferences[0].uid == $u
     and .metadata.labels["podres.dev/node"] == "'"$NODE"'"' > /dev/null ||
     fail "DeviceBinding ml/dp-0 owner/node: $(dvb_get ml dp-0)"
-ok "DeviceBinding ml/dp-0 Bound with $dev, owned by the pod, written by the syncer in the pod"
+# Written with the pod's projected token, which the API server binds to the node, under
+# deploy/admission-node-scope.yaml's policy.
+k get validatingadmissionpolicybinding -o name | grep -q . || fail "no admission policy binding from deploy/"
+audit '.objectRef.resource == "devicebindings" and .objectRef.name == "dp-0" and .verb == "create"
+    and .responseStatus.code < 300
+    and .user.extra["authentication.kubernetes.io/node-name"] == ["'"$NODE"'"]
+    and (.user.extra["authentication.kubernetes.io/pod-name"] | length == 1)' | grep -q . ||
+    fail "no create of ml/dp-0 by the syncer with a token bound to its pod on $NODE: $(audit '.objectRef.resource == "devicebindings"' | head -3)"
+ok "DeviceBinding ml/dp-0 Bound with $dev, owned by the pod, written by the syncer in the pod with its node-bound token"
 
 "$PODRES_BIN/kubectl-podres" --kubeconfig "$KCFG" who "$dev" > "$T/who" 2>&1 ||
     fail "kubectl podres who $dev: $(cat "$T/who")"

@@ -49,11 +49,14 @@ spec:
       - name: dev
         exactly: {deviceClassName: test-dra}
 YAML
-# No nodeName: a DRA pod is placed by kube-scheduler, which allocates its claim.
-k apply -f - > /dev/null <<YAML || fail "pod ml/dra-0"
+# dra_pod NAME TEMPLATE - a busybox pod whose container holds a claim made from
+# ResourceClaimTemplate TEMPLATE; no nodeName: a DRA pod is placed by
+# kube-scheduler, which allocates its claim. Waits until it runs.
+dra_pod() {
+    k apply -f - > /dev/null <<YAML || fail "pod ml/$1"
 apiVersion: v1
 kind: Pod
-metadata: {name: dra-0, namespace: ml}
+metadata: {name: $1, namespace: ml}
 spec:
   terminationGracePeriodSeconds: 1
   automountServiceAccountToken: false
@@ -65,10 +68,15 @@ spec:
       claims: [{name: dev}]
   resourceClaims:
   - name: dev
-    resourceClaimTemplateName: one-device
+    resourceClaimTemplateName: $2
 YAML
-k wait --for condition=Ready --timeout "$(( 90 * MULT ))s" -n ml pod/dra-0 > /dev/null ||
-    { k describe pod -n ml dra-0 | tail -n 20 >&2; tail -n 20 "$NDIR/dra-driver.log" >&2; fail "ml/dra-0 did not run"; }
+    k wait --for condition=Ready --timeout "$(( 90 * MULT ))s" -n ml "pod/$1" > /dev/null || {
+        k describe pod -n ml "$1" | tail -n 20 >&2
+        tail -n 20 "$NDIR/dra-driver.log" >&2
+        fail "ml/$1 did not run"
+    }
+}
+dra_pod dra-0 one-device
 claim=$(k get pod -n ml dra-0 -o jsonpath='{.status.resourceClaimStatuses[0].resourceClaimName}')
 [ -n "$claim" ] || fail "ml/dra-0 has no generated claim: $(k get pod -n ml dra-0 -o jsonpath='{.status}')"
 dev=$(k get resourceclaim -n ml "$claim" -o json | jq -r '.status.allocation.devices.results[0] |
@@ -105,7 +113,7 @@ ok "found by its pool/device name; DeviceBinding Bound with the claim; kubectl p
 # ---- a claim of two devices: each with its own CDI ids ----------------------------
 # The 1.36 kubelet's List gives each device of a driver the CDI ids of the
 # claim's devices before it too; podresd gives each device its own.
-k apply -f - > /dev/null <<YAML || fail "ResourceClaimTemplate two-devices, pod ml/dra-2"
+k apply -f - > /dev/null <<YAML || fail "ResourceClaimTemplate two-devices"
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaimTemplate
 metadata: {name: two-devices, namespace: ml}
@@ -115,25 +123,8 @@ spec:
       requests:
       - name: dev
         exactly: {deviceClassName: test-dra, allocationMode: ExactCount, count: 2}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: dra-2, namespace: ml}
-spec:
-  terminationGracePeriodSeconds: 1
-  automountServiceAccountToken: false
-  containers:
-  - name: main
-    image: podres.test/busybox:1
-    command: [sleep, "3600"]
-    resources:
-      claims: [{name: dev}]
-  resourceClaims:
-  - name: dev
-    resourceClaimTemplateName: two-devices
 YAML
-k wait --for condition=Ready --timeout "$(( 90 * MULT ))s" -n ml pod/dra-2 > /dev/null ||
-    { k describe pod -n ml dra-2 | tail -n 20 >&2; fail "ml/dra-2 did not run"; }
+dra_pod dra-2 two-devices
 wait_until 20 bash -c "curl -sf --unix-socket '$PD_SOCK' http://localhost/v1/namespaces/ml/pods/dra-2 |
     jqe '.podResources.containers[0].dynamicResources[0].claimResources | length == 2'" ||
     fail "ml/dra-2's claim resources: $(pd /v1/namespaces/ml/pods/dra-2)"

@@ -713,8 +713,60 @@ static void test_key_refused_and_placed_forgotten(void)
     world_free(&w);
 }
 
-TEST_MAIN(test_key_nothing_to_do, test_key_waits_for_pod, test_key_deleting_cr, test_key_gc_deletes,
-          test_key_foreign_label, test_key_foreign_as_read, test_key_skip_reasons,
-          test_key_stray_reservation, test_key_stray_of_another_syncer, test_key_write_fails_loudly,
-          test_key_expired_forgotten, test_key_refused_and_placed_forgotten,
-          test_key_patch_preconditions, test_key_patch_replaced)
+/* A DeviceBinding it made, collected while podresd still binds the pod and
+ * the Pod cache still has the Pod (its deletion not seen yet): the Pod is
+ * asked of the server, and gone there, nothing is made again; the Pod still
+ * there (the object deleted by hand), it is made again. */
+static void test_key_collected_not_made_again(void)
+{
+    const char *made = HEAD_200
+        "{\"metadata\":{\"namespace\":\"d\",\"name\":\"p\",\"uid\":\"cr1\","
+        "\"resourceVersion\":\"6\",\"labels\":{\"podres.dev/node\":\"node-a\"},"
+        "\"ownerReferences\":[" OWNER_POD("u1") "]},\"spec\":{\"nodeName\":"
+                                                "\"node-a\"}}";
+    const struct reply r[] = {
+        {made, NULL, 0}, /* the create */
+        {made, NULL, 0}, /* its status */
+        {"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+         "{\"kind\":\"Status\",\"code\":404,\"reason\":\"NotFound\"}",
+         NULL, 0},                     /* the Pod, gone */
+        {HEAD_200 POD("u1"), NULL, 0}, /* the Pod, there */
+        {made, NULL, 0},               /* made again */
+        {made, NULL, 0},               /* its status */
+    };
+    struct responder s;
+    struct world w;
+    bool wrote = false;
+    uint64_t requeue = 0;
+    char url[64];
+    struct error err = {0};
+
+    responder_start(&s, r, 6);
+    world_new(&w);
+    world_serve(&w, &s, url, sizeof(url));
+    put(w.r.pr, "d/p", PR_DEV);
+    put(w.r.pods, "d/p", POD("u1"));
+    CHECK_OK(reconcile_key(&w.r, "d/p", &wrote, &requeue, &err));
+    CHECK(wrote);
+    cache_del(w.r.crs, "d/p"); /* the collector's DELETE, seen before the Pod's */
+    wrote = true;
+    CHECK_OK(reconcile_key(&w.r, "d/p", &wrote, &requeue, &err));
+    CHECK(!wrote);
+    CHECK_EQ_INT(reconcile_skipped(&w.r, RECONCILE_SKIP_NO_POD), 1);
+    CHECK_OK(reconcile_key(&w.r, "d/p", &wrote, &requeue, &err)); /* the Pod there again */
+    CHECK(wrote);
+    responder_stop(&s);
+    CHECK_EQ_INT(s.served, 6);
+    CHECK_PREFIX(s.req[0], "POST ");
+    CHECK_PREFIX(s.req[2], "GET /api/v1/namespaces/d/pods/p HTTP");
+    CHECK_PREFIX(s.req[3], "GET /api/v1/namespaces/d/pods/p HTTP");
+    CHECK_PREFIX(s.req[4], "POST ");
+    world_free(&w);
+}
+
+TEST_MAIN(test_key_collected_not_made_again, test_key_nothing_to_do, test_key_waits_for_pod,
+          test_key_deleting_cr, test_key_gc_deletes, test_key_foreign_label,
+          test_key_foreign_as_read, test_key_skip_reasons, test_key_stray_reservation,
+          test_key_stray_of_another_syncer, test_key_write_fails_loudly, test_key_expired_forgotten,
+          test_key_refused_and_placed_forgotten, test_key_patch_preconditions,
+          test_key_patch_replaced)
