@@ -116,8 +116,6 @@ static bool foreign(struct reconciler *r, const char *key, const json_t *cr)
     return true;
 }
 
-/* The pod's DeviceBinding, made when there is none, owned by the Pod 'uid',
- * with the status of podresd's binding. */
 /* Whether the Pod of uid 'uid' that 't' names is gone from the API server
  * (or going), asked of the server itself: the Pod cache may not have seen
  * its deletion yet when the garbage collector's of its DeviceBinding comes
@@ -138,6 +136,8 @@ static bool pod_gone_live(struct reconciler *r, const struct target *t, const ch
     return gone;
 }
 
+/* The pod's DeviceBinding, made when there is none, owned by the Pod 'uid',
+ * with the status of podresd's binding. */
 static err_t ensure(struct reconciler *r, const struct target *t, struct inputs *in,
                     const char *uid, bool *wrote, struct error *e)
 {
