@@ -1,6 +1,7 @@
-"""kubelet_flood SOCKET CALLS - test 94: spend the real kubelet's pod-resources
-rate limit (100 requests/s, burst 10, shared by every client): CALLS List
-calls as fast as four threads can send them on SOCKET. Prints
+"""kubelet_flood SOCKET SECONDS - test 94: spend the real kubelet's pod-resources
+rate limit (100 requests/s, burst 10, shared by every client) for SECONDS:
+List calls as fast as four threads can send them on SOCKET, so that every
+other client's call meanwhile is refused. Prints
 "ok=N exhausted=M" and exits 0 when at least one call was refused with
 RESOURCE_EXHAUSTED. Run with /usr/bin/python3 (Debian's grpcio and
 grpc_tools); the Python of proto/podresources.proto is generated into a
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 import grpc
 
@@ -20,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 
 
 def main():
-    sock, calls = sys.argv[1], int(sys.argv[2])
+    sock, seconds = sys.argv[1], float(sys.argv[2])
     out = tempfile.mkdtemp()
     proto = os.path.join(ROOT, "proto")
     if subprocess.call([sys.executable, "-m", "grpc_tools.protoc", "-I" + proto,
@@ -34,8 +36,10 @@ def main():
     counts = {"ok": 0, "exhausted": 0, "other": 0}
     lock = threading.Lock()
 
-    def worker(n):
-        for _ in range(n):
+    end = time.monotonic() + seconds
+
+    def worker():
+        while time.monotonic() < end:
             try:
                 stub.List(pb.ListPodResourcesRequest(), timeout=5)
                 key = "ok"
@@ -44,7 +48,7 @@ def main():
             with lock:
                 counts[key] += 1
 
-    threads = [threading.Thread(target=worker, args=(calls // 4,)) for _ in range(4)]
+    threads = [threading.Thread(target=worker) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:
