@@ -10,7 +10,7 @@ GIT_VERSION := $(shell p=$$(git rev-parse --show-prefix 2>/dev/null) && [ -z "$$
 	git describe --tags --dirty --always 2>/dev/null)
 BUILD_VERSION := $(or $(GIT_VERSION),$(VERSION))
 CC ?= cc
-PKGS := libmicrohttpd sqlite3 jansson yaml-0.1 libcurl libprotobuf-c
+PKGS := libmicrohttpd sqlite3 jansson yaml-0.1 libcurl libprotobuf-c gnutls
 # What each daemon links: podresd loads libcurl at run time (server/curlfn.h),
 # the syncer needs neither SQLite nor protobuf-c. The syncer links Debian's
 # GnuTLS build of libcurl (libcurl3-gnutls; same API and headers): GnuTLS is
@@ -38,6 +38,9 @@ LDLIBS_ALL = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread $(LDLIBS)
 LDLIBS_PODRESD = $(shell pkg-config --libs $(PODRESD_PKGS) 2>/dev/null) -ldl -lpthread $(LDLIBS)
 LDLIBS_SYNCER = $(shell pkg-config --libs $(SYNCER_PKGS) 2>/dev/null) $(SYNCER_CURL) -lpthread \
                 $(LDLIBS)
+# The extender checks its callers' client certificates with GnuTLS, which
+# libmicrohttpd already links for its TLS.
+LDLIBS_EXTENDER = $(LDLIBS_SYNCER) $(shell pkg-config --libs gnutls 2>/dev/null)
 LDFLAGS_ALL = $(OPT) $(LDFLAGS)
 
 ifeq ($(V),1)
@@ -72,7 +75,7 @@ PROGS := $(BIN)/podresd $(if $(wildcard syncer/main.c),$(BIN)/podres-syncer) \
          $(if $(wildcard extender/main.c),$(BIN)/podres-extender) \
          $(if $(wildcard plugin/main.c),$(BIN)/kubectl-podres)
 
-DEBIAN_PKGS := gcc make pkg-config libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev \
+DEBIAN_PKGS := gcc make pkg-config libmicrohttpd-dev libgnutls28-dev libjansson-dev libcurl4-openssl-dev \
 	libcurl3-gnutls libyaml-dev libsqlite3-dev sqlite3 curl jq python3 \
 	python3-yaml openssl protobuf-c-compiler libprotobuf-c-dev python3-grpcio python3-grpc-tools perl \
 	cppcheck pmccabe clang-format man-db groff-base chromium python3-websocket
@@ -150,7 +153,7 @@ $(BIN)/podres-syncer: $(B)/syncer/main.o $(B)/libsyncer.a $(B)/libkube.a $(B)/li
 $(BIN)/podres-extender: $(B)/extender/main.o $(B)/libextender.a $(B)/libkube.a $(B)/libcommon.a
 	@mkdir -p $(dir $@)
 	@test "$(V)" = 1 || echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_SYNCER)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_EXTENDER)
 
 # kubectl-podres, the kubectl plugin (plugin/, docs/KUBECTL-PODRES.md): the
 # REST client, kubeconfig loader and exec credentials from libkube.a, and
@@ -198,7 +201,7 @@ $(B)/tests/unit/extender/%_test: tests/unit/extender/%_test.c tests/unit/test.h 
 	@mkdir -p $(dir $@)
 	@test "$(V)" = 1 || echo "  TEST-CC $<"
 	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -o $@ $< $(B)/libextender.a \
-		$(B)/libkube.a $(B)/libcommon.a $(LDLIBS_SYNCER)
+		$(B)/libkube.a $(B)/libcommon.a $(LDLIBS_EXTENDER)
 
 deps:
 	@tools/deps.sh -t deps $(DEBIAN_PKGS)

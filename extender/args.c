@@ -168,13 +168,17 @@ static err_t pod_and_nodes(struct args *a, const json_t *pod, struct error *e)
     const json_t *md = json_object_get(pod, "metadata");
     const char *ns = json_string_value(json_object_get(md, "namespace"));
     const char *name = json_string_value(json_object_get(md, "name"));
+    const json_t *uid = json_object_get(md, "uid");
 
     if (!json_is_object(a->doc) || !json_is_object(pod))
         return errorf(e, ERR_INVAL, "ExtenderArgs has no Pod object");
     if (!args_is_name(ns) || !args_is_name(name))
         return errorf(e, ERR_INVAL, "Pod has no valid metadata.namespace and metadata.name");
+    if (uid && (!json_is_string(uid) || json_string_length(uid) >= sizeof(a->uid)))
+        return errorf(e, ERR_INVAL, "Pod.metadata.uid is not a uid");
     str_copy(a->ns, sizeof(a->ns), ns);
     str_copy(a->name, sizeof(a->name), name);
+    str_copy(a->uid, sizeof(a->uid), uid ? json_string_value(uid) : "");
     return node_names(a, e);
 }
 
@@ -233,10 +237,6 @@ err_t args_parse_bind(const char *body, size_t len, struct args_bind *b, struct 
         rc = errorf(e, ERR_INVAL, "ExtenderBindingArgs is not an object");
         goto out;
     }
-    if (uid && (!json_is_string(uid) || json_string_length(uid) >= sizeof(b->uid))) {
-        rc = errorf(e, ERR_INVAL, "ExtenderBindingArgs.PodUID is not a uid");
-        goto out;
-    }
     rc = name_field(doc, "PodNamespace", b->ns, sizeof(b->ns), e);
     if (rc)
         goto out;
@@ -246,8 +246,13 @@ err_t args_parse_bind(const char *body, size_t len, struct args_bind *b, struct 
     rc = name_field(doc, "Node", b->node, sizeof(b->node), e);
     if (rc)
         goto out;
-    if (uid)
-        str_copy(b->uid, sizeof(b->uid), json_string_value(uid));
+    if (!json_is_string(uid) || json_string_length(uid) == 0 ||
+        json_string_length(uid) >= sizeof(b->uid)) {
+        rc = errorf(e, ERR_INVAL, "ExtenderBindingArgs.PodUID is %s",
+                    uid ? "not a uid" : "missing (bind checks the pod by its uid)");
+        goto out;
+    }
+    str_copy(b->uid, sizeof(b->uid), json_string_value(uid));
 out:
     json_decref(doc);
     return rc;

@@ -24,6 +24,7 @@ struct args {
     json_t *totals;   /* the same summed over the containers, {R:n} */
     char ns[ARGS_NAME_MAX + 1];   /* the pod's namespace */
     char name[ARGS_NAME_MAX + 1]; /* the pod's name */
+    char uid[128];                /* the pod's metadata.uid, "" when not given */
 };
 
 /* Parse 'len' bytes of an ExtenderArgs body into 'a' (zeroed by the call).
@@ -35,7 +36,7 @@ void args_release(struct args *a); /* a zeroed struct is fine */
 struct args_bind {
     char ns[ARGS_NAME_MAX + 1];   /* PodNamespace */
     char name[ARGS_NAME_MAX + 1]; /* PodName */
-    char uid[128];                /* PodUID, "" when not given */
+    char uid[128];                /* PodUID (required: bind checks the pod by it) */
     char node[ARGS_NAME_MAX + 1]; /* Node */
 };
 

@@ -6,6 +6,7 @@
  * annotation) is never overwritten: the bind fails and says so. */
 #define LOG_MOD "bind"
 #include "../common/common.h"
+#include "../common/clock.h"
 #include "../common/jsonx.h"
 #include "bind.h"
 
@@ -215,25 +216,61 @@ static err_t post_binding(struct rest *k, const struct args_bind *b, const char 
     return rc;
 }
 
+/* Whether 'name' is one of the NULL-terminated 'list'. */
+static bool listed(char *const *list, const char *name)
+{
+    size_t i;
+
+    for (i = 0; list && list[i]; i++) {
+        if (strcmp(list[i], name) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* ERR_FORBIDDEN with 'e' saying why when 'pod' is not one this extender may
+ * bind to b->node: another instance, bound already, another scheduler's, or
+ * a node it did not pass filter on. */
+static err_t check_pod(const struct bind_checks *chk, const struct args_bind *b, const json_t *pod,
+                       struct error *e)
+{
+    const char *u = json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid"));
+    const json_t *spec = json_object_get(pod, "spec");
+    const char *on = json_string_value(json_object_get(spec, "nodeName"));
+    const char *sched = json_string_value(json_object_get(spec, "schedulerName"));
+
+    if (!u || strcmp(u, b->uid) != 0)
+        return errorf(e, ERR_CONFLICT, "the pod is another instance now (uid %.64s)",
+                      u ? u : "none");
+    if (on && *on)
+        return errorf(e, ERR_FORBIDDEN, "the pod is bound already (to node '%.253s')", on);
+    if (!listed(chk->schedulers, sched ? sched : "default-scheduler"))
+        return errorf(e, ERR_FORBIDDEN, "the pod's scheduler '%.64s' is not served here",
+                      sched ? sched : "default-scheduler");
+    if (!passed_has(chk->passed, b->uid, b->node, clock_mono_ms()))
+        return errorf(e, ERR_FORBIDDEN, "node '%.253s' did not pass filter for this pod", b->node);
+    return ERR_OK;
+}
+
 /* The pod, its uid (checked against the one asked for) and its requests. */
-static err_t read_pod(struct rest *k, const struct args_bind *b, char *uid, size_t uidcap,
-                      json_t **requests, struct error *e)
+static err_t read_pod(struct rest *k, const struct bind_checks *chk, const struct args_bind *b,
+                      struct bind_stats *stats, char *uid, size_t uidcap, json_t **requests,
+                      struct error *e)
 {
     char path[700];
     json_t *pod = NULL, *totals = NULL;
-    const char *u;
     err_t rc;
 
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", b->ns, b->name);
     rc = rest_do(k, "GET", path, NULL, NULL, &pod, e);
     if (rc)
         goto out;
-    u = json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid"));
-    if (!u || (b->uid[0] && strcmp(u, b->uid) != 0)) {
-        rc = errorf(e, ERR_CONFLICT, "the pod is another instance now (uid %.64s)", u ? u : "none");
+    rc = check_pod(chk, b, pod, e);
+    if (rc) {
+        __atomic_add_fetch(&stats->refused, 1, __ATOMIC_RELAXED);
         goto out;
     }
-    str_copy(uid, uidcap, u);
+    str_copy(uid, uidcap, b->uid);
     rc = args_pod_requests(pod, requests, &totals, e);
 out:
     json_decref(pod);
@@ -260,13 +297,14 @@ static err_t bind_written(struct view *view, struct rest *k, const struct args_b
 
 /* The pod's devices chosen on its node, its pre-assignment written when it
  * has any, then its Binding. */
-static err_t bind_steps(struct view *view, struct rest *k, const struct args_bind *b,
-                        const char *key, struct bind_stats *stats, struct error *e)
+static err_t bind_steps(struct view *view, struct rest *k, const struct bind_checks *chk,
+                        const struct args_bind *b, const char *key, struct bind_stats *stats,
+                        struct error *e)
 {
     json_t *requests = NULL, *containers = NULL;
     struct written w = {0};
     char uid[128];
-    err_t rc = read_pod(k, b, uid, sizeof(uid), &requests, e);
+    err_t rc = read_pod(k, chk, b, stats, uid, sizeof(uid), &requests, e);
 
     if (rc)
         goto out;
@@ -288,18 +326,18 @@ out:
     return rc;
 }
 
-err_t bind_pod(struct view *view, struct rest *k, const struct args_bind *b,
-               struct bind_stats *stats, struct error *e)
+err_t bind_pod(struct view *view, struct rest *k, const struct bind_checks *chk,
+               const struct args_bind *b, struct bind_stats *stats, struct error *e)
 {
     struct error none = {0};
     char key[520];
     err_t rc;
 
-    assert(view && k && b && stats);
+    assert(view && k && chk && b && stats);
     if (!e)
         e = &none;
     str_join(key, sizeof(key), b->ns, '/', b->name);
-    rc = bind_steps(view, k, b, key, stats, e);
+    rc = bind_steps(view, k, chk, b, key, stats, e);
     if (rc) {
         __atomic_add_fetch(&stats->failures, 1, __ATOMIC_RELAXED);
         log_warn("cannot bind pod '%s' to node '%s': %s", key, b->node, error_msg(e));

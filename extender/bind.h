@@ -12,6 +12,7 @@
 #include "../common/err.h"
 #include "../kube/rest.h"
 #include "args.h"
+#include "passed.h"
 #include "view.h"
 
 /* The annotation that marks a pre-assignment this extender wrote. */
@@ -21,15 +22,25 @@
 /* Counters for /metrics; updated with atomic adds. */
 struct bind_stats {
     uint64_t binds;    /* pods bound */
-    uint64_t failures; /* binds answered with an error */
+    uint64_t failures; /* binds answered with an error (refusals included) */
+    uint64_t refused;  /* binds refused by the checks below */
     uint64_t removed;  /* pre-assignments taken back after a failed Binding */
+};
+
+/* What a bind is checked against before anything is written: the pod named
+ * exists with the uid asked, is not bound yet, is scheduled by one of
+ * 'schedulers' (NULL-terminated), and passed filter on the node ('passed').
+ * So a caller can only complete a scheduling cycle kube-scheduler began. */
+struct bind_checks {
+    char *const *schedulers; /* the served spec.schedulerName values */
+    struct passed *passed;   /* filter's answers */
 };
 
 /* Bind pod 'b' to its node with client 'k'. On failure 'e' says why (it
  * is the answer's Error, so kube-scheduler's event shows it), and the error
  * is logged once here. */
-err_t bind_pod(struct view *view, struct rest *k, const struct args_bind *b,
-               struct bind_stats *stats, struct error *e) WARN_UNUSED;
+err_t bind_pod(struct view *view, struct rest *k, const struct bind_checks *chk,
+               const struct args_bind *b, struct bind_stats *stats, struct error *e) WARN_UNUSED;
 
 /* The DeviceBinding this extender writes for pod 'ns'/'name' of 'uid' on
  * 'node' with 'containers' (borrowed); new, or NULL. */

@@ -18,6 +18,8 @@
 #include "../kube/rest.h"
 #include "args.h"
 #include "bind.h"
+#include "passed.h"
+#include "tls.h"
 #include "view.h"
 
 #include <microhttpd.h>
@@ -31,6 +33,11 @@
 #define MAX_BODY (16u << 20) /* bytes: a NodeList of thousands of nodes (nodeCacheCapable off) */
 #define READY_GRACE_MS 15000 /* informer failures shorter than this are not news */
 #define POOL_IDLE 16         /* API clients kept for binds */
+#define PASSED_MAX 16384     /* pods whose filter answer is kept for their bind */
+#define PASSED_TTL_MS 300000 /* a scheduling cycle's filter-to-bind span, generously */
+#define DENY_LOG_MS 10000    /* at most one line per reason this often */
+#define MAX_CONNECTIONS 256  /* open connections, a thread each */
+#define IDLE_TIMEOUT_S 30    /* a connection silent this long is closed */
 
 struct settings {
     char *kubeconfig;   /* --kubeconfig, or NULL */
@@ -39,6 +46,12 @@ struct settings {
     double qps;         /* API requests per second */
     uint64_t burst;     /* token bucket size */
     uint64_t assume_ms; /* how long a bind's choice is assumed unseen */
+    char *tls_cert;     /* --tls-cert-file: the serving certificate (PEM) */
+    char *tls_key;      /* --tls-private-key-file: its key (PEM) */
+    char *client_ca;    /* --client-ca-file: the CA of the callers' certificates */
+    char *client_names; /* comma-separated common names allowed to call */
+    char *schedulers;   /* comma-separated spec.schedulerName values served by bind */
+    uint64_t per_client; /* connections one client address may hold open */
     char *log_format;   /* text or json */
     char *log_level;    /* err..debug */
 };
@@ -52,16 +65,27 @@ static const struct opt opt_table[] = {
     {"qps", OPT_NUMBER, OFF(qps), .def = "50"},
     {"burst", OPT_COUNT, OFF(burst), .def = "100"},
     {"assume_timeout", OPT_DURATION, OFF(assume_ms), .def = "30s"},
+    {"tls_cert_file", OPT_STR, OFF(tls_cert), .def = NULL},
+    {"tls_private_key_file", OPT_STR, OFF(tls_key), .def = NULL},
+    {"client_ca_file", OPT_STR, OFF(client_ca), .def = NULL},
+    {"client_names", OPT_STR, OFF(client_names), .def = "podres-scheduler"},
+    {"scheduler_names", OPT_STR, OFF(schedulers), .def = "podres-scheduler"},
+    {"max_client_connections", OPT_COUNT, OFF(per_client), .def = "32"},
     OPTS_LOG(struct settings),
 };
 #define NOPTS ARRAY_SIZE(opt_table)
 
 static const char usage[] =
-    "usage: podres-extender [--config FILE] [--kubeconfig PATH] [--listen HOST:PORT]\n"
+    "usage: podres-extender --tls-cert-file F --tls-private-key-file F --client-ca-file F\n"
+    "                       [--client-names CN[,CN...]] [--scheduler-names S[,S...]]\n"
+    "                       [--config FILE] [--kubeconfig PATH] [--listen HOST:PORT]\n"
     "                       [--resource R[,R...]] [--qps N] [--burst N] [--assume-timeout D]\n"
+    "                       [--max-client-connections N]\n"
     "                       [--log-format text|json] [--log-level LEVEL] [--version] [--help]\n"
     "A kube-scheduler extender: filter, prioritize and bind pods by the free devices\n"
-    "of NodeDevices and DeviceBindings (POST <prefix>/filter, /prioritize, /bind).\n";
+    "of NodeDevices and DeviceBindings (POST <prefix>/filter, /prioritize, /bind), over\n"
+    "HTTPS, for callers with a client certificate of --client-ca-file named in\n"
+    "--client-names (/healthz and /readyz answer anyone).\n";
 
 /* ---- request metrics ---- */
 
@@ -80,11 +104,21 @@ enum outcome {
 static const char *const verb_names[NVERBS] = {"filter", "prioritize", "bind"};
 static const char *const outcome_names[NOUTCOMES] = {"ok", "error", "bad_request"};
 
+/* Why a request was refused before it reached a verb. */
+enum denial {
+    DENY_NO_CERT,   /* no client certificate the CA signed for clients */
+    DENY_NAME,      /* a valid certificate of a name not allowed */
+    NDENIALS
+};
+static const char *const denial_names[NDENIALS] = {"no_certificate", "name_not_allowed"};
+
 /* Lock: 'mu' guards every other field. */
 struct reqstats {
     pthread_mutex_t mu;
     uint64_t n[NVERBS][NOUTCOMES];    /* answered requests */
     struct prom_hist latency[NVERBS]; /* seconds */
+    uint64_t denied[NDENIALS];        /* requests refused (401, 403) */
+    uint64_t deny_logged[NDENIALS];   /* monotonic ms of the last line about each */
 };
 
 static void reqstats_init(struct reqstats *rs)
@@ -112,6 +146,10 @@ struct extender {
     struct rest *pool[POOL_IDLE];      /* idle clients for binds */
     int npool;                         /* how many */
     struct bind_stats bstats;          /* bind counters (atomic) */
+    struct tls_conf tls;               /* the certificates and who may call */
+    char **schedulers;                 /* --scheduler-names split, NULL-terminated */
+    struct passed *passed;             /* filter's answers, for bind's check */
+    struct bind_checks checks;         /* schedulers and passed, for bind_pod */
     struct reqstats rs;                /* request counters */
     struct MHD_Daemon *http;           /* the server */
     pthread_t threads[2];              /* the informers */
@@ -233,6 +271,9 @@ static struct answer do_filter(struct extender *x, const char *body, size_t len)
     } else if (view_filter(x->view, a.names, a.totals, &fit, &failed)) {
         ans = error_answer(500, OUT_ERROR, "out of memory");
     } else {
+        if (a.uid[0] && passed_note(x->passed, a.uid, fit, clock_mono_ms()))
+            log_warn("cannot remember filter's answer for pod %s/%s (out of memory): its bind "
+                     "will be refused", a.ns, a.name);
         ans = (struct answer){200, filter_result(&a, fit, failed), OUT_OK};
         log_debug("filter %s/%s: %zu of %zu nodes fit", a.ns, a.name,
                   json_array_size(a.names) - json_object_size(failed), json_array_size(a.names));
@@ -277,7 +318,8 @@ static struct answer do_bind(struct extender *x, const char *body, size_t len)
         return error_answer(200, OUT_ERROR, full);
     }
     k = pool_get(x);
-    rc = k ? bind_pod(x->view, k, &b, &x->bstats, &why) : errorf(&why, ERR_NOMEM, "out of memory");
+    rc = k ? bind_pod(x->view, k, &x->checks, &b, &x->bstats, &why)
+           : errorf(&why, ERR_NOMEM, "out of memory");
     if (k)
         pool_put(x, k);
     if (!rc)
@@ -342,6 +384,13 @@ static void render_requests(struct reqstats *rs, struct prom *p)
     for (v = 0; v < NVERBS; v++)
         prom_hist_render(p, latency, (const char *const[]){"verb", verb_names[v], NULL},
                          &rs->latency[v]);
+    prom_help(p, "podres_extender_requests_denied_total", "counter",
+              "Requests refused before any verb: no client certificate of the client CA "
+              "(401), or one whose name is not allowed (403).");
+    for (v = 0; v < NDENIALS; v++)
+        prom_sample(p, "podres_extender_requests_denied_total",
+                    (const char *const[]){"reason", denial_names[v], NULL}, "%llu",
+                    (unsigned long long)rs->denied[v]);
 }
 
 static err_t render_metrics(struct extender *x, struct strbuf *sb)
@@ -356,6 +405,10 @@ static err_t render_metrics(struct extender *x, struct strbuf *sb)
     prom_metric(&p, "podres_extender_bind_failures_total", "counter",
                 "Binds answered with an error.", "%llu",
                 (unsigned long long)__atomic_load_n(&x->bstats.failures, __ATOMIC_RELAXED));
+    prom_metric(&p, "podres_extender_binds_refused_total", "counter",
+                "Binds refused by bind's checks (pod of another uid, bound already, another "
+                "scheduler's, or a node that did not pass filter).",
+                "%llu", (unsigned long long)__atomic_load_n(&x->bstats.refused, __ATOMIC_RELAXED));
     prom_metric(&p, "podres_extender_preassignments_removed_total", "counter",
                 "Pre-assignments taken back after the pod's Binding failed.", "%llu",
                 (unsigned long long)__atomic_load_n(&x->bstats.removed, __ATOMIC_RELAXED));
@@ -451,6 +504,53 @@ static enum MHD_Result serve_verb(struct extender *x, struct MHD_Connection *con
     return send_text(conn, a.status, "application/json", text, len);
 }
 
+/* Count and (at most every DENY_LOG_MS per reason) log a refused request. */
+static void note_denied(struct extender *x, enum denial d, const char *cn, const char *url)
+{
+    uint64_t now = clock_mono_ms();
+    bool say;
+
+    pthread_mutex_lock(&x->rs.mu);
+    x->rs.denied[d]++;
+    say = x->rs.deny_logged[d] == 0 || now - x->rs.deny_logged[d] >= DENY_LOG_MS;
+    if (say)
+        x->rs.deny_logged[d] = now;
+    pthread_mutex_unlock(&x->rs.mu);
+    if (!say)
+        return;
+    if (d == DENY_NAME)
+        log_warn("refused a request for %.64s: client certificate CN '%.64s' is not in "
+                 "--client-names (further refusals for 10 s are only counted)",
+                 url, cn);
+    else
+        log_warn("refused a request for %.64s: no client certificate signed by --client-ca-file "
+                 "(further refusals for 10 s are only counted)",
+                 url);
+}
+
+/* Whether the caller of 'conn' may ask for 'url'; else the refusal is queued. */
+static bool authorized(struct extender *x, struct MHD_Connection *conn, const char *url,
+                       enum MHD_Result *ret)
+{
+    const union MHD_ConnectionInfo *ci;
+    char cn[TLS_NAME_MAX] = "";
+    enum tls_caller who;
+
+    if (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0)
+        return true;
+    ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    who = tls_check_caller(&x->tls, ci ? ci->tls_session : NULL, cn, sizeof(cn));
+    if (who == TLS_CALLER_OK)
+        return true;
+    note_denied(x, who == TLS_CALLER_FORBIDDEN ? DENY_NAME : DENY_NO_CERT, cn, url);
+    *ret = who == TLS_CALLER_FORBIDDEN
+               ? send_plain(conn, 403, "forbidden: this client certificate's name may not call the "
+                                       "extender\n")
+               : send_plain(conn, 401, "unauthorized: a client certificate signed by the "
+                                       "extender's client CA is required\n");
+    return false;
+}
+
 static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn, const char *url,
                                const char *method, const char *version, const char *data,
                                size_t *size, void **con_cls)
@@ -458,9 +558,12 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn, const cha
     struct extender *x = cls;
     struct upload *up = *con_cls;
     enum verb v = verb_of(url);
+    enum MHD_Result ret;
 
     (void)version;
     if (!up) {
+        if (!authorized(x, conn, url, &ret))
+            return ret;
         up = calloc(1, sizeof(*up));
         if (!up)
             return MHD_NO;
@@ -518,22 +621,47 @@ static err_t start_http(struct extender *x)
         log_err("cannot listen on '%s': not a numeric address", l);
         return ERR_INVAL;
     }
-    x->http = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                                   MHD_USE_POLL | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
-                               0, NULL, NULL, on_http, x, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-                               MHD_OPTION_NOTIFY_COMPLETED, on_completed, x,
-                               MHD_OPTION_CONNECTION_LIMIT, 256u, MHD_OPTION_CONNECTION_TIMEOUT,
-                               60u, MHD_OPTION_END);
+    /* The client CA makes libmicrohttpd ask for a certificate; authorized()
+     * decides per path whether one is needed. A client address gets a
+     * share of the connections, so one cannot take all of them. */
+    x->http = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
+            MHD_USE_TLS | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+        0, NULL, NULL, on_http, x, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, x, MHD_OPTION_HTTPS_MEM_CERT, x->tls.cert, MHD_OPTION_HTTPS_MEM_KEY,
+        x->tls.key, MHD_OPTION_HTTPS_MEM_TRUST, x->tls.ca, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)x->set.per_client,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!x->http) {
         log_err("cannot listen on '%s': %s", l, strerror(errno));
         return ERR_IO;
     }
-    log_info("serving the extender verbs on %s", l);
+    log_info("serving the extender verbs on https://%s to client certificates named %s", l,
+             x->set.client_names);
     return ERR_OK;
 }
 
 /* ---- start-up ---- */
+
+static void free_list(char **list)
+{
+    size_t i;
+
+    for (i = 0; list && list[i]; i++)
+        free(list[i]);
+    free(list);
+}
+
+/* --max-client-connections: a share of MAX_CONNECTIONS. */
+static err_t per_client_check(const struct extender *x)
+{
+    if (x->set.per_client < MAX_CONNECTIONS)
+        return ERR_OK;
+    log_err("--max-client-connections: %llu is not below the %u connections served in all",
+            (unsigned long long)x->set.per_client, (unsigned)MAX_CONNECTIONS);
+    return ERR_INVAL;
+}
 
 static enum opts_next load_settings(int argc, char **argv, struct extender *x)
 {
@@ -565,10 +693,48 @@ static err_t add_resources(struct extender *x)
     return rc;
 }
 
+/* 'list' split at commas into a new NULL-terminated array (empty items dropped). */
+static char **split_list(const char *list)
+{
+    size_t n = 2, i = 0;
+    const char *p, *q;
+    char **out;
+
+    for (p = list ? list : ""; *p; p++)
+        n += *p == ',';
+    out = calloc(n, sizeof(*out));
+    for (p = list ? list : ""; out && *p; p = *q ? q + 1 : q) {
+        q = strchrnul(p, ',');
+        if (q > p && !(out[i++] = strndup(p, (size_t)(q - p)))) {
+            free_list(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
 static err_t setup(struct extender *x)
 {
-    err_t rc = kubeconfig_load_daemon(x->set.kubeconfig, &x->kc);
+    struct error e = {0};
+    err_t rc = tls_load(&x->tls, x->set.tls_cert, x->set.tls_key, x->set.client_ca,
+                        x->set.client_names, &e);
 
+    if (rc) {
+        log_err("%s", e.msg);
+        return rc;
+    }
+    if (per_client_check(x))
+        return ERR_INVAL;
+    x->schedulers = split_list(x->set.schedulers);
+    x->passed = passed_new(PASSED_MAX, PASSED_TTL_MS);
+    if (!x->schedulers || !x->passed)
+        return ERR_NOMEM;
+    if (!x->schedulers[0]) {
+        log_err("--scheduler-names: give at least one scheduler name");
+        return ERR_INVAL;
+    }
+    x->checks = (struct bind_checks){.schedulers = x->schedulers, .passed = x->passed};
+    rc = kubeconfig_load_daemon(x->set.kubeconfig, &x->kc);
     if (rc)
         return rc;
     x->gate = rest_gate_new(x->set.qps, (int)x->set.burst);
@@ -620,6 +786,9 @@ static void teardown(struct extender *x)
     cache_free(x->nds);
     cache_free(x->dvbs);
     view_free(x->view);
+    passed_free(x->passed);
+    free_list(x->schedulers);
+    tls_release(&x->tls);
     rest_stats_free(x->kstats);
     rest_gate_free(x->gate);
     kubeconfig_release(&x->kc);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* empty_extender.c - the reference of the extender bench: an extender that
  * does no work. libmicrohttpd and jansson as podres-extender uses them:
- * it parses the ExtenderArgs and answers every NodeName as passing.
- * Usage: empty_extender PORT */
+ * it parses the ExtenderArgs and answers every NodeName as passing, over
+ * HTTPS with a client certificate asked for, as podres-extender serves.
+ * Usage: empty_extender PORT CERT KEY CA */
 #define _GNU_SOURCE 1
 #include <jansson.h>
 #include <microhttpd.h>
@@ -64,18 +65,41 @@ static void done(void *cls, struct MHD_Connection *c, void **con_cls,
     *con_cls = NULL;
 }
 
+/* All of file 'path', NUL-terminated (new), or NULL. */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *b = f ? calloc(1, 1 << 20) : NULL;
+
+    if (b && fread(b, 1, (1 << 20) - 1, f) == 0) {
+        free(b);
+        b = NULL;
+    }
+    if (f)
+        fclose(f);
+    return b;
+}
+
 int main(int argc, char **argv)
 {
     struct MHD_Daemon *d;
+    char *cert, *key, *ca;
     sigset_t s;
     int sig;
 
-    if (argc != 2)
+    if (argc != 5)
         return 2;
+    cert = slurp(argv[2]);
+    key = slurp(argv[3]);
+    ca = slurp(argv[4]);
+    if (!cert || !key || !ca)
+        return 1;
     d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                             MHD_USE_POLL,
+                             MHD_USE_POLL | MHD_USE_TLS,
                          (unsigned short)atoi(argv[1]), NULL, NULL, on_http, NULL,
-                         MHD_OPTION_NOTIFY_COMPLETED, done, NULL, MHD_OPTION_END);
+                         MHD_OPTION_NOTIFY_COMPLETED, done, NULL, MHD_OPTION_HTTPS_MEM_CERT, cert,
+                         MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_HTTPS_MEM_TRUST, ca,
+                         MHD_OPTION_END);
     if (!d)
         return 1;
     sigemptyset(&s);
@@ -84,5 +108,8 @@ int main(int argc, char **argv)
     sigprocmask(SIG_BLOCK, &s, NULL);
     sigwait(&s, &sig);
     MHD_stop_daemon(d);
+    free(cert);
+    free(key);
+    free(ca);
     return 0;
 }

@@ -42,18 +42,22 @@ seq 0 $((NODES - 1)) | xargs -P 32 -I{} sh -c '
             [ $i = 7 ] || printf ,; done)]}}"'
 
 EXT_PORT=$(free_port) REF_PORT=$(free_port)
+XC=$W/extender-certs
+"$ROOT/deploy/scheduler/podres-extender-certs" "$XC"
 "$BIN/podres-extender" --kubeconfig "$KUBECONFIG" --listen "127.0.0.1:$EXT_PORT" \
+    --tls-cert-file "$XC/server.crt" --tls-private-key-file "$XC/server.key" --client-ca-file "$XC/ca.crt" \
     >> "$W/extender.log" 2>&1 &
 PIDS+=($!)
-"$TOOLS/empty_extender" "$REF_PORT" &
+"$TOOLS/empty_extender" "$REF_PORT" "$XC/server.crt" "$XC/server.key" "$XC/ca.crt" &
 PIDS+=($!)
-wait_until 120 sh -c "curl -s http://127.0.0.1:$EXT_PORT/metrics | grep -qx 'podres_extender_nodes $NODES'" ||
+XCURL="curl -s --cacert $XC/ca.crt --cert $XC/client.crt --key $XC/client.key"
+wait_until 120 sh -c "$XCURL https://127.0.0.1:$EXT_PORT/metrics | grep -qx 'podres_extender_nodes $NODES'" ||
     { tail "$W/extender.log" >&2; log "the extender did not load $NODES nodes"; exit 1; }
 
 echo '{"metadata":{"name":"p","namespace":"ml"},"spec":{"containers":[{"name":"main","image":"x",
   "resources":{"limits":{"example.com/gpu":"2","cpu":"1"}}}]}}' > "$W/pod.json"
-read -r ep50 ep99 epass < <(python3 "$ROOT/tests/bench/extender_lat.py" "http://127.0.0.1:$EXT_PORT" "$W/pod.json" "$NODES" "$REQS")
-read -r rp50 rp99 rpass < <(python3 "$ROOT/tests/bench/extender_lat.py" "http://127.0.0.1:$REF_PORT" "$W/pod.json" "$NODES" "$REQS")
+read -r ep50 ep99 epass < <(python3 "$ROOT/tests/bench/extender_lat.py" "https://127.0.0.1:$EXT_PORT" "$W/pod.json" "$NODES" "$REQS" "$XC")
+read -r rp50 rp99 rpass < <(python3 "$ROOT/tests/bench/extender_lat.py" "https://127.0.0.1:$REF_PORT" "$W/pod.json" "$NODES" "$REQS" "$XC")
 [ "$epass" = "$NODES" ] || { log "the extender passed $epass of $NODES nodes"; exit 1; }
 log "filter over $NODES nodes: p50 $ep50 ms p99 $ep99 ms; empty extender p50 $rp50 ms p99 $rp99 ms"
 r50=$(awk -v a="$ep50" -v b="$rp50" 'BEGIN { printf "%.2f", a / b }')

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""extender_lat.py URL PODJSON NODES N - POST N ExtenderArgs of one pod and
-NODES node names (node-0 ..) to URL/filter on one kept-alive connection;
-prints "p50_ms p99_ms passed" (passed: NodeNames in the last answer)."""
-import http.client, json, sys, time, urllib.parse
+"""extender_lat.py URL PODJSON NODES N CERTDIR - POST N ExtenderArgs of one pod
+and NODES node names (node-0 ..) to URL/filter (https) on one kept-alive
+connection, with CERTDIR's client certificate (podres-extender-certs); prints
+"p50_ms p99_ms passed" (passed: NodeNames in the last answer)."""
+import http.client, json, ssl, sys, time, urllib.parse
 
-url, podfile, nodes, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+url, podfile, nodes, n, certs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 u = urllib.parse.urlparse(url)
+tls = ssl.create_default_context(cafile=certs + "/ca.crt")
+tls.load_cert_chain(certs + "/client.crt", certs + "/client.key")
 pod = json.load(open(podfile))
 body = json.dumps({"Pod": pod, "NodeNames": ["node-%d" % i for i in range(nodes)]}).encode()
-c = http.client.HTTPConnection(u.hostname, u.port)
+c = http.client.HTTPSConnection(u.hostname, u.port, context=tls)
 lat, ans = [], None
 for i in range(n + 5):
     t = time.perf_counter()

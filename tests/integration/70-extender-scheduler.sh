@@ -5,6 +5,11 @@
 # many of that node's devices as it asked for, no device twice; a pod that
 # fits nowhere stays Pending with the extender's reason in its events; a
 # node without NodeDevices is filtered out; malformed JSON gets 400.
+# Who may call it: HTTPS only, kube-scheduler's client certificate (401 with
+# none or another CA's, 403 for a name not allowed, /readyz open); bind
+# checks the pod itself (uid given, not bound, a served scheduler, the node
+# passed filter for it); one client address holding hundreds of idle
+# connections does not lock kube-scheduler out.
 . "$(dirname "$0")/lib.sh"
 
 ND=/apis/podres.dev/v1alpha1/nodedevices
@@ -57,7 +62,7 @@ settled() {
 }
 
 kube_up --scheduler
-wait_until 30 curl -sf "$EXTENDER_URL/readyz" ||
+wait_until 30 curl -sf --cacert "$EXTENDER_CA" "$EXTENDER_URL/readyz" ||
     { tail -20 "$KDIR/podres-extender.log" >&2; fail "podres-extender is not ready"; }
 ok "cluster up --scheduler starts podres-extender; /readyz ok"
 
@@ -116,7 +121,7 @@ ok "the 5-GPU pod stays Pending; its events show 'node has no NodeDevices'"
 # The extender directly: reasons per node; 400 for malformed JSON.
 big=$($KCURL "$KUBE_SERVER/api/v1/namespaces/ml/pods/big")
 code=$(jq -nc --argjson pod "$big" '{Pod: $pod, NodeNames: ["gpu-a", "gpu-b", "plain-c"]}' |
-    curl -s -o "$T/out" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary @- \
+    $XCURL -o "$T/out" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary @- \
         "$EXTENDER_URL/filter")
 [ "$code" = 200 ] || fail "filter: HTTP $code $(out)"
 [ "$(jqo '.NodeNames | length')" = 0 ] || fail "filter kept nodes for big: $(out)"
@@ -125,43 +130,179 @@ jqo '.FailedNodes["gpu-a"]' | grep -Eq '^example.com/gpu: [0-4] free healthy, 5 
     fail "gpu-a reason: $(out)"
 ok "filter names the reason per node: $(jqo '.FailedNodes["gpu-a"]')"
 
-code=$(curl -s -o "$T/out" -w '%{http_code}' -H 'Content-Type: application/json' \
+code=$($XCURL -o "$T/out" -w '%{http_code}' -H 'Content-Type: application/json' \
     --data-binary '{"Pod": {' "$EXTENDER_URL/filter")
 [ "$code" = 400 ] || fail "malformed filter: HTTP $code, want 400"
 [ -n "$(jqo .Error)" ] || fail "no message for malformed JSON: $(out)"
-code=$(curl -s -o "$T/out" -w '%{http_code}' --data-binary '{"PodName": "../x"}' "$EXTENDER_URL/bind")
+code=$($XCURL -o "$T/out" -w '%{http_code}' --data-binary '{"PodName": "../x"}' "$EXTENDER_URL/bind")
 [ "$code" = 400 ] || fail "malformed bind: HTTP $code, want 400"
 ok "malformed JSON gets 400 with a message ($(jqo .Error))"
 
-# A Binding that fails takes its pre-assignment back: a pod bound already
-# (spec.nodeName set at creation) cannot be bound again (409).
+# Bind checks the pod before it writes anything.
+# bind_call NAME UID NODE - POST /bind as kube-scheduler; the HTTP code in $code, the answer in $T/out.
+bind_call() {
+    code=$($XCURL -o "$T/out" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary \
+        "{\"PodName\":\"$1\",\"PodNamespace\":\"ml\",\"PodUID\":\"$2\",\"Node\":\"$3\"}" "$EXTENDER_URL/bind")
+}
+# filter_call POD_JSON NODE... - POST /filter for that pod on those nodes.
+filter_call() {
+    local pod=$1
+    shift
+    jq -nc --argjson pod "$pod" '{Pod: $pod, NodeNames: $ARGS.positional}' --args "$@" |
+        $XCURL -H 'Content-Type: application/json' --data-binary @- "$EXTENDER_URL/filter"
+}
+# held_pod NAME [SPEC_JSON] - a 1-GPU pod kube-scheduler leaves alone (a scheduling gate), its
+# spec merged with SPEC_JSON; its object in $pod, its uid in $uid.
+held_pod() {
+    kapi POST /api/v1/namespaces/ml/pods "$(jq -nc --arg n "$1" --argjson extra "${2:-null}" '{apiVersion: "v1",
+        kind: "Pod", metadata: {name: $n, namespace: "ml"}, spec: ({automountServiceAccountToken: false,
+        schedulingGates: [{name: "podres.dev/test-hold"}],
+        containers: [{name: "main", image: "registry.invalid/x", resources: {limits: {"example.com/gpu": "1"}}}]}
+        + ($extra // {}))}')"
+    [ "$CODE" = 201 ] || fail "create pod $1: HTTP $CODE $(out)"
+    pod=$(out) uid=$(jqo .metadata.uid)
+}
+# refused WHY POD - the last bind was refused with WHY in its Error and wrote no DeviceBinding for POD.
+refused() {
+    [ "$code" = 200 ] && jqo .Error | grep -qF -- "$1" || fail "bind not refused with '$1': HTTP $code $(out)"
+    [ "$(dvb_code ml "$2")" = 404 ] || fail "a refused bind wrote a DeviceBinding for $2"
+}
+# gpu-b gets a fifth device, free
+k patch nodedevices gpu-b --subresource=status --type=json -p '[{"op":"add","path":"/status/devices/-",
+    "value":{"resourceName":"example.com/gpu","id":"gpu-b-gpu4","health":"Healthy","topology":{"nodes":[{"id":1}]}}}]' \
+    > /dev/null || fail "add a device to gpu-b"
+held_pod stray
+fits() { filter_call "$pod" gpu-b | jqe '.NodeNames == ["gpu-b"]' > /dev/null; }
+wait_until 10 fits || fail "the extender did not see gpu-b's fifth device"
+stray_uid=$uid
+bind_call stray "" gpu-b
+[ "$code" = 400 ] && jqo .Error | grep -q PodUID || fail "bind without PodUID: HTTP $code $(out)"
+bind_call stray "$uid" gpu-a
+refused "node 'gpu-a' did not pass filter" stray
+bind_call stray "$uid" ghost
+refused "node 'ghost' did not pass filter" stray
+bind_call stray "00000000-0000-0000-0000-000000000000" gpu-b
+refused "another instance" stray
+held_pod other '{"schedulerName": "other-scheduler"}'
+filter_call "$pod" gpu-b > /dev/null
+bind_call other "$uid" gpu-b
+refused "scheduler 'other-scheduler' is not served" other
 kapi POST /api/v1/namespaces/ml/pods "$(jq -nc '{apiVersion: "v1", kind: "Pod",
     metadata: {name: "prebound", namespace: "ml"}, spec: {nodeName: "gpu-a", automountServiceAccountToken: false,
     containers: [{name: "main", image: "registry.invalid/x", resources: {limits: {"example.com/gpu": "1"}}}]}}')"
 [ "$CODE" = 201 ] || fail "create pod prebound: HTTP $CODE $(out)"
 uid=$(jqo .metadata.uid)
-pod=$(out)
-# gpu-b gets a fifth device, free
-k patch nodedevices gpu-b --subresource=status --type=json -p '[{"op":"add","path":"/status/devices/-",
-    "value":{"resourceName":"example.com/gpu","id":"gpu-b-gpu4","health":"Healthy","topology":{"nodes":[{"id":1}]}}}]' \
-    > /dev/null || fail "add a device to gpu-b"
-fits() {
-    jq -nc --argjson pod "$pod" '{Pod: $pod, NodeNames: ["gpu-b"]}' |
-        curl -s -H 'Content-Type: application/json' --data-binary @- "$EXTENDER_URL/filter" |
-        jqe '.NodeNames == ["gpu-b"]'
-}
-wait_until 10 fits || fail "the extender did not see gpu-b's fifth device"
-code=$(curl -s -o "$T/out" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary \
-    "{\"PodName\":\"prebound\",\"PodNamespace\":\"ml\",\"PodUID\":\"$uid\",\"Node\":\"gpu-b\"}" "$EXTENDER_URL/bind")
-[ "$code" = 200 ] && [ -n "$(jqo '.Error // ""')" ] || fail "bind of a bound pod: HTTP $code $(out)"
+filter_call "$(out)" gpu-b > /dev/null
+bind_call prebound "$uid" gpu-b
+refused "bound already (to node 'gpu-a')" prebound
+[ "$(k get pod -n ml stray -o jsonpath='{.spec.nodeName}')$(k get pod -n ml other -o jsonpath='{.spec.nodeName}')" = "" ] ||
+    fail "a refused bind bound a pod"
+grep -qx 'podres_extender_binds_refused_total 5' <<<"$($XCURL "$EXTENDER_URL/metrics")" ||
+    fail "refusals not counted: $($XCURL "$EXTENDER_URL/metrics" | grep refused)"
+ok "bind refuses and writes nothing: no PodUID (400); a node not passed by filter, or none; another uid; another scheduler's pod; a bound pod (5 counted)"
+
+# A Binding that fails takes its pre-assignment back: the API server refuses to bind a pod
+# with a scheduling gate, after the checks passed and the pre-assignment was written.
+held_pod gated
+filter_call "$pod" gpu-b | jqe '.NodeNames == ["gpu-b"]' > /dev/null || fail "gated does not fit gpu-b"
+bind_call gated "$uid" gpu-b
+[ "$code" = 200 ] && [ -n "$(jqo '.Error // ""')" ] || fail "bind of a gated pod: HTTP $code $(out)"
 err=$(jqo .Error)
-[ "$($KCURL -o /dev/null -w '%{http_code}' "$KUBE_SERVER/apis/podres.dev/v1alpha1/namespaces/ml/devicebindings/prebound")" = 404 ] ||
-    fail "the pre-assignment of the failed bind stayed"
-grep -qx 'podres_extender_preassignments_removed_total 1' <<<"$(curl -s "$EXTENDER_URL/metrics")" ||
-    fail "removal not counted (bind said: $err): $(curl -s "$EXTENDER_URL/metrics" | grep removed)"
+[ "$(dvb_code ml gated)" = 404 ] || fail "the pre-assignment of the failed bind stayed"
+grep -qx 'podres_extender_preassignments_removed_total 1' <<<"$($XCURL "$EXTENDER_URL/metrics")" ||
+    fail "removal not counted (bind said: $err): $($XCURL "$EXTENDER_URL/metrics" | grep removed)"
 ok "a Binding that fails ($err) takes its pre-assignment back, counted"
 
-m=$(curl -s "$EXTENDER_URL/metrics")
+# Who may call: nobody without kube-scheduler's certificate; the probes' paths are open.
+filter_call "$($KCURL "$KUBE_SERVER/api/v1/namespaces/ml/pods/stray")" gpu-b > /dev/null
+code=$(curl -s -o "$T/out" -w '%{http_code}' --cacert "$EXTENDER_CA" -H 'Content-Type: application/json' \
+    --data-binary "{\"PodName\":\"stray\",\"PodNamespace\":\"ml\",\"PodUID\":\"$stray_uid\",\"Node\":\"gpu-b\"}" "$EXTENDER_URL/bind")
+[ "$code" = 401 ] || fail "bind without a client certificate: HTTP $code $(out)"
+"$PODRES_ROOT/deploy/scheduler/podres-extender-certs" "$T/other-ca" > /dev/null 2>&1 || fail "cannot make other certificates"
+for p in filter prioritize bind metrics; do
+    code=$(curl -s -o "$T/out" -w '%{http_code}' --cacert "$EXTENDER_CA" --cert "$T/other-ca/client.crt" \
+        --key "$T/other-ca/client.key" --data-binary '{}' "$EXTENDER_URL/$p")
+    [ "$code" = 401 ] || fail "/$p with another CA's client certificate: HTTP $code $(out)"
+done
+code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$EXTENDER_CA" --key "$KDIR/extender-certs/server.key" \
+    --cert "$KDIR/extender-certs/server.crt" "$EXTENDER_URL/metrics")
+[ "$code" = 401 ] || fail "the extender's own serving certificate as a client: HTTP $code"
+code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' --data-binary '{}' "http://${EXTENDER_URL#https://}/filter" || true)
+[ "$code" = 000 ] || fail "plain HTTP answered: $code"
+[ "$(curl -s --cacert "$EXTENDER_CA" "$EXTENDER_URL/readyz")" = ok ] || fail "/readyz needs a certificate"
+[ "$(dvb_code ml stray)" = 404 ] && [ -z "$(k get pod -n ml stray -o jsonpath='{.spec.nodeName}')" ] ||
+    fail "an unauthenticated bind bound stray"
+grep -q 'podres_extender_requests_denied_total{reason="no_certificate"} [1-9]' <<<"$($XCURL "$EXTENDER_URL/metrics")" ||
+    fail "denials not counted"
+grep -q 'refused a request for /bind: no client certificate' "$KDIR/podres-extender.log" || fail "denial not logged"
+# a second extender that allows another name: kube-scheduler's certificate is valid there, but 403
+P2=$(free_port)
+xc=$KDIR/extender-certs
+"$PODRES_BIN/podres-extender" --kubeconfig "$KDIR/extender.kubeconfig" --listen "127.0.0.1:$P2" \
+    --tls-cert-file "$xc/server.crt" --tls-private-key-file "$xc/server.key" --client-ca-file "$xc/ca.crt" \
+    --client-names someone-else > "$T/ext2.log" 2>&1 &
+ext2=$!
+wait_until 10 curl -sf --cacert "$EXTENDER_CA" "https://127.0.0.1:$P2/healthz" > /dev/null || fail "second extender: $(cat "$T/ext2.log")"
+code=$($XCURL -o /dev/null -w '%{http_code}' "https://127.0.0.1:$P2/metrics")
+kill "$ext2"
+[ "$code" = 403 ] || fail "a certificate of a name not in --client-names: HTTP $code"
+"$PODRES_BIN/podres-extender" --kubeconfig "$KDIR/extender.kubeconfig" --listen "127.0.0.1:$(free_port)" \
+    > "$T/ext3.log" 2>&1 && fail "the extender started without certificates"
+grep -q -- '--tls-cert-file is required' "$T/ext3.log" || fail "no reason to refuse start-up: $(cat "$T/ext3.log")"
+ok "HTTPS only; without kube-scheduler's certificate 401 (none, another CA's, a server certificate), 403 for a name not allowed; /readyz open; no certificates, no start"
+
+# One client address holding 300 idle connections gets its share (32), not all: kube-scheduler
+# still schedules a pod through the extender meanwhile.
+cat > "$T/hold.py" <<'PYEND'
+import socket, sys, time
+socks = []
+for _ in range(300):
+    s = socket.socket()
+    s.bind(("127.0.0.2", 0))
+    try:
+        s.connect(("127.0.0.1", int(sys.argv[1])))
+        socks.append(s)
+    except OSError:
+        pass
+time.sleep(1)
+held = 0
+for s in socks:
+    s.setblocking(False)
+    try:
+        held += s.recv(1, socket.MSG_PEEK) != b""
+    except BlockingIOError:
+        held += 1
+    except OSError:
+        pass
+print(held, flush=True)
+time.sleep(25)
+PYEND
+python3 "$T/hold.py" "${EXTENDER_URL##*:}" > "$T/held" 2>&1 &
+hpid=$!
+wait_until 10 test -s "$T/held" || fail "the connection holder did not report"
+held=$(head -1 "$T/held")
+[ "$held" -le 32 ] && [ "$held" -ge 16 ] || fail "one client address holds $held connections"
+kapi POST /api/v1/namespaces/ml/pods "$(jq -nc '{apiVersion: "v1", kind: "Pod", metadata: {name: "late", namespace: "ml"},
+    spec: {automountServiceAccountToken: false, containers: [{name: "main", image: "registry.invalid/x",
+    resources: {limits: {"nvidia.com/gpu": "1"}}}]}}')"
+[ "$CODE" = 201 ] || fail "create pod late: HTTP $CODE $(out)"
+gpu_node gpu-d 0
+kapi PATCH /api/v1/nodes/gpu-d/status '{"status":{"capacity":{"nvidia.com/gpu":"1"},"allocatable":{"nvidia.com/gpu":"1"}}}' \
+    application/merge-patch+json
+[ "$CODE" = 200 ] || fail "node gpu-d: HTTP $CODE $(out)"
+k create -f - > /dev/null <<JSON || fail "create NodeDevices gpu-d"
+{"apiVersion":"podres.dev/v1alpha1","kind":"NodeDevices","metadata":{"name":"gpu-d"}}
+JSON
+k patch nodedevices gpu-d --subresource=status --type=merge -p '{"status": {"summary": "nvidia.com/gpu=1",
+    "unhealthy": 0, "resources": [{"name": "nvidia.com/gpu", "total": 1, "healthy": 1}],
+    "devices": [{"resourceName": "nvidia.com/gpu", "id": "gpu-d-0", "health": "Healthy"}]}}' > /dev/null ||
+    fail "patch NodeDevices gpu-d"
+late() { [ "$(k get pod -n ml late -o jsonpath='{.spec.nodeName}')" = gpu-d ]; }
+wait_until 20 late || fail "kube-scheduler did not place late while one address held $held connections: $(k describe pod -n ml late | tail -4)"
+kill "$hpid" 2>/dev/null || true
+ok "one client address opening 300 idle connections keeps $held; kube-scheduler placed a pod meanwhile"
+
+m=$($XCURL "$EXTENDER_URL/metrics")
 b=$(awk '$1 == "podres_extender_binds_total" {print $2}' <<< "$m")
 [ "$b" -ge "$bound" ] || fail "podres_extender_binds_total $b < $bound"
 grep -q 'podres_extender_requests_total{verb="filter",outcome="bad_request"} 1' <<< "$m" ||

@@ -163,14 +163,16 @@ ok "a pod that fits nowhere stays Pending; kubectl describe pod shows the extend
 # 1-GPU pod still fits nowhere (held devices, from the DeviceBindings' status).
 read -r epid _ < <(grep ' podres-extender$' "$KDIR/pids" | tail -1)
 kill -9 "$epid"
-setsid "$PODRES_BIN/podres-extender" --kubeconfig "$KDIR/extender.kubeconfig" --listen "${EXTENDER_URL#http://}" \
-    >> "$KDIR/podres-extender.log" 2>&1 < /dev/null &
+xc=$KDIR/extender-certs
+setsid "$PODRES_BIN/podres-extender" --kubeconfig "$KDIR/extender.kubeconfig" --listen "${EXTENDER_URL#https://}" \
+    --tls-cert-file "$xc/server.crt" --tls-private-key-file "$xc/server.key" --client-ca-file "$xc/ca.crt" \
+    --scheduler-names default-scheduler >> "$KDIR/podres-extender.log" 2>&1 < /dev/null &
 echo "$! podres-extender" >> "$KDIR/pids"
-wait_until 10 curl -sf "$EXTENDER_URL/readyz" || fail "the extender did not come back: $(tail -3 "$KDIR/podres-extender.log")"
+wait_until 10 $XCURL -f "$EXTENDER_URL/readyz" || fail "the extender did not come back: $(tail -3 "$KDIR/podres-extender.log")"
 pod_yaml small 1 > "$T/small.yaml"
 k create --dry-run=client -o json -f "$T/small.yaml" > "$T/small.json"
 jq -c '{Pod: ., NodeNames: ["node-a", "node-b"]}' "$T/small.json" |
-    curl -s -o "$T/out" -H 'Content-Type: application/json' --data-binary @- "$EXTENDER_URL/filter"
+    $XCURL -o "$T/out" -H 'Content-Type: application/json' --data-binary @- "$EXTENDER_URL/filter"
 jqe '.NodeNames == [] and .FailedNodes["node-a"] == "example.com/gpu: 0 free healthy, 1 requested"
     and .FailedNodes["node-b"] == "example.com/gpu: 0 free healthy, 1 requested"' < "$T/out" > /dev/null ||
     fail "after a restart the extender's view: $(out)"

@@ -199,8 +199,10 @@ register() {
 # ServiceAccount and RBAC from deploy/ (with KUBE_BARE=1 without them, for
 # an installer that brings its own). Sets KDIR, KUBE_SERVER, KUBE_CA,
 # KUBE_AUDIT, KUBECTL, KCFG (the cluster admin's kubeconfig), KCURL (curl as
-# the cluster admin) and SY_KCFG (a kubeconfig of the podres-syncer
-# ServiceAccount, with a token from the TokenRequest API).
+# the cluster admin), SY_KCFG (a kubeconfig of the podres-syncer
+# ServiceAccount, with a token from the TokenRequest API) and, with
+# --scheduler, EXTENDER_URL and XCURL (curl to the extender with
+# kube-scheduler's client certificate).
 kube_up() {
     local crds=(--crd "$PODRES_ROOT/schema/crd-devicebinding.yaml"
         --crd "$PODRES_ROOT/schema/crd-nodedevices.yaml")
@@ -214,6 +216,8 @@ kube_up() {
     KCFG=$KUBECONFIG
     unset KUBECONFIG
     KCURL="curl -s --cacert $KUBE_CA --cert $KDIR/pki/admin.crt --key $KDIR/pki/admin.key"
+    [ -z "${EXTENDER_URL:-}" ] ||
+        XCURL="curl -s --cacert $EXTENDER_CA --cert $EXTENDER_CERT --key $EXTENDER_KEY"
     [ "${KUBE_BARE:-0}" = 1 ] || kube_install
 }
 

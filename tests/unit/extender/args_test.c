@@ -22,6 +22,7 @@ static void test_parse_names(void)
     CHECK_OK(args_parse(body, strlen(body), &a, &e));
     CHECK_STREQ(a.ns, "ml");
     CHECK_STREQ(a.name, "p");
+    CHECK_STREQ(a.uid, ""); /* none given: filter remembers nothing for bind */
     CHECK(!a.node_list);
     CHECK_EQ_INT(json_array_size(a.names), 2);
     CHECK_EQ_INT(json_integer_value(json_object_get(a.totals, "example.com/gpu")), 3);
@@ -73,6 +74,9 @@ static void test_parse_bind(void)
     const char ok[] =
         "{\"PodName\":\"p\",\"PodNamespace\":\"ml\",\"PodUID\":\"u-1\",\"Node\":\"n1\"}";
     const char bad[] = "{\"PodName\":\"p\",\"PodNamespace\":\"ml/x\",\"Node\":\"n1\"}";
+    const char nouid[] = "{\"PodName\":\"p\",\"PodNamespace\":\"ml\",\"Node\":\"n1\"}";
+    const char emptyuid[] =
+        "{\"PodName\":\"p\",\"PodNamespace\":\"ml\",\"PodUID\":\"\",\"Node\":\"n1\"}";
     struct args_bind b;
     struct error e = {0};
 
@@ -83,6 +87,9 @@ static void test_parse_bind(void)
     CHECK_STREQ(b.node, "n1");
     CHECK_EQ_INT(args_parse_bind(bad, strlen(bad), &b, &e), ERR_INVAL);
     CHECK(strstr(error_msg(&e), "PodNamespace") != NULL);
+    CHECK_EQ_INT(args_parse_bind(nouid, strlen(nouid), &b, &e), ERR_INVAL); /* bind checks by uid */
+    CHECK(strstr(error_msg(&e), "PodUID is missing") != NULL);
+    CHECK_EQ_INT(args_parse_bind(emptyuid, strlen(emptyuid), &b, &e), ERR_INVAL);
     CHECK(!args_is_name("-a"));
     CHECK(args_is_name("a.b-c"));
 }
