@@ -52,6 +52,25 @@ bool names_is_dns1123_subdomain(const char *s)
     }
 }
 
+const char *names_node_name_check(const char *s)
+{
+    return names_is_dns1123_subdomain(s)
+               ? NULL
+               : "must be a node name: a lower-case DNS-1123 subdomain (a-z, 0-9, '-' and "
+                 "'.'), at most 253 characters";
+}
+
+bool names_has_control(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+
+    for (; p && *p; p++) {
+        if (*p < 0x20 || *p == 0x7F || (p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F))
+            return true;
+    }
+    return false;
+}
+
 bool names_is_resource_name(const char *s)
 {
     const char *slash;

@@ -9,6 +9,13 @@
 bool names_is_dns1123_label(const char *s);
 /* RFC 1123 subdomain: dot-separated labels, at most 253 characters. */
 bool names_is_dns1123_subdomain(const char *s);
+/* Why 's' is not a node name (a DNS-1123 subdomain, as the API server
+ * requires of a Node's name), or NULL when it is one: an opts check
+ * (opts.h) for --node-name. */
+const char *names_node_name_check(const char *s);
+/* Whether 's' holds a C0 or C1 control character or DEL (bytes 0x00..0x1F
+ * and 0x7F, and U+0080..U+009F in UTF-8). */
+bool names_has_control(const char *s);
 /* Extended resource name "domain/name": domain a DNS-1123 subdomain, name a
  * qualified-name part ([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?, <= 63), and
  * not one Kubernetes keeps for itself: none with "kubernetes.io/" in it

@@ -328,10 +328,12 @@ void opts_format_value(const struct opt *t, const void *base, char *buf, size_t 
 }
 
 /* The default of 't': its environment variable's value when non-empty,
- * else 'def', else the host's name into 'host' when def_host; or NULL. */
+ * else 'def', else the host's name into 'host' when def_host (lower-cased,
+ * as the kubelet names its Node); or NULL. */
 static const char *default_of(const struct opt *t, char *host, size_t cap)
 {
     const char *v = t->env ? getenv(t->env) : NULL;
+    char *p;
 
     if (v && *v)
         return v;
@@ -339,6 +341,8 @@ static const char *default_of(const struct opt *t, char *host, size_t cap)
         return t->def;
     if (gethostname(host, cap - 1) != 0)
         snprintf(host, cap, "localhost");
+    for (p = host; *p; p++)
+        *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + ('a' - 'A') : *p);
     return host;
 }
 

@@ -10,6 +10,7 @@
 #include "../kube/kubeconfig.h"
 #include "../kube/rest.h"
 #include "client.h"
+#include "escape.h"
 #include "model.h"
 #include "render.h"
 
@@ -103,13 +104,19 @@ static const struct option long_opts[] = {
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int fail(const char *fmt, ...)
 {
+    struct strbuf sb = STRBUF_INIT;
+    char msg[2048];
     va_list ap;
 
-    fputs("error: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    /* The message may quote the API server or an argument: escaped like a table cell. */
+    if (escape_terminal(&sb, msg))
+        fputs("error: out of memory\n", stderr);
+    else
+        fprintf(stderr, "error: %s\n", sb.buf ? sb.buf : "");
+    strbuf_release(&sb);
     return 1;
 }
 

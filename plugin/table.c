@@ -3,6 +3,7 @@
  * characters, as Go's text/tabwriter counts runes. */
 #define LOG_MOD "plugin"
 #include "../common/common.h"
+#include "escape.h"
 #include "table.h"
 
 #define PADDING 3   /* spaces after a cell */
@@ -37,7 +38,17 @@ err_t table_add(struct table *t, const char *cell)
         t->cells = nc;
         t->cap = t->cap ? t->cap * 2 : 32;
     }
-    c = fault_alloc_fails() ? NULL : strdup(cell ? cell : "<none>");
+    if (cell && escape_needed(cell)) {
+        struct strbuf sb = STRBUF_INIT;
+
+        if (escape_terminal(&sb, cell)) {
+            strbuf_release(&sb);
+            return ERR_NOMEM;
+        }
+        c = strbuf_detach(&sb, NULL);
+    } else {
+        c = fault_alloc_fails() ? NULL : strdup(cell ? cell : "<none>");
+    }
     if (!c)
         return ERR_NOMEM;
     t->cells[t->ncells++] = c;

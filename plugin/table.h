@@ -21,7 +21,8 @@ struct table {
 /* 'ncols' > 0. The headers are the first row's cells. */
 void table_init(struct table *t, size_t ncols);
 void table_release(struct table *t); /* zeroed or used */
-/* Append one cell ('cell' copied; NULL prints as "<none>"). */
+/* Append one cell ('cell' copied, escaped for a terminal as escape.h says:
+ * every cell may hold text from the API; NULL prints as "<none>"). */
 err_t table_add(struct table *t, const char *cell) WARN_UNUSED;
 /* Render every row, one line each, into 'sb'. */
 err_t table_render(const struct table *t, struct strbuf *sb) WARN_UNUSED;

@@ -10,6 +10,7 @@
 #include "validate.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define OFF(f) offsetof(struct config, f)
 
@@ -25,7 +26,15 @@ err_t config_read_token(const char *path, char **out, struct error *e)
         rc = errorf(e, ERR_IO, "%s", strerror(errno));
         goto out;
     }
-    /* As ssh with a private key: a secret others may read is not one. */
+    /* As ssh with a private key: a secret others may read is not one, nor
+     * one another user owns (and so may rewrite). */
+    if (sb.st_uid != geteuid() && sb.st_uid != 0) {
+        rc = errorf(e, ERR_INVAL,
+                    "owned by uid %u: a token file must be owned by podresd's user (uid %u) or "
+                    "root",
+                    (unsigned)sb.st_uid, (unsigned)geteuid());
+        goto out;
+    }
     if (sb.st_mode & 077) {
         rc = errorf(e, ERR_INVAL,
                     "permissions %04o are too open: group or others may read or write it; chmod "
@@ -80,7 +89,8 @@ static const struct opt opts[] = {
      .def = "/run/podresd/podresd.sock"},
     {"listen", OPT_STR, OFF(listen), .check = http_listen_check},
     {"metrics_listen", OPT_STR, OFF(metrics_listen), .check = http_metrics_listen_check},
-    {"node_name", OPT_STR, OFF(node_name), .env = "NODE_NAME", .def_host = true},
+    {"node_name", OPT_STR, OFF(node_name), .check = names_node_name_check, .env = "NODE_NAME",
+     .def_host = true},
     {"source", OPT_ENUM, OFF(source), "|api|kubelet|", .def = "api"},
     {"kubelet_socket", OPT_STR, OFF(kubelet_socket), .check = http_socket_check,
      .def = "/var/lib/kubelet/pod-resources/kubelet.sock"},

@@ -157,6 +157,9 @@ static err_t properties(const json_t *p, json_t **out, struct error *e)
     json_object_foreach((json_t *)p, k, v) {
         if (!json_is_string(v))
             return errorf(e, ERR_INVAL, "properties.%s must be a string", k);
+        if (names_has_control(k))
+            return errorf(e, ERR_UNPROCESSABLE,
+                          "properties: a key holds a control character; keys are printable text");
         if (strlen(k) == 0 || strlen(k) > 253 || strlen(json_string_value(v)) > 4096)
             return errorf(e, ERR_UNPROCESSABLE,
                           "properties.%s: keys are 1..253 and values at most 4096 bytes", k);

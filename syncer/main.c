@@ -8,6 +8,7 @@
 #include "../common/clock.h"
 #include "../common/proc.h"
 #include "../common/mem.h"
+#include "../common/names.h"
 #include "../common/opts.h"
 #include "dvb.h"
 #include "metrics.h"
@@ -29,7 +30,8 @@ static const char *readable(const char *path)
 }
 
 static const struct opt opt_table[] = {
-    {"node_name", OPT_STR, OFF(node_name), .env = "NODE_NAME", .def_host = true},
+    {"node_name", OPT_STR, OFF(node_name), .check = names_node_name_check, .env = "NODE_NAME",
+     .def_host = true},
     {"podresd_socket", OPT_STR, OFF(podresd_socket), .def = "/run/podresd/podresd.sock"},
     {"podresd_url", OPT_STR, OFF(podresd_url), .def = NULL},
     {"podresd_token_file", OPT_STR, OFF(podresd_token_file), .check = readable},

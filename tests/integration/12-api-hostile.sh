@@ -274,6 +274,9 @@ t 400 BadRequest PUT $D '{"devices":[{"id":"g","topology":{"nodes":[{"ID":0.5}]}
 t 400 BadRequest PUT $D '{"devices":[{"id":"g","properties":[]}]}'
 t 400 BadRequest PUT $D '{"devices":[{"id":"g","properties":{"a":1}}]}'
 t 400 BadRequest PUT $D '{"devices":[{"id":"g","properties":{"a":null}}]}'
+# control characters in a property key (a terminal escape, a C1 CSI): refused; in a value: kept
+MSG='control character' t 422 Invalid PUT $D '{"devices":[{"id":"g","properties":{"k\u001b]0;x\u0007":"v"}}]}'
+MSG='control character' t 422 Invalid PUT $D '{"devices":[{"id":"g","properties":{"k\u009b":"v"}}]}'
 t 400 BadRequest PUT $D '{"devices":[],"ttlSeconds":"30"}'
 t 400 BadRequest PUT $D '{"devices":[],"ttlSeconds":1.5}'
 t 400 BadRequest PUT $D '{"devices":[],"ttlSeconds":true}'

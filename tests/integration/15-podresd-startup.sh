@@ -77,6 +77,22 @@ for m in 644 640 604 660 620; do
         "key \"write_token_file\": \"$T/open-token\": permissions 0$m are too open" \
         --write-token-file "$T/open-token" --db "$T/l.db" --socket "$T/l.sock"
 done
+# ... and one another user owns (who could rewrite it), even at 0600.
+chmod 600 "$T/open-token"
+chown 65534 "$T/open-token"
+expect_start_fail "a token file owned by another user" \
+    "key \"write_token_file\": \"$T/open-token\": owned by uid 65534" \
+    --write-token-file "$T/open-token" --db "$T/l.db" --socket "$T/l.sock"
+# A node name with control characters or upper case, for podresd and podres-syncer.
+for n in $'node\e]0;PWNED\a' 'Node-A' 'a_b' "$(printf 'n%.0s' {1..254})"; do
+    expect_start_fail "node name $(printf %q "$n")" 'key "node_name".*must be a node name' \
+        --node-name "$n" --db "$T/l.db" --socket "$T/l.sock"
+    rc=0
+    timeout 10 "$PODRES_BIN/podres-syncer" --node-name "$n" --kubeconfig /nonexistent > "$T/start.log" 2>&1 || rc=$?
+    [ "$rc" = 1 ] && grep -q 'must be a node name' "$T/start.log" ||
+        fail "podres-syncer --node-name $(printf %q "$n"): rc $rc $(cat "$T/start.log")"
+done
+ok "podres-syncer refuses the same node names"
 [ ! -e "$T/l.db" ] || fail "a refused token file still created the database"
 printf 'node_name: under\nnode-name: dash\n' > "$T/bad9.yaml"
 expect_start_fail "a key spelled both ways" "bad9.yaml': duplicate key" --config "$T/bad9.yaml" --db "$T/l.db" --socket "$T/l.sock"

@@ -277,6 +277,49 @@ KUBECONFIG=$KCFG PATH="$PODRES_BIN:$PATH" "$KUBECTL" podres who a-g0 > "$T/kp.ou
 line '^node-a +example.com/gpu +a-g0 +Healthy +held +ml/train-0/main'
 ok "the current context (unreachable) fails with one line; an unknown --context is named; \$KUBECONFIG is read"
 
+# ---- text from the API that would drive a terminal ----
+# The CRDs refuse control characters in device ids, aliases and node names; what they
+# let through (a resource name, a container name) reaches the table escaped, as kubectl
+# escapes it: no ESC or BEL byte on the terminal, ^[ and ^G instead.
+k create -f - > /dev/null <<EOF || fail "cannot create NodeDevices node-evil"
+{"apiVersion": "podres.dev/v1alpha1", "kind": "NodeDevices", "metadata": {"name": "node-evil"}}
+EOF
+evil_status() { # ID ALIAS RESOURCE - patch node-evil's status with one device so named
+    jq -nc --arg id "$1" --arg al "$2" --arg r "$3" '{status: {summary: "x", unhealthy: 0,
+        resources: [{name: $r, total: 1, healthy: 1}],
+        devices: [{resourceName: $r, id: $id, health: "Healthy", aliases: [$al]}]}}' > "$T/evil.json"
+    k patch nodedevices node-evil --subresource=status --type=merge --patch-file "$T/evil.json" > "$T/evil.out" 2>&1
+}
+ESC=$'\e' TITLE=$'\e]0;PWNED-TITLE\a' CLEAR=$'\e[2J' LINK=$'\e]8;;http://evil.example/\a'
+evil_status "g$TITLE" ok example.com/gpu && fail "the CRD took a device id with ESC"
+grep -q 'should match' "$T/evil.out" || fail "no pattern message for the id: $(cat "$T/evil.out")"
+evil_status g "nv$CLEAR" example.com/gpu && fail "the CRD took an alias with ESC"
+evil_status g $'nv\xc2\x9b2J' example.com/gpu && fail "the CRD took an alias with a C1 CSI"
+k create -f - > "$T/evil.out" 2>&1 <<EOF && fail "the CRD took a spec.nodeName with ESC"
+{"apiVersion": "podres.dev/v1alpha1", "kind": "DeviceBinding", "metadata": {"name": "evil", "namespace": "ml"},
+ "spec": {"nodeName": "n${TITLE}"}}
+EOF
+evil_status g ok "example.com/gpu$LINK" || fail "cannot write node-evil: $(cat "$T/evil.out")"
+jq -nc --arg c "main$CLEAR" '{apiVersion: "podres.dev/v1alpha1", kind: "DeviceBinding",
+    metadata: {name: "evil", namespace: "ml", labels: {"podres.dev/node": "node-evil"}}, spec: {nodeName: "node-evil"}}' |
+    k create -f - > /dev/null || fail "cannot create DeviceBinding ml/evil"
+jq -nc --arg c "main$CLEAR" --arg r "example.com/gpu$LINK" '{status: {nodeName: "node-evil", podUID: "e-uid",
+    phase: "Bound", containers: [{name: $c, devices: [{resourceName: $r, deviceIds: ["g"]}]}]}}' > "$T/evil-dvb.json"
+k patch dvb -n ml evil --subresource=status --type=merge --patch-file "$T/evil-dvb.json" > /dev/null ||
+    fail "cannot write the status of DeviceBinding ml/evil"
+for args in "nodes" "node node-evil" "who g" "pods -A" "pods -n ml -o wide" "pods -n ml -o yaml"; do
+    # shellcheck disable=SC2086
+    kpa $args
+    [ -s "$T/kp.out" ] || fail "kubectl podres $args printed nothing"
+    ! grep -q "[$ESC"$'\a'"]" "$T/kp.out" || fail "kubectl podres $args printed a raw ESC or BEL: $(cat -v "$T/kp.out")"
+done
+kpa node node-evil
+line 'example.com/gpu\^\[\]8;;http://evil.example/\^G'
+kpa pods -n ml
+kpa who g
+line 'ml/evil/main\^\[\[2J'
+ok "the CRDs refuse ESC and C1 in ids, aliases and spec.nodeName; what else holds escapes prints as ^[ and ^G (nodes, node, who, pods, -o wide, -o yaml)"
+
 # ---- the CRD missing ----
 k delete crd nodedevices.podres.dev --wait=true --timeout=60s > /dev/null || fail "cannot delete the NodeDevices CRD"
 gone() { kp --kubeconfig "$KCFG" nodes; [ "$KP_RC" = 1 ] && grep -q 'does not serve' "$T/kp.err"; }
