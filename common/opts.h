@@ -33,7 +33,7 @@ struct opt {
     const char *(*check)(const char *value);
     const char *def; /* the default, spelled as on the command line, or NULL */
     const char *env; /* an environment variable whose non-empty value is the default */
-    bool def_host;   /* with no other default: this host's name, lower-cased ("localhost" if none) */
+    bool def_host; /* with no other default: this host's name, lower-cased ("localhost" if none) */
 };
 
 #define OPTS_MAX 32 /* entries a table may have */

@@ -40,20 +40,20 @@
 #define IDLE_TIMEOUT_S 30    /* a connection silent this long is closed */
 
 struct settings {
-    char *kubeconfig;   /* --kubeconfig, or NULL */
-    char *listen;       /* HOST:PORT of the verbs, /healthz, /readyz, /metrics */
-    char *resource;     /* comma-separated resources managed before any NodeDevices lists them */
-    double qps;         /* API requests per second */
-    uint64_t burst;     /* token bucket size */
-    uint64_t assume_ms; /* how long a bind's choice is assumed unseen */
-    char *tls_cert;     /* --tls-cert-file: the serving certificate (PEM) */
-    char *tls_key;      /* --tls-private-key-file: its key (PEM) */
-    char *client_ca;    /* --client-ca-file: the CA of the callers' certificates */
-    char *client_names; /* comma-separated common names allowed to call */
-    char *schedulers;   /* comma-separated spec.schedulerName values served by bind */
+    char *kubeconfig;    /* --kubeconfig, or NULL */
+    char *listen;        /* HOST:PORT of the verbs, /healthz, /readyz, /metrics */
+    char *resource;      /* comma-separated resources managed before any NodeDevices lists them */
+    double qps;          /* API requests per second */
+    uint64_t burst;      /* token bucket size */
+    uint64_t assume_ms;  /* how long a bind's choice is assumed unseen */
+    char *tls_cert;      /* --tls-cert-file: the serving certificate (PEM) */
+    char *tls_key;       /* --tls-private-key-file: its key (PEM) */
+    char *client_ca;     /* --client-ca-file: the CA of the callers' certificates */
+    char *client_names;  /* comma-separated common names allowed to call */
+    char *schedulers;    /* comma-separated spec.schedulerName values served by bind */
     uint64_t per_client; /* connections one client address may hold open */
-    char *log_format;   /* text or json */
-    char *log_level;    /* err..debug */
+    char *log_format;    /* text or json */
+    char *log_level;     /* err..debug */
 };
 
 #define OFF(f) offsetof(struct settings, f)
@@ -106,8 +106,8 @@ static const char *const outcome_names[NOUTCOMES] = {"ok", "error", "bad_request
 
 /* Why a request was refused before it reached a verb. */
 enum denial {
-    DENY_NO_CERT,   /* no client certificate the CA signed for clients */
-    DENY_NAME,      /* a valid certificate of a name not allowed */
+    DENY_NO_CERT, /* no client certificate the CA signed for clients */
+    DENY_NAME,    /* a valid certificate of a name not allowed */
     NDENIALS
 };
 static const char *const denial_names[NDENIALS] = {"no_certificate", "name_not_allowed"};
@@ -273,7 +273,8 @@ static struct answer do_filter(struct extender *x, const char *body, size_t len)
     } else {
         if (a.uid[0] && passed_note(x->passed, a.uid, fit, clock_mono_ms()))
             log_warn("cannot remember filter's answer for pod %s/%s (out of memory): its bind "
-                     "will be refused", a.ns, a.name);
+                     "will be refused",
+                     a.ns, a.name);
         ans = (struct answer){200, filter_result(&a, fit, failed), OUT_OK};
         log_debug("filter %s/%s: %zu of %zu nodes fit", a.ns, a.name,
                   json_array_size(a.names) - json_object_size(failed), json_array_size(a.names));
@@ -544,10 +545,12 @@ static bool authorized(struct extender *x, struct MHD_Connection *conn, const ch
         return true;
     note_denied(x, who == TLS_CALLER_FORBIDDEN ? DENY_NAME : DENY_NO_CERT, cn, url);
     *ret = who == TLS_CALLER_FORBIDDEN
-               ? send_plain(conn, 403, "forbidden: this client certificate's name may not call the "
-                                       "extender\n")
-               : send_plain(conn, 401, "unauthorized: a client certificate signed by the "
-                                       "extender's client CA is required\n");
+               ? send_plain(conn, 403,
+                            "forbidden: this client certificate's name may not call the "
+                            "extender\n")
+               : send_plain(conn, 401,
+                            "unauthorized: a client certificate signed by the "
+                            "extender's client CA is required\n");
     return false;
 }
 
@@ -713,7 +716,9 @@ static char **split_list(const char *list)
     return out;
 }
 
-static err_t setup(struct extender *x)
+/* Who may call us and which binds we accept: the TLS identity, the connection
+ * bounds and the bind checks. */
+static err_t setup_access(struct extender *x)
 {
     struct error e = {0};
     err_t rc = tls_load(&x->tls, x->set.tls_cert, x->set.tls_key, x->set.client_ca,
@@ -734,6 +739,15 @@ static err_t setup(struct extender *x)
         return ERR_INVAL;
     }
     x->checks = (struct bind_checks){.schedulers = x->schedulers, .passed = x->passed};
+    return ERR_OK;
+}
+
+static err_t setup(struct extender *x)
+{
+    err_t rc = setup_access(x);
+
+    if (rc)
+        return rc;
     rc = kubeconfig_load_daemon(x->set.kubeconfig, &x->kc);
     if (rc)
         return rc;

@@ -68,8 +68,8 @@ static err_t split_names(struct tls_conf *c, const char *names, struct error *e)
     return ERR_OK;
 }
 
-err_t tls_load(struct tls_conf *c, const char *cert_file, const char *key_file,
-               const char *ca_file, const char *names, struct error *e)
+err_t tls_load(struct tls_conf *c, const char *cert_file, const char *key_file, const char *ca_file,
+               const char *names, struct error *e)
 {
     err_t rc;
 

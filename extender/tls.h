@@ -16,17 +16,17 @@
 #define TLS_NAME_MAX 128 /* longest common name compared */
 
 struct tls_conf {
-    char *cert;  /* PEM: the serving certificate (and its chain) */
-    char *key;   /* PEM: its private key */
-    char *ca;    /* PEM: the CA(s) that sign callers' certificates */
+    char *cert;   /* PEM: the serving certificate (and its chain) */
+    char *key;    /* PEM: its private key */
+    char *ca;     /* PEM: the CA(s) that sign callers' certificates */
     char **names; /* the allowed common names, NULL-terminated */
 };
 
 /* Read 'cert_file', 'key_file' and 'ca_file' (each must be given and hold
  * PEM) and split 'names' (comma-separated, at least one) into 'c'. On
  * failure 'e' names the file or the setting, and 'c' holds nothing. */
-err_t tls_load(struct tls_conf *c, const char *cert_file, const char *key_file,
-               const char *ca_file, const char *names, struct error *e) WARN_UNUSED;
+err_t tls_load(struct tls_conf *c, const char *cert_file, const char *key_file, const char *ca_file,
+               const char *names, struct error *e) WARN_UNUSED;
 void tls_release(struct tls_conf *c); /* a zeroed struct is fine */
 
 /* Whether 'cn' is one of the allowed names. */

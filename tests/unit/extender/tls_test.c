@@ -56,7 +56,8 @@ static void test_load(void)
     CHECK(c.cert == NULL && c.names == NULL);
     CHECK_OK(tls_load(&c, crt, key, ca, ",podres-scheduler,,other", &e));
     CHECK(tls_name_allowed(&c, "podres-scheduler") && tls_name_allowed(&c, "other"));
-    CHECK(!tls_name_allowed(&c, "") && !tls_name_allowed(&c, "podres") && !tls_name_allowed(&c, NULL));
+    CHECK(!tls_name_allowed(&c, "") && !tls_name_allowed(&c, "podres") &&
+          !tls_name_allowed(&c, NULL));
     CHECK(strstr(c.ca, "BEGIN CERTIFICATE") != NULL);
     tls_release(&c);
     tls_release(&c);
@@ -68,8 +69,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
                               size_t *size, void **ctx)
 {
     static const unsigned codes[] = {200, 401, 403};
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+        conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
     char cn[TLS_NAME_MAX];
     struct MHD_Response *r;
     enum tls_caller who;

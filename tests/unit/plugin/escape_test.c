@@ -31,8 +31,12 @@ static void test_escape(void)
     check("\x1b]8;;http://evil.example/\x07x\x1b]8;;\x07", "^[]8;;http://evil.example/^Gx^[]8;;^G");
     check("row\nnext\tcol\r", "row^Jnext^Icol^M");
     check("del\x7f", "del^?");
-    check("c1 \xc2\x9b" "2J", "c1 \\u009B2J");
-    check("bidi \xe2\x80\xae" "txt", "bidi \\u202Etxt");
+    check("c1 \xc2\x9b"
+          "2J",
+          "c1 \\u009B2J");
+    check("bidi \xe2\x80\xae"
+          "txt",
+          "bidi \\u202Etxt");
     check("bad \xff\xfe", "bad \\xFF\\xFE");
     check("short \xe2\x82", "short \\xE2\\x82");
     check("overlong \xc0\x9b", "overlong \\xC0\\x9B");
