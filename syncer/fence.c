@@ -9,40 +9,37 @@
 
 static pthread_mutex_t why_mu = PTHREAD_MUTEX_INITIALIZER; /* guards every fence's 'why' */
 
-/* Stop writing for FENCE_HOLD_MS with reason 'why'; warn, unless warned
- * less than FENCE_LOG_MS ago (a fight that goes on stops the writes again
- * after each hold, said once). */
-static void stop(struct fence *f, const char *why, uint64_t now_ms)
+/* Stop writing for good with reason 'why', said once. */
+static void stop(struct fence *f, const char *why)
 {
+    if (__atomic_load_n(&f->stopped, __ATOMIC_ACQUIRE))
+        return;
     pthread_mutex_lock(&why_mu);
     snprintf(f->why, sizeof(f->why), "%s", why);
     pthread_mutex_unlock(&why_mu);
-    __atomic_store_n(&f->until_ms, now_ms + FENCE_HOLD_MS, __ATOMIC_RELEASE);
-    f->nloss = 0;
-    if (!f->logged_ms || now_ms - f->logged_ms >= FENCE_LOG_MS) {
-        f->logged_ms = now_ms ? now_ms : 1;
-        log_warn("%s; writing again in %d s if no sign of it remains", why, FENCE_HOLD_MS / 1000);
-    } else {
-        log_debug("%s (again)", why);
-    }
+    __atomic_store_n(&f->stopped, 1, __ATOMIC_RELEASE);
+    log_err("%s; stop the other podres-syncer (or fix its --node-name), then restart this one",
+            why);
 }
 
-void fence_claimed(struct fence *f, const char *node, const char *other, uint64_t now_ms)
+void fence_claimed(struct fence *f, const char *node, const char *other)
 {
-    char why[320];
+    char why[400];
 
     snprintf(why, sizeof(why),
              "another podres-syncer writes this podresd's reservations (node '%.100s'; this one "
-             "is node '%.100s'); stopped writing",
+             "is node '%.100s'); stopped writing until restarted",
              other, node);
-    stop(f, why, now_ms);
+    stop(f, why);
 }
 
 bool fence_lost(struct fence *f, const char *node, uint64_t now_ms)
 {
-    char why[320];
+    char why[400];
     uint64_t oldest;
 
+    if (__atomic_load_n(&f->stopped, __ATOMIC_ACQUIRE))
+        return false;
     f->losses[f->nloss++ % FENCE_LOSSES] = now_ms;
     if (f->nloss < FENCE_LOSSES)
         return false;
@@ -51,33 +48,25 @@ bool fence_lost(struct fence *f, const char *node, uint64_t now_ms)
         return false;
     snprintf(why, sizeof(why),
              "another podres-syncer writes this podresd's reservations (node '%.100s': %d of "
-             "its reservations removed by someone else within %d s); stopped writing",
+             "its reservations removed by someone else within %d s); stopped writing until "
+             "restarted",
              node, FENCE_LOSSES, FENCE_WINDOW_MS / 1000);
-    stop(f, why, now_ms);
+    stop(f, why);
     return true;
 }
 
-bool fence_holds(struct fence *f, uint64_t now_ms, uint64_t *left_ms)
+bool fence_holds(struct fence *f, uint64_t *left_ms)
 {
-    uint64_t until = __atomic_load_n(&f->until_ms, __ATOMIC_ACQUIRE);
-
     *left_ms = 0;
-    if (!until)
+    if (!__atomic_load_n(&f->stopped, __ATOMIC_ACQUIRE))
         return false;
-    if (now_ms >= until) {
-        __atomic_store_n(&f->until_ms, 0, __ATOMIC_RELEASE);
-        log_debug("no sign of another podres-syncer for %d s; writing again", FENCE_HOLD_MS / 1000);
-        return false;
-    }
-    *left_ms = until - now_ms;
+    *left_ms = FENCE_RECHECK_MS;
     return true;
 }
 
-bool fence_stopped(struct fence *f, uint64_t now_ms, struct error *why)
+bool fence_stopped(struct fence *f, struct error *why)
 {
-    uint64_t until = __atomic_load_n(&f->until_ms, __ATOMIC_ACQUIRE);
-
-    if (!until || now_ms >= until)
+    if (!__atomic_load_n(&f->stopped, __ATOMIC_ACQUIRE))
         return false;
     if (!why)
         return true;

@@ -5,7 +5,10 @@
  * reservations as made outside a DeviceBinding, thousands of times a
  * second. The reconciler reports the signs; the fence says whether to
  * write, and why not (/readyz). Times are CLOCK_MONOTONIC milliseconds,
- * given by the caller. A zeroed struct fence is ready; nothing to free. */
+ * given by the caller. Once stopped, writes stay stopped until
+ * the process restarts: a fence that lifted itself would let the two
+ * syncers take turns (each removing the other's reservations), and which
+ * one is right is a person's call. A zeroed struct fence is ready; nothing to free. */
 #ifndef PODRES_FENCE_H
 #define PODRES_FENCE_H
 #include <stdbool.h>
@@ -14,34 +17,33 @@
 
 #include "../common/err.h"
 
-#define FENCE_HOLD_MS 30000   /* writes stop this long after a sign */
-#define FENCE_LOSSES 5        /* this many reservations lost ... */
-#define FENCE_WINDOW_MS 10000 /* ... within this long are a sign */
-#define FENCE_LOG_MS 600000   /* the warning comes again after this long */
+#define FENCE_LOSSES 5         /* this many reservations lost ... */
+#define FENCE_WINDOW_MS 10000  /* ... within this long are a sign */
+#define FENCE_RECHECK_MS 60000 /* a key comes back this often while stopped */
 
-/* Lock: the worker writes every field; /readyz reads 'until_ms' (atomic)
- * and 'why' (under a lock of fence.c shared by every fence). */
+/* Lock: the worker writes every field; /readyz reads 'stopped' (atomic) and
+ * 'why' (under a lock of fence.c shared by every fence). */
 struct fence {
-    uint64_t until_ms;             /* writes stopped until then; 0: writing */
-    uint64_t logged_ms;            /* when the warning was last logged; 0: never */
+    int stopped;                   /* atomic: 1 once writes stopped */
+    bool told;                     /* the Event about it was recorded (reconcile.c) */
     uint64_t losses[FENCE_LOSSES]; /* when the last reservations were lost (a ring) */
-    size_t nloss;                  /* losses noted since the last stop */
-    char why[320];                 /* the reason while stopped */
+    size_t nloss;                  /* losses noted so far */
+    char why[400];                 /* the reason once stopped */
 };
 
 /* Sign one: a reservation this syncer removed once, as made outside a
  * DeviceBinding, came back, and the DeviceBinding of its name is labelled
  * for node 'other', not 'node': another syncer places it. Writes stop. */
-void fence_claimed(struct fence *f, const char *node, const char *other, uint64_t now_ms);
+void fence_claimed(struct fence *f, const char *node, const char *other);
 /* Sign two, counted: a reservation this syncer placed was gone when it
  * placed it again (someone removed it). FENCE_LOSSES within
- * FENCE_WINDOW_MS stop the writes: true then. */
+ * FENCE_WINDOW_MS stop the writes: true then (once). */
 bool fence_lost(struct fence *f, const char *node, uint64_t now_ms);
-/* Whether writes are stopped at 'now_ms'; *left_ms says for how long more.
+/* Whether writes are stopped; *left_ms says when to look at a key again.
  * Worker thread. */
-bool fence_holds(struct fence *f, uint64_t now_ms, uint64_t *left_ms);
+bool fence_holds(struct fence *f, uint64_t *left_ms);
 /* Whether writes are stopped; when they are, 'why' (or NULL) gets the
  * reason, as ERR_UNAVAIL. Thread-safe. */
-bool fence_stopped(struct fence *f, uint64_t now_ms, struct error *why);
+bool fence_stopped(struct fence *f, struct error *why);
 
 #endif

@@ -193,6 +193,7 @@ static void setup_workers(struct syncer *s)
                                 .pods = s->pr,
                                 .resv = s->resv,
                                 .devs = s->devs,
+                                .node = s->set.node_name,
                                 .connected = worker_on_dra,
                                 .ctx = s};
     s->inv = (struct inventory){.node = s->set.node_name,
@@ -312,7 +313,24 @@ static bool run_once(struct syncer *s)
         }
     }
     strmap_free(keys, NULL);
+    if (fence_stopped(&s->rec.fence, &e)) {
+        log_err("%s", error_msg(&e));
+        ok = false;
+    }
     return ok;
+}
+
+/* A podresd that serves another node is a mistake in --node-name (or in
+ * podresd's): refused at start, as a bad flag is. One that cannot be asked
+ * yet is asked again before each stream (nodefeed.h). */
+static bool same_node(struct syncer *s)
+{
+    struct error e = {0};
+
+    if (nodefeed_check_node(&s->feed, &e) != ERR_CONFLICT)
+        return true;
+    log_err("%s", error_msg(&e));
+    return false;
 }
 
 static void run(struct syncer *s, const sigset_t *sigs)
@@ -407,7 +425,7 @@ int main(int argc, char **argv)
         return 1;
     }
     srand((unsigned)time(NULL) ^ (unsigned)getpid());
-    if (setup(&s) || (!s.once && metrics_start(&s))) {
+    if (setup(&s) || (!s.once && (!same_node(&s) || metrics_start(&s)))) {
         log_err("start-up failed; exiting");
         teardown(&s);
         rest_global_cleanup();

@@ -44,7 +44,9 @@ static bool ready(struct syncer *s, struct error *why)
 {
     struct error fence = {0};
 
-    if (fence_stopped(&s->rec.fence, clock_mono_ms(), &fence)) {
+    if (nodefeed_mismatch(&s->feed, why))
+        return false;
+    if (fence_stopped(&s->rec.fence, &fence)) {
         if (__atomic_load_n(&s->node_missing, __ATOMIC_RELAXED) == 1)
             errorf(why, ERR_UNAVAIL, "%s; node '%s' is no Node in the API server", fence.msg,
                    s->set.node_name);
@@ -71,10 +73,13 @@ static void render_guards(struct syncer *s, struct prom *p)
                 "1 when the API server has no Node named --node-name (a typo?), 0 when it has or "
                 "before it was asked.",
                 "%d", missing == 1);
+    prom_metric(p, "podres_syncer_node_mismatch", "gauge",
+                "1 while podresd serves another node than --node-name (nothing is synced).", "%d",
+                (int)nodefeed_mismatch(&s->feed, NULL));
     prom_metric(p, "podres_syncer_writes_stopped", "gauge",
                 "1 while writes are stopped because another podres-syncer writes this podresd's "
                 "reservations.",
-                "%d", (int)fence_stopped(&s->rec.fence, clock_mono_ms(), NULL));
+                "%d", (int)fence_stopped(&s->rec.fence, NULL));
 }
 
 /* Bindings not mirrored, by reason. */

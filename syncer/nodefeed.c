@@ -6,6 +6,58 @@
 #include "nodefeed.h"
 
 #include <assert.h>
+#include <pthread.h>
+
+#define NAME_RECHECK_MS 5000
+
+static pthread_mutex_t name_mu = PTHREAD_MUTEX_INITIALIZER; /* guards podresd_node */
+
+static void mismatch_why(struct nodefeed *nf, struct error *why)
+{
+    pthread_mutex_lock(&name_mu);
+    errorf(why, ERR_UNAVAIL,
+           "podresd serves node '%s', not --node-name '%s': not syncing (is --node-name "
+           "right? it must be podresd's --node-name)",
+           nf->podresd_node, nf->node);
+    pthread_mutex_unlock(&name_mu);
+}
+
+err_t nodefeed_check_node(struct nodefeed *nf, struct error *e)
+{
+    json_t *v = NULL;
+    const char *name;
+    err_t rc;
+
+    assert(nf->node);
+    rc = rest_do(nf->podresd, "GET", "/version", NULL, NULL, &v, e);
+    if (rc) {
+        json_decref(v);
+        return rc;
+    }
+    name = json_string_value(json_object_get(v, "nodeName"));
+    if (!name || !*name || strcmp(name, nf->node) == 0) {
+        __atomic_store_n(&nf->mismatch, 0, __ATOMIC_RELEASE);
+        json_decref(v);
+        return ERR_OK;
+    }
+    pthread_mutex_lock(&name_mu);
+    str_copy(nf->podresd_node, sizeof(nf->podresd_node), name);
+    pthread_mutex_unlock(&name_mu);
+    json_decref(v);
+    __atomic_store_n(&nf->mismatch, 1, __ATOMIC_RELEASE);
+    mismatch_why(nf, e);
+    e->code = ERR_CONFLICT;
+    return ERR_CONFLICT;
+}
+
+bool nodefeed_mismatch(struct nodefeed *nf, struct error *why)
+{
+    if (!__atomic_load_n(&nf->mismatch, __ATOMIC_ACQUIRE))
+        return false;
+    if (why)
+        mismatch_why(nf, why);
+    return true;
+}
 
 /* The list of 'key' in 'answer' as an object keyed "namespace/name". */
 static json_t *keyed(const json_t *list)
@@ -42,6 +94,9 @@ err_t nodefeed_list(struct nodefeed *nf)
     err_t rc;
 
     assert(nf->podresd && nf->pods && nf->resv);
+    rc = nodefeed_check_node(nf, &err);
+    if (rc)
+        goto out;
     rc = rest_do(nf->podresd, "GET", "/v1/pods", NULL, NULL, &pods, &err);
     if (rc)
         goto out;
@@ -64,7 +119,9 @@ err_t nodefeed_list(struct nodefeed *nf)
     json_decref(a);
     json_decref(b);
 out:
-    if (rc)
+    if (rc == ERR_CONFLICT)
+        log_err("%s", error_msg(&err));
+    else if (rc)
         log_warn("cannot read podresd: %s", error_msg(&err));
     json_decref(devs);
     json_decref(resv);
@@ -161,14 +218,41 @@ static bool on_event(void *ctx, json_t *ev)
     return true;
 }
 
+/* Whether to open a stream: not while podresd names another node (said
+ * once per mismatch, looked at again every NAME_RECHECK_MS). A podresd that
+ * cannot be asked is streamed from, which fails the same way. */
+static bool follow(struct nodefeed *nf, bool *said)
+{
+    struct error err = {0};
+
+    err_t rc = nodefeed_check_node(nf, &err);
+
+    if (rc != ERR_CONFLICT) {
+        if (*said && rc == ERR_OK) {
+            log_info("podresd serves node '%s' now; syncing", nf->node);
+            *said = false;
+        }
+        return true;
+    }
+    if (!*said)
+        log_err("%s", error_msg(&err));
+    *said = true;
+    nf->revision = 0; /* another podresd, maybe: read everything when it agrees */
+    rest_gate_sleep(nf->gate, NAME_RECHECK_MS);
+    return false;
+}
+
 void *nodefeed_run(void *arg)
 {
     struct nodefeed *nf = arg;
     char path[128];
     struct error err = {0};
+    bool said = false;
     err_t rc;
 
     while (!rest_gate_stopped(nf->gate)) {
+        if (!follow(nf, &said))
+            continue;
         if (nf->revision) {
             snprintf(path, sizeof(path), "/v1/watch?since=%llu", (unsigned long long)nf->revision);
         } else {

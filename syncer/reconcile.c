@@ -253,6 +253,18 @@ static err_t decide(struct reconciler *r, const struct target *t, struct inputs 
     return mirror(r, t, in, wrote, e);
 }
 
+/* Writes stopped for good (r->fence): said once in an Event, on the first
+ * DeviceBinding of this node looked at since, for `kubectl describe`. */
+static void tell_stopped(struct reconciler *r, const json_t *cr)
+{
+    struct error why = {0};
+
+    if (!cr || r->fence.told || !r->events || !fence_stopped(&r->fence, &why))
+        return;
+    r->fence.told = true;
+    events_record(r->events, cr, "Warning", "WritesStopped", "Reserve", why.msg, clock_mono_ms());
+}
+
 err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t *requeue_ms,
                     struct error *e)
 {
@@ -282,6 +294,7 @@ err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t
         goto out; /* going away already */
     rc = decide(r, &t, &in, wrote, requeue_ms, e);
 out:
+    tell_stopped(r, in.cr);
     json_decref(in.pr);
     json_decref(in.pod);
     json_decref(in.cr);

@@ -108,9 +108,9 @@ struct reconciler {
  * DeviceBinding of its name (read from the API server) pre-assigns it for
  * another node; or FENCE_LOSSES of this reconciler's reservations are gone
  * (a PUT makes them again: 201) within FENCE_WINDOW_MS. Either stops every
- * write for FENCE_HOLD_MS (r->fence: each key comes back, ERR_OK, with
- * *requeue_ms the time left); then each such reservation is removed once
- * more, and comes back only if the other syncer is still there. */
+ * write until the process restarts (r->fence: each key comes back, ERR_OK,
+ * after FENCE_RECHECK_MS), logged as an error and said in a Warning Event
+ * WritesStopped on the first DeviceBinding of this node looked at since. */
 err_t reconcile_key(struct reconciler *r, const char *key, bool *wrote, uint64_t *requeue_ms,
                     struct error *e) WARN_UNUSED;
 

@@ -248,7 +248,7 @@ err_t rec_stray(struct reconciler *r, const struct target *t, struct error *e)
         json_object_del(r->removed, t->key);
         return rec_unreserve(r, t, e);
     }
-    fence_claimed(&r->fence, r->node, other, clock_mono_ms());
+    fence_claimed(&r->fence, r->node, other);
     json_object_clear(r->removed);
     return ERR_OK;
 }
@@ -259,7 +259,7 @@ bool rec_held(struct reconciler *r, uint64_t *requeue_ms)
 {
     uint64_t left;
 
-    if (!fence_holds(&r->fence, clock_mono_ms(), &left))
+    if (!fence_holds(&r->fence, &left))
         return false;
     *requeue_ms = left + 100;
     return true;

@@ -225,7 +225,7 @@ static void sync_dra(struct syncer *s, json_t *fails)
         queue_add(s->queue, DRA_KEY, 1000);
         return;
     }
-    if (fence_holds(&s->rec.fence, clock_mono_ms(), &left)) {
+    if (fence_holds(&s->rec.fence, &left)) {
         queue_add(s->queue, DRA_KEY, left + 100);
         return;
     }
@@ -254,6 +254,11 @@ void *worker_run(void *arg)
     while (!rest_gate_stopped(s->gate)) {
         if (!queue_get(s->queue, key, sizeof(key), &dirty, 1000))
             continue;
+        if (nodefeed_mismatch(&s->feed, NULL)) {
+            /* podresd serves another node: its state is not this node's */
+            queue_add(s->queue, key, 5000);
+            continue;
+        }
         if (strcmp(key, INVENTORY_KEY) == 0) {
             sync_inventory(s, fails, dirty);
             continue;
