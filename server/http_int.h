@@ -68,6 +68,7 @@ struct ctx {
     size_t len, cap; /* used and allocated */
     size_t declared; /* Content-Length, when given and within HTTP_BODY_MAX */
     bool too_large;  /* over HTTP_BODY_MAX */
+    bool chunked;    /* the body comes in chunks (Transfer-Encoding: chunked) */
     bool no_mem;     /* the body could not be stored: 500 on the final call */
     bool answered;   /* a response was queued */
     size_t route;    /* metrics label index */

@@ -262,6 +262,38 @@ static enum MHD_Result too_large(struct MHD_Connection *conn, struct ctx *c)
     return http_queue_error(conn, c, ERR_TOOLARGE, msg);
 }
 
+/* A chunked body over HTTP_BODY_MAX: no Content-Length said how long it
+ * is, and a chunk may declare any size (2^64-1): libmicrohttpd would wait
+ * for the rest as long as the client sends, and cannot queue an answer
+ * mid-body. So the 413 is written on the socket here, the sending side shut
+ * and the connection closed (MHD_NO). */
+static enum MHD_Result too_large_now(struct MHD_Connection *conn, struct ctx *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    char msg[96], out[512], *text;
+    json_t *st;
+    int n;
+
+    snprintf(msg, sizeof(msg), "request body is larger than the limit of %d bytes", HTTP_BODY_MAX);
+    st = http_status_json(413, "RequestEntityTooLarge", msg);
+    text = st ? json_dumps(st, JSON_COMPACT) : NULL;
+    json_decref(st);
+    c->answered = true;
+    c->status = 413;
+    if (ci && text) {
+        n = snprintf(out, sizeof(out),
+                     "HTTP/1.1 413 Request Entity Too Large\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n",
+                     strlen(text) + 1, text);
+        if (n > 0 && (size_t)n < sizeof(out))
+            (void)send(ci->connect_fd, out, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        shutdown(ci->connect_fd, SHUT_WR);
+    }
+    free(text);
+    return MHD_NO;
+}
+
 /* The first call of a request: a body its Content-Length declares over
  * HTTP_BODY_MAX is refused. Answering before the body is clean only when
  * the client waits for the answer (Expect: 100-continue): one still sending
@@ -286,21 +318,95 @@ static enum MHD_Result check_declared(struct MHD_Connection *conn, struct ctx *c
     return MHD_YES;
 }
 
-/* The framing headers of a request, as framing_header() finds them. */
+/* The headers of a request, as framing_header() finds them. */
 struct framing {
     const char *clen; /* the first Content-Length */
     bool clen_differ; /* another Content-Length has another value */
     unsigned te;      /* Transfer-Encoding headers */
     bool te_other;    /* one of them is not "chunked" */
+    unsigned hosts;   /* Host headers */
+    bool host_bad;    /* one is not host[:port] (port 0..65535) */
+    char bad[80];     /* the first header whose name is not a token or whose value holds a
+                       * control character (its name, escaped), or "" */
 };
 
+/* RFC 9110 5.6.2: tchar. */
+static bool is_tchar(unsigned char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           (ch && strchr("!#$%&'*+-.^_`|~", ch));
+}
+
+/* RFC 9110 7.2: Host = uri-host [ ":" port ], and the port a TCP one. The
+ * host part is a reg-name, an IPv4 address or a bracketed IPv6 one; here
+ * only its bytes are checked (no space, control or delimiter), the
+ * loopback rule is http_route.c's. */
+static bool host_syntax_ok(const char *v, size_t n)
+{
+    const char *end = v + n, *colon;
+    unsigned long port = 0;
+    const char *p;
+
+    if (n == 0)
+        return false;
+    if (*v == '[') {
+        p = memchr(v, ']', n);
+        if (!p)
+            return false;
+        colon = p + 1 < end ? p + 1 : NULL;
+        if (colon && *colon != ':')
+            return false;
+    } else {
+        colon = memchr(v, ':', n);
+    }
+    for (p = v; p < (colon ? colon : end); p++)
+        if ((unsigned char)*p <= ' ' || *p == 0x7f || strchr("/?#@\\\"<>{}|^`", *p))
+            return false;
+    if (!colon)
+        return true;
+    if (end - colon - 1 > 5)
+        return false;
+    for (p = colon + 1; p < end; p++) {
+        if (*p < '0' || *p > '9')
+            return false;
+        port = port * 10 + (unsigned long)(*p - '0');
+    }
+    return port <= 65535;
+}
+
+static void note_bad(struct framing *f, const char *key, size_t key_size)
+{
+    size_t i, o = 0;
+
+    if (f->bad[0])
+        return;
+    for (i = 0; i < key_size && o + 5 < sizeof(f->bad); i++) {
+        unsigned char ch = (unsigned char)key[i];
+
+        if (ch > ' ' && ch < 0x7f && ch != '\'')
+            f->bad[o++] = (char)ch;
+        else
+            o += (size_t)snprintf(f->bad + o, sizeof(f->bad) - o, "\\x%02x", ch);
+    }
+    f->bad[o] = '\0';
+}
+
 static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
-                                      const char *value)
+                                      size_t key_size, const char *value, size_t value_size)
 {
     struct framing *f = cls;
+    size_t i;
 
     (void)kind;
     value = value ? value : "";
+    for (i = 0; i < key_size && is_tchar((unsigned char)key[i]); i++)
+        ;
+    if (key_size == 0 || i < key_size)
+        note_bad(f, key, key_size);
+    /* RFC 9110 5.5: CR, LF and NUL are never valid; nor other controls but HTAB */
+    for (i = 0; i < value_size; i++)
+        if (((unsigned char)value[i] < ' ' && value[i] != '\t') || value[i] == 0x7f)
+            note_bad(f, key, key_size);
     if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
         if (f->clen && strcmp(f->clen, value) != 0)
             f->clen_differ = true;
@@ -309,20 +415,38 @@ static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const 
     } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
         f->te++;
         f->te_other = f->te_other || strcasecmp(value, "chunked") != 0;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0) {
+        f->hosts++;
+        f->host_bad = f->host_bad || !host_syntax_ok(value, value_size);
     }
     return MHD_YES;
 }
 
-/* Why the request's body framing is ambiguous (RFC 9112 6.1, 6.3), or NULL.
- * libmicrohttpd 0.9.75 takes the first of two Content-Length headers and
- * lets Transfer-Encoding win over Content-Length: a proxy in front that
- * reads them otherwise sees other requests on the connection than podresd
- * (request smuggling). Such a request gets 400 and the connection closes. */
-static const char *framing_error(struct MHD_Connection *conn)
+/* Why the request's headers are refused (RFC 9110, 9112), or NULL, into
+ * 'msg'. libmicrohttpd 0.9.75 takes the first of two Content-Length
+ * headers, lets Transfer-Encoding win over Content-Length, keeps a header
+ * name with a space before its colon ("Transfer-Encoding :") as another
+ * header, and takes any Host: a proxy in front that reads them otherwise
+ * sees other requests on the connection, or another authority, than podresd
+ * (request smuggling). Such a request gets 400 and the connection closes.
+ * '*chunked' tells whether the body comes in chunks. */
+static const char *framing_error(struct MHD_Connection *conn, char *msg, size_t cap, bool *chunked)
 {
     struct framing f = {0};
 
-    MHD_get_connection_values(conn, MHD_HEADER_KIND, framing_header, &f);
+    MHD_get_connection_values_n(conn, MHD_HEADER_KIND, framing_header, &f);
+    *chunked = f.te == 1 && !f.te_other;
+    if (f.bad[0]) {
+        snprintf(msg, cap,
+                 "header '%s': a header's name must be a token (no space before the colon) and "
+                 "its value must hold no control character",
+                 f.bad);
+        return msg;
+    }
+    if (f.hosts > 1)
+        return "more than one Host header";
+    if (f.host_bad)
+        return "the Host header is not host[:port] with a port of 0 to 65535";
     if (f.clen_differ)
         return "Content-Length headers with different values: the body's length is ambiguous";
     if (f.clen && f.te)
@@ -366,6 +490,7 @@ void *http_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 static enum MHD_Result first_call(struct MHD_Connection *conn, struct ctx *c, void **con_cls,
                                   const char *method, const char *url)
 {
+    char msg[256];
     const char *why;
 
     if (!c) {
@@ -383,7 +508,7 @@ static enum MHD_Result first_call(struct MHD_Connection *conn, struct ctx *c, vo
         str_copy(c->path, sizeof(c->path), url);
     }
     c->route = api_nroutes;
-    why = framing_error(conn);
+    why = framing_error(conn, msg, sizeof(msg), &c->chunked);
     if (why)
         return http_queue_error(conn, c, ERR_INVAL, why);
     return check_declared(conn, c);
@@ -411,6 +536,8 @@ enum MHD_Result http_on_request(void *cls, struct MHD_Connection *conn, const ch
         if (!c->too_large && !c->no_mem && !body_append(c, upload_data, *upload_data_size))
             c->no_mem = !c->too_large;
         *upload_data_size = 0;
+        if (c->too_large && c->chunked)
+            return too_large_now(conn, c);
         return MHD_YES;
     }
     if (c->too_large)
