@@ -269,8 +269,8 @@ static enum MHD_Result too_large(struct MHD_Connection *conn, struct ctx *c)
  * and the connection closed (MHD_NO). */
 static enum MHD_Result too_large_now(struct MHD_Connection *conn, struct ctx *c)
 {
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn,
+                                                                 MHD_CONNECTION_INFO_CONNECTION_FD);
     char msg[96], out[512], *text;
     json_t *st;
     int n;
