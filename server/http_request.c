@@ -337,41 +337,43 @@ static bool is_tchar(unsigned char ch)
            (ch && strchr("!#$%&'*+-.^_`|~", ch));
 }
 
+/* The port part of a Host, after its ':': digits, 0 to 65535. */
+static bool port_ok(const char *p, const char *end)
+{
+    unsigned long port = 0;
+
+    if (end - p > 5)
+        return false;
+    for (; p < end; p++) {
+        if (*p < '0' || *p > '9')
+            return false;
+        port = port * 10 + (unsigned long)(*p - '0');
+    }
+    return port <= 65535;
+}
+
 /* RFC 9110 7.2: Host = uri-host [ ":" port ], and the port a TCP one. The
  * host part is a reg-name, an IPv4 address or a bracketed IPv6 one; here
  * only its bytes are checked (no space, control or delimiter), the
  * loopback rule is http_route.c's. */
 static bool host_syntax_ok(const char *v, size_t n)
 {
-    const char *end = v + n, *colon;
-    unsigned long port = 0;
-    const char *p;
+    const char *end = v + n, *colon, *p;
 
     if (n == 0)
         return false;
     if (*v == '[') {
         p = memchr(v, ']', n);
-        if (!p)
+        if (!p || (p + 1 < end && p[1] != ':'))
             return false;
         colon = p + 1 < end ? p + 1 : NULL;
-        if (colon && *colon != ':')
-            return false;
     } else {
         colon = memchr(v, ':', n);
     }
     for (p = v; p < (colon ? colon : end); p++)
         if ((unsigned char)*p <= ' ' || *p == 0x7f || strchr("/?#@\\\"<>{}|^`", *p))
             return false;
-    if (!colon)
-        return true;
-    if (end - colon - 1 > 5)
-        return false;
-    for (p = colon + 1; p < end; p++) {
-        if (*p < '0' || *p > '9')
-            return false;
-        port = port * 10 + (unsigned long)(*p - '0');
-    }
-    return port <= 65535;
+    return !colon || port_ok(colon + 1, end);
 }
 
 static void note_bad(struct framing *f, const char *key, size_t key_size)
@@ -391,22 +393,32 @@ static void note_bad(struct framing *f, const char *key, size_t key_size)
     f->bad[o] = '\0';
 }
 
+/* A name that is a token, a value without controls (RFC 9110 5.5: CR, LF
+ * and NUL are never valid; nor other controls but HTAB). */
+static bool field_ok(const char *key, size_t key_size, const char *value, size_t value_size)
+{
+    size_t i;
+
+    if (key_size == 0)
+        return false;
+    for (i = 0; i < key_size; i++)
+        if (!is_tchar((unsigned char)key[i]))
+            return false;
+    for (i = 0; i < value_size; i++)
+        if (((unsigned char)value[i] < ' ' && value[i] != '\t') || value[i] == 0x7f)
+            return false;
+    return true;
+}
+
 static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
                                       size_t key_size, const char *value, size_t value_size)
 {
     struct framing *f = cls;
-    size_t i;
 
     (void)kind;
     value = value ? value : "";
-    for (i = 0; i < key_size && is_tchar((unsigned char)key[i]); i++)
-        ;
-    if (key_size == 0 || i < key_size)
+    if (!field_ok(key, key_size, value, value_size))
         note_bad(f, key, key_size);
-    /* RFC 9110 5.5: CR, LF and NUL are never valid; nor other controls but HTAB */
-    for (i = 0; i < value_size; i++)
-        if (((unsigned char)value[i] < ' ' && value[i] != '\t') || value[i] == 0x7f)
-            note_bad(f, key, key_size);
     if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
         if (f->clen && strcmp(f->clen, value) != 0)
             f->clen_differ = true;
