@@ -39,6 +39,8 @@ struct conn {
     int fd;                   /* libmicrohttpd's descriptor */
     bool busy;                /* a request's head is in and not yet answered */
     bool shut;                /* shut down by the warden */
+    bool has_uid;             /* 'uid' is known (a unix socket connection) */
+    uid_t uid;                /* its peer's user */
     uint64_t since_ms;        /* accepted, or its last answer ended (monotonic) */
 };
 

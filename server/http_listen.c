@@ -21,11 +21,15 @@
 
 #define LISTEN_BACKLOG 1024 /* the connection limit: a burst of clients waits, not fails */
 
-/* Watch streams of one TCP peer address. Any local user can open loopback
- * TCP connections; with this and a TCP budget of half the connection limit
- * (the unix socket keeps its own, see http_start) one cannot hold every
- * stream. */
+/* Watch streams of one TCP client: a remote address, or on loopback one
+ * local user (any can open loopback TCP connections). With this and a TCP
+ * budget of half the connection limit (the unix socket keeps its own, see
+ * http_start) one cannot hold every stream. */
 #define WATCH_PER_PEER 64
+
+/* The share of the unix socket's connections and watches one user may
+ * hold: the rest stays for the others (the syncer, a device plugin). */
+#define UNIX_PER_UID_PERCENT 50
 
 /* Descriptors kept out of every budget: the database and its WAL, the
  * listening sockets and the daemons' wake-up descriptors, the stream
@@ -394,6 +398,8 @@ static void fd_budget(const struct http_opts *o, struct fd_budget *b)
     b->unix_conns = (unsigned)scaled(c, avail, need);
     b->tcp_conns = (unsigned)scaled(c, avail, need);
     b->watches.unix_max = scaled(c, avail, need);
+    b->watches.per_uid = b->watches.unix_max * UNIX_PER_UID_PERCENT / 100;
+    b->watches.per_uid = b->watches.per_uid ? b->watches.per_uid : 1;
     b->watches.tcp_max = scaled(c / 2, avail, need);
     b->watches.per_peer = b->watches.tcp_max < WATCH_PER_PEER ? b->watches.tcp_max : WATCH_PER_PEER;
     if (need > avail)

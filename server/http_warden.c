@@ -10,6 +10,7 @@
 #include "../common/common.h"
 #include "../common/clock.h"
 #include "http_int.h"
+#include "peeruid.h"
 
 #include <assert.h>
 #include <fcntl.h>
@@ -42,9 +43,43 @@
  * notice follows at once, and the client gets the prebuilt 503. */
 static _Thread_local bool thread_failed;
 
+/* The share of the unix socket's connections one user may hold: a client
+ * that floods it (another user's, one gone wrong) leaves the rest to the
+ * syncer and the device plugins. Its connections over it are closed at
+ * accept. */
+#define UNIX_PER_UID_PERCENT 50
+
 static atomic_ullong nofd_logged_ms; /* monotonic ms of the last log, or 0 */
+static atomic_ullong user_logged_ms; /* the same, for the per-user bound */
 
 /* ---- the connections ---- */
+
+/* Make libmicrohttpd close 'c': its poll sees the end of the stream. */
+static void shut(struct conn *c)
+{
+    shutdown(c->fd, SHUT_RDWR);
+    c->shut = true;
+}
+
+/* Whether the user of 'c', new on the unix socket, holds more than its
+ * share of its connections; counted and logged (once a minute) when so.
+ * Caller holds 'mu'. */
+static bool over_user_share(struct http *h, const struct conn *c)
+{
+    unsigned share = c->l->limit * UNIX_PER_UID_PERCENT / 100, n = 0;
+    const struct conn *o;
+
+    for (o = h->conns; o; o = o->next)
+        n += o->l == c->l && o->has_uid && o->uid == c->uid && !o->shut;
+    if (n <= (share ? share : 1))
+        return false;
+    metrics_count(h->api->metrics, METRICS_USER_LIMIT);
+    if (http_log_due(&user_logged_ms))
+        log_warn("closing a new connection of uid %u on the unix socket: it holds %u of its "
+                 "%u connections, the most one user may (logged once a minute)",
+                 (unsigned)c->uid, n - 1, c->l->limit);
+    return true;
+}
 
 static void conn_add(struct listener *l, struct MHD_Connection *conn, void **socket_context)
 {
@@ -58,11 +93,14 @@ static void conn_add(struct listener *l, struct MHD_Connection *conn, void **soc
     c->l = l;
     c->fd = ci->connect_fd;
     c->since_ms = clock_mono_ms();
+    c->has_uid = !l->tcp && peer_uid(c->fd, &c->uid);
     pthread_mutex_lock(&h->mu);
     c->next = h->conns;
     if (h->conns)
         h->conns->prev = c;
     h->conns = c;
+    if (c->has_uid && over_user_share(h, c))
+        shut(c);
     pthread_mutex_unlock(&h->mu);
     *socket_context = c;
 }
@@ -116,13 +154,6 @@ void http_conn_mark(struct listener *l, struct MHD_Connection *conn, bool busy)
     c->busy = busy;
     c->since_ms = clock_mono_ms();
     pthread_mutex_unlock(&l->h->mu);
-}
-
-/* Make libmicrohttpd close 'c': its poll sees the end of the stream. */
-static void shut(struct conn *c)
-{
-    shutdown(c->fd, SHUT_RDWR);
-    c->shut = true;
 }
 
 /* The oldest connection of 'l' without a request, or NULL. */

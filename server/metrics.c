@@ -39,6 +39,10 @@ static const struct {
                               "Accepts that failed for want of a file descriptor.", NULL},
     [METRICS_WATCH_SHED] = {"watch_dropped", "Watch streams ended by podresd, by reason.",
                             (const char *const[]){"reason", "memory", NULL}},
+    [METRICS_USER_LIMIT] = {"connections_refused",
+                            "Connections closed at once by podresd, by reason (per_user: on the "
+                            "unix socket, its user held its share of the connections).",
+                            (const char *const[]){"reason", "per_user", NULL}},
 };
 
 void metrics_count(struct metrics *m, enum metrics_event e)

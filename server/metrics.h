@@ -26,6 +26,7 @@ enum metrics_event {
     METRICS_NOMEM,        /* an allocation failed: 503, or a connection refused */
     METRICS_FD_EXHAUSTED, /* an accept failed for want of a descriptor */
     METRICS_WATCH_SHED,   /* a watch stream was ended for the watchers' memory budget */
+    METRICS_USER_LIMIT,   /* a unix socket connection closed: its user held its share */
     METRICS_EVENTS        /* how many */
 };
 /* Count one 'e'. Lock-free: fine where nothing may be allocated. */

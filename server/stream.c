@@ -9,6 +9,7 @@
 #define LOG_MOD "stream"
 #include "../common/common.h"
 #include "../common/clock.h"
+#include "peeruid.h"
 #include "stream.h"
 
 #include <assert.h>
@@ -28,8 +29,9 @@
 #define EVENTS_PER_WAIT 64
 #define MAX_WAIT_MS 60000
 #define NEVER UINT64_MAX
-#define PEER_LEN 17       /* address family, then up to 16 bytes of address */
-#define SHED_LOG_MS 10000 /* at most one log line about sheds this often */
+#define PEER_LEN 17         /* a kind, then up to 16 bytes of address or a uid */
+#define KEY_LOCAL_USER 0xfe /* a key's kind: a local user on loopback TCP */
+#define SHED_LOG_MS 10000   /* at most one log line about sheds this often */
 
 /* A stream whose source holds bytes, when the budget is exceeded. */
 struct cand {
@@ -38,7 +40,8 @@ struct cand {
     size_t bytes;      /* held */
 };
 
-/* The watches of one TCP peer address. */
+/* The watches of one client: a TCP peer address, the local user of a
+ * loopback TCP connection, or the user of a unix socket connection. */
 struct peer {
     unsigned char addr[PEER_LEN]; /* as peer_of() writes it */
     size_t n;                     /* streams open */
@@ -62,8 +65,8 @@ struct stream {
     bool want_out;                /* EPOLLOUT is in the interest set */
     bool pull_now;                /* serve at the next turn */
     bool dead;                    /* the client went away: close at this turn */
-    bool tcp;                     /* counted in the TCP budget and its peer's */
-    unsigned char peer[PEER_LEN]; /* the TCP peer's address */
+    bool tcp;                     /* counted in the TCP budget, else the unix socket's */
+    unsigned char peer[PEER_LEN]; /* its client, as client_of() writes it */
     int held;                     /* bytes written and not yet read (SIOCOUTQ) */
     uint64_t read_ms;             /* last time the client was seen reading */
 };
@@ -78,7 +81,7 @@ struct streams {
     struct stream *incoming;  /* adopted, not yet in the loop */
     bool stopping;
     size_t n_unix, n_tcp; /* streams of each budget */
-    struct peer *peers;   /* TCP peers with streams, lim.tcp_max slots */
+    struct peer *peers;   /* clients with streams, lim.unix_max + lim.tcp_max slots */
     size_t npeers;        /* used in 'peers' */
     atomic_size_t count;  /* adopted and not yet freed */
     atomic_bool kicked;   /* a kick is pending in 'efd' */
@@ -135,27 +138,24 @@ static struct peer *find_peer(struct streams *s, const unsigned char *key)
 
 /* Count 'st' in its budgets, or ERR_UNAVAIL when one is spent. The unix
  * socket's budget is its own: TCP clients, who need no privilege, cannot
- * take the syncer's watch. Caller holds 'mu'. */
+ * take the syncer's watch; and within each budget one client (a user, a
+ * remote address) holds at most its share. Caller holds 'mu'. */
 static err_t admit(struct streams *s, struct stream *st)
 {
-    struct peer *p;
+    size_t *n = st->tcp ? &s->n_tcp : &s->n_unix;
+    size_t max = st->tcp ? s->lim.tcp_max : s->lim.unix_max;
+    size_t each = st->tcp ? s->lim.per_peer : s->lim.per_uid;
+    struct peer *p = find_peer(s, st->peer);
 
-    if (!st->tcp) {
-        if (s->n_unix >= s->lim.unix_max)
-            return ERR_UNAVAIL;
-        s->n_unix++;
-        return ERR_OK;
-    }
-    p = find_peer(s, st->peer);
-    if (s->n_tcp >= s->lim.tcp_max || (p && p->n >= s->lim.per_peer) || s->lim.per_peer == 0)
+    if (*n >= max || each == 0 || (p && p->n >= each))
         return ERR_UNAVAIL;
     if (!p) {
-        p = &s->peers[s->npeers++]; /* fewer peers than TCP streams: it fits */
+        p = &s->peers[s->npeers++]; /* fewer clients than streams: it fits */
         memcpy(p->addr, st->peer, PEER_LEN);
         p->n = 0;
     }
     p->n++;
-    s->n_tcp++;
+    (*n)++;
     return ERR_OK;
 }
 
@@ -164,33 +164,47 @@ static void release(struct streams *s, struct stream *st)
 {
     struct peer *p;
 
-    if (!st->tcp) {
+    if (st->tcp)
+        s->n_tcp--;
+    else
         s->n_unix--;
-        return;
-    }
-    s->n_tcp--;
     p = find_peer(s, st->peer);
     assert(p && p->n > 0);
     if (--p->n == 0)
         *p = s->peers[--s->npeers];
 }
 
-/* Whether 'fd' is a TCP connection; if so its peer's address goes to 'key'. */
-static bool peer_of(int fd, unsigned char *key)
+/* The client of 'fd' into 'key': for a unix socket its user, for loopback
+ * TCP its local user (a peer of 127.0.0.1 is any user of the machine),
+ * else the peer's address; true for TCP. A user that cannot be told is
+ * one client of all such. */
+static bool client_of(int fd, unsigned char *key)
 {
     struct sockaddr_storage ss;
     socklen_t len = sizeof(ss);
+    uid_t uid;
+    bool known;
 
     memset(key, 0, PEER_LEN);
     if (getpeername(fd, (struct sockaddr *)&ss, &len) != 0)
         return false;
-    key[0] = (unsigned char)ss.ss_family;
-    if (ss.ss_family == AF_INET)
-        memcpy(key + 1, &((struct sockaddr_in *)&ss)->sin_addr, 4);
-    else if (ss.ss_family == AF_INET6)
-        memcpy(key + 1, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
-    else
+    if (ss.ss_family != AF_INET && ss.ss_family != AF_INET6) {
+        key[0] = AF_UNIX;
+        if (peer_uid(fd, &uid))
+            memcpy(key + 1, &uid, sizeof(uid));
         return false;
+    }
+    known = peer_is_loopback((struct sockaddr *)&ss) && peer_uid(fd, &uid);
+    if (known) {
+        key[0] = KEY_LOCAL_USER;
+        memcpy(key + 1, &uid, sizeof(uid));
+    } else {
+        key[0] = (unsigned char)ss.ss_family;
+        if (ss.ss_family == AF_INET)
+            memcpy(key + 1, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+        else
+            memcpy(key + 1, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+    }
     return true;
 }
 
@@ -621,7 +635,7 @@ err_t streams_start(const struct stream_limits *lim, unsigned stall_s, struct st
     atomic_init(&s->kicked, false);
     s->lim = *lim;
     s->stall_ms = (uint64_t)stall_s * 1000;
-    s->peers = calloc(lim->tcp_max ? lim->tcp_max : 1, sizeof(*s->peers));
+    s->peers = calloc(lim->unix_max + lim->tcp_max + 1, sizeof(*s->peers));
     s->ncand = lim->unix_max + lim->tcp_max;
     s->cand = calloc(s->ncand ? s->ncand : 1, sizeof(*s->cand));
     if (!s->peers || !s->cand)
@@ -682,7 +696,7 @@ err_t streams_adopt(struct streams *s, int fd, const char *head, bool chunked,
     st->chunked = chunked;
     st->wake_ms = NEVER;
     st->chunk_at = -1;
-    st->tcp = peer_of(fd, st->peer);
+    st->tcp = client_of(fd, st->peer);
     st->iov[st->iov_n++] = (struct iovec){st->head, strlen(st->head)};
     pthread_mutex_lock(&s->mu);
     rc = s->stopping ? ERR_UNAVAIL : admit(s, st);

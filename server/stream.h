@@ -42,13 +42,16 @@ struct stream_src {
 struct streams;
 
 /* How many streams at once. A stream's socket decides its budget: a unix
- * socket's count only against 'unix_max', a TCP connection's against
- * 'tcp_max' and its peer address's 'per_peer', so TCP clients can never
- * take the unix socket's streams. */
+ * socket's count only against 'unix_max' and its user's 'per_uid', a TCP
+ * connection's against 'tcp_max' and its client's 'per_peer', so TCP
+ * clients can never take the unix socket's streams, nor one user all of
+ * them. A TCP client is its peer address, or on loopback the local user
+ * owning the client's socket (peeruid.h). */
 struct stream_limits {
     size_t unix_max; /* streams on unix sockets */
-    size_t tcp_max;  /* streams on TCP connections, all peers together */
-    size_t per_peer; /* streams of one TCP peer address */
+    size_t per_uid;  /* streams of one user on unix sockets */
+    size_t tcp_max;  /* streams on TCP connections, all clients together */
+    size_t per_peer; /* streams of one TCP client */
 };
 
 /* Serve streams within 'lim' (copied). A client that reads nothing for

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # 68-robust-limits.sh - podresd's budgets under unprivileged loopback TCP
 # clients. Watch streams: 1024 TCP watches from 16 loopback addresses, none
-# of which reads: one address gets at most 64, TCP as a whole at most half
-# of the 1024, and the unix socket (the syncer's path) still starts a watch
-# and writes. Descriptors: podresd started with a soft limit of 100 (hard
+# of which reads, all of one local user: that user gets at most 64, another
+# user (nobody) still gets one, TCP as a whole at most half of the 1024, and
+# the unix socket (the syncer's path) still starts a watch and writes. On
+# the unix socket, one user's 700 idle connections: it keeps at most half of
+# the 1024, the rest are closed at accept and counted, and another user
+# (nobody, in the socket's group) still writes. Descriptors: podresd started with a soft limit of 100 (hard
 # 300) raises it to 300; 600 idle TCP connections then cost little CPU, and
 # the unix socket answers /healthz and a write. Connections: a client that
 # trickles its head (a byte every 5 s, within libmicrohttpd's 30 s idle
@@ -52,10 +55,48 @@ expect_code 201 "write on the unix socket with TCP's watches full"
 ok "the unix socket still watches and writes"
 read -r OK FIRST < "$T/watches.out"
 [ "$FIRST" -le 64 ] || fail "one TCP peer address holds $FIRST watches (limit 64)"
-[ "$OK" -le 512 ] || fail "TCP holds $OK watches (limit 512, half the streams)"
-ok "TCP watches capped: $FIRST from one address, $OK in all"
+[ "$OK" -le 64 ] || fail "one local user holds $OK TCP watches from 16 addresses (limit 64)"
+[ "$OK" -ge 1 ] || fail "the local user got no TCP watch at all"
+ok "TCP watches capped: $FIRST from one address, $OK from one local user over 16 addresses"
+code=$(timeout 5 setpriv --reuid 65534 --regid 65534 --clear-groups curl -sN -o /dev/null -w '%{http_code}' \
+    "http://127.0.0.1:$PD_PORT/v1/watch?timeoutSeconds=1" || true)
+[ "$code" = 200 ] || fail "another local user's TCP watch got $code while one user holds its 64"
+ok "another local user (nobody) still starts a TCP watch"
 
 exec 7>&-
+
+# ---- the unix socket: one user's connections, another user's write
+cat > "$T/unix-flood.py" <<'PY'
+import socket, sys
+path, n = sys.argv[1], int(sys.argv[2])
+held = []
+for i in range(n):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    held.append(s)
+print(len(held), flush=True)
+sys.stdin.read()
+PY
+mkfifo "$T/hold-unix"
+python3 "$T/unix-flood.py" "$PD_SOCK" 700 < "$T/hold-unix" > "$T/flood.out" &
+PIDS+=("$!")
+exec 8> "$T/hold-unix"
+wait_until 30 test -s "$T/flood.out" || fail "the unix flood did not connect"
+# root holds its share now: its own curl would be closed too; /metrics is read over TCP
+wait_until 10 sh -c "curl -s http://127.0.0.1:$PD_PORT/metrics |
+    awk '\$1 == \"podresd_connections_refused_total{reason=\\\"per_user\\\"}\" && \$2 >= 100 { f = 1 } END { exit !f }'" ||
+    fail "podresd did not close the user's connections over its share: $(curl -s "http://127.0.0.1:$PD_PORT/metrics" | grep connections_refused)"
+refused=$(curl -s "http://127.0.0.1:$PD_PORT/metrics" |
+    awk '$1 == "podresd_connections_refused_total{reason=\"per_user\"}" { print $2 }')
+chmod go+x "$T" && chmod 0750 "$T/run" # nobody reaches the socket through its group (gid 0), as a plugin would
+out=$(setpriv --reuid 65534 --regid 0 --clear-groups curl -sS -w '\n%{http_code}' \
+    --unix-socket "$PD_SOCK" -X PUT -H 'Content-Type: application/json' \
+    --data-binary '{"uid":"u9","containers":[]}' http://localhost/v1/namespaces/ns1/pods/p9 2>&1 || true)
+[ "${out##*$'\n'}" = 201 ] || fail "another user's write on the unix socket: $out"
+grep -q "closing a new connection of uid 0 on the unix socket" "$T/podresd.log" ||
+    fail "the per-user bound was not logged"
+ok "one user's 700 unix connections: $refused closed at accept (counted, logged); another user still writes"
+exec 8>&-
 
 # ---- connections: a head that trickles, idle TCP connections past the limit
 cat > "$T/trickle.py" <<'PY'

@@ -36,7 +36,7 @@ struct src {
 
 static char big_block[65536];
 
-static const struct stream_limits lim4 = {.unix_max = 4, .tcp_max = 4, .per_peer = 4};
+static const struct stream_limits lim4 = {.unix_max = 4, .per_uid = 4, .tcp_max = 4, .per_peer = 4};
 
 static enum stream_pull src_pull(void *cls, uint64_t now, const char **data, size_t *len,
                                  uint64_t *wake)
@@ -331,7 +331,7 @@ static void test_limit_and_stop(void)
     struct streams *ss;
     struct src a, b;
     int sa[2], sb[2];
-    struct stream_limits lim1 = {.unix_max = 1, .tcp_max = 1, .per_peer = 1};
+    struct stream_limits lim1 = {.unix_max = 1, .per_uid = 1, .tcp_max = 1, .per_peer = 1};
 
     CHECK_OK(streams_start(&lim1, 30, &ss));
     CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sa));
@@ -398,11 +398,13 @@ static int tcp_pair(int lfd, const char *addr, int *client)
     return accept(lfd, NULL, NULL);
 }
 
-/* TCP streams count against their peer's budget and TCP's, never the unix
- * socket's: a full TCP budget leaves the unix socket's streams. */
+/* TCP streams count against their client's budget and TCP's, never the
+ * unix socket's: a full TCP budget leaves the unix socket's streams. On
+ * loopback a client is a local user, whatever its address (127.0.0.1 and
+ * 127.0.0.2 are this process's); a unix socket's user has its share. */
 static void test_budgets(void)
 {
-    struct stream_limits lim = {.unix_max = 2, .tcp_max = 3, .per_peer = 2};
+    struct stream_limits lim = {.unix_max = 3, .per_uid = 2, .tcp_max = 3, .per_peer = 2};
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     struct streams *ss = NULL;
     struct src s[8]; /* s[2] and s[4], refused and freed, serve again */
@@ -416,23 +418,24 @@ static void test_budgets(void)
     CHECK_OK(streams_adopt(ss, tcp_pair(lfd, "127.0.0.1", &c[0]), "H", true, &test_src, &s[0]));
     CHECK_OK(streams_adopt(ss, tcp_pair(lfd, "127.0.0.1", &c[1]), "H", true, &test_src, &s[1]));
     CHECK_EQ_INT(streams_adopt(ss, tcp_pair(lfd, "127.0.0.1", &c[2]), "H", true, &test_src, &s[2]),
-                 ERR_UNAVAIL); /* the peer's 2 */
-    CHECK_OK(streams_adopt(ss, tcp_pair(lfd, "127.0.0.2", &c[3]), "H", true, &test_src, &s[3]));
-    CHECK_EQ_INT(streams_adopt(ss, tcp_pair(lfd, "127.0.0.3", &c[4]), "H", true, &test_src, &s[4]),
-                 ERR_UNAVAIL); /* TCP's 3 */
+                 ERR_UNAVAIL); /* the client's 2 */
+    CHECK_EQ_INT(streams_adopt(ss, tcp_pair(lfd, "127.0.0.2", &c[3]), "H", true, &test_src, &s[3]),
+                 ERR_UNAVAIL); /* the same user */
+    c[4] = -1;
     for (i = 0; i < 3; i++)
         CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, u[i]));
     CHECK_OK(streams_adopt(ss, u[0][0], "H", true, &test_src, &s[5]));
     CHECK_OK(streams_adopt(ss, u[1][0], "H", true, &test_src, &s[6]));
     CHECK_EQ_INT(streams_adopt(ss, u[2][0], "H", true, &test_src, &s[7]), ERR_UNAVAIL);
-    CHECK_EQ_INT(streams_count(ss), 5);
-    /* a stream that ends gives its peer's slot back */
+    CHECK_EQ_INT(streams_count(ss), 4);
+    /* a stream that ends gives its client's slot back */
     close(c[0]);
     CHECK(src_freed(&s[0], 2000));
     CHECK_OK(streams_adopt(ss, tcp_pair(lfd, "127.0.0.1", &c[5]), "H", true, &test_src, &s[2]));
     streams_stop(ss);
     for (i = 0; i < 6; i++)
-        close(c[i]);
+        if (c[i] >= 0)
+            close(c[i]);
     for (i = 0; i < 3; i++)
         close(u[i][1]);
     close(lfd);
